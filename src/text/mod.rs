@@ -1,0 +1,1 @@
+//! Tantivy schema, analysis and the text scoring models (SPEC §1).
