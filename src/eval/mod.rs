@@ -1,0 +1,1 @@
+//! Evaluation metrics and TREC formats (SPEC §4).

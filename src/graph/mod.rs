@@ -1,0 +1,1 @@
+//! Link analysis (SPEC §2).

@@ -1,0 +1,1 @@
+//! The pairwise core: SIMD kernels and their scalar twins (SPEC §7).
