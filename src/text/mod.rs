@@ -1,1 +1,14 @@
 //! Tantivy schema, analysis and the text scoring models (SPEC §1).
+
+pub mod config;
+pub mod index;
+pub mod models;
+pub mod query;
+pub mod schema;
+pub mod scorer;
+pub mod search;
+
+pub use config::IndexConfig;
+pub use index::TextIndex;
+pub use models::ModelKind;
+pub use search::{SearchError, SearchRequest, SearchResults};

@@ -1,0 +1,253 @@
+//! The declarative index configuration (`index/rankd.toml`): fields, analyzers and the
+//! parameters of every scoring model (SPEC §1).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The text fields of a document, in schema order. `all` is the catch-all concatenation of
+/// the others; the single-field models rank by it unless told otherwise.
+pub const TEXT_FIELDS: [&str; 6] = ["title", "headings", "body", "anchor", "url", "all"];
+
+/// The configuration shipped in the repository, used when no file is given.
+pub const DEFAULT_CONFIG: &str = include_str!("../../index/rankd.toml");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IndexConfig {
+    pub default_field: String,
+    pub default_model: String,
+    pub fields: BTreeMap<String, FieldConfig>,
+    pub models: ModelParams,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldConfig {
+    pub analyzer: Analyzer,
+    #[serde(default)]
+    pub bm25: Bm25Params,
+    /// Absent: the field takes no part in BM25F.
+    #[serde(default)]
+    pub bm25f: Option<Bm25fFieldParams>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Analyzer {
+    /// Unicode words, lowercase, English stop words, Snowball English stemmer.
+    EnStem,
+    /// As `EnStem` without the stemmer.
+    En,
+    /// Unicode words and lowercase only.
+    Plain,
+}
+
+impl Analyzer {
+    /// The name under which the analyzer is registered with tantivy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Analyzer::EnStem => "en_stem",
+            Analyzer::En => "en",
+            Analyzer::Plain => "plain",
+        }
+    }
+}
+
+/// SPEC §1.3: per-field k1 and b.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+}
+
+impl Default for Bm25Params {
+    fn default() -> Self {
+        Bm25Params { k1: 1.2, b: 0.75 }
+    }
+}
+
+/// SPEC §1.4: the weight `w_u` and length normalisation `b_u` of a field in BM25F.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25fFieldParams {
+    pub weight: f32,
+    pub b: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelParams {
+    pub bm25f: Bm25fParams,
+    #[serde(default)]
+    pub tfidf: TfIdfParams,
+    pub f2exp: F2ExpParams,
+    pub lm: LmParams,
+    pub proximity: ProximityParams,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bm25fParams {
+    pub k1: f32,
+}
+
+/// SPEC §1.2 has no free parameters; the table exists so the file names every model.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TfIdfParams {}
+
+/// SPEC §1.5 defaults k = 0.35, s = 0.5.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct F2ExpParams {
+    pub k: f32,
+    pub s: f32,
+}
+
+/// SPEC §1.6 default μ = 2000.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LmParams {
+    pub mu: f32,
+}
+
+/// SPEC §1.7 default α = 0.3.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProximityParams {
+    pub alpha: f32,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        IndexConfig::parse(DEFAULT_CONFIG, "built-in index/rankd.toml")
+            .expect("the built-in index configuration is valid")
+    }
+}
+
+impl IndexConfig {
+    pub fn load(path: &Path) -> anyhow::Result<IndexConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read index configuration {}", path.display()))?;
+        IndexConfig::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, origin: &str) -> anyhow::Result<IndexConfig> {
+        let config: IndexConfig =
+            toml::from_str(text).with_context(|| format!("invalid index configuration {origin}"))?;
+        config.validate().with_context(|| format!("invalid index configuration {origin}"))?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        for name in TEXT_FIELDS {
+            if !self.fields.contains_key(name) {
+                bail!("field `{name}` is missing (every one of {TEXT_FIELDS:?} must be configured)");
+            }
+        }
+        for (name, field) in &self.fields {
+            if !TEXT_FIELDS.contains(&name.as_str()) {
+                bail!("unknown field `{name}` (known: {TEXT_FIELDS:?})");
+            }
+            let Bm25Params { k1, b } = field.bm25;
+            if !(k1.is_finite() && k1 >= 0.0) || !(0.0..=1.0).contains(&b) {
+                bail!("fields.{name}.bm25: need k1 >= 0 and 0 <= b <= 1, got k1 = {k1}, b = {b}");
+            }
+            if let Some(p) = field.bm25f {
+                if !(p.weight.is_finite() && p.weight >= 0.0) || !(0.0..=1.0).contains(&p.b) {
+                    bail!("fields.{name}.bm25f: need weight >= 0 and 0 <= b <= 1");
+                }
+                if name == "all" {
+                    bail!("fields.all cannot take part in BM25F: it repeats the other fields");
+                }
+            }
+        }
+        if !TEXT_FIELDS.contains(&self.default_field.as_str()) {
+            bail!("default_field `{}` is not a text field", self.default_field);
+        }
+        if self.default_model.parse::<crate::text::ModelKind>().is_err() {
+            bail!("default_model `{}` is not a model", self.default_model);
+        }
+        let m = &self.models;
+        if !(m.bm25f.k1.is_finite() && m.bm25f.k1 >= 0.0) {
+            bail!("models.bm25f.k1 must be >= 0");
+        }
+        if !(m.f2exp.k > 0.0 && m.f2exp.s > 0.0) {
+            bail!("models.f2exp: k and s must be > 0");
+        }
+        if !(m.lm.mu > 0.0 && m.lm.mu.is_finite()) {
+            bail!("models.lm.mu must be > 0");
+        }
+        if !(m.proximity.alpha > 0.0) {
+            bail!("models.proximity.alpha must be > 0");
+        }
+        Ok(())
+    }
+
+    /// Hash of everything baked into the index (fields and analyzers). Scoring parameters are
+    /// left out: they apply at query time.
+    pub fn analysis_hash(&self) -> String {
+        let mut h = Sha256::new();
+        for (name, field) in &self.fields {
+            h.update(name.as_bytes());
+            h.update(b"=");
+            h.update(field.analyzer.name().as_bytes());
+            h.update(b";");
+        }
+        hex(&h.finalize())
+    }
+
+    /// Hash of the whole configuration, recorded in the manifest for provenance.
+    pub fn full_hash(&self) -> String {
+        let text = toml::to_string(self).expect("configuration serialises");
+        hex(&Sha256::digest(text.as_bytes()))
+    }
+
+    pub fn field(&self, name: &str) -> &FieldConfig {
+        &self.fields[name]
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_config_parses() {
+        let c = IndexConfig::default();
+        assert_eq!(c.default_field, "all");
+        assert_eq!(c.field("title").bm25f.unwrap().weight, 3.0);
+        assert!(c.field("all").bm25f.is_none());
+    }
+
+    #[test]
+    fn rejects_unknown_keys_and_bad_values() {
+        let bad = DEFAULT_CONFIG.replace("default_model = \"bm25f\"", "default_model = \"x\"");
+        assert!(IndexConfig::parse(&bad, "t").is_err());
+        let bad = DEFAULT_CONFIG.replace("mu = 2000.0", "mu = -1.0");
+        assert!(IndexConfig::parse(&bad, "t").is_err());
+        let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
+        let err = IndexConfig::parse(&bad, "t").unwrap_err();
+        assert!(format!("{err:#}").contains("extra"), "{err:#}");
+    }
+
+    #[test]
+    fn analysis_hash_ignores_scoring_parameters() {
+        let a = IndexConfig::default();
+        let mut b = a.clone();
+        b.models.lm.mu = 500.0;
+        assert_eq!(a.analysis_hash(), b.analysis_hash());
+        assert_ne!(a.full_hash(), b.full_hash());
+        b.fields.get_mut("body").unwrap().analyzer = Analyzer::En;
+        assert_ne!(a.analysis_hash(), b.analysis_hash());
+    }
+}

@@ -1,0 +1,284 @@
+//! The on-disk index: tantivy index, its manifest and the configuration it was built with.
+//!
+//! Layout of a data directory:
+//! ```text
+//! DATA/index/          tantivy's files
+//! DATA/index.toml      the index configuration (copied at creation, editable for scoring)
+//! DATA/manifest.json   tantivy version, index format, configuration hashes, document count
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use tantivy::schema::{OwnedValue, Value};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+use super::config::IndexConfig;
+use super::schema::{build_schema, register_analyzers, Fields};
+use crate::corpus::Document;
+
+/// Bumped whenever the schema or the meaning of a stored field changes.
+pub const INDEX_FORMAT: u32 = 1;
+
+/// Memory budget of the index writer.
+const WRITER_BUDGET_BYTES: usize = 256 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub index_format: u32,
+    pub rankd_version: String,
+    pub tantivy_version: String,
+    pub analysis_hash: String,
+    pub config_hash: String,
+    pub num_docs: u64,
+    /// Seconds since the Unix epoch of the last commit.
+    pub updated_at: u64,
+}
+
+/// An open index with its reader.
+pub struct TextIndex {
+    pub dir: PathBuf,
+    pub index: Index,
+    pub reader: IndexReader,
+    pub fields: Fields,
+    pub config: IndexConfig,
+}
+
+impl TextIndex {
+    /// Opens the index in `data_dir`, creating an empty one with `config` when none exists.
+    /// When `config` is given and an index exists, its analysis settings must match.
+    pub fn open_or_create(data_dir: &Path, config: Option<IndexConfig>) -> anyhow::Result<Self> {
+        if data_dir.join("manifest.json").exists() {
+            return TextIndex::open(data_dir, config);
+        }
+        let config = config.unwrap_or_default();
+        std::fs::create_dir_all(data_dir.join("index"))
+            .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+        let (schema, fields) = build_schema(&config);
+        let index = Index::create_in_dir(data_dir.join("index"), schema)
+            .with_context(|| format!("cannot create an index in {}", data_dir.display()))?;
+        write_atomic(
+            &data_dir.join("index.toml"),
+            toml::to_string(&config)?.as_bytes(),
+        )?;
+        let this = TextIndex::finish_open(data_dir, index, fields, config)?;
+        this.write_manifest()?;
+        Ok(this)
+    }
+
+    /// Opens an existing index. `config` overrides the stored configuration's scoring
+    /// parameters; its analysis settings must match those the index was built with.
+    pub fn open(data_dir: &Path, config: Option<IndexConfig>) -> anyhow::Result<Self> {
+        let manifest = read_manifest(data_dir)?;
+        if manifest.index_format != INDEX_FORMAT {
+            bail!(
+                "index in {} has format {} but this rankd reads format {INDEX_FORMAT}; re-ingest into a new --data-dir",
+                data_dir.display(),
+                manifest.index_format
+            );
+        }
+        let stored = IndexConfig::load(&data_dir.join("index.toml"))?;
+        let config = match config {
+            Some(c) if c.analysis_hash() != stored.analysis_hash() => bail!(
+                "the index in {} was built with different analyzers than the given configuration; \
+                 re-ingest into a new --data-dir to change analysis",
+                data_dir.display()
+            ),
+            Some(c) => c,
+            None => stored,
+        };
+        if config.analysis_hash() != manifest.analysis_hash {
+            bail!(
+                "{}/index.toml does not match the manifest's analysis hash (was it edited?)",
+                data_dir.display()
+            );
+        }
+        let (_, fields) = build_schema(&config);
+        let index = Index::open_in_dir(data_dir.join("index"))
+            .with_context(|| format!("cannot open the index in {}", data_dir.display()))?;
+        TextIndex::finish_open(data_dir, index, fields, config)
+    }
+
+    fn finish_open(
+        data_dir: &Path,
+        index: Index,
+        fields: Fields,
+        config: IndexConfig,
+    ) -> anyhow::Result<Self> {
+        register_analyzers(index.tokenizers());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(TextIndex {
+            dir: data_dir.to_path_buf(),
+            index,
+            reader,
+            fields,
+            config,
+        })
+    }
+
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    pub fn manifest(&self) -> anyhow::Result<Manifest> {
+        read_manifest(&self.dir)
+    }
+
+    fn write_manifest(&self) -> anyhow::Result<()> {
+        let manifest = Manifest {
+            index_format: INDEX_FORMAT,
+            rankd_version: env!("CARGO_PKG_VERSION").to_string(),
+            tantivy_version: tantivy::version_string().to_string(),
+            analysis_hash: self.config.analysis_hash(),
+            config_hash: self.config.full_hash(),
+            num_docs: self.num_docs(),
+            updated_at: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        };
+        write_atomic(
+            &self.dir.join("manifest.json"),
+            serde_json::to_string_pretty(&manifest)?.as_bytes(),
+        )
+    }
+
+    /// Adds or replaces (same `id`) `docs` in one atomic commit: either every document becomes
+    /// visible or, on any error, none does.
+    pub fn upsert(&self, docs: impl IntoIterator<Item = Document>) -> anyhow::Result<u64> {
+        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        let mut count = 0u64;
+        let result = (|| -> anyhow::Result<()> {
+            for doc in docs {
+                writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
+                writer.add_document(self.to_tantivy(&doc))?;
+                count += 1;
+            }
+            writer.commit()?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            writer.rollback()?;
+            return Err(e);
+        }
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        self.write_manifest()?;
+        Ok(count)
+    }
+
+    /// Deletes the documents with the given ids in one commit; returns how many existed.
+    pub fn delete(&self, ids: &[String]) -> anyhow::Result<u64> {
+        let searcher = self.reader.searcher();
+        let existing = ids
+            .iter()
+            .filter(|id| {
+                searcher
+                    .doc_freq(&Term::from_field_text(self.fields.id, id))
+                    .unwrap_or(0)
+                    > 0
+            })
+            .count() as u64;
+        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        for id in ids {
+            writer.delete_term(Term::from_field_text(self.fields.id, id));
+        }
+        writer.commit()?;
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        self.write_manifest()?;
+        Ok(existing)
+    }
+
+    fn to_tantivy(&self, doc: &Document) -> TantivyDocument {
+        let f = &self.fields;
+        let mut t = TantivyDocument::new();
+        t.add_text(f.id, &doc.id);
+        let url = doc.url.as_deref().unwrap_or("");
+        for (field, text) in [
+            (f.title, doc.title.as_str()),
+            (f.headings, doc.headings.as_str()),
+            (f.body, doc.body.as_str()),
+            (f.anchor, doc.anchor.as_str()),
+            (f.url, url),
+        ] {
+            t.add_text(field, text);
+            t.add_text(f.all, text);
+        }
+        for link in &doc.links {
+            t.add_text(f.links, link);
+        }
+        if let Some(ts) = doc.published_at {
+            t.add_i64(f.published_at, ts);
+        }
+        if !doc.extra.is_empty() {
+            let object = doc
+                .extra
+                .iter()
+                .map(|(k, v)| (k.clone(), OwnedValue::from(v.clone())))
+                .collect();
+            t.add_object(f.extra, object);
+        }
+        t
+    }
+
+    /// Reads a stored document back into a [`Document`].
+    pub fn stored(&self, t: &TantivyDocument) -> Document {
+        let f = &self.fields;
+        let text = |field| {
+            t.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        let url = text(f.url);
+        let extra = t
+            .get_first(f.extra)
+            .map(|v| serde_json::to_value(OwnedValue::from(v)).unwrap_or_default())
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default();
+        Document {
+            id: text(f.id),
+            url: (!url.is_empty()).then_some(url),
+            title: text(f.title),
+            headings: text(f.headings),
+            body: text(f.body),
+            anchor: text(f.anchor),
+            links: t
+                .get_all(f.links)
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            published_at: t.get_first(f.published_at).and_then(|v| v.as_i64()),
+            extra,
+        }
+    }
+}
+
+fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
+    let path = data_dir.join("manifest.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "no rankd index in {} (missing manifest.json); run `rankd ingest` or `rankd demo` first",
+            data_dir.display()
+        )
+    })?;
+    serde_json::from_str(&text).with_context(|| format!("corrupt manifest {}", path.display()))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory, fsync and rename,
+/// so readers see the old or the new content, never a torn file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! The text scoring models of SPEC §1, one file each.
+//!
+//! A model is built once per query from collection statistics (`df`, `cf`, `avgdl`, gathered
+//! by [`Stats`]) and then scores one document at a time from a [`DocMatch`]: the frequency of
+//! every query term in every field the model reads, and the document's field lengths.
+//! [`super::scorer`] walks the postings and feeds the model, so every model ranks the whole
+//! collection through the inverted index and also serves as a per-(query, doc) feature.
+//!
+//! Field lengths: tantivy stores them as one-byte `fieldnorm` codes (exact up to 40 tokens,
+//! then coarser). Every model here uses those quantised lengths, as Lucene and tantivy do;
+//! `avgdl` is exact (total tokens / documents). The brute-force oracle in the tests quantises
+//! lengths the same way, through tantivy's own `fieldnorm_to_id`/`id_to_fieldnorm`.
+
+mod bm25;
+pub mod bm25f;
+mod f2exp;
+mod lm;
+pub mod proximity;
+mod tfidf;
+
+use std::str::FromStr;
+
+use tantivy::query::Explanation;
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{Searcher, Term};
+
+pub use bm25::Bm25;
+pub use bm25f::Bm25F;
+pub use f2exp::F2Exp;
+pub use lm::LmDirichlet;
+pub use proximity::Bm25Proximity;
+pub use tfidf::TfIdf;
+
+/// What the scorer saw of one document.
+#[derive(Debug)]
+pub struct DocMatch<'a> {
+    /// `tf[t * n_fields + u]`: frequency of query term `t` in the model's field `u`.
+    pub tf: &'a [u32],
+    /// Quantised length of each of the model's fields.
+    pub len: &'a [u32],
+    /// Positions of each query term in the model's first field (only for models that ask).
+    pub positions: &'a [Vec<u32>],
+}
+
+impl DocMatch<'_> {
+    pub fn n_fields(&self) -> usize {
+        self.len.len()
+    }
+
+    pub fn tf(&self, term: usize, field: usize) -> u32 {
+        self.tf[term * self.n_fields() + field]
+    }
+}
+
+/// A scoring model bound to one query's statistics.
+pub trait TextModel: Send + Sync + std::fmt::Debug + 'static {
+    fn name(&self) -> &'static str;
+    /// The fields the model reads, in the order of [`DocMatch::len`].
+    fn fields(&self) -> &[Field];
+    /// The query terms, in the order of [`DocMatch::tf`].
+    fn terms(&self) -> &[String];
+    fn needs_positions(&self) -> bool {
+        false
+    }
+    fn score(&self, m: &DocMatch) -> f32;
+    fn explain(&self, m: &DocMatch) -> Explanation;
+
+    /// The record option the postings must be opened with.
+    fn record_option(&self) -> IndexRecordOption {
+        if self.needs_positions() {
+            IndexRecordOption::WithFreqsAndPositions
+        } else {
+            IndexRecordOption::WithFreqs
+        }
+    }
+}
+
+/// Every first-phase model, by the name `/search?model=` and `rankd eval --model` use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelKind {
+    TfIdf,
+    Bm25,
+    Bm25F,
+    F2Exp,
+    Lm,
+    Bm25Prox,
+}
+
+impl ModelKind {
+    pub const ALL: [ModelKind; 6] = [
+        ModelKind::TfIdf,
+        ModelKind::Bm25,
+        ModelKind::Bm25F,
+        ModelKind::F2Exp,
+        ModelKind::Lm,
+        ModelKind::Bm25Prox,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::TfIdf => "tfidf",
+            ModelKind::Bm25 => "bm25",
+            ModelKind::Bm25F => "bm25f",
+            ModelKind::F2Exp => "f2exp",
+            ModelKind::Lm => "lm",
+            ModelKind::Bm25Prox => "bm25prox",
+        }
+    }
+}
+
+impl FromStr for ModelKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ModelKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = ModelKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown model `{s}` (known: {})", names.join(", "))
+            })
+    }
+}
+
+impl std::fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Collection statistics for one searcher, in the conventions of tantivy's BM25: document
+/// counts include deleted documents not yet merged away, as `df` does.
+pub struct Stats<'a> {
+    searcher: &'a Searcher,
+}
+
+impl<'a> Stats<'a> {
+    pub fn new(searcher: &'a Searcher) -> Self {
+        Stats { searcher }
+    }
+
+    /// N.
+    pub fn num_docs(&self) -> u64 {
+        self.searcher
+            .segment_readers()
+            .iter()
+            .map(|r| u64::from(r.max_doc()))
+            .sum()
+    }
+
+    /// |C| for one field: the total number of tokens.
+    pub fn total_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut total = 0;
+        for r in self.searcher.segment_readers() {
+            total += r.inverted_index(field)?.total_num_tokens();
+        }
+        Ok(total)
+    }
+
+    /// avgdl of one field (0 for an empty collection).
+    pub fn avgdl(&self, field: Field) -> tantivy::Result<f32> {
+        let n = self.num_docs();
+        Ok(if n == 0 {
+            0.0
+        } else {
+            self.total_tokens(field)? as f32 / n as f32
+        })
+    }
+
+    pub fn df(&self, field: Field, term: &str) -> tantivy::Result<u64> {
+        self.searcher.doc_freq(&Term::from_field_text(field, term))
+    }
+
+    /// cf(t): occurrences of the term in the field over the collection. tantivy keeps no
+    /// collection frequency, so this walks the term's postings once.
+    pub fn cf(&self, field: Field, term: &str) -> tantivy::Result<u64> {
+        use tantivy::postings::Postings;
+        use tantivy::DocSet;
+        let term = Term::from_field_text(field, term);
+        let mut cf = 0u64;
+        for r in self.searcher.segment_readers() {
+            let inverted = r.inverted_index(field)?;
+            if let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
+            {
+                while postings.doc() != tantivy::TERMINATED {
+                    cf += u64::from(postings.term_freq());
+                    postings.advance();
+                }
+            }
+        }
+        Ok(cf)
+    }
+}
+
+/// SPEC §1.3 idf, the Lucene/tantivy form `ln(1 + (N − df + 0.5)/(df + 0.5))`: never negative.
+pub fn bm25_idf(df: u64, n: u64) -> f32 {
+    let x = (n.saturating_sub(df) as f32 + 0.5) / (df as f32 + 0.5);
+    (1.0 + x).ln()
+}
+
+/// The query's terms split into parallel vectors (text, qtf).
+pub(crate) fn split_terms(terms: &[(String, u32)]) -> (Vec<String>, Vec<f32>) {
+    terms.iter().map(|(t, q)| (t.clone(), *q as f32)).unzip()
+}

@@ -1,0 +1,221 @@
+//! SPEC §1.7 term proximity (Tao & Zhai 2007): MinDist, Span, MinCover, and the additive
+//! score `π = ln(α + exp(−MinDist))`, served as the `bm25prox` model (BM25 + π).
+
+use tantivy::query::Explanation;
+use tantivy::schema::Field;
+
+use super::{Bm25, DocMatch, TextModel};
+
+/// Proximity measures of one document, from the positions of each query term.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Proximity {
+    /// Smallest distance between occurrences of two different matched terms; the document
+    /// length when fewer than two distinct terms occur.
+    pub min_dist: u32,
+    /// Length of the shortest window covering every occurrence of every matched term
+    /// (`last − first + 1`); 0 when nothing matched.
+    pub span: u32,
+    /// Length of the shortest window covering each matched term at least once; 0 when
+    /// nothing matched.
+    pub min_cover: u32,
+    /// Distinct query terms that occur.
+    pub matched: u32,
+}
+
+/// Computes the measures. `positions[t]` are the sorted positions of term `t`;
+/// `doc_len` is the length used when MinDist is undefined.
+pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
+    // All occurrences, tagged with their term, in position order.
+    let mut occ: Vec<(u32, usize)> = positions
+        .iter()
+        .enumerate()
+        .flat_map(|(t, ps)| ps.iter().map(move |&p| (p, t)))
+        .collect();
+    occ.sort_unstable();
+    let matched = positions.iter().filter(|p| !p.is_empty()).count();
+    if occ.is_empty() {
+        return Proximity {
+            min_dist: doc_len,
+            span: 0,
+            min_cover: 0,
+            matched: 0,
+        };
+    }
+    let span = occ[occ.len() - 1].0 - occ[0].0 + 1;
+    // Adjacent occurrences of different terms realise the minimum distance.
+    let min_dist = if matched < 2 {
+        doc_len
+    } else {
+        occ.windows(2)
+            .filter(|w| w[0].1 != w[1].1)
+            .map(|w| w[1].0 - w[0].0)
+            .min()
+            .unwrap_or(doc_len)
+    };
+    // Minimum window holding every matched term: two pointers over the occurrences.
+    let mut count = vec![0u32; positions.len()];
+    let (mut covered, mut left) = (0usize, 0usize);
+    let mut min_cover = u32::MAX;
+    for right in 0..occ.len() {
+        let t = occ[right].1;
+        count[t] += 1;
+        if count[t] == 1 {
+            covered += 1;
+        }
+        while covered == matched {
+            min_cover = min_cover.min(occ[right].0 - occ[left].0 + 1);
+            let lt = occ[left].1;
+            count[lt] -= 1;
+            if count[lt] == 0 {
+                covered -= 1;
+            }
+            left += 1;
+        }
+    }
+    Proximity {
+        min_dist,
+        span,
+        min_cover,
+        matched: matched as u32,
+    }
+}
+
+/// π(q,d) = ln(α + exp(−MinDist)).
+pub fn proximity_score(min_dist: u32, alpha: f32) -> f32 {
+    (alpha + (-(min_dist as f32)).exp()).ln()
+}
+
+/// BM25 plus the proximity score π over the same field.
+#[derive(Debug, Clone)]
+pub struct Bm25Proximity {
+    bm25: Bm25,
+    alpha: f32,
+}
+
+impl Bm25Proximity {
+    pub fn new(bm25: Bm25, alpha: f32) -> Self {
+        Bm25Proximity { bm25, alpha }
+    }
+
+    fn pi(&self, m: &DocMatch) -> (Proximity, f32) {
+        let p = proximity(m.positions, m.len[0]);
+        (p, proximity_score(p.min_dist, self.alpha))
+    }
+}
+
+impl TextModel for Bm25Proximity {
+    fn name(&self) -> &'static str {
+        "bm25prox"
+    }
+    fn fields(&self) -> &[Field] {
+        self.bm25.fields()
+    }
+    fn terms(&self) -> &[String] {
+        self.bm25.terms()
+    }
+    fn needs_positions(&self) -> bool {
+        true
+    }
+
+    fn score(&self, m: &DocMatch) -> f32 {
+        self.bm25.score(m) + self.pi(m).1
+    }
+
+    fn explain(&self, m: &DocMatch) -> Explanation {
+        let (p, pi) = self.pi(m);
+        let mut e = Explanation::new("bm25prox: bm25 + ln(alpha + exp(-MinDist))", self.score(m));
+        e.add_detail(self.bm25.explain(m));
+        let mut pe = Explanation::new("proximity pi", pi);
+        pe.add_const("MinDist", p.min_dist as f32);
+        pe.add_const("Span", p.span as f32);
+        pe.add_const("MinCover", p.min_cover as f32);
+        pe.add_const("alpha", self.alpha);
+        e.add_detail(pe);
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_made_cases() {
+        // "a x b x x a b": a at 0,5; b at 2,6.
+        let p = proximity(&[vec![0, 5], vec![2, 6]], 7);
+        assert_eq!(p.min_dist, 1); // a@5, b@6
+        assert_eq!(p.span, 7); // 0..6
+        assert_eq!(p.min_cover, 2); // [5,6]
+        assert_eq!(p.matched, 2);
+
+        // Three terms, cover must hold all three: a@0 b@10 c@3 a@12 → best window [10,12]? no c.
+        let p = proximity(&[vec![0, 12], vec![10], vec![3]], 20);
+        assert_eq!(p.min_dist, 2); // b@10, a@12
+        assert_eq!(p.span, 13);
+        assert_eq!(p.min_cover, 11); // [0..10] holds a, c, b
+    }
+
+    #[test]
+    fn single_term_and_no_match() {
+        let p = proximity(&[vec![3, 9], vec![]], 50);
+        assert_eq!(p.min_dist, 50); // fewer than two distinct terms: |d|
+        assert_eq!(p.span, 7);
+        assert_eq!(p.min_cover, 1);
+        let p = proximity(&[vec![], vec![]], 50);
+        assert_eq!((p.min_dist, p.span, p.min_cover, p.matched), (50, 0, 0, 0));
+    }
+
+    #[test]
+    fn min_cover_agrees_with_brute_force() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..500 {
+            let terms = rng.random_range(1..4);
+            let positions: Vec<Vec<u32>> = (0..terms)
+                .map(|_| {
+                    let mut v: Vec<u32> = (0..rng.random_range(0..4))
+                        .map(|_| rng.random_range(0..30))
+                        .collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                })
+                .collect();
+            // Distinct positions across terms (a position holds one token).
+            let mut seen = std::collections::HashSet::new();
+            let positions: Vec<Vec<u32>> = positions
+                .into_iter()
+                .map(|v| v.into_iter().filter(|p| seen.insert(*p)).collect())
+                .collect();
+            let got = proximity(&positions, 30);
+            let matched: Vec<usize> = (0..terms).filter(|&t| !positions[t].is_empty()).collect();
+            let (mut best_cover, mut best_dist) = (u32::MAX, u32::MAX);
+            for lo in 0..30u32 {
+                for hi in lo..30u32 {
+                    let inside = |t: usize| positions[t].iter().any(|&p| p >= lo && p <= hi);
+                    if !matched.is_empty() && matched.iter().all(|&t| inside(t)) {
+                        best_cover = best_cover.min(hi - lo + 1);
+                    }
+                }
+            }
+            for &a in &matched {
+                for &b in &matched {
+                    if a != b {
+                        for &pa in &positions[a] {
+                            for &pb in &positions[b] {
+                                best_dist = best_dist.min(pa.abs_diff(pb));
+                            }
+                        }
+                    }
+                }
+            }
+            if matched.is_empty() {
+                assert_eq!(got.min_cover, 0);
+            } else {
+                assert_eq!(got.min_cover, best_cover, "{positions:?}");
+            }
+            let expected_dist = if matched.len() < 2 { 30 } else { best_dist };
+            assert_eq!(got.min_dist, expected_dist, "{positions:?}");
+        }
+    }
+}

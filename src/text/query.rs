@@ -1,0 +1,94 @@
+//! Query text → analysed terms with their multiplicity `qtf` (SPEC §1.1: a query is analysed
+//! by the same chain as the field it searches).
+
+use super::config::Analyzer;
+use super::schema::tokens;
+
+/// Queries longer than this are refused: a search box never needs more, and it bounds the
+/// cost of one request.
+pub const MAX_QUERY_BYTES: usize = 2048;
+/// Distinct analysed terms allowed in one query.
+pub const MAX_QUERY_TERMS: usize = 64;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum QueryError {
+    #[error("the query is empty")]
+    Empty,
+    #[error("the query is {0} bytes long; the limit is {MAX_QUERY_BYTES}")]
+    TooLong(usize),
+    #[error("the query has {0} distinct terms after analysis; the limit is {MAX_QUERY_TERMS}")]
+    TooManyTerms(usize),
+}
+
+/// Distinct query terms in order of first occurrence, each with its count in the query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QueryTerms {
+    pub terms: Vec<(String, u32)>,
+}
+
+impl QueryTerms {
+    /// Analyses `text` with `analyzer`. A query whose every word is a stop word yields no
+    /// terms (and so no hits); an empty or over-long query is an error.
+    pub fn analyze(text: &str, analyzer: Analyzer) -> Result<QueryTerms, QueryError> {
+        check_query_text(text)?;
+        let mut terms: Vec<(String, u32)> = Vec::new();
+        for token in tokens(analyzer, text) {
+            match terms.iter_mut().find(|(t, _)| *t == token) {
+                Some((_, qtf)) => *qtf += 1,
+                None => terms.push((token, 1)),
+            }
+        }
+        if terms.len() > MAX_QUERY_TERMS {
+            return Err(QueryError::TooManyTerms(terms.len()));
+        }
+        Ok(QueryTerms { terms })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// |q|: the number of query tokens, repeats included.
+    pub fn len_with_repeats(&self) -> u32 {
+        self.terms.iter().map(|(_, qtf)| qtf).sum()
+    }
+}
+
+/// The checks every query text passes before analysis.
+pub fn check_query_text(text: &str) -> Result<(), QueryError> {
+    if text.len() > MAX_QUERY_BYTES {
+        return Err(QueryError::TooLong(text.len()));
+    }
+    if text.trim().is_empty() {
+        return Err(QueryError::Empty);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_repeats_in_first_occurrence_order() {
+        let q = QueryTerms::analyze("Flow flows of the heat", Analyzer::EnStem).unwrap();
+        assert_eq!(q.terms, vec![("flow".into(), 2), ("heat".into(), 1)]);
+        assert_eq!(q.len_with_repeats(), 3);
+    }
+
+    #[test]
+    fn refuses_empty_and_huge_queries() {
+        assert_eq!(QueryTerms::analyze("  \t", Analyzer::En), Err(QueryError::Empty));
+        let huge = "word ".repeat(2000);
+        assert_eq!(
+            QueryTerms::analyze(&huge, Analyzer::En),
+            Err(QueryError::TooLong(huge.len()))
+        );
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(
+            QueryTerms::analyze(&many, Analyzer::Plain),
+            Err(QueryError::TooManyTerms(100))
+        );
+        assert!(QueryTerms::analyze("the of", Analyzer::En).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,137 @@
+//! The tantivy schema and the analyzers (SPEC §1.1).
+
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, FAST, INDEXED, STORED,
+    STRING,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter,
+    TextAnalyzer, TokenizerManager,
+};
+
+use super::config::{Analyzer, IndexConfig, TEXT_FIELDS};
+
+/// Handles of every field of the schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    pub id: Field,
+    pub title: Field,
+    pub headings: Field,
+    pub body: Field,
+    pub anchor: Field,
+    pub url: Field,
+    pub all: Field,
+    pub links: Field,
+    pub published_at: Field,
+    pub extra: Field,
+}
+
+impl Fields {
+    /// The text field called `name` (one of [`TEXT_FIELDS`]).
+    pub fn text(&self, name: &str) -> Option<Field> {
+        Some(match name {
+            "title" => self.title,
+            "headings" => self.headings,
+            "body" => self.body,
+            "anchor" => self.anchor,
+            "url" => self.url,
+            "all" => self.all,
+            _ => return None,
+        })
+    }
+}
+
+/// Builds the schema: text fields indexed with positions (SPEC §1.7 needs them) under the
+/// analyzer the configuration names; `all` is indexed only, the others are stored too.
+pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let id = b.add_text_field("id", STRING | STORED | FAST);
+    let mut text = |name: &str, stored: bool| {
+        let indexing = TextFieldIndexing::default()
+            .set_tokenizer(config.field(name).analyzer.name())
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+        let mut options = TextOptions::default().set_indexing_options(indexing);
+        if stored {
+            options = options.set_stored();
+        }
+        b.add_text_field(name, options)
+    };
+    let title = text("title", true);
+    let headings = text("headings", true);
+    let body = text("body", true);
+    let anchor = text("anchor", true);
+    let url = text("url", true);
+    let all = text("all", false);
+    debug_assert_eq!(TEXT_FIELDS.len(), 6);
+    let links = b.add_text_field("links", STORED);
+    let published_at = b.add_i64_field("published_at", INDEXED | STORED | FAST);
+    let extra = b.add_json_field("extra", STORED);
+    let fields = Fields {
+        id,
+        title,
+        headings,
+        body,
+        anchor,
+        url,
+        all,
+        links,
+        published_at,
+        extra,
+    };
+    (b.build(), fields)
+}
+
+/// Words longer than this many bytes are dropped (they are almost always base64 or hashes).
+const MAX_TOKEN_BYTES: usize = 64;
+
+/// The analysis chain of SPEC §1.1 for one analyzer setting.
+pub fn analyzer(kind: Analyzer) -> TextAnalyzer {
+    let base = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser);
+    match kind {
+        Analyzer::Plain => base.build(),
+        Analyzer::En => base.filter(english_stop_words()).build(),
+        Analyzer::EnStem => base
+            .filter(english_stop_words())
+            .filter(Stemmer::new(Language::English))
+            .build(),
+    }
+}
+
+fn english_stop_words() -> StopWordFilter {
+    StopWordFilter::new(Language::English).expect("tantivy ships an English stop-word list")
+}
+
+/// Registers every analyzer under its name so tantivy and rankd analyse text identically.
+pub fn register_analyzers(manager: &TokenizerManager) {
+    for kind in [Analyzer::EnStem, Analyzer::En, Analyzer::Plain] {
+        manager.register(kind.name(), analyzer(kind));
+    }
+}
+
+/// The tokens `text` yields under `kind`, in order.
+pub fn tokens(kind: Analyzer, text: &str) -> Vec<String> {
+    let mut analyzer = analyzer(kind);
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while let Some(token) = stream.next() {
+        out.push(token.text.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn english_chain_stems_and_drops_stop_words() {
+        assert_eq!(
+            tokens(Analyzer::EnStem, "The Flows of heated GASES, in a tube"),
+            vec!["flow", "heat", "gase", "tube"]
+        );
+        assert_eq!(tokens(Analyzer::En, "The flows"), vec!["flows"]);
+        assert_eq!(tokens(Analyzer::Plain, "The flows"), vec!["the", "flows"]);
+    }
+}

@@ -1,0 +1,237 @@
+//! A tantivy `Query`/`Weight`/`Scorer` for any [`TextModel`]: a document-at-a-time union over
+//! the postings of every (query term, model field) pair. Only documents containing a query
+//! term are visited; the model turns what the postings say about each into a score.
+
+use std::sync::Arc;
+
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::{Postings, SegmentPostings};
+use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::{DocId, DocSet, Score, SegmentReader, Term, TERMINATED};
+
+use super::models::{DocMatch, TextModel};
+
+/// A query that ranks by `model`.
+#[derive(Clone, Debug)]
+pub struct ModelQuery {
+    model: Arc<dyn TextModel>,
+    /// `terms[t * n_fields + u]`: query term `t` in model field `u`.
+    terms: Vec<Term>,
+}
+
+impl ModelQuery {
+    pub fn new(model: Arc<dyn TextModel>) -> Self {
+        let mut terms = Vec::new();
+        for text in model.terms() {
+            for &field in model.fields() {
+                terms.push(Term::from_field_text(field, text));
+            }
+        }
+        ModelQuery { model, terms }
+    }
+
+    pub fn model(&self) -> &Arc<dyn TextModel> {
+        &self.model
+    }
+
+    /// Opens a scorer for one segment (also the entry point for batched feature extraction:
+    /// `seek` it through candidates in increasing doc order).
+    pub fn segment_scorer(&self, reader: &SegmentReader) -> tantivy::Result<ModelScorer> {
+        let n_fields = self.model.fields().len();
+        let option = self.model.record_option();
+        let mut slots = Vec::new();
+        for (i, term) in self.terms.iter().enumerate() {
+            let inverted = reader.inverted_index(term.field())?;
+            if let Some(postings) = inverted.read_postings(term, option)? {
+                slots.push(Slot {
+                    term: i / n_fields,
+                    field: i % n_fields,
+                    postings,
+                });
+            }
+        }
+        let mut fieldnorms = Vec::with_capacity(n_fields);
+        for &field in self.model.fields() {
+            fieldnorms.push(reader.get_fieldnorms_reader(field)?);
+        }
+        let n_terms = self.model.terms().len();
+        let mut scorer = ModelScorer {
+            model: self.model.clone(),
+            slots,
+            fieldnorms,
+            doc: TERMINATED,
+            tf: vec![0; n_terms * n_fields],
+            len: vec![0; n_fields],
+            positions: vec![Vec::new(); if self.model.needs_positions() { n_terms } else { 0 }],
+            boost: 1.0,
+        };
+        scorer.doc = scorer.min_doc();
+        Ok(scorer)
+    }
+}
+
+impl Query for ModelQuery {
+    fn weight(&self, _scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(ModelWeight {
+            query: self.clone(),
+        }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for term in &self.terms {
+            visitor(term, self.model.needs_positions());
+        }
+    }
+}
+
+struct ModelWeight {
+    query: ModelQuery,
+}
+
+impl Weight for ModelWeight {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let mut scorer = self.query.segment_scorer(reader)?;
+        scorer.boost = boost;
+        Ok(Box::new(scorer))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let mut scorer = self.query.segment_scorer(reader)?;
+        if scorer.seek(doc) != doc {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} does not match the query"
+            )));
+        }
+        Ok(scorer.explain())
+    }
+}
+
+struct Slot {
+    term: usize,
+    field: usize,
+    postings: SegmentPostings,
+}
+
+/// The union scorer. Queries have few terms, so the next document is found by a linear scan
+/// over the postings heads rather than a heap.
+pub struct ModelScorer {
+    model: Arc<dyn TextModel>,
+    slots: Vec<Slot>,
+    fieldnorms: Vec<FieldNormReader>,
+    doc: DocId,
+    tf: Vec<u32>,
+    len: Vec<u32>,
+    positions: Vec<Vec<u32>>,
+    /// Multiplier tantivy may ask for (a boosted clause); 1 otherwise.
+    boost: Score,
+}
+
+impl ModelScorer {
+    fn min_doc(&self) -> DocId {
+        self.slots
+            .iter()
+            .map(|s| s.postings.doc())
+            .min()
+            .unwrap_or(TERMINATED)
+    }
+
+    /// Gathers tf, lengths and (if needed) positions of the current document.
+    fn load(&mut self) {
+        self.load_for(self.doc);
+    }
+
+    /// Gathers what the postings say of `doc` (zero frequencies when no postings list is on
+    /// it) and its field lengths.
+    fn load_for(&mut self, doc: DocId) {
+        let n_fields = self.len.len();
+        self.tf.fill(0);
+        for p in &mut self.positions {
+            p.clear();
+        }
+        for slot in &mut self.slots {
+            if slot.postings.doc() == doc {
+                self.tf[slot.term * n_fields + slot.field] = slot.postings.term_freq();
+                if slot.field == 0 && !self.positions.is_empty() {
+                    slot.postings.positions(&mut self.positions[slot.term]);
+                }
+            }
+        }
+        for (u, norms) in self.fieldnorms.iter().enumerate() {
+            self.len[u] = norms.fieldnorm(doc);
+        }
+    }
+
+    fn current(&self) -> DocMatch<'_> {
+        DocMatch {
+            tf: &self.tf,
+            len: &self.len,
+            positions: &self.positions,
+        }
+    }
+
+    pub fn explain(&mut self) -> Explanation {
+        self.load();
+        self.model.explain(&self.current())
+    }
+
+    /// Scores `target`, matching or not, for feature extraction. Targets must come in
+    /// increasing doc order (postings only move forward).
+    pub fn score_doc(&mut self, target: DocId) -> Score {
+        self.seek(target);
+        self.load_for(target);
+        self.model.score(&self.current())
+    }
+
+    /// The raw per-document inputs (tf matrix, lengths, positions) of `target`, under the
+    /// same ordering rule as [`Self::score_doc`].
+    pub fn doc_match(&mut self, target: DocId) -> DocMatch<'_> {
+        self.seek(target);
+        self.load_for(target);
+        self.current()
+    }
+}
+
+impl DocSet for ModelScorer {
+    fn advance(&mut self) -> DocId {
+        let doc = self.doc;
+        for slot in &mut self.slots {
+            if slot.postings.doc() == doc {
+                slot.postings.advance();
+            }
+        }
+        self.doc = self.min_doc();
+        self.doc
+    }
+
+    fn seek(&mut self, target: DocId) -> DocId {
+        if self.doc >= target {
+            return self.doc;
+        }
+        for slot in &mut self.slots {
+            if slot.postings.doc() < target {
+                slot.postings.seek(target);
+            }
+        }
+        self.doc = self.min_doc();
+        self.doc
+    }
+
+    fn doc(&self) -> DocId {
+        self.doc
+    }
+
+    fn size_hint(&self) -> u32 {
+        self.slots
+            .iter()
+            .map(|s| s.postings.size_hint())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl Scorer for ModelScorer {
+    fn score(&mut self) -> Score {
+        self.load();
+        self.boost * self.model.score(&self.current())
+    }
+}

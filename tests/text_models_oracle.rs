@@ -1,0 +1,386 @@
+//! Every text model against a brute-force oracle that recomputes tf, df, cf, field lengths
+//! and averages from raw token lists (SPEC §1). Lengths are quantised exactly as tantivy's
+//! fieldnorms are (`fieldnorm_to_id` then `id_to_fieldnorm`); averages are exact.
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rankd::corpus::Document;
+use rankd::text::config::TEXT_FIELDS;
+use rankd::text::schema::tokens;
+use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+use tantivy::fieldnorm::FieldNormReader;
+
+const WORDS: &[&str] = &[
+    "rust", "vector", "iterator", "borrow", "lifetime", "trait", "closure", "thread", "channel",
+    "mutex", "socket", "parser", "token", "graph", "rank", "score", "index", "query", "field",
+    "stream", "buffer", "memory", "cache", "future", "async", "macro", "module", "crate",
+];
+
+fn text(rng: &mut ChaCha8Rng, max: usize) -> String {
+    let n = rng.random_range(0..=max);
+    // Zipf-ish: low word indices are common.
+    (0..n)
+        .map(|_| {
+            let r: f64 = rng.random();
+            WORDS[((r * r) * WORDS.len() as f64) as usize]
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn corpus(seed: u64, n: usize) -> Vec<Document> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| Document {
+            id: format!("d{i}"),
+            url: Some(format!("https://example.org/{}/{}", WORDS[i % WORDS.len()], i)),
+            title: text(&mut rng, 6),
+            headings: text(&mut rng, 10),
+            // Up to 300 tokens: well past 40, where fieldnorms start to round.
+            body: text(&mut rng, 300),
+            anchor: text(&mut rng, 8),
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Raw token lists of one document, per field name, and the position of every token.
+struct RawDoc {
+    id: String,
+    fields: HashMap<&'static str, Vec<String>>,
+    positions: HashMap<&'static str, Vec<usize>>,
+}
+
+fn raw(config: &IndexConfig, doc: &Document) -> RawDoc {
+    let url = doc.url.clone().unwrap_or_default();
+    let mut fields = HashMap::new();
+    let mut positions = HashMap::new();
+    let (mut all, mut all_pos) = (Vec::new(), Vec::new());
+    // tantivy numbers the values of a multi-valued field (our `all`) one after the other,
+    // leaving a gap of one position after each value, empty values included.
+    let mut offset = 0;
+    for (name, value) in [
+        ("title", &doc.title),
+        ("headings", &doc.headings),
+        ("body", &doc.body),
+        ("anchor", &doc.anchor),
+        ("url", &url),
+    ] {
+        let toks = tokens(config.field(name).analyzer, value);
+        all_pos.extend((0..toks.len()).map(|i| offset + i));
+        offset += toks.len() + 1;
+        positions.insert(name, (0..toks.len()).collect());
+        all.extend(toks.clone());
+        fields.insert(name, toks);
+    }
+    fields.insert("all", all);
+    positions.insert("all", all_pos);
+    RawDoc {
+        id: doc.id.clone(),
+        fields,
+        positions,
+    }
+}
+
+fn quantised(len: usize) -> f64 {
+    FieldNormReader::id_to_fieldnorm(FieldNormReader::fieldnorm_to_id(len as u32)) as f64
+}
+
+struct Oracle<'a> {
+    docs: &'a [RawDoc],
+    config: &'a IndexConfig,
+    /// (field, term) → (df, cf), counted once from the raw tokens.
+    counts: HashMap<(&'static str, String), (f64, f64)>,
+}
+
+fn oracle<'a>(docs: &'a [RawDoc], config: &'a IndexConfig) -> Oracle<'a> {
+    let mut counts: HashMap<(&'static str, String), (f64, f64)> = HashMap::new();
+    for d in docs {
+        for (field, toks) in &d.fields {
+            let mut seen = std::collections::HashSet::new();
+            for t in toks {
+                let e = counts.entry((*field, t.clone())).or_default();
+                e.1 += 1.0;
+                if seen.insert(t) {
+                    e.0 += 1.0;
+                }
+            }
+        }
+    }
+    Oracle { docs, config, counts }
+}
+
+impl Oracle<'_> {
+    fn n(&self) -> f64 {
+        self.docs.len() as f64
+    }
+    fn tf(d: &RawDoc, field: &str, t: &str) -> f64 {
+        d.fields[field].iter().filter(|x| *x == t).count() as f64
+    }
+    fn df(&self, field: &str, t: &str) -> f64 {
+        let field = TEXT_FIELDS.into_iter().find(|f| *f == field).unwrap();
+        self.counts.get(&(field, t.to_string())).map_or(0.0, |c| c.0)
+    }
+    fn cf(&self, field: &str, t: &str) -> f64 {
+        let field = TEXT_FIELDS.into_iter().find(|f| *f == field).unwrap();
+        self.counts.get(&(field, t.to_string())).map_or(0.0, |c| c.1)
+    }
+    fn total(&self, field: &str) -> f64 {
+        self.docs.iter().map(|d| d.fields[field].len() as f64).sum()
+    }
+    fn avgdl(&self, field: &str) -> f64 {
+        self.total(field) / self.n()
+    }
+    fn bm25_idf(&self, df: f64) -> f64 {
+        (1.0 + (self.n() - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    /// Query terms with multiplicity, analysed like the field.
+    fn query(&self, field: &str, q: &str) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for t in tokens(self.config.field(field).analyzer, q) {
+            match out.iter_mut().find(|(x, _)| *x == t) {
+                Some((_, c)) => *c += 1.0,
+                None => out.push((t, 1.0)),
+            }
+        }
+        out
+    }
+
+    /// The model's score of `d`, or None when `d` contains no query term (not retrieved).
+    fn score(&self, kind: ModelKind, field: &str, q: &str, d: &RawDoc) -> Option<f64> {
+        let field = if kind == ModelKind::Bm25F { "all" } else { field };
+        let terms = self.query(field, q);
+        let matched = terms.iter().filter(|(t, _)| Self::tf(d, field, t) > 0.0).count();
+        if matched == 0 {
+            return None;
+        }
+        let len = quantised(d.fields[field].len());
+        let avgdl = self.avgdl(field);
+        Some(match kind {
+            ModelKind::Bm25 | ModelKind::Bm25Prox => {
+                let p = self.config.field(field).bm25;
+                let (k1, b) = (p.k1 as f64, p.b as f64);
+                let bm25: f64 = terms
+                    .iter()
+                    .map(|(t, qtf)| {
+                        let tf = Self::tf(d, field, t);
+                        qtf * self.bm25_idf(self.df(field, t)) * tf * (k1 + 1.0)
+                            / (tf + k1 * (1.0 - b + b * len / avgdl))
+                    })
+                    .sum();
+                if kind == ModelKind::Bm25 {
+                    bm25
+                } else {
+                    let alpha = self.config.models.proximity.alpha as f64;
+                    bm25 + (alpha + (-min_dist(d, field, &terms, len)).exp()).ln()
+                }
+            }
+            ModelKind::Bm25F => {
+                let k1 = self.config.models.bm25f.k1 as f64;
+                terms
+                    .iter()
+                    .map(|(t, qtf)| {
+                        let tf_tilde: f64 = TEXT_FIELDS
+                            .iter()
+                            .filter_map(|u| Some((u, self.config.field(u).bm25f?)))
+                            .map(|(u, p)| {
+                                let (w, b) = (p.weight as f64, p.b as f64);
+                                let lu = quantised(d.fields[u].len());
+                                let bu = 1.0 - b + b * lu / self.avgdl(u);
+                                w * Self::tf(d, u, t) / bu
+                            })
+                            .sum();
+                        qtf * self.bm25_idf(self.df("all", t)) * tf_tilde * (k1 + 1.0)
+                            / (tf_tilde + k1)
+                    })
+                    .sum()
+            }
+            ModelKind::TfIdf => {
+                let idf = |t: &str| 1.0 + (self.n() / (self.df(field, t) + 1.0)).ln();
+                let query_norm =
+                    1.0 / terms.iter().map(|(t, b)| (idf(t) * b).powi(2)).sum::<f64>().sqrt();
+                let coord = matched as f64 / terms.len() as f64;
+                let sum: f64 = terms
+                    .iter()
+                    .map(|(t, boost)| {
+                        Self::tf(d, field, t).sqrt() * idf(t).powi(2) * boost / len.sqrt()
+                    })
+                    .sum();
+                coord * query_norm * sum
+            }
+            ModelKind::F2Exp => {
+                let p = self.config.models.f2exp;
+                let (k, s) = (p.k as f64, p.s as f64);
+                terms
+                    .iter()
+                    .filter(|(t, _)| Self::tf(d, field, t) > 0.0)
+                    .map(|(t, qtf)| {
+                        let tf = Self::tf(d, field, t);
+                        qtf * (self.n() / self.df(field, t)).powf(k) * tf
+                            / (tf + s + s * len / avgdl)
+                    })
+                    .sum()
+            }
+            ModelKind::Lm => {
+                let mu = self.config.models.lm.mu as f64;
+                let c = self.total(field);
+                terms
+                    .iter()
+                    .filter(|(t, _)| self.cf(field, t) > 0.0)
+                    .map(|(t, qtf)| {
+                        let p = self.cf(field, t) / c;
+                        qtf * ((Self::tf(d, field, t) + mu * p) / (len + mu)).ln()
+                    })
+                    .sum()
+            }
+        })
+    }
+}
+
+/// Brute-force MinDist over every pair of occurrences of two different query terms.
+fn min_dist(d: &RawDoc, field: &str, terms: &[(String, f64)], len: f64) -> f64 {
+    let toks = &d.fields[field];
+    let pos = |t: &str| -> Vec<usize> {
+        toks.iter()
+            .zip(&d.positions[field])
+            .filter(|(x, _)| *x == t)
+            .map(|(_, p)| *p)
+            .collect()
+    };
+    let mut best = f64::INFINITY;
+    for (a, _) in terms {
+        for (b, _) in terms {
+            if a == b {
+                continue;
+            }
+            for pa in pos(a) {
+                for pb in pos(b) {
+                    best = best.min(pa.abs_diff(pb) as f64);
+                }
+            }
+        }
+    }
+    if best.is_finite() {
+        best
+    } else {
+        len
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1e-2)
+}
+
+fn check_models(docs: &[Document], queries: &[String], fields: &[&str], label: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = IndexConfig::default();
+    let index = TextIndex::open_or_create(dir.path(), Some(config.clone())).unwrap();
+    index.upsert(docs.iter().cloned()).unwrap();
+    let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
+    let oracle = oracle(&raws, &config);
+    let mut compared = 0;
+    for kind in ModelKind::ALL {
+        for &field in fields {
+            for q in queries {
+                let mut req = SearchRequest::new(q.clone(), kind, docs.len().min(1000));
+                req.field = Some(field.to_string());
+                let got = index.search(&req).unwrap();
+                let mut expected: Vec<(f64, &str)> = raws
+                    .iter()
+                    .filter_map(|d| Some((oracle.score(kind, field, q, d)?, d.id.as_str())))
+                    .collect();
+                expected.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+                assert_eq!(
+                    got.total_hits,
+                    expected.len(),
+                    "{label} {kind} field={field} q={q:?}: match counts differ"
+                );
+                let by_id: HashMap<&str, f64> =
+                    expected.iter().map(|(s, id)| (*id, *s)).collect();
+                for hit in &got.hits {
+                    let want = by_id[hit.id.as_str()];
+                    assert!(
+                        close(hit.score as f64, want),
+                        "{label} {kind} field={field} q={q:?} doc={}: rankd {} oracle {want}",
+                        hit.id,
+                        hit.score
+                    );
+                    compared += 1;
+                }
+                // Same ranking: the i-th returned score equals the oracle's i-th best score.
+                for (hit, (want, _)) in got.hits.iter().zip(&expected) {
+                    assert!(
+                        close(hit.score as f64, *want),
+                        "{label} {kind} field={field} q={q:?}: rank {} has {} but oracle's is {want}",
+                        hit.rank,
+                        hit.score
+                    );
+                }
+            }
+        }
+    }
+    assert!(compared > 100, "{label}: only {compared} scores compared");
+}
+
+#[test]
+fn random_corpora_match_the_oracle() {
+    for seed in 0..3 {
+        let docs = corpus(seed, 120);
+        let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
+        let queries: Vec<String> = (0..12)
+            .map(|_| {
+                let n = rng.random_range(1..=4);
+                (0..n)
+                    .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .chain(["rust rust vector".to_string(), "rank nosuchword".to_string()])
+            .collect();
+        check_models(&docs, &queries, &["all", "body", "title"], &format!("seed {seed}"));
+    }
+}
+
+#[test]
+fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
+    let docs = corpus(9, 80);
+    let dir = tempfile::tempdir().unwrap();
+    let config = IndexConfig::default();
+    let index = TextIndex::open_or_create(dir.path(), Some(config.clone())).unwrap();
+    index.upsert(docs.iter().cloned()).unwrap();
+    let searcher = index.reader.searcher();
+    let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
+    let oracle = oracle(&raws, &config);
+    for kind in ModelKind::ALL {
+        let bound = index.bind(&searcher, kind, None, "vector borrow").unwrap().unwrap();
+        let top = bound.top(&searcher, 30, 0).unwrap();
+        // Reversed order on purpose: score_docs must sort internally.
+        let addrs: Vec<_> = top.iter().rev().map(|(_, a)| *a).collect();
+        let scores = bound.score_docs(&searcher, &addrs).unwrap();
+        for ((s, _), got) in top.iter().rev().zip(&scores) {
+            assert!(close(*s as f64, *got as f64), "{kind}: {s} vs {got}");
+        }
+    }
+    // LM scores a document without any query term too (the smoothed probability).
+    let bound = index.bind(&searcher, ModelKind::Lm, Some("title"), "vector").unwrap().unwrap();
+    let all: Vec<_> = searcher
+        .segment_readers()
+        .iter()
+        .enumerate()
+        .flat_map(|(s, r)| (0..r.max_doc()).map(move |d| tantivy::DocAddress::new(s as u32, d)))
+        .collect();
+    let scores = bound.score_docs(&searcher, &all).unwrap();
+    let mu = config.models.lm.mu as f64;
+    let p = oracle.cf("title", "vector") / oracle.total("title");
+    for (addr, got) in all.iter().zip(scores) {
+        let doc: tantivy::TantivyDocument = searcher.doc(*addr).unwrap();
+        let id = index.stored(&doc).id;
+        let d = raws.iter().find(|r| r.id == id).unwrap();
+        let len = quantised(d.fields["title"].len());
+        let want = ((Oracle::tf(d, "title", "vector") + mu * p) / (len + mu)).ln();
+        assert!(close(got as f64, want), "{id}: {got} vs {want}");
+    }
+}
