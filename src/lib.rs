@@ -4,6 +4,8 @@
 //! link graph (`graph`), get scored, evaluated (`eval`) and leave through the HTTP API (`api`).
 //! Formulas live in `../shared/docs/SPEC.md`; each module cites its section.
 
+pub mod api;
+pub mod cli;
 pub mod corpus;
 pub mod eval;
 pub mod graph;

@@ -1,6 +1,8 @@
 //! Documents and their sources: JSONL, a directory of HTML pages, the Cranfield collection.
 
 pub mod cranfield;
+pub mod html;
+pub mod jsonl;
 
 use serde_json::{Map, Value};
 
@@ -23,4 +25,15 @@ pub struct Document {
     pub published_at: Option<i64>,
     /// Any other fields of a JSONL record, stored as given.
     pub extra: Map<String, Value>,
+}
+
+/// A record that could not be read, with where it came from.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}{}: {message}", origin, line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct RecordError {
+    /// The file (or request) the record came from.
+    pub origin: String,
+    /// 1-based line number, for line-oriented formats.
+    pub line: Option<usize>,
+    pub message: String,
 }

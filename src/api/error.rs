@@ -1,0 +1,64 @@
+//! The one error type of the HTTP API: `{"error":{"code":..,"message":..,"field":..}}` with
+//! the matching status. Bad input is always a 4xx, never a 500 or a panic.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::text::SearchError;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    pub fn bad_request(field: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::BAD_REQUEST,
+            code: "bad_request",
+            message: message.into(),
+            field: Some(field.into()),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            code: "not_found",
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        tracing::error!("internal error: {e}");
+        ApiError {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            code: "internal",
+            message: e.to_string(),
+            field: None,
+        }
+    }
+}
+
+impl From<SearchError> for ApiError {
+    fn from(e: SearchError) -> Self {
+        match e {
+            SearchError::Query(q) => ApiError::bad_request("q", q.to_string()),
+            SearchError::Param { field, message } => ApiError::bad_request(field, message),
+            SearchError::Internal(e) => ApiError::internal(format!("{e:#}")),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
+        (self.status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,95 @@
+//! The `rankd` command line (INTERFACE.md). Each subcommand lives in its own file; this one
+//! holds the argument types, the shared progress-bar style and the exit-code convention:
+//! 0 ok, 2 bad usage or bad input (the message says what and where), 1 anything else.
+
+pub mod demo;
+pub mod eval;
+pub mod ingest;
+pub mod serve;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[derive(Parser, Debug)]
+#[command(name = "rankd", version, about = "A search-engine ranking server")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Ingest the Rust documentation installed by rustup and serve it.
+    Demo(demo::DemoArgs),
+    /// Add or update documents (same `id` = update), in one atomic commit.
+    Ingest(ingest::IngestArgs),
+    /// Run every query against the index and score the run (SPEC §4).
+    Eval(eval::EvalArgs),
+    /// Serve the HTTP API.
+    Serve(serve::ServeArgs),
+}
+
+/// Options every command shares.
+#[derive(clap::Args, Debug, Clone)]
+pub struct DataArgs {
+    /// Where the index and everything derived from it live.
+    #[arg(long, env = "RANKD_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Index configuration (fields, analyzers, model parameters). Default: the one stored
+    /// with the index, or the built-in `index/rankd.toml` for a new index.
+    #[arg(long)]
+    pub index_config: Option<PathBuf>,
+}
+
+impl DataArgs {
+    pub fn config(&self) -> anyhow::Result<Option<crate::text::IndexConfig>> {
+        self.index_config
+            .as_deref()
+            .map(crate::text::IndexConfig::load)
+            .transpose()
+            .map_err(|e| BadInput(format!("{e:#}")).into())
+    }
+}
+
+/// An error caused by the user's input: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Runs the command; the exit code follows the convention above.
+pub fn run(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Demo(a) => demo::run(a),
+        Command::Ingest(a) => ingest::run(a),
+        Command::Eval(a) => eval::run(a),
+        Command::Serve(a) => serve::run(a),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<BadInput>().is_some() {
+                2
+            } else {
+                1
+            }
+        }
+    }
+}
+
+/// A progress bar on stderr (drawn only on a terminal, hidden with `--json`).
+pub fn progress(len: u64, what: &str, hidden: bool) -> ProgressBar {
+    if hidden {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{msg:>12} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}

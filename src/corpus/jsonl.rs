@@ -1,0 +1,156 @@
+//! JSON Lines documents: one object per line with `id`, `url`, `title`, `headings`, `body`,
+//! `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`].
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::{Document, RecordError};
+
+/// Parses every non-blank line of `bytes` (the content of `path`). Each record is parsed on
+/// its own, so one bad line yields one error and the others still parse.
+pub fn parse(path: &Path, bytes: &[u8]) -> Vec<Result<Document, RecordError>> {
+    bytes
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
+        .map(|(i, line)| {
+            parse_record(line).map_err(|message| RecordError {
+                origin: path.display().to_string(),
+                line: Some(i + 1),
+                message,
+            })
+        })
+        .collect()
+}
+
+fn parse_record(line: &[u8]) -> Result<Document, String> {
+    let text = std::str::from_utf8(line)
+        .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let Value::Object(object) = value else {
+        return Err("expected a JSON object".into());
+    };
+    document_from_object(object)
+}
+
+/// Builds a document from a JSON object (also used by the admin API's NDJSON batches).
+pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, String> {
+    let id = match object.remove("id") {
+        Some(Value::String(s)) if !s.trim().is_empty() => s,
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::String(_)) => return Err("`id` is empty".into()),
+        Some(other) => return Err(format!("`id` must be a string, got {}", kind(&other))),
+        None => return Err("missing `id`".into()),
+    };
+    let mut text = |key: &str| -> Result<String, String> {
+        match object.remove(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(format!("`{key}` must be a string, got {}", kind(&other))),
+        }
+    };
+    let url = text("url")?;
+    let title = text("title")?;
+    let headings = text("headings")?;
+    let body = text("body")?;
+    let anchor = text("anchor")?;
+    if !url.is_empty() {
+        url::Url::parse(&url).map_err(|e| format!("`url` {url:?} is not an absolute URL: {e}"))?;
+    }
+    let links = match object.remove("links") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) => Ok(s),
+                other => Err(format!("`links[{i}]` must be a string, got {}", kind(&other))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("`links` must be an array, got {}", kind(&other))),
+    };
+    let published_at = match object.remove("published_at") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(
+            n.as_i64()
+                .ok_or("`published_at` must be whole seconds since the Unix epoch")?,
+        ),
+        Some(Value::String(s)) => Some(parse_rfc3339(&s)?),
+        Some(other) => {
+            return Err(format!(
+                "`published_at` must be RFC 3339 text or epoch seconds, got {}",
+                kind(&other)
+            ))
+        }
+    };
+    Ok(Document {
+        id,
+        url: (!url.is_empty()).then_some(url),
+        title,
+        headings,
+        body,
+        anchor,
+        links,
+        published_at,
+        extra: object,
+    })
+}
+
+fn parse_rfc3339(s: &str) -> Result<i64, String> {
+    use tantivy::time::format_description::well_known::Rfc3339;
+    tantivy::time::OffsetDateTime::parse(s, &Rfc3339)
+        .map(|t| t.unix_timestamp())
+        .map_err(|e| format!("`published_at` {s:?} is not an RFC 3339 date: {e}"))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Result<Document, RecordError> {
+        parse(Path::new("t.jsonl"), line.as_bytes()).remove(0)
+    }
+
+    #[test]
+    fn parses_fields_and_keeps_extras() {
+        let d = one(r#"{"id":"a","url":"https://x.org/a","title":"T","body":"B","links":["https://x.org/b","c"],"published_at":"2024-01-02T03:04:05Z","votes":3}"#).unwrap();
+        assert_eq!(d.id, "a");
+        assert_eq!(d.links, vec!["https://x.org/b", "c"]);
+        assert_eq!(d.published_at, Some(1704164645));
+        assert_eq!(d.extra["votes"], 3);
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_problem() {
+        let input = b"{\"id\":\"a\"}\n\n{\"id\": 1.5, \"title\": 3}\n{not json\n[1]\n{\"title\":\"x\"}\n{\"id\":\"\xff\"}\n";
+        let out = parse(Path::new("docs.jsonl"), input);
+        assert_eq!(out.len(), 6);
+        assert!(out[0].is_ok());
+        let errs: Vec<String> = out[1..].iter().map(|r| r.as_ref().unwrap_err().to_string()).collect();
+        assert!(errs[0].starts_with("docs.jsonl:3:") && errs[0].contains("`title` must be a string"), "{}", errs[0]);
+        assert!(errs[1].starts_with("docs.jsonl:4:") && errs[1].contains("invalid JSON"), "{}", errs[1]);
+        assert!(errs[2].contains("expected a JSON object"));
+        assert!(errs[3].contains("missing `id`"));
+        assert!(errs[4].starts_with("docs.jsonl:7:") && errs[4].contains("UTF-8"), "{}", errs[4]);
+    }
+
+    #[test]
+    fn rejects_bad_urls_and_dates() {
+        assert!(one(r#"{"id":"a","url":"not a url"}"#).unwrap_err().message.contains("absolute URL"));
+        assert!(one(r#"{"id":"a","published_at":"yesterday"}"#).unwrap_err().message.contains("RFC 3339"));
+        assert!(one(r#"{"id":"a","links":"x"}"#).unwrap_err().message.contains("array"));
+    }
+}
