@@ -1,6 +1,7 @@
 //! Documents and their sources: JSONL, a directory of HTML pages, the Cranfield collection.
 
 pub mod cranfield;
+pub mod letor;
 
 use serde_json::{Map, Value};
 

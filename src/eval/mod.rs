@@ -32,8 +32,8 @@ pub use correlation::{
 };
 pub use evaluate::{evaluate, EvalError, EvalOptions, NoRelevant};
 pub use metrics::Gain;
+pub(crate) use parse_error::for_each_line;
 pub use parse_error::ParseError;
-pub(crate) use parse_error::{for_each_line, for_each_line_in};
 pub use qrels::Qrels;
 pub use report::{Conventions, Metrics, Report};
 pub use run::{Run, RunOrder, ScoredDoc};
