@@ -170,7 +170,7 @@ mod tests {
     /// O(n²) definition of τ_b.
     fn tau_b_brute(xs: &[f64], ys: &[f64]) -> Option<f64> {
         let n = xs.len();
-        let (mut c, mut d, mut tx, mut ty) = (0.0, 0.0, 0.0, 0.0);
+        let (mut c, mut d, mut tx, mut ty) = (0.0f64, 0.0, 0.0, 0.0);
         for i in 0..n {
             for j in i + 1..n {
                 let s = (xs[i] - xs[j]).signum() * (ys[i] - ys[j]).signum();
@@ -188,7 +188,7 @@ mod tests {
             }
         }
         // τ_b = (C − D) / sqrt((C + D + T_x)(C + D + T_y)), T_x ties only in x.
-        let den = ((c + d + tx) * (c + d + ty)) as f64;
+        let den = (c + d + tx) * (c + d + ty);
         (den > 0.0).then(|| (c - d) / den.sqrt())
     }
 

@@ -79,7 +79,7 @@ pub enum RunOrder {
 
 impl RunOrder {
     /// The list in scoring order: position 0 is rank 1.
-    pub fn apply<'a>(self, docs: &'a [ScoredDoc]) -> Vec<&'a ScoredDoc> {
+    pub fn apply(self, docs: &[ScoredDoc]) -> Vec<&ScoredDoc> {
         let mut ranked: Vec<&ScoredDoc> = docs.iter().collect();
         if self == RunOrder::TrecEval {
             ranked.sort_by(|a, b| trec_eval_order(a, b));
