@@ -33,10 +33,13 @@ impl Run {
 
     /// Appends one document to a query's list (creating the query if needed).
     pub fn push(&mut self, qid: &str, doc: impl Into<String>, score: f64) {
-        self.queries
-            .entry(qid.to_string())
-            .or_default()
-            .push(ScoredDoc::new(doc, score));
+        let doc = ScoredDoc::new(doc, score);
+        match self.queries.get_mut(qid) {
+            Some(docs) => docs.push(doc),
+            None => {
+                self.queries.insert(qid.to_string(), vec![doc]);
+            }
+        }
     }
 
     /// Sets a query's whole list. An empty list is kept: the query was run and found nothing,
