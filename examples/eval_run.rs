@@ -61,7 +61,10 @@ fn run(args: &Args) -> Result<(), String> {
     if let Some(other) = &args.compare {
         let other = trec::read_run(other).map_err(|e| e.to_string())?;
         let correlation = eval::compare_runs(&run, &other);
-        println!("{}", serde_json::to_string_pretty(&correlation).expect("serialisable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&correlation).expect("serialisable")
+        );
         return Ok(());
     }
     let qrels = trec::read_qrels(&args.qrels).map_err(|e| e.to_string())?;
@@ -85,7 +88,10 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let report = eval::evaluate(&run, &qrels, &options).map_err(|e| e.to_string())?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("serialisable"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("serialisable")
+        );
     } else {
         report
             .write_table(std::io::stdout().lock(), args.per_query)
