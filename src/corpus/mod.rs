@@ -3,6 +3,7 @@
 pub mod cranfield;
 pub mod html;
 pub mod jsonl;
+pub mod letor;
 
 use serde_json::{Map, Value};
 
