@@ -191,8 +191,7 @@ pub(crate) fn gather_sum(
             let i = start + k;
             *slot = adj[offsets[i]..offsets[i + 1]]
                 .iter()
-                .map(|&j| x[j as usize])
-                .sum();
+                .fold(0.0, |acc, &j| acc + x[j as usize]);
         }
     };
     if parallel {
