@@ -26,6 +26,9 @@ pub struct PageRankParams {
     /// uniform 1/N.
     pub teleport: Option<Vec<f64>>,
     pub convergence: Convergence,
+    /// Use rayon across nodes: `None` decides by graph size (at least
+    /// `PARALLEL_MIN_EDGES` edges); `Some` forces it (benchmarks compare both).
+    pub parallel: Option<bool>,
 }
 
 impl Default for PageRankParams {
@@ -34,6 +37,7 @@ impl Default for PageRankParams {
             damping: 0.85,
             teleport: None,
             convergence: Convergence::default(),
+            parallel: None,
         }
     }
 }
@@ -87,7 +91,7 @@ pub fn pagerank(g: &Csr, params: &PageRankParams) -> Result<(Vec<f64>, Iteration
         .collect();
     let dangling: Vec<u32> = (0..n as u32).filter(|&u| g.out_degree(u) == 0).collect();
     let (in_offsets, in_sources) = g.in_adjacency();
-    let parallel = g.m() >= PARALLEL_MIN_EDGES;
+    let parallel = params.parallel.unwrap_or(g.m() >= PARALLEL_MIN_EDGES);
     let conv = params.convergence;
 
     let mut x = vec![1.0 / n as f64; n];
@@ -292,6 +296,23 @@ mod tests {
             assert_close(&p, &oracle, 1e-10);
             assert!((p.iter().sum::<f64>() - 1.0).abs() < 1e-12);
         }
+    }
+
+    #[test]
+    fn parallel_and_serial_agree_exactly() {
+        let g = random_graph(4, 3000, 0.002);
+        let serial = PageRankParams {
+            parallel: Some(false),
+            ..exact()
+        };
+        let parallel = PageRankParams {
+            parallel: Some(true),
+            ..exact()
+        };
+        assert_eq!(
+            pagerank(&g, &serial).unwrap().0,
+            pagerank(&g, &parallel).unwrap().0
+        );
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - [`simrank_exact`]: all pairs, iterated `k` times from `s_0 = I`, with the partial-sums
 //!   optimisation (`partial_a(j) = Σ_{i∈I(a)} s(i,j)` computed once per row): O(k·n·m) time and
 //!   2·n² f64 of memory, hence a node limit (default 20 000 nodes = 6.4 GB).
-//! - [`simrank_single_source`]: Monte Carlo for any graph size (Fogaras & Rácz 2005). After
+//! - [`simrank_single_source`]: Monte Carlo for any graph size (Fogaras & Rácz 2005), memory
+//!   O(k·n) per query. After
 //!   `k` iterations, `s_k(a,b) = E[C^τ · 1{τ ≤ k}]` where τ is the first meeting time of two
 //!   reverse random walks from a and b (each step to a uniformly chosen in-neighbour; a walk
 //!   at a page without in-links stops). Walks are coupled: at step t, all walks standing on
@@ -21,7 +22,7 @@
 //! `ε = C · sqrt(ln(2n/δ) / (2R))` of `s_k`; `s_k` is itself within `C^{k+1}` of the limit
 //! SimRank. [`MonteCarloParams::error_bound`] computes ε.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -189,31 +190,33 @@ pub fn simrank_single_source_all(
     }
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut totals: HashMap<u32, f64> = HashMap::new();
-    let powers: Vec<f64> = (0..=params.steps)
-        .map(|t| params.decay.powi(t as i32))
-        .collect();
-    // σ_t(w) for the current sample, drawn lazily: sigma[t - 1][w].
-    let mut sigma: Vec<HashMap<u32, u32>> = vec![HashMap::new(); params.steps];
-    let mut met: HashSet<u32> = HashSet::new();
+    let mut sigma = Sigma::new(g.n(), params.steps);
     let mut frontier: Vec<u32> = Vec::new();
     let mut next: Vec<u32> = Vec::new();
     for _ in 0..params.samples {
-        sigma.iter_mut().for_each(HashMap::clear);
-        met.clear();
+        sigma.next_sample();
         let mut x = source;
+        let mut weight = 1.0;
         for t in 1..=params.steps {
-            let Some(step) = draw(g, &mut sigma[t - 1], &mut rng, x) else {
+            let Some(y) = sigma.draw(g, &mut rng, t, x) else {
                 break;
             };
-            x = step;
-            // Nodes whose walk stands on x at step t: walk σ_t, ..., σ_1 backwards from x.
+            weight *= params.decay;
+            // The walks that first meet a's walk at step t are those at y now but not at x
+            // one step earlier (those met before). Level t−1: σ_t(w) = y, w ≠ x; then follow
+            // σ_{t−1}, ..., σ_1 backwards to the start nodes. Preimages of disjoint sets are
+            // disjoint, so every (level, node) is expanded at most once per sample.
             frontier.clear();
-            frontier.push(x);
-            for s in (1..=t).rev() {
+            for &w in g.out(y) {
+                if w != x && sigma.draw(g, &mut rng, t, w) == Some(y) {
+                    frontier.push(w);
+                }
+            }
+            for s in (1..t).rev() {
                 next.clear();
-                for &y in &frontier {
-                    for &w in g.out(y) {
-                        if draw(g, &mut sigma[s - 1], &mut rng, w) == Some(y) {
+                for &v in &frontier {
+                    for &w in g.out(v) {
+                        if sigma.draw(g, &mut rng, s, w) == Some(v) {
                             next.push(w);
                         }
                     }
@@ -221,10 +224,9 @@ pub fn simrank_single_source_all(
                 std::mem::swap(&mut frontier, &mut next);
             }
             for &b in &frontier {
-                if b != source && met.insert(b) {
-                    *totals.entry(b).or_insert(0.0) += powers[t];
-                }
+                *totals.entry(b).or_insert(0.0) += weight;
             }
+            x = y;
         }
     }
     let r = params.samples as f64;
@@ -233,17 +235,43 @@ pub fn simrank_single_source_all(
     Ok(out)
 }
 
-/// σ_t(w): w's random in-neighbour at this step of this sample (None without in-links).
-fn draw(g: &Csr, sigma: &mut HashMap<u32, u32>, rng: &mut ChaCha8Rng, w: u32) -> Option<u32> {
-    let inn = g.inn(w);
-    if inn.is_empty() {
-        return None;
+/// The random in-neighbour choices σ_t(w) of one sample, drawn lazily and remembered: dense
+/// arrays of `steps · n` entries stamped with the sample number (8 bytes per node and step,
+/// allocated once per query), so a new sample costs nothing to start.
+struct Sigma {
+    n: usize,
+    choice: Vec<u32>,
+    stamp: Vec<u32>,
+    sample: u32,
+}
+
+impl Sigma {
+    fn new(n: usize, steps: usize) -> Self {
+        Sigma {
+            n,
+            choice: vec![0; n * steps],
+            stamp: vec![0; n * steps],
+            sample: 0,
+        }
     }
-    Some(
-        *sigma
-            .entry(w)
-            .or_insert_with(|| inn[rng.random_range(0..inn.len())]),
-    )
+
+    fn next_sample(&mut self) {
+        self.sample += 1;
+    }
+
+    /// σ_t(w) (t is 1-based): w's random in-neighbour at step t, or None without in-links.
+    fn draw(&mut self, g: &Csr, rng: &mut ChaCha8Rng, t: usize, w: u32) -> Option<u32> {
+        let inn = g.inn(w);
+        if inn.is_empty() {
+            return None;
+        }
+        let slot = (t - 1) * self.n + w as usize;
+        if self.stamp[slot] != self.sample {
+            self.stamp[slot] = self.sample;
+            self.choice[slot] = inn[rng.random_range(0..inn.len())];
+        }
+        Some(self.choice[slot])
+    }
 }
 
 /// The `k` nodes most similar to `source` by Monte Carlo SimRank ("find similar documents").
@@ -353,6 +381,7 @@ mod tests {
                 }
             }
         }
+        println!("Monte Carlo max error {worst}, bound {eps}");
         assert!(worst <= eps, "max error {worst} > bound {eps}");
         // The bound is not vacuous: some similarities are well above it.
         assert!((0..g.n() as u32).any(|b| b != 0 && exact.get(0, b) > eps));

@@ -24,6 +24,7 @@ pub fn default_params() -> PageRankParams {
         damping: 0.85,
         teleport: None,
         convergence: Convergence::fixed(20),
+        parallel: None,
     }
 }
 
