@@ -152,10 +152,13 @@ pub fn build_link_graph<'a>(
         for link in d.links {
             stats.links_seen += 1;
             let url = normalize_url(link);
-            let target = match &url {
-                Some(u) => by_url.get(u.as_str()).copied(),
-                None => by_key.get(link.as_str()).copied(),
-            };
+            // A URL resolves through documents' URLs first, then as a key (documents whose
+            // id is their URL but that carry no `url` field).
+            let target = url
+                .as_ref()
+                .and_then(|u| by_url.get(u.as_str()).or_else(|| by_key.get(u.as_str())))
+                .or_else(|| by_key.get(link.as_str()))
+                .copied();
             let target_host = match (target, &url) {
                 (Some(t), _) => hosts[t].clone(),
                 (None, Some(u)) => u.host_str().map(str::to_owned),
@@ -298,6 +301,17 @@ mod tests {
         assert_eq!(g.nodes[3].key, "ghost");
         let edges: Vec<_> = g.to_csr().edges().collect();
         assert_eq!(edges, vec![(0, 2), (0, 3), (1, 2)]);
+    }
+
+    #[test]
+    fn url_links_fall_back_to_keys() {
+        let docs = [
+            doc("http://x.org/a", None, &["http://X.org/b"]),
+            doc("http://x.org/b", None, &[]),
+        ];
+        let g =
+            build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default()).unwrap();
+        assert_eq!(g.to_csr().edges().collect::<Vec<_>>(), vec![(0, 1)]);
     }
 
     #[test]

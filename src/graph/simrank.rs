@@ -326,6 +326,7 @@ mod tests {
 
     /// Independent oracle: the definition evaluated naively (double sum over in-neighbour pairs).
     #[test]
+    #[allow(clippy::needless_range_loop)] // indices mirror the formula's s(a,b)
     fn partial_sums_equal_naive_iteration() {
         let g = random_graph(7, 25, 0.1);
         let n = g.n();

@@ -27,6 +27,7 @@ pub fn assert_close(actual: &[f64], expected: &[f64], tol: f64) {
 }
 
 /// Solves `A x = b` by Gaussian elimination with partial pivoting (dense, small n).
+#[allow(clippy::needless_range_loop)] // textbook index form, easiest to check by eye
 pub fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
     for col in 0..n {
