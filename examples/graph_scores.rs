@@ -126,10 +126,10 @@ fn time(g: &Csr, params: &PageRankParams, reps: usize) -> Result<(), Box<dyn std
         latencies.push(start.elapsed());
     }
     let simrank_s = median(latencies);
-    // Unique bytes one PageRank iteration reads or writes: x, 1/outdeg, share (write + read),
-    // next, the old x for the residual, in-offsets (8 bytes per node each) and in-sources
-    // (4 bytes per edge).
-    let bytes_per_iter = 56 * n + 4 * m;
+    // Unique bytes one PageRank iteration reads or writes, each array counted once: in-offsets,
+    // the previous iterate, 1/outdeg, the share array it gathers from, the new iterate and the
+    // new share array (8 bytes per node each), and in-sources (4 bytes per edge).
+    let bytes_per_iter = 48 * n + 4 * m;
     let bandwidth_dram = bandwidth(512 << 20);
     let bandwidth_cache = bandwidth(bytes_per_iter.next_power_of_two());
     println!(

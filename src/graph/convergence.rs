@@ -65,11 +65,13 @@ pub struct IterationReport {
     pub timed_out: bool,
 }
 
-/// Follows the top-k order from iteration to iteration.
+/// Follows the top-k order from iteration to iteration. Checking that the previous order still
+/// holds is one linear pass (is the old list still sorted, does any outsider beat its last
+/// entry?); only when it fails is the top k selected again.
 pub(crate) struct TopOrderTracker {
     k: usize,
-    previous: Vec<u32>,
-    current: Vec<u32>,
+    top: Vec<u32>,
+    in_top: Vec<bool>,
     scratch: Vec<u32>,
     pub last_changed: usize,
     pub stable_for: usize,
@@ -79,8 +81,8 @@ impl TopOrderTracker {
     pub fn new(k: usize) -> Self {
         TopOrderTracker {
             k,
-            previous: Vec::new(),
-            current: Vec::new(),
+            top: Vec::new(),
+            in_top: Vec::new(),
             scratch: Vec::new(),
             last_changed: 0,
             stable_for: 0,
@@ -92,14 +94,38 @@ impl TopOrderTracker {
         if self.k == 0 {
             return;
         }
-        top_k_into(scores, self.k, &mut self.scratch, &mut self.current);
-        if iteration > 1 && self.current != self.previous {
+        if iteration > 1 && self.still_holds(scores) {
+            self.stable_for += 1;
+            return;
+        }
+        let mut fresh = Vec::with_capacity(self.k);
+        top_k_into(scores, self.k, &mut self.scratch, &mut fresh);
+        if iteration > 1 && fresh != self.top {
             self.last_changed = iteration;
             self.stable_for = 0;
         } else {
             self.stable_for += 1;
         }
-        std::mem::swap(&mut self.previous, &mut self.current);
+        self.in_top.clear();
+        self.in_top.resize(scores.len(), false);
+        fresh.iter().for_each(|&u| self.in_top[u as usize] = true);
+        self.top = fresh;
+    }
+
+    fn still_holds(&self, scores: &[f64]) -> bool {
+        let better = |a: u32, b: u32| {
+            let (sa, sb) = (scores[a as usize], scores[b as usize]);
+            sa > sb || (sa == sb && a < b)
+        };
+        if self.top.windows(2).any(|w| !better(w[0], w[1])) {
+            return false;
+        }
+        match self.top.last() {
+            Some(&last) => {
+                !(0..scores.len() as u32).any(|u| !self.in_top[u as usize] && better(u, last))
+            }
+            None => true,
+        }
     }
 }
 
@@ -148,5 +174,35 @@ mod tests {
         t.observe(3, &[0.0, 0.3, 0.2]);
         assert_eq!(t.last_changed, 2);
         assert_eq!(t.stable_for, 1);
+        t.observe(4, &[0.5, 0.3, 0.2]); // an outsider enters the top 2
+        assert_eq!((t.last_changed, t.stable_for), (4, 0));
+        t.observe(5, &[0.5, 0.3, 0.31]); // same members, new order
+        assert_eq!((t.last_changed, t.stable_for), (5, 0));
+        t.observe(6, &[0.5, 0.1, 0.31]);
+        assert_eq!((t.last_changed, t.stable_for), (5, 1));
+    }
+
+    /// Oracle: a full top-k selection at every iteration.
+    #[test]
+    fn tracker_matches_full_recomputation() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        for _ in 0..200 {
+            let k = rng.random_range(1..6);
+            let mut scores: Vec<f64> = (0..12).map(|_| rng.random_range(0..4) as f64).collect();
+            let mut tracker = TopOrderTracker::new(k);
+            let (mut last_changed, mut previous) = (0, Vec::new());
+            for iteration in 1..15 {
+                let i = rng.random_range(0..scores.len());
+                scores[i] = rng.random_range(0..4) as f64; // ties are frequent on purpose
+                tracker.observe(iteration, &scores);
+                let top = top_k(&scores, k);
+                if iteration > 1 && top != previous {
+                    last_changed = iteration;
+                }
+                previous = top;
+                assert_eq!(tracker.last_changed, last_changed);
+            }
+        }
     }
 }

@@ -89,46 +89,59 @@ pub fn pagerank(g: &Csr, params: &PageRankParams) -> Result<(Vec<f64>, Iteration
             d => 1.0 / d as f64,
         })
         .collect();
-    let dangling: Vec<u32> = (0..n as u32).filter(|&u| g.out_degree(u) == 0).collect();
     let (in_offsets, in_sources) = g.in_adjacency();
     let parallel = params.parallel.unwrap_or(g.m() >= PARALLEL_MIN_EDGES);
     let conv = params.convergence;
 
     let mut x = vec![1.0 / n as f64; n];
     let mut next = vec![0.0; n];
-    let mut share = vec![0.0; n];
+    // share[j] = P_j / O_j of the current iterate, and the dangling mass Σ P_j (O_j = 0): both
+    // are produced by the pass that writes the iterate, saving a pass over the nodes.
+    let mut share: Vec<f64> = x.iter().zip(&inv_out).map(|(p, w)| p * w).collect();
+    let mut next_share = vec![0.0; n];
+    let mut dangling_mass: f64 = x
+        .iter()
+        .zip(&inv_out)
+        .filter(|(_, w)| **w == 0.0)
+        .map(|(p, _)| p)
+        .sum();
     let mut tracker = TopOrderTracker::new(conv.top_k);
     let mut report = IterationReport::default();
     for iteration in 1..=conv.max_iter {
-        let dangling_mass: f64 = dangling.iter().map(|&u| x[u as usize]).sum();
-        for ((s, &xi), &w) in share.iter_mut().zip(&x).zip(&inv_out) {
-            *s = xi * w;
-        }
-        // next_i = base_i + Σ share over in-links, with base_i = (1−α)v_i + α·v_i·dangling.
-        let update = |start: usize, out: &mut [f64], old: &[f64]| -> f64 {
-            let mut err = 0.0;
-            for (k, slot) in out.iter_mut().enumerate() {
-                let i = start + k;
-                let mut sum = 0.0;
-                for &j in &in_sources[in_offsets[i]..in_offsets[i + 1]] {
-                    sum += share[j as usize];
+        // next_i = v_i·(1 − α + α·dangling) + α·Σ_{j→i} share_j
+        let update =
+            |start: usize, out: &mut [f64], out_share: &mut [f64], old: &[f64]| -> (f64, f64) {
+                let (mut err, mut dangling) = (0.0, 0.0);
+                for (k, (slot, slot_share)) in out.iter_mut().zip(out_share.iter_mut()).enumerate()
+                {
+                    let i = start + k;
+                    let mut sum = 0.0;
+                    for &j in &in_sources[in_offsets[i]..in_offsets[i + 1]] {
+                        sum += share[j as usize];
+                    }
+                    let vi = teleport.as_ref().map_or(1.0 / n as f64, |t| t[i]);
+                    let value = vi * (1.0 - alpha + alpha * dangling_mass) + alpha * sum;
+                    err += (value - old[k]).abs();
+                    *slot = value;
+                    *slot_share = value * inv_out[i];
+                    if inv_out[i] == 0.0 {
+                        dangling += value;
+                    }
                 }
-                let vi = teleport.as_ref().map_or(1.0 / n as f64, |t| t[i]);
-                let value = vi * (1.0 - alpha + alpha * dangling_mass) + alpha * sum;
-                err += (value - old[k]).abs();
-                *slot = value;
-            }
-            err
-        };
-        let err: f64 = if parallel {
+                (err, dangling)
+            };
+        let (err, dangling) = if parallel {
             next.par_chunks_mut(CHUNK)
+                .zip(next_share.par_chunks_mut(CHUNK))
                 .zip(x.par_chunks(CHUNK))
                 .enumerate()
-                .map(|(c, (out, old))| update(c * CHUNK, out, old))
-                .sum()
+                .map(|(c, ((out, out_share), old))| update(c * CHUNK, out, out_share, old))
+                .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1))
         } else {
-            update(0, &mut next, &x)
+            update(0, &mut next, &mut next_share, &x)
         };
+        dangling_mass = dangling;
+        std::mem::swap(&mut share, &mut next_share);
         std::mem::swap(&mut x, &mut next);
         tracker.observe(iteration, &x);
         report.iterations = iteration;
