@@ -106,6 +106,15 @@ fn timed<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
 fn time(g: &Csr, params: &PageRankParams, reps: usize) -> Result<(), Box<dyn std::error::Error>> {
     let (n, m) = (g.n(), g.m());
     let (pr_s, (pr, report)) = timed(reps, || pagerank(g, params).expect("valid parameters"));
+    // Rank stability (SPEC §2, book ch. 9): when did the top-100 order last change?
+    let tracked = PageRankParams {
+        convergence: Convergence {
+            top_k: 100,
+            ..params.convergence
+        },
+        ..params.clone()
+    };
+    let (tracked_s, (_, tracked_report)) = timed(reps, || pagerank(g, &tracked).expect("valid"));
     let (hits_s, _) = timed(reps, || {
         hits::hits(g, &params.convergence, None).expect("valid")
     });
@@ -134,10 +143,11 @@ fn time(g: &Csr, params: &PageRankParams, reps: usize) -> Result<(), Box<dyn std
     let bandwidth_cache = bandwidth(bytes_per_iter.next_power_of_two());
     println!(
         "{{\"nodes\":{n},\"edges\":{m},\"pagerank_s\":{pr_s},\"pagerank_iterations\":{},\
+         \"pagerank_tracked_s\":{tracked_s},\"top100_last_changed\":{},\
          \"hits_s\":{hits_s},\"salsa_s\":{salsa_s},\"trustrank_s\":{trust_s},\
          \"simrank_top10_s\":{simrank_s},\"simrank_samples\":{},\"bytes_per_iteration\":{bytes_per_iter},\
          \"bandwidth_dram_bytes_s\":{bandwidth_dram},\"bandwidth_cache_bytes_s\":{bandwidth_cache}}}",
-        report.iterations, mc.samples
+        report.iterations, tracked_report.top_order_last_changed, mc.samples
     );
     Ok(())
 }
