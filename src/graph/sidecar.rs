@@ -1,0 +1,259 @@
+//! The link-score file stored beside an index. Two lines:
+//! 1. a JSON header `{"format":"rankd-link-scores","version":1,"manifest_hash":..,"nodes":..,
+//!    "body_sha256":..}` — what the file is, which index it belongs to, a checksum;
+//! 2. the JSON body ([`LinkScores`]); score vectors are stored as the IEEE-754 bit patterns of
+//!    their f64 values ([`f64_bits`]), because serde_json's default float parser may be off by
+//!    one ulp and stored scores must reload bit for bit.
+//!
+//! Written atomically (temp file in the same directory, fsync, rename, fsync of the directory),
+//! so a reader sees the old file or the new one, never a torn one. Loading checks format,
+//! version, checksum, the caller's manifest hash, matching lengths and finite values.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{GraphError, LinkScores, Result};
+
+pub const FORMAT: &str = "rankd-link-scores";
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+    manifest_hash: String,
+    nodes: usize,
+    body_sha256: String,
+}
+
+/// Serde adapter storing `Vec<f64>` as `Vec<u64>` bit patterns (exact round trip).
+pub mod f64_bits {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        v.iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<u64>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Vec::<u64>::deserialize(d)?
+            .into_iter()
+            .map(f64::from_bits)
+            .collect())
+    }
+}
+
+fn error(path: &Path, message: impl Into<String>) -> GraphError {
+    GraphError::Sidecar {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
+}
+
+/// Writes `scores` for the index identified by `manifest_hash`, atomically.
+pub fn write(path: &Path, manifest_hash: &str, scores: &LinkScores) -> Result<()> {
+    validate(scores).map_err(|m| error(path, format!("refusing to write: {m}")))?;
+    let body = serde_json::to_vec(scores).map_err(|e| error(path, e.to_string()))?;
+    let header = Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        manifest_hash: manifest_hash.to_owned(),
+        nodes: scores.n(),
+        body_sha256: format!("{:x}", Sha256::digest(&body)),
+    };
+    let io = |e: std::io::Error| GraphError::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    serde_json::to_writer(&mut tmp, &header).map_err(|e| error(path, e.to_string()))?;
+    tmp.write_all(b"\n").map_err(io)?;
+    tmp.write_all(&body).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io)?;
+    Ok(())
+}
+
+/// Reads a link-score file. With `expected_manifest_hash`, a file written for another index is
+/// an error (the scores would be attached to the wrong documents).
+pub fn read(path: &Path, expected_manifest_hash: Option<&str>) -> Result<LinkScores> {
+    let bytes = std::fs::read(path).map_err(|e| GraphError::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
+    let split = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| error(path, "no header line; not a link-score file"))?;
+    let header: Header = serde_json::from_slice(&bytes[..split]).map_err(|e| {
+        error(
+            path,
+            format!("unreadable header ({e}); not a link-score file"),
+        )
+    })?;
+    if header.format != FORMAT {
+        return Err(error(
+            path,
+            format!("format `{}`, expected `{FORMAT}`", header.format),
+        ));
+    }
+    if header.version != VERSION {
+        return Err(error(
+            path,
+            format!(
+                "version {} but this rankd reads version {VERSION}; run `rankd graph` again",
+                header.version
+            ),
+        ));
+    }
+    if let Some(expected) = expected_manifest_hash {
+        if header.manifest_hash != expected {
+            return Err(error(
+                path,
+                format!(
+                    "written for index {} but the index is {expected}; run `rankd graph` again",
+                    header.manifest_hash
+                ),
+            ));
+        }
+    }
+    let body = &bytes[split + 1..];
+    if format!("{:x}", Sha256::digest(body)) != header.body_sha256 {
+        return Err(error(
+            path,
+            "checksum mismatch: the file is corrupt or truncated",
+        ));
+    }
+    let scores: LinkScores =
+        serde_json::from_slice(body).map_err(|e| error(path, format!("corrupt body: {e}")))?;
+    if scores.n() != header.nodes {
+        return Err(error(
+            path,
+            format!(
+                "header says {} nodes, body has {}",
+                header.nodes,
+                scores.n()
+            ),
+        ));
+    }
+    validate(&scores).map_err(|m| error(path, m))?;
+    Ok(scores)
+}
+
+/// Lengths agree, values are finite, the graph is well-formed.
+fn validate(s: &LinkScores) -> std::result::Result<(), String> {
+    let n = s.n();
+    let vectors = [
+        ("pagerank", &s.pagerank),
+        ("inverse_pagerank", &s.inverse_pagerank),
+        ("trustrank", &s.trustrank),
+        ("spam_mass", &s.spam_mass),
+        ("anti_trustrank", &s.anti_trustrank),
+        ("hits_hub", &s.hits_hub),
+        ("hits_authority", &s.hits_authority),
+        ("salsa_hub", &s.salsa_hub),
+        ("salsa_authority", &s.salsa_authority),
+    ];
+    for (name, v) in vectors {
+        if v.len() != n {
+            return Err(format!("{name} has {} entries for {n} nodes", v.len()));
+        }
+        if let Some(x) = v.iter().find(|x| !x.is_finite()) {
+            return Err(format!("{name} contains {x}"));
+        }
+    }
+    if s.in_degree.len() != n || s.out_degree.len() != n {
+        return Err("degree vectors have the wrong length".into());
+    }
+    if s.out_offsets.len() != n + 1 {
+        return Err("graph offsets have the wrong length".into());
+    }
+    s.graph().map_err(|e| format!("graph: {e}"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::testutil::random_graph;
+    use crate::graph::{compute_link_scores, LinkScoreOptions};
+
+    fn scores() -> LinkScores {
+        let g = random_graph(9, 30, 0.1);
+        let keys = (0..30).map(|i| format!("d{i}")).collect();
+        compute_link_scores(&g, keys, &LinkScoreOptions::default(), &mut |_| {}).unwrap()
+    }
+
+    #[test]
+    fn round_trips_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("links.json");
+        let s = scores();
+        write(&path, "abc123", &s).unwrap();
+        let mut back = read(&path, Some("abc123")).unwrap();
+        // Reports hold plain JSON floats (serde_json may round the last ulp); scores are exact.
+        for (name, r) in &s.reports {
+            let b = back.reports.get_mut(name).unwrap();
+            assert!((b.residual - r.residual).abs() <= 1e-15 * r.residual.abs());
+            b.residual = r.residual;
+        }
+        assert_eq!(back, s);
+        // Overwrite in place.
+        write(&path, "def456", &s).unwrap();
+        assert!(read(&path, Some("def456")).is_ok());
+    }
+
+    #[test]
+    fn rejects_wrong_index_version_and_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("links.json");
+        write(&path, "abc123", &scores()).unwrap();
+        let err = read(&path, Some("other")).unwrap_err().to_string();
+        assert!(err.contains("written for index abc123"), "{err}");
+
+        let text = std::fs::read_to_string(&path).unwrap();
+        let bumped = text.replacen("\"version\":1", "\"version\":2", 1);
+        std::fs::write(&path, bumped).unwrap();
+        assert!(read(&path, None)
+            .unwrap_err()
+            .to_string()
+            .contains("version 2"));
+
+        let corrupt = text.replacen("\"pagerank\":[4", "\"pagerank\":[5", 1);
+        assert_ne!(corrupt, text);
+        std::fs::write(&path, corrupt).unwrap();
+        assert!(read(&path, None)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
+
+        std::fs::write(&path, &text[..text.len() / 2]).unwrap();
+        assert!(read(&path, None).is_err());
+        std::fs::write(&path, "garbage").unwrap();
+        assert!(read(&path, None)
+            .unwrap_err()
+            .to_string()
+            .contains("not a link-score file"));
+        assert!(read(&dir.path().join("missing"), None).is_err());
+    }
+
+    #[test]
+    fn refuses_to_write_inconsistent_scores() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = scores();
+        s.pagerank[0] = f64::NAN;
+        assert!(write(&dir.path().join("x"), "h", &s).is_err());
+    }
+}
