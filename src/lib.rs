@@ -9,5 +9,6 @@ pub mod cli;
 pub mod corpus;
 pub mod eval;
 pub mod graph;
+pub mod links;
 pub mod pairwise;
 pub mod text;

@@ -32,6 +32,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// What every handler can reach.
 pub struct AppState {
     pub index: TextIndex,
+    /// Link scores, when `rankd graph` has computed them for this index.
+    pub links: Option<crate::links::LinkData>,
     /// False until everything is loaded, and again while draining on shutdown.
     pub ready: AtomicBool,
 }
@@ -40,6 +42,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/search", get(search::search))
         .route("/doc/{id}", get(search::doc))
+        .route("/similar", get(search::similar))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .fallback(|| async { ApiError::not_found("no such route") })

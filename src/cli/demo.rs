@@ -93,6 +93,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         crate::text::index::write_atomic(&marker_path, serde_json::to_string(&marker)?.as_bytes())?;
         index
     };
+    if crate::links::load(&index).ok().flatten().is_none() {
+        eprintln!("computing link scores (PageRank, HITS, SALSA, TrustRank)");
+        let (scores, edges, seconds) = super::graph::compute(&index, None, false)?;
+        eprintln!(
+            "link scores for {} pages and {edges} links in {seconds:.1}s",
+            scores.n()
+        );
+    }
     if args.no_serve {
         return Ok(());
     }

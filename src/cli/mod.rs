@@ -4,6 +4,7 @@
 
 pub mod demo;
 pub mod eval;
+pub mod graph;
 pub mod ingest;
 pub mod serve;
 
@@ -25,6 +26,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Add or update documents (same `id` = update), in one atomic commit.
     Ingest(ingest::IngestArgs),
+    /// Build the link graph and compute all link scores (SPEC §2).
+    Graph(graph::GraphArgs),
     /// Run every query against the index and score the run (SPEC §4).
     Eval(eval::EvalArgs),
     /// Serve the HTTP API.
@@ -63,6 +66,7 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Demo(a) => demo::run(a),
         Command::Ingest(a) => ingest::run(a),
+        Command::Graph(a) => graph::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Serve(a) => serve::run(a),
     };

@@ -24,8 +24,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 /// Serves `index` on `addr` until SIGTERM or Ctrl-C.
 pub fn serve_index(index: TextIndex, addr: SocketAddr) -> anyhow::Result<()> {
     let docs = index.num_docs();
+    let links = match crate::links::load(&index) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("warning: serving without link scores: {e:#}");
+            None
+        }
+    };
+    if links.is_none() {
+        eprintln!("note: no link scores loaded; `rankd graph` computes them");
+    }
     let state = Arc::new(AppState {
         index,
+        links,
         ready: AtomicBool::new(false),
     });
     let runtime = tokio::runtime::Runtime::new()?;

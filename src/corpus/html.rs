@@ -277,7 +277,7 @@ mod tests {
         write(dir.path(), "b/page.html", r#"<title>B</title><h2>Section</h2><p>text <a href="../index.html">home</a><a href="page.html">self</a>"#);
         write(dir.path(), "old.html", r#"<html><head><meta http-equiv="refresh" content="0;URL=b/page.html"></head></html>"#);
         // Broken HTML still parses (html5ever recovers as browsers do).
-        write(dir.path(), "broken.html", "<title>Broken<p>unclosed <div><b>bold");
+        write(dir.path(), "broken.html", "<title>Broken</title><p>unclosed <div><b>bold");
         let files = html_files(dir.path()).unwrap();
         let base = Url::parse("https://site.test/docs/").unwrap();
         let c = read_pages(dir.path(), &files, &base, &|| {});
