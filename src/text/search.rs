@@ -27,6 +27,9 @@ pub const MAX_K: usize = 1000;
 pub const MAX_DEPTH: usize = 10_000;
 /// Characters in a snippet.
 const SNIPPET_CHARS: usize = 200;
+/// Only the start of a long body is searched for the snippet: tokenising a whole 1 MB API
+/// page per hit would cost more than the search itself.
+const SNIPPET_SOURCE_BYTES: usize = 32 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -203,7 +206,7 @@ impl TextIndex {
             let doc: TantivyDocument = searcher.doc(address)?;
             let stored = self.stored(&doc);
             let snippet = snippets.as_ref().map(|g| {
-                let s = g.snippet_from_doc(&doc);
+                let s = g.snippet(prefix(&stored.body, SNIPPET_SOURCE_BYTES));
                 if s.fragment().is_empty() {
                     html_escape(&stored.body.chars().take(SNIPPET_CHARS).collect::<String>())
                 } else {
@@ -347,6 +350,18 @@ pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
         });
     }
     Ok(())
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
+fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 fn html_escape(s: &str) -> String {
