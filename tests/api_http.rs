@@ -1,0 +1,138 @@
+//! The HTTP API against a real `rankd serve` process: bad requests are JSON 4xx errors that
+//! name the parameter, the server keeps serving, and SIGTERM shuts it down cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+fn start(data: &std::path::Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+        .env("RANKD_LOG", "error")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines.next().expect("server prints its address").unwrap();
+        if let Some(rest) = line.split("http://").nth(1) {
+            break format!("http://{}", rest.split('/').next().unwrap());
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, base }
+}
+
+fn get(url: &str) -> (u16, serde_json::Value) {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut resp = agent.get(url).call().unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)))
+}
+
+fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
+    let data = dir.join("data");
+    let f = dir.join("docs.jsonl");
+    let docs = [
+        r#"{"id":"vec","url":"https://x.org/vec","title":"Vec","body":"A contiguous growable array type, with capacity and length.","links":["https://x.org/iter"]}"#,
+        r#"{"id":"iter","url":"https://x.org/iter","title":"Iterator","body":"An interface for dealing with iterators: map, filter, fold.","links":["https://x.org/vec"]}"#,
+        r#"{"id":"map","url":"https://x.org/map","title":"HashMap","body":"A hash map with capacity, implemented with quadratic probing.","links":["https://x.org/vec","https://x.org/iter"]}"#,
+    ];
+    std::fs::write(&f, docs.join("\n")).unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_rankd")).args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    let d = data.to_str().unwrap();
+    run(&["ingest", "--format", "jsonl", "--input", f.to_str().unwrap(), "--data-dir", d]);
+    run(&["graph", "--data-dir", d, "--json"]);
+    data
+}
+
+#[test]
+fn search_doc_similar_and_every_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(&corpus(dir.path()));
+    let b = &server.base;
+
+    let (status, body) = get(&format!("{b}/search?q=capacity&k=5"));
+    assert_eq!(status, 200);
+    assert_eq!(body["total_hits"], 2);
+    assert_eq!(body["model"], "bm25f");
+    let snippet = body["hits"][0]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("<b>capacity</b>"), "{snippet}");
+
+    let (status, body) = get(&format!("{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body["hits"][0]["explain"]["links"]["pagerank"].is_number(), "{body}");
+
+    let (status, body) = get(&format!("{b}/doc/vec"));
+    assert_eq!(status, 200);
+    assert_eq!(body["title"], "Vec");
+    assert!(body["links_scores"]["pagerank"].as_f64().unwrap() > 0.0);
+
+    let (status, body) = get(&format!("{b}/similar?doc=vec&k=2"));
+    assert_eq!(status, 200, "{body}");
+
+    let huge = "word+".repeat(2000);
+    let cases: Vec<(String, &str)> = vec![
+        ("search?q=".into(), "q"),
+        ("search?q=+++%09".into(), "q"),
+        (format!("search?q={huge}"), "q"),
+        ("search?q=a&k=0".into(), "k"),
+        ("search?q=a&k=100000".into(), "k"),
+        ("search?q=a&k=ten".into(), "k"),
+        ("search?q=a&model=bm99".into(), "model"),
+        ("search?q=%FF%FE".into(), "q"),
+        ("search?q=a&colour=red".into(), "colour"),
+        ("search?q=a&q=b".into(), "q"),
+        ("search?k=3".into(), "q"),
+        ("search?q=a&field=nope".into(), "field"),
+        ("search?q=a&boost=pagerank&k=200".into(), "offset"),
+        ("similar?doc=vec&k=0".into(), "k"),
+    ];
+    for (path, field) in cases {
+        let (status, body) = get(&format!("{b}/{path}"));
+        assert_eq!(status, 400, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "bad_request", "{path}");
+        assert_eq!(body["error"]["field"], field, "{path}: {body}");
+    }
+    let (status, _) = get(&format!("{b}/doc/nope"));
+    assert_eq!(status, 404);
+    let (status, _) = get(&format!("{b}/no/such/route"));
+    assert_eq!(status, 404);
+
+    // Still serving after all of that.
+    let (status, body) = get(&format!("{b}/search?q=iterator"));
+    assert_eq!(status, 200);
+    assert_eq!(body["hits"][0]["id"], "iter");
+    assert_eq!(get(&format!("{b}/livez")).0, 200);
+    assert_eq!(get(&format!("{b}/readyz")).0, 200);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_shuts_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(&corpus(dir.path()));
+    assert_eq!(get(&format!("{}/livez", server.base)).0, 200);
+    let pid = server.child.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
