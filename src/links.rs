@@ -77,7 +77,10 @@ pub fn sidecar_path(index: &TextIndex) -> PathBuf {
 /// Identifies the index commit the scores belong to: any ingest or delete changes it.
 pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
     let m = index.manifest()?;
-    Ok(format!("{}:{}:{}", m.analysis_hash, m.num_docs, m.updated_at))
+    Ok(format!(
+        "{}:{}:{}",
+        m.analysis_hash, m.num_docs, m.updated_at
+    ))
 }
 
 /// Every live document's id, URL and out-links, read from the store.
@@ -115,13 +118,18 @@ pub fn compute_and_store(
     let keys: Vec<String> = lg.nodes.iter().map(|n| n.key.clone()).collect();
     let mut options = options.clone();
     if let Some(ids) = trusted {
-        let node: HashMap<&str, u32> =
-            keys.iter().enumerate().map(|(i, k)| (k.as_str(), i as u32)).collect();
+        let node: HashMap<&str, u32> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i as u32))
+            .collect();
         let seeds = ids
             .iter()
             .map(|id| {
                 node.get(id.as_str()).copied().ok_or_else(|| {
-                    crate::cli::BadInput(format!("TrustRank seed {id:?} is not a document of the index"))
+                    crate::cli::BadInput(format!(
+                        "TrustRank seed {id:?} is not a document of the index"
+                    ))
                 })
             })
             .collect::<Result<Vec<u32>, _>>()?;

@@ -17,7 +17,13 @@ impl Drop for Server {
 
 fn start(data: &std::path::Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", data.to_str().unwrap()])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ])
         .env("RANKD_LOG", "error")
         .stderr(Stdio::piped())
         .spawn()
@@ -42,7 +48,10 @@ fn get(url: &str) -> (u16, serde_json::Value) {
     let mut resp = agent.get(url).call().unwrap();
     let status = resp.status().as_u16();
     let body = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)))
+    (
+        status,
+        serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)),
+    )
 }
 
 fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
@@ -55,11 +64,26 @@ fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
     ];
     std::fs::write(&f, docs.join("\n")).unwrap();
     let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_rankd")).args(args).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     let d = data.to_str().unwrap();
-    run(&["ingest", "--format", "jsonl", "--input", f.to_str().unwrap(), "--data-dir", d]);
+    run(&[
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        f.to_str().unwrap(),
+        "--data-dir",
+        d,
+    ]);
     run(&["graph", "--data-dir", d, "--json"]);
     data
 }
@@ -77,9 +101,14 @@ fn search_doc_similar_and_every_bad_input() {
     let snippet = body["hits"][0]["snippet"].as_str().unwrap();
     assert!(snippet.contains("<b>capacity</b>"), "{snippet}");
 
-    let (status, body) = get(&format!("{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"));
+    let (status, body) = get(&format!(
+        "{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"
+    ));
     assert_eq!(status, 200, "{body}");
-    assert!(body["hits"][0]["explain"]["links"]["pagerank"].is_number(), "{body}");
+    assert!(
+        body["hits"][0]["explain"]["links"]["pagerank"].is_number(),
+        "{body}"
+    );
 
     let (status, body) = get(&format!("{b}/doc/vec"));
     assert_eq!(status, 200);
@@ -132,7 +161,11 @@ fn sigterm_shuts_down_gracefully() {
     let mut server = start(&corpus(dir.path()));
     assert_eq!(get(&format!("{}/livez", server.base)).0, 200);
     let pid = server.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
     let status = server.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }

@@ -37,7 +37,11 @@ fn a_bad_record_aborts_the_whole_ingest_and_names_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let good = dir.path().join("good.jsonl");
-    std::fs::write(&good, "{\"id\":\"a\",\"title\":\"alpha\"}\n{\"id\":\"b\",\"title\":\"beta\"}\n").unwrap();
+    std::fs::write(
+        &good,
+        "{\"id\":\"a\",\"title\":\"alpha\"}\n{\"id\":\"b\",\"title\":\"beta\"}\n",
+    )
+    .unwrap();
     assert_eq!(total_documents(&ingest_jsonl(&data, &good, &[])), 2);
 
     let bad = dir.path().join("bad.jsonl");
@@ -45,8 +49,14 @@ fn a_bad_record_aborts_the_whole_ingest_and_names_its_line() {
     let out = ingest_jsonl(&data, &bad, &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("bad.jsonl:2:") && stderr.contains("invalid JSON"), "{stderr}");
-    assert!(stderr.contains("bad.jsonl:3:") && stderr.contains("UTF-8"), "{stderr}");
+    assert!(
+        stderr.contains("bad.jsonl:2:") && stderr.contains("invalid JSON"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("bad.jsonl:3:") && stderr.contains("UTF-8"),
+        "{stderr}"
+    );
     assert!(stderr.contains("nothing was indexed"), "{stderr}");
 
     // Nothing of the bad file went in: still the two good documents.
@@ -69,7 +79,11 @@ fn same_id_replaces_the_document() {
     let f = dir.path().join("d.jsonl");
     std::fs::write(&f, "{\"id\":\"a\",\"title\":\"old title\"}\n").unwrap();
     ingest_jsonl(&data, &f, &[]);
-    std::fs::write(&f, "{\"id\":\"a\",\"title\":\"new title\"}\n{\"id\":\"b\"}\n").unwrap();
+    std::fs::write(
+        &f,
+        "{\"id\":\"a\",\"title\":\"new title\"}\n{\"id\":\"b\"}\n",
+    )
+    .unwrap();
     assert_eq!(total_documents(&ingest_jsonl(&data, &f, &[])), 2);
     let index = rankd::text::TextIndex::open(&data, None).unwrap();
     let req = rankd::text::SearchRequest::new("title", rankd::text::ModelKind::Bm25, 10);
@@ -90,14 +104,25 @@ fn missing_inputs_and_unknown_models_are_usage_errors() {
     std::fs::write(&f, "{\"id\":\"a\",\"title\":\"x\"}\n").unwrap();
     ingest_jsonl(&data, &f, &[]);
     let out = rankd(&[
-        "eval", "--queries", "q", "--qrels", "r", "--model", "bm99", "--data-dir",
+        "eval",
+        "--queries",
+        "q",
+        "--qrels",
+        "r",
+        "--model",
+        "bm99",
+        "--data-dir",
         data.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model `bm99`"));
 
     // An index that does not exist: a clear message, not a panic.
-    let out = rankd(&["graph", "--data-dir", dir.path().join("empty").to_str().unwrap()]);
+    let out = rankd(&[
+        "graph",
+        "--data-dir",
+        dir.path().join("empty").to_str().unwrap(),
+    ]);
     assert_ne!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no rankd index"));
 }
@@ -108,13 +133,38 @@ fn cranfield_ingest_and_eval_reach_the_reference_map() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let d = data.to_str().unwrap();
-    let out = rankd(&["ingest", "--format", "cranfield", "--input", cran, "--data-dir", d, "--json"]);
+    let out = rankd(&[
+        "ingest",
+        "--format",
+        "cranfield",
+        "--input",
+        cran,
+        "--data-dir",
+        d,
+        "--json",
+    ]);
     assert_eq!(total_documents(&out), 1400);
     let out = rankd(&[
-        "eval", "--format", "cranfield", "--queries", &format!("{cran}/cran.qry"), "--qrels",
-        &format!("{cran}/cranqrel"), "--model", "bm25", "--field", "body", "--data-dir", d, "--json",
+        "eval",
+        "--format",
+        "cranfield",
+        "--queries",
+        &format!("{cran}/cran.qry"),
+        "--qrels",
+        &format!("{cran}/cranqrel"),
+        "--model",
+        "bm25",
+        "--field",
+        "body",
+        "--data-dir",
+        d,
+        "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["queries"], 225);
     // Data README: BM25 over .W, stemmed, variant A: MAP ≈ 0.296 (target ±0.02).

@@ -35,7 +35,11 @@ fn corpus(seed: u64, n: usize) -> Vec<Document> {
     (0..n)
         .map(|i| Document {
             id: format!("d{i}"),
-            url: Some(format!("https://example.org/{}/{}", WORDS[i % WORDS.len()], i)),
+            url: Some(format!(
+                "https://example.org/{}/{}",
+                WORDS[i % WORDS.len()],
+                i
+            )),
             title: text(&mut rng, 6),
             headings: text(&mut rng, 10),
             // Up to 300 tokens: well past 40, where fieldnorms start to round.
@@ -109,7 +113,11 @@ fn oracle<'a>(docs: &'a [RawDoc], config: &'a IndexConfig) -> Oracle<'a> {
             }
         }
     }
-    Oracle { docs, config, counts }
+    Oracle {
+        docs,
+        config,
+        counts,
+    }
 }
 
 impl Oracle<'_> {
@@ -121,11 +129,15 @@ impl Oracle<'_> {
     }
     fn df(&self, field: &str, t: &str) -> f64 {
         let field = TEXT_FIELDS.into_iter().find(|f| *f == field).unwrap();
-        self.counts.get(&(field, t.to_string())).map_or(0.0, |c| c.0)
+        self.counts
+            .get(&(field, t.to_string()))
+            .map_or(0.0, |c| c.0)
     }
     fn cf(&self, field: &str, t: &str) -> f64 {
         let field = TEXT_FIELDS.into_iter().find(|f| *f == field).unwrap();
-        self.counts.get(&(field, t.to_string())).map_or(0.0, |c| c.1)
+        self.counts
+            .get(&(field, t.to_string()))
+            .map_or(0.0, |c| c.1)
     }
     fn total(&self, field: &str) -> f64 {
         self.docs.iter().map(|d| d.fields[field].len() as f64).sum()
@@ -151,9 +163,16 @@ impl Oracle<'_> {
 
     /// The model's score of `d`, or None when `d` contains no query term (not retrieved).
     fn score(&self, kind: ModelKind, field: &str, q: &str, d: &RawDoc) -> Option<f64> {
-        let field = if kind == ModelKind::Bm25F { "all" } else { field };
+        let field = if kind == ModelKind::Bm25F {
+            "all"
+        } else {
+            field
+        };
         let terms = self.query(field, q);
-        let matched = terms.iter().filter(|(t, _)| Self::tf(d, field, t) > 0.0).count();
+        let matched = terms
+            .iter()
+            .filter(|(t, _)| Self::tf(d, field, t) > 0.0)
+            .count();
         if matched == 0 {
             return None;
         }
@@ -200,8 +219,12 @@ impl Oracle<'_> {
             }
             ModelKind::TfIdf => {
                 let idf = |t: &str| 1.0 + (self.n() / (self.df(field, t) + 1.0)).ln();
-                let query_norm =
-                    1.0 / terms.iter().map(|(t, b)| (idf(t) * b).powi(2)).sum::<f64>().sqrt();
+                let query_norm = 1.0
+                    / terms
+                        .iter()
+                        .map(|(t, b)| (idf(t) * b).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
                 let coord = matched as f64 / terms.len() as f64;
                 let sum: f64 = terms
                     .iter()
@@ -298,8 +321,7 @@ fn check_models(docs: &[Document], queries: &[String], fields: &[&str], label: &
                     expected.len(),
                     "{label} {kind} field={field} q={q:?}: match counts differ"
                 );
-                let by_id: HashMap<&str, f64> =
-                    expected.iter().map(|(s, id)| (*id, *s)).collect();
+                let by_id: HashMap<&str, f64> = expected.iter().map(|(s, id)| (*id, *s)).collect();
                 for hit in &got.hits {
                     let want = by_id[hit.id.as_str()];
                     assert!(
@@ -338,9 +360,17 @@ fn random_corpora_match_the_oracle() {
                     .collect::<Vec<_>>()
                     .join(" ")
             })
-            .chain(["rust rust vector".to_string(), "rank nosuchword".to_string()])
+            .chain([
+                "rust rust vector".to_string(),
+                "rank nosuchword".to_string(),
+            ])
             .collect();
-        check_models(&docs, &queries, &["all", "body", "title"], &format!("seed {seed}"));
+        check_models(
+            &docs,
+            &queries,
+            &["all", "body", "title"],
+            &format!("seed {seed}"),
+        );
     }
 }
 
@@ -355,7 +385,10 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
     let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
     let oracle = oracle(&raws, &config);
     for kind in ModelKind::ALL {
-        let bound = index.bind(&searcher, kind, None, "vector borrow").unwrap().unwrap();
+        let bound = index
+            .bind(&searcher, kind, None, "vector borrow")
+            .unwrap()
+            .unwrap();
         let top = bound.top(&searcher, 30, 0).unwrap();
         // Reversed order on purpose: score_docs must sort internally.
         let addrs: Vec<_> = top.iter().rev().map(|(_, a)| *a).collect();
@@ -365,7 +398,10 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
         }
     }
     // LM scores a document without any query term too (the smoothed probability).
-    let bound = index.bind(&searcher, ModelKind::Lm, Some("title"), "vector").unwrap().unwrap();
+    let bound = index
+        .bind(&searcher, ModelKind::Lm, Some("title"), "vector")
+        .unwrap()
+        .unwrap();
     let all: Vec<_> = searcher
         .segment_readers()
         .iter()

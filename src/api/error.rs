@@ -58,7 +58,8 @@ impl From<SearchError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
+        let body =
+            json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
         (self.status, Json(body)).into_response()
     }
 }

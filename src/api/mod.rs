@@ -49,13 +49,18 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(
             ServiceBuilder::new()
                 .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
-                .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, REQUEST_TIMEOUT))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    REQUEST_TIMEOUT,
+                ))
                 .layer(ConcurrencyLimitLayer::new(MAX_CONCURRENT_REQUESTS)),
         )
         .with_state(state)
 }
 
-async fn readyz(axum::extract::State(state): axum::extract::State<Arc<AppState>>) -> (StatusCode, &'static str) {
+async fn readyz(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+) -> (StatusCode, &'static str) {
     if state.ready.load(Ordering::SeqCst) {
         (StatusCode::OK, "ready")
     } else {

@@ -25,7 +25,10 @@ impl Params {
                 ));
             }
             if values.insert(k.clone(), v).is_some() {
-                return Err(ApiError::bad_request(k.clone(), format!("parameter `{k}` given twice")));
+                return Err(ApiError::bad_request(
+                    k.clone(),
+                    format!("parameter `{k}` given twice"),
+                ));
             }
         }
         Ok(Params { values })
@@ -58,5 +61,10 @@ fn decode(s: &str, what: &str) -> Result<String, ApiError> {
     percent_encoding::percent_decode_str(&s)
         .decode_utf8()
         .map(|c| c.into_owned())
-        .map_err(|_| ApiError::bad_request(what, format!("`{what}` is not valid UTF-8 after percent-decoding")))
+        .map_err(|_| {
+            ApiError::bad_request(
+                what,
+                format!("`{what}` is not valid UTF-8 after percent-decoding"),
+            )
+        })
 }

@@ -16,7 +16,15 @@ use super::AppState;
 use crate::text::{ModelKind, SearchRequest};
 
 const SEARCH_PARAMS: &[&str] = &[
-    "q", "k", "offset", "model", "field", "explain", "rerank", "boost", "boost_weight",
+    "q",
+    "k",
+    "offset",
+    "model",
+    "field",
+    "explain",
+    "rerank",
+    "boost",
+    "boost_weight",
 ];
 /// The static boost is applied by re-sorting this many first-phase results.
 const BOOST_WINDOW: usize = 100;
@@ -27,7 +35,9 @@ pub async fn search(
 ) -> Result<Json<Value>, ApiError> {
     let p = Params::parse(raw.as_deref(), SEARCH_PARAMS)?;
     let model = match p.str("model") {
-        Some(m) => m.parse::<ModelKind>().map_err(|e| ApiError::bad_request("model", e))?,
+        Some(m) => m
+            .parse::<ModelKind>()
+            .map_err(|e| ApiError::bad_request("model", e))?,
         None => state
             .index
             .config
@@ -106,7 +116,9 @@ fn apply_boost(
     for hit in &mut results.hits {
         hit.score += links.pagerank_boost(&hit.id, weight);
     }
-    results.hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rank.cmp(&b.rank)));
+    results
+        .hits
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rank.cmp(&b.rank)));
     results.hits = results.hits.drain(..).skip(offset).take(k).collect();
     for (i, hit) in results.hits.iter_mut().enumerate() {
         hit.rank = offset + i + 1;
@@ -125,7 +137,10 @@ pub async fn similar(
     let id = p.required("doc")?.to_string();
     let k: usize = p.parsed("k", 10usize)?;
     if k == 0 || k > 100 {
-        return Err(ApiError::bad_request("k", format!("k must be between 1 and 100, got {k}")));
+        return Err(ApiError::bad_request(
+            "k",
+            format!("k must be between 1 and 100, got {k}"),
+        ));
     }
     let Some(links) = &state.links else {
         return Err(ApiError::bad_request(
@@ -134,7 +149,9 @@ pub async fn similar(
         ));
     };
     let Some(node) = links.node(&id) else {
-        return Err(ApiError::not_found(format!("no document with id {id:?} in the link graph")));
+        return Err(ApiError::not_found(format!(
+            "no document with id {id:?} in the link graph"
+        )));
     };
     let start = std::time::Instant::now();
     let params = crate::graph::simrank::MonteCarloParams::default();

@@ -76,7 +76,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        eprintln!("indexing {} HTML pages from {}", files.len(), docs_dir.display());
+        eprintln!(
+            "indexing {} HTML pages from {}",
+            files.len(),
+            docs_dir.display()
+        );
         let index = TextIndex::open_or_create(data_dir, args.data.config()?)?;
         let base = Url::parse(RUST_DOCS_BASE).expect("static URL");
         let s = ingest(&index, Format::Html, &docs_dir, Some(&base), true, false)?;

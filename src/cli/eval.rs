@@ -69,7 +69,14 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let queries = read_queries(&args.queries, args.format)?;
     let qrels = read_qrels(&args.qrels, args.format, args.judgments)?;
-    let run = run_queries(&index, &queries, model, args.field.as_deref(), args.depth, args.json)?;
+    let run = run_queries(
+        &index,
+        &queries,
+        model,
+        args.field.as_deref(),
+        args.depth,
+        args.json,
+    )?;
     if let Some(path) = &args.run {
         let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
         eval::trec::write_run(&mut out, &run, &format!("rankd-{model}"))?;

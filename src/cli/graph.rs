@@ -27,10 +27,11 @@ pub fn run(args: GraphArgs) -> anyhow::Result<()> {
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let summary = compute(&index, args.seeds.as_deref(), args.json)?;
     let scores = &summary.0;
-    let candidates: Vec<&str> = trustrank::seed_candidates(&scores.inverse_pagerank, args.candidates)
-        .into_iter()
-        .map(|n| scores.keys[n as usize].as_str())
-        .collect();
+    let candidates: Vec<&str> =
+        trustrank::seed_candidates(&scores.inverse_pagerank, args.candidates)
+            .into_iter()
+            .map(|n| scores.keys[n as usize].as_str())
+            .collect();
     if args.json {
         println!(
             "{}",
@@ -66,10 +67,11 @@ pub fn compute(
     let trusted = seeds.map(read_seed_ids).transpose()?;
     let bar = progress(6, "link scores", quiet);
     let options = LinkScoreOptions::default();
-    let (scores, stats) = links::compute_and_store(index, &options, trusted.as_deref(), &mut |p| {
-        bar.set_position(p.step as u64);
-        bar.set_message(p.stage);
-    })?;
+    let (scores, stats) =
+        links::compute_and_store(index, &options, trusted.as_deref(), &mut |p| {
+            bar.set_position(p.step as u64);
+            bar.set_message(p.stage);
+        })?;
     bar.finish_and_clear();
     Ok((scores, stats.edges, start.elapsed().as_secs_f64()))
 }

@@ -58,7 +58,14 @@ pub struct IngestSummary {
 
 pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     let index = TextIndex::open_or_create(&args.data.data_dir, args.data.config()?)?;
-    let summary = ingest(&index, args.format, &args.input, args.base_url.as_ref(), args.skip_invalid, args.json)?;
+    let summary = ingest(
+        &index,
+        args.format,
+        &args.input,
+        args.base_url.as_ref(),
+        args.skip_invalid,
+        args.json,
+    )?;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -135,25 +142,39 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
     match format {
         Format::Jsonl => {
             if input.is_dir() {
-                return Err(BadInput(format!("{} is a directory; --format jsonl takes a file", input.display())).into());
+                return Err(BadInput(format!(
+                    "{} is a directory; --format jsonl takes a file",
+                    input.display()
+                ))
+                .into());
             }
-            let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+            let bytes =
+                std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
             let (docs, errors) = split(jsonl::parse(input, &bytes));
             Ok((docs, errors, 0, bytes.len() as u64))
         }
         Format::Html => {
             if !input.is_dir() {
-                return Err(BadInput(format!("{} is not a directory; --format html takes a directory of pages", input.display())).into());
+                return Err(BadInput(format!(
+                    "{} is not a directory; --format html takes a directory of pages",
+                    input.display()
+                ))
+                .into());
             }
             let files = html::html_files(input)?;
             if files.is_empty() {
                 return Err(BadInput(format!("no .html files under {}", input.display())).into());
             }
-            let bytes: u64 = files.iter().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum();
+            let bytes: u64 = files
+                .iter()
+                .filter_map(|f| f.metadata().ok())
+                .map(|m| m.len())
+                .sum();
             let base = match base_url {
                 Some(u) => u.clone(),
-                None => Url::from_directory_path(input.canonicalize()?)
-                    .map_err(|_| BadInput(format!("cannot make a file URL of {}", input.display())))?,
+                None => Url::from_directory_path(input.canonicalize()?).map_err(|_| {
+                    BadInput(format!("cannot make a file URL of {}", input.display()))
+                })?,
             };
             let bar = progress(files.len() as u64, "parsing", quiet);
             let corpus = html::read_pages(input, &files, &base, &|| bar.inc(1));

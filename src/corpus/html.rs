@@ -18,7 +18,9 @@ use super::{Document, RecordError};
 const MAX_ANCHORS_PER_PAGE: usize = 200;
 
 /// Elements whose text is not part of a page's visible content.
-const INVISIBLE: &[&str] = &["script", "style", "noscript", "template", "head", "nav", "svg"];
+const INVISIBLE: &[&str] = &[
+    "script", "style", "noscript", "template", "head", "nav", "svg",
+];
 
 /// The outcome of reading one directory.
 pub struct HtmlCorpus {
@@ -133,7 +135,10 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         .collect::<Vec<_>>()
         .join("\n");
     let mut body = String::new();
-    let root = doc.select(&sel("body")).next().unwrap_or(doc.root_element());
+    let root = doc
+        .select(&sel("body"))
+        .next()
+        .unwrap_or(doc.root_element());
     visible_text(root, &mut body);
     let mut links = Vec::new();
     for a in doc.select(&sel("a[href]")) {
@@ -142,10 +147,17 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         if !matches!(target.scheme(), "http" | "https" | "file") {
             continue;
         }
-        links.push((strip_fragment(target).to_string(), collapse(&a.text().collect::<String>())));
+        links.push((
+            strip_fragment(target).to_string(),
+            collapse(&a.text().collect::<String>()),
+        ));
     }
     let own = strip_fragment(url);
-    let mut out: Vec<String> = links.iter().map(|(u, _)| u.clone()).filter(|u| *u != own.as_str()).collect();
+    let mut out: Vec<String> = links
+        .iter()
+        .map(|(u, _)| u.clone())
+        .filter(|u| *u != own.as_str())
+        .collect();
     out.sort();
     out.dedup();
     let doc = Document {
@@ -163,9 +175,11 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
 /// `<meta http-equiv="refresh" content="0;URL=target">` → the absolute target.
 fn meta_refresh(doc: &Html, url: &Url) -> Option<String> {
     let sel = Selector::parse("meta[http-equiv]").expect("static selector");
-    let meta = doc
-        .select(&sel)
-        .find(|m| m.value().attr("http-equiv").is_some_and(|v| v.eq_ignore_ascii_case("refresh")))?;
+    let meta = doc.select(&sel).find(|m| {
+        m.value()
+            .attr("http-equiv")
+            .is_some_and(|v| v.eq_ignore_ascii_case("refresh"))
+    })?;
     let content = meta.value().attr("content")?;
     let (_, target) = content.split_once(['=', ';']).map(|(a, b)| {
         let b = b.trim();
@@ -234,7 +248,12 @@ fn attach_anchors(
                 }
             }
         }
-        let mut resolved: Vec<String> = doc.links.iter().map(|u| resolve(u)).filter(|u| Some(u) != doc.url.as_ref()).collect();
+        let mut resolved: Vec<String> = doc
+            .links
+            .iter()
+            .map(|u| resolve(u))
+            .filter(|u| Some(u) != doc.url.as_ref())
+            .collect();
         resolved.sort();
         resolved.dedup();
         doc.links = resolved;
@@ -269,15 +288,31 @@ mod tests {
     #[test]
     fn extracts_fields_links_and_anchor_text() {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "index.html", r#"<html><head><title> Home  page </title><style>.x{}</style></head>
+        write(
+            dir.path(),
+            "index.html",
+            r#"<html><head><title> Home  page </title><style>.x{}</style></head>
             <body><nav><a href="b/page.html">Sidebar noise</a></nav>
             <h1>Welcome</h1><p>Hello <b>world</b>.<script>var x = 1;</script></p>
             <a href="b/page.html#part">The B page</a> <a href="old.html">old</a>
-            <a href="mailto:x@y.z">mail</a> <a href="https://other.org/x">ext</a></body></html>"#);
-        write(dir.path(), "b/page.html", r#"<title>B</title><h2>Section</h2><p>text <a href="../index.html">home</a><a href="page.html">self</a>"#);
-        write(dir.path(), "old.html", r#"<html><head><meta http-equiv="refresh" content="0;URL=b/page.html"></head></html>"#);
+            <a href="mailto:x@y.z">mail</a> <a href="https://other.org/x">ext</a></body></html>"#,
+        );
+        write(
+            dir.path(),
+            "b/page.html",
+            r#"<title>B</title><h2>Section</h2><p>text <a href="../index.html">home</a><a href="page.html">self</a>"#,
+        );
+        write(
+            dir.path(),
+            "old.html",
+            r#"<html><head><meta http-equiv="refresh" content="0;URL=b/page.html"></head></html>"#,
+        );
         // Broken HTML still parses (html5ever recovers as browsers do).
-        write(dir.path(), "broken.html", "<title>Broken</title><p>unclosed <div><b>bold");
+        write(
+            dir.path(),
+            "broken.html",
+            "<title>Broken</title><p>unclosed <div><b>bold",
+        );
         let files = html_files(dir.path()).unwrap();
         let base = Url::parse("https://site.test/docs/").unwrap();
         let c = read_pages(dir.path(), &files, &base, &|| {});
@@ -289,10 +324,20 @@ mod tests {
         assert_eq!(home.title, "Home page");
         assert_eq!(home.headings, "Welcome");
         assert!(home.body.contains("Hello world"), "{}", home.body);
-        assert!(!home.body.contains("var x") && !home.body.contains("Sidebar"), "{}", home.body);
-        assert_eq!(home.url.as_deref(), Some("https://site.test/docs/index.html"));
+        assert!(
+            !home.body.contains("var x") && !home.body.contains("Sidebar"),
+            "{}",
+            home.body
+        );
+        assert_eq!(
+            home.url.as_deref(),
+            Some("https://site.test/docs/index.html")
+        );
         // The fragment is dropped, the redirect followed, mailto ignored.
-        assert_eq!(home.links, vec!["https://other.org/x", "https://site.test/docs/b/page.html"]);
+        assert_eq!(
+            home.links,
+            vec!["https://other.org/x", "https://site.test/docs/b/page.html"]
+        );
         let b = get("b/page.html");
         // Anchor text from the nav link, the content link and the redirecting link; not "self".
         assert_eq!(b.anchor, "Sidebar noise\nThe B page\nold");
@@ -306,8 +351,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("bad.html"), b"<p>caf\xe9</p>").unwrap();
         let files = html_files(dir.path()).unwrap();
-        let c = read_pages(dir.path(), &files, &Url::parse("https://s.t/").unwrap(), &|| {});
+        let c = read_pages(
+            dir.path(),
+            &files,
+            &Url::parse("https://s.t/").unwrap(),
+            &|| {},
+        );
         assert_eq!(c.documents.len(), 0);
-        assert!(c.errors[0].to_string().contains("bad.html") && c.errors[0].message.contains("UTF-8"));
+        assert!(
+            c.errors[0].to_string().contains("bad.html") && c.errors[0].message.contains("UTF-8")
+        );
     }
 }

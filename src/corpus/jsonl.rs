@@ -27,8 +27,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Vec<Result<Document, RecordError>> {
 fn parse_record(line: &[u8]) -> Result<Document, String> {
     let text = std::str::from_utf8(line)
         .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))?;
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let Value::Object(object) = value else {
         return Err("expected a JSON object".into());
     };
@@ -66,7 +65,10 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
             .enumerate()
             .map(|(i, v)| match v {
                 Value::String(s) => Ok(s),
-                other => Err(format!("`links[{i}]` must be a string, got {}", kind(&other))),
+                other => Err(format!(
+                    "`links[{i}]` must be a string, got {}",
+                    kind(&other)
+                )),
             })
             .collect::<Result<_, _>>()?,
         Some(other) => return Err(format!("`links` must be an array, got {}", kind(&other))),
@@ -139,18 +141,42 @@ mod tests {
         let out = parse(Path::new("docs.jsonl"), input);
         assert_eq!(out.len(), 6);
         assert!(out[0].is_ok());
-        let errs: Vec<String> = out[1..].iter().map(|r| r.as_ref().unwrap_err().to_string()).collect();
-        assert!(errs[0].starts_with("docs.jsonl:3:") && errs[0].contains("`title` must be a string"), "{}", errs[0]);
-        assert!(errs[1].starts_with("docs.jsonl:4:") && errs[1].contains("invalid JSON"), "{}", errs[1]);
+        let errs: Vec<String> = out[1..]
+            .iter()
+            .map(|r| r.as_ref().unwrap_err().to_string())
+            .collect();
+        assert!(
+            errs[0].starts_with("docs.jsonl:3:") && errs[0].contains("`title` must be a string"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].starts_with("docs.jsonl:4:") && errs[1].contains("invalid JSON"),
+            "{}",
+            errs[1]
+        );
         assert!(errs[2].contains("expected a JSON object"));
         assert!(errs[3].contains("missing `id`"));
-        assert!(errs[4].starts_with("docs.jsonl:7:") && errs[4].contains("UTF-8"), "{}", errs[4]);
+        assert!(
+            errs[4].starts_with("docs.jsonl:7:") && errs[4].contains("UTF-8"),
+            "{}",
+            errs[4]
+        );
     }
 
     #[test]
     fn rejects_bad_urls_and_dates() {
-        assert!(one(r#"{"id":"a","url":"not a url"}"#).unwrap_err().message.contains("absolute URL"));
-        assert!(one(r#"{"id":"a","published_at":"yesterday"}"#).unwrap_err().message.contains("RFC 3339"));
-        assert!(one(r#"{"id":"a","links":"x"}"#).unwrap_err().message.contains("array"));
+        assert!(one(r#"{"id":"a","url":"not a url"}"#)
+            .unwrap_err()
+            .message
+            .contains("absolute URL"));
+        assert!(one(r#"{"id":"a","published_at":"yesterday"}"#)
+            .unwrap_err()
+            .message
+            .contains("RFC 3339"));
+        assert!(one(r#"{"id":"a","links":"x"}"#)
+            .unwrap_err()
+            .message
+            .contains("array"));
     }
 }

@@ -138,16 +138,20 @@ impl IndexConfig {
     }
 
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<IndexConfig> {
-        let config: IndexConfig =
-            toml::from_str(text).with_context(|| format!("invalid index configuration {origin}"))?;
-        config.validate().with_context(|| format!("invalid index configuration {origin}"))?;
+        let config: IndexConfig = toml::from_str(text)
+            .with_context(|| format!("invalid index configuration {origin}"))?;
+        config
+            .validate()
+            .with_context(|| format!("invalid index configuration {origin}"))?;
         Ok(config)
     }
 
     fn validate(&self) -> anyhow::Result<()> {
         for name in TEXT_FIELDS {
             if !self.fields.contains_key(name) {
-                bail!("field `{name}` is missing (every one of {TEXT_FIELDS:?} must be configured)");
+                bail!(
+                    "field `{name}` is missing (every one of {TEXT_FIELDS:?} must be configured)"
+                );
             }
         }
         for (name, field) in &self.fields {
@@ -155,11 +159,11 @@ impl IndexConfig {
                 bail!("unknown field `{name}` (known: {TEXT_FIELDS:?})");
             }
             let Bm25Params { k1, b } = field.bm25;
-            if !(k1.is_finite() && k1 >= 0.0) || !(0.0..=1.0).contains(&b) {
+            if !(k1.is_finite() && k1 >= 0.0 && (0.0..=1.0).contains(&b)) {
                 bail!("fields.{name}.bm25: need k1 >= 0 and 0 <= b <= 1, got k1 = {k1}, b = {b}");
             }
             if let Some(p) = field.bm25f {
-                if !(p.weight.is_finite() && p.weight >= 0.0) || !(0.0..=1.0).contains(&p.b) {
+                if !(p.weight.is_finite() && p.weight >= 0.0 && (0.0..=1.0).contains(&p.b)) {
                     bail!("fields.{name}.bm25f: need weight >= 0 and 0 <= b <= 1");
                 }
                 if name == "all" {
@@ -170,7 +174,11 @@ impl IndexConfig {
         if !TEXT_FIELDS.contains(&self.default_field.as_str()) {
             bail!("default_field `{}` is not a text field", self.default_field);
         }
-        if self.default_model.parse::<crate::text::ModelKind>().is_err() {
+        if self
+            .default_model
+            .parse::<crate::text::ModelKind>()
+            .is_err()
+        {
             bail!("default_model `{}` is not a model", self.default_model);
         }
         let m = &self.models;
@@ -183,7 +191,7 @@ impl IndexConfig {
         if !(m.lm.mu > 0.0 && m.lm.mu.is_finite()) {
             bail!("models.lm.mu must be > 0");
         }
-        if !(m.proximity.alpha > 0.0) {
+        if m.proximity.alpha.is_nan() || m.proximity.alpha <= 0.0 {
             bail!("models.proximity.alpha must be > 0");
         }
         Ok(())

@@ -78,7 +78,10 @@ mod tests {
 
     #[test]
     fn refuses_empty_and_huge_queries() {
-        assert_eq!(QueryTerms::analyze("  \t", Analyzer::En), Err(QueryError::Empty));
+        assert_eq!(
+            QueryTerms::analyze("  \t", Analyzer::En),
+            Err(QueryError::Empty)
+        );
         let huge = "word ".repeat(2000);
         assert_eq!(
             QueryTerms::analyze(&huge, Analyzer::En),
@@ -89,6 +92,8 @@ mod tests {
             QueryTerms::analyze(&many, Analyzer::Plain),
             Err(QueryError::TooManyTerms(100))
         );
-        assert!(QueryTerms::analyze("the of", Analyzer::En).unwrap().is_empty());
+        assert!(QueryTerms::analyze("the of", Analyzer::En)
+            .unwrap()
+            .is_empty());
     }
 }

@@ -62,7 +62,14 @@ impl ModelQuery {
             doc: TERMINATED,
             tf: vec![0; n_terms * n_fields],
             len: vec![0; n_fields],
-            positions: vec![Vec::new(); if self.model.needs_positions() { n_terms } else { 0 }],
+            positions: vec![
+                Vec::new();
+                if self.model.needs_positions() {
+                    n_terms
+                } else {
+                    0
+                }
+            ],
             boost: 1.0,
         };
         scorer.doc = scorer.min_doc();

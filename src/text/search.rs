@@ -14,10 +14,10 @@ use tantivy::{DocAddress, Score, Searcher, TantivyDocument, Term};
 
 use super::config::Bm25Params;
 use super::index::TextIndex;
+use super::models::bm25f::Bm25fField;
 use super::models::{
     Bm25, Bm25F, Bm25Proximity, F2Exp, LmDirichlet, ModelKind, Stats, TextModel, TfIdf,
 };
-use super::models::bm25f::Bm25fField;
 use super::query::{QueryError, QueryTerms};
 use super::scorer::ModelQuery;
 
@@ -36,7 +36,10 @@ pub enum SearchError {
     #[error(transparent)]
     Query(#[from] QueryError),
     #[error("{field}: {message}")]
-    Param { field: &'static str, message: String },
+    Param {
+        field: &'static str,
+        message: String,
+    },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -113,7 +116,9 @@ impl TextIndex {
             Some(f) => Ok((f, name)),
             None => Err(SearchError::Param {
                 field: "field",
-                message: format!("unknown field `{name}` (known: title, headings, body, anchor, url, all)"),
+                message: format!(
+                    "unknown field `{name}` (known: title, headings, body, anchor, url, all)"
+                ),
             }),
         }
     }
@@ -129,7 +134,11 @@ impl TextIndex {
     ) -> Result<Option<BoundModel>, SearchError> {
         let stats = Stats::new(searcher);
         let (field, field_name) = self.model_field(field)?;
-        let fc = self.config.field(if kind == ModelKind::Bm25F { "all" } else { &field_name });
+        let fc = self.config.field(if kind == ModelKind::Bm25F {
+            "all"
+        } else {
+            &field_name
+        });
         let terms = QueryTerms::analyze(q, fc.analyzer)?;
         if terms.is_empty() {
             return Ok(None);
@@ -214,7 +223,11 @@ impl TextIndex {
                 }
             });
             let explain = if req.explain {
-                let e = bound.query.weight(tantivy::query::EnableScoring::enabled_from_searcher(&searcher))?
+                let e = bound
+                    .query
+                    .weight(tantivy::query::EnableScoring::enabled_from_searcher(
+                        &searcher,
+                    ))?
                     .explain(searcher.segment_reader(address.segment_ord), address.doc_id)?;
                 Some(serde_json::to_value(&e).map_err(anyhow::Error::from)?)
             } else {
@@ -241,7 +254,11 @@ impl TextIndex {
     }
 
     /// Highlights the query's terms in the body field.
-    fn snippet_generator(&self, searcher: &Searcher, q: &str) -> Result<SnippetGenerator, SearchError> {
+    fn snippet_generator(
+        &self,
+        searcher: &Searcher,
+        q: &str,
+    ) -> Result<SnippetGenerator, SearchError> {
         let field = self.fields.body;
         let analyzer = self.config.field("body").analyzer;
         let mut weights = BTreeMap::new();
@@ -302,7 +319,10 @@ impl BoundModel {
         let mut out = vec![0.0; docs.len()];
         let mut current: Option<(u32, super::scorer::ModelScorer)> = None;
         for i in order {
-            let DocAddress { segment_ord, doc_id } = docs[i];
+            let DocAddress {
+                segment_ord,
+                doc_id,
+            } = docs[i];
             if current.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
                 let reader = searcher.segment_reader(segment_ord);
                 current = Some((segment_ord, self.query.segment_scorer(reader)?));
@@ -346,7 +366,10 @@ pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
     if offset.saturating_add(k) > MAX_DEPTH {
         return Err(SearchError::Param {
             field: "offset",
-            message: format!("offset + k must not exceed {MAX_DEPTH}, got {}", offset.saturating_add(k)),
+            message: format!(
+                "offset + k must not exceed {MAX_DEPTH}, got {}",
+                offset.saturating_add(k)
+            ),
         });
     }
     Ok(())
@@ -365,5 +388,7 @@ fn prefix(s: &str, max: usize) -> &str {
 }
 
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

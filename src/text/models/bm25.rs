@@ -75,7 +75,10 @@ impl TextModel for Bm25 {
     }
 
     fn explain(&self, m: &DocMatch) -> Explanation {
-        let mut e = Explanation::new("bm25: sum of qtf·idf·tf·(k1+1)/(tf+k1·(1−b+b·|d|/avgdl))", self.score(m));
+        let mut e = Explanation::new(
+            "bm25: sum of qtf·idf·tf·(k1+1)/(tf+k1·(1−b+b·|d|/avgdl))",
+            self.score(m),
+        );
         e.add_const("|d|", m.len[0] as f32);
         e.add_const("avgdl", self.avgdl);
         e.add_const("k1", self.k1);

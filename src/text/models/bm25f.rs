@@ -108,7 +108,13 @@ impl TextModel for Bm25F {
         e.add_const("k1", self.k1);
         let norms = self.length_norms(m.len);
         for (u, norm) in norms.iter().enumerate() {
-            e.add_detail(Explanation::new_with_string(format!("B_{u} (w = {}, b = {}, avgdl = {}, |d.u| = {})", self.weight[u], self.b[u], self.avgdl[u], m.len[u]), *norm));
+            e.add_detail(Explanation::new_with_string(
+                format!(
+                    "B_{u} (w = {}, b = {}, avgdl = {}, |d.u| = {})",
+                    self.weight[u], self.b[u], self.avgdl[u], m.len[u]
+                ),
+                *norm,
+            ));
         }
         for (t, w) in self.term_weight.iter().enumerate() {
             let tf = self.pseudo_tf(m, t, &norms);

@@ -179,7 +179,8 @@ impl<'a> Stats<'a> {
         let mut cf = 0u64;
         for r in self.searcher.segment_readers() {
             let inverted = r.inverted_index(field)?;
-            if let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
+            if let Some(mut postings) =
+                inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
             {
                 while postings.doc() != tantivy::TERMINATED {
                     cf += u64::from(postings.term_freq());

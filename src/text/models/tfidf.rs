@@ -32,7 +32,11 @@ impl TfIdf {
             weight.push(idf * idf * boost);
             sum_sq += (idf * boost) * (idf * boost);
         }
-        let query_norm = if sum_sq > 0.0 { 1.0 / sum_sq.sqrt() } else { 0.0 };
+        let query_norm = if sum_sq > 0.0 {
+            1.0 / sum_sq.sqrt()
+        } else {
+            0.0
+        };
         Ok(TfIdf {
             fields: [field],
             terms,
