@@ -65,6 +65,30 @@ pub struct IterationReport {
     pub timed_out: bool,
 }
 
+impl Convergence {
+    /// Records a finished iteration (1-based) in `report` and says whether to stop: the L1
+    /// change is below `tol_per_node · N`, or the top-k order has held long enough (SPEC §2).
+    pub(crate) fn finished_iteration(
+        &self,
+        report: &mut IterationReport,
+        tracker: &mut TopOrderTracker,
+        iteration: usize,
+        scores: &[f64],
+        residual: f64,
+    ) -> bool {
+        tracker.observe(iteration, scores);
+        report.iterations = iteration;
+        report.residual = residual;
+        report.top_order_last_changed = tracker.last_changed;
+        if residual < self.tol_per_node * scores.len() as f64 {
+            report.converged = true;
+            return true;
+        }
+        self.stop_when_top_stable_for
+            .is_some_and(|r| tracker.stable_for >= r)
+    }
+}
+
 /// Follows the top-k order from iteration to iteration. Checking that the previous order still
 /// holds is one linear pass (is the old list still sorted, does any outsider beat its last
 /// entry?); only when it fails is the top k selected again.

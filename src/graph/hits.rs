@@ -73,21 +73,10 @@ pub fn hits(
         let err = l1(&next_a, &authority) + l1(&next_h, &hub);
         std::mem::swap(&mut authority, &mut next_a);
         std::mem::swap(&mut hub, &mut next_h);
-        tracker.observe(iteration, &authority);
-        report.iterations = iteration;
-        report.residual = err;
-        if err < convergence.tol_per_node * n as f64 {
-            report.converged = true;
-            break;
-        }
-        if convergence
-            .stop_when_top_stable_for
-            .is_some_and(|r| tracker.stable_for >= r)
-        {
+        if convergence.finished_iteration(&mut report, &mut tracker, iteration, &authority, err) {
             break;
         }
     }
-    report.top_order_last_changed = tracker.last_changed;
     Ok((HubAuthority { hub, authority }, report))
 }
 

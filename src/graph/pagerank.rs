@@ -143,21 +143,10 @@ pub fn pagerank(g: &Csr, params: &PageRankParams) -> Result<(Vec<f64>, Iteration
         dangling_mass = dangling;
         std::mem::swap(&mut share, &mut next_share);
         std::mem::swap(&mut x, &mut next);
-        tracker.observe(iteration, &x);
-        report.iterations = iteration;
-        report.residual = err;
-        if err < conv.tol_per_node * n as f64 {
-            report.converged = true;
-            break;
-        }
-        if conv
-            .stop_when_top_stable_for
-            .is_some_and(|r| tracker.stable_for >= r)
-        {
+        if conv.finished_iteration(&mut report, &mut tracker, iteration, &x, err) {
             break;
         }
     }
-    report.top_order_last_changed = tracker.last_changed;
     Ok((x, report))
 }
 
