@@ -151,6 +151,9 @@ fn search_doc_similar_and_every_bad_input() {
     assert_eq!(status, 200);
     assert_eq!(body["hits"][0]["id"], "iter");
     assert_eq!(get(&format!("{b}/livez")).0, 200);
+    let (status, page) = get(&format!("{b}/"));
+    assert_eq!(status, 200);
+    assert!(page.as_str().unwrap().contains("fetch(\"/search?"));
     assert_eq!(get(&format!("{b}/readyz")).0, 200);
 }
 

@@ -40,6 +40,7 @@ pub struct AppState {
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
+        .route("/", get(index_page))
         .route("/search", get(search::search))
         .route("/doc/{id}", get(search::doc))
         .route("/similar", get(search::similar))
@@ -56,6 +57,11 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(ConcurrencyLimitLayer::new(MAX_CONCURRENT_REQUESTS)),
         )
         .with_state(state)
+}
+
+/// The search page, compiled into the binary so rankd serves it from anywhere.
+async fn index_page() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("../../static/index.html"))
 }
 
 async fn readyz(
