@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankd::pairwise::{
     pair_counts_with, pair_loss_grad, pair_loss_grad_with, score_block_with, Isa, Kernel, Loss,
-    PairCount, PairwiseError, SORTED_CROSSOVER_MIN_SIDE,
+    PairCount, PairwiseError, SORTED_CROSSOVER,
 };
 
 // ---------------------------------------------------------------------------------------
@@ -91,10 +91,16 @@ fn assert_same(got: &Result3, want: &Result3, loss: Loss, v: &[f32], what: &str)
     let v_max = v.iter().fold(0.0f32, |m, &w| m.max(w)) as f64;
     let abs = 1e-5 * loss.slope_scale().abs() * v_max;
     for (k, (&a, &b)) in got.grad_pos.iter().zip(&want.grad_pos).enumerate() {
-        assert!(close(a, b, 1e-5, abs), "{what}: grad_pos[{k}] {a} vs scalar {b}");
+        assert!(
+            close(a, b, 1e-5, abs),
+            "{what}: grad_pos[{k}] {a} vs scalar {b}"
+        );
     }
     for (k, (&a, &b)) in got.grad_neg.iter().zip(&want.grad_neg).enumerate() {
-        assert!(close(a, b, 1e-5, abs), "{what}: grad_neg[{k}] {a} vs scalar {b}");
+        assert!(
+            close(a, b, 1e-5, abs),
+            "{what}: grad_neg[{k}] {a} vs scalar {b}"
+        );
     }
 }
 
@@ -182,7 +188,13 @@ fn long_queries_match_scalar_on_every_path() {
             let want = run(Kernel::AllPairs(Isa::Scalar), &pos, &neg, &v, loss);
             for isa in simd_paths() {
                 let got = run(Kernel::AllPairs(isa), &pos, &neg, &v, loss);
-                assert_same(&got, &want, loss, &v, &format!("{isa:?} {loss:?} {n_pos}x{n_neg}"));
+                assert_same(
+                    &got,
+                    &want,
+                    loss,
+                    &v,
+                    &format!("{isa:?} {loss:?} {n_pos}x{n_neg}"),
+                );
             }
             if matches!(loss, Loss::Huber { .. }) {
                 let got = run(Kernel::Sorted, &pos, &neg, &v, loss);
@@ -268,9 +280,11 @@ fn scalar_gradient_matches_finite_differences() {
         let neg64: Vec<f64> = neg.iter().map(|&s| s as f64).collect();
         for loss in ORACLE_LOSSES {
             if let Loss::Hinge { margin } = loss {
-                let near_kink = pos64
-                    .iter()
-                    .any(|p| neg64.iter().any(|s| (p - s - margin as f64).abs() < 10.0 * h));
+                let near_kink = pos64.iter().any(|p| {
+                    neg64
+                        .iter()
+                        .any(|s| (p - s - margin as f64).abs() < 10.0 * h)
+                });
                 if near_kink {
                     continue;
                 }
@@ -316,15 +330,29 @@ fn scalar_scores_match_f64_dot_products() {
         for r in 0..n {
             let row = &x[r * d..(r + 1) * d];
             let exact: f64 = row.iter().zip(&w).map(|(&a, &b)| a as f64 * b as f64).sum();
-            let magnitude: f64 = row.iter().zip(&w).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+            let magnitude: f64 = row
+                .iter()
+                .zip(&w)
+                .map(|(&a, &b)| (a as f64 * b as f64).abs())
+                .sum();
             // Recursive summation bound for at most d/16 + 5 roundings per product.
             let bound = ((d / 16 + 6) as f64) * f32::EPSILON as f64 * magnitude;
-            assert!((out[r] as f64 - exact).abs() <= bound, "n={n} d={d} row {r}");
+            assert!(
+                (out[r] as f64 - exact).abs() <= bound,
+                "n={n} d={d} row {r}"
+            );
         }
     }
     let mut out = [0.0f32; 2];
-    score_block_with(Isa::Scalar, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 2, 3, &[1.0, 0.0, -1.0], &mut out)
-        .unwrap();
+    score_block_with(
+        Isa::Scalar,
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        2,
+        3,
+        &[1.0, 0.0, -1.0],
+        &mut out,
+    )
+    .unwrap();
     assert_eq!(out, [-2.0, -2.0]);
 }
 
@@ -336,7 +364,11 @@ fn mann_whitney_u(pos: &[f32], neg: &[f32]) -> f64 {
     let mut rank_sum = 0.0;
     let mut start = 0;
     while start < all.len() {
-        let end = start + all[start..].iter().take_while(|e| e.0 == all[start].0).count();
+        let end = start
+            + all[start..]
+                .iter()
+                .take_while(|e| e.0 == all[start].0)
+                .count();
         let midrank = (start + 1 + end) as f64 / 2.0;
         rank_sum += midrank * all[start..end].iter().filter(|e| e.1).count() as f64;
         start = end;
@@ -353,7 +385,11 @@ fn pair_counts_known_values_and_tie_rule() {
         let total = pair_counts_with(isa, &pos, &neg, &mut per).unwrap();
         assert_eq!(per[0], PairCount { below: 4, ties: 0 }, "{isa:?}");
         assert_eq!(per[1], PairCount { below: 3, ties: 1 }, "{isa:?}");
-        assert_eq!(per[2], PairCount { below: 1, ties: 1 }, "{isa:?} (-0 ties +0)");
+        assert_eq!(
+            per[2],
+            PairCount { below: 1, ties: 1 },
+            "{isa:?} (-0 ties +0)"
+        );
         assert_eq!(per[3], PairCount { below: 4, ties: 0 }, "{isa:?}");
         assert_eq!(total.auc_numerator(), 13.0);
         assert_eq!(per[1].negatives_above(neg.len()), 0.5);
@@ -369,8 +405,12 @@ fn sorted_matches_f64_double_loop_with_many_ties() {
     // Scores on a coarse grid so many pairs sit exactly on the piece boundaries x = 0, τ.
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let tau = 0.25f32;
-    let pos: Vec<f32> = (0..300).map(|_| rng.random_range(-8..8) as f32 * 0.125).collect();
-    let neg: Vec<f32> = (0..700).map(|_| rng.random_range(-8..8) as f32 * 0.125).collect();
+    let pos: Vec<f32> = (0..300)
+        .map(|_| rng.random_range(-8..8) as f32 * 0.125)
+        .collect();
+    let neg: Vec<f32> = (0..700)
+        .map(|_| rng.random_range(-8..8) as f32 * 0.125)
+        .collect();
     let v: Vec<f32> = (0..300).map(|_| rng.random_range(0.0..1.0)).collect();
     let got = run(Kernel::Sorted, &pos, &neg, &v, Loss::Huber { tau });
     let pos64: Vec<f64> = pos.iter().map(|&s| s as f64).collect();
@@ -381,20 +421,35 @@ fn sorted_matches_f64_double_loop_with_many_ties() {
 
 #[test]
 fn dispatcher_uses_sorted_above_the_crossover() {
-    let n = SORTED_CROSSOVER_MIN_SIDE;
-    let (pos, neg, v) = random_query(5, n, 3 * n);
+    // n⁺ = n⁻ = 2K sits exactly on the crossover (n⁺n⁻ = K·(n⁺ + n⁻)); one fewer positive
+    // falls below it.
+    let n = 2 * SORTED_CROSSOVER;
+    let (pos, neg, v) = random_query(5, n, n);
     let loss = Loss::Huber { tau: 0.1 };
     let mut gp = vec![0.0; n];
-    let mut gn = vec![0.0; 3 * n];
+    let mut gn = vec![0.0; n];
     let auto = pair_loss_grad(&pos, &neg, &v, loss, &mut gp, &mut gn).unwrap();
     let sorted = run(Kernel::Sorted, &pos, &neg, &v, loss);
     assert_eq!(auto.to_bits(), sorted.loss.to_bits());
-    assert_eq!(gp, sorted.grad_pos);
-    // Below the crossover, and for other losses, the all-pairs kernel runs.
+    assert_eq!((gp, gn.clone()), (sorted.grad_pos, sorted.grad_neg));
+
     let small = &pos[..n - 1];
     let mut gp = vec![0.0; n - 1];
     let auto = pair_loss_grad(small, &neg, &v[..n - 1], loss, &mut gp, &mut gn).unwrap();
-    let kernel = run(Kernel::AllPairs(Isa::active()), small, &neg, &v[..n - 1], loss);
+    let kernel = run(
+        Kernel::AllPairs(Isa::active()),
+        small,
+        &neg,
+        &v[..n - 1],
+        loss,
+    );
+    assert_eq!(auto.to_bits(), kernel.loss.to_bits());
+
+    // Other losses never take the sorted path.
+    let hinge = Loss::Hinge { margin: 0.1 };
+    let mut gp = vec![0.0; n];
+    let auto = pair_loss_grad(&pos, &neg, &v, hinge, &mut gp, &mut gn).unwrap();
+    let kernel = run(Kernel::AllPairs(Isa::active()), &pos, &neg, &v, hinge);
     assert_eq!(auto.to_bits(), kernel.loss.to_bits());
 }
 
@@ -410,7 +465,11 @@ fn empty_sides_give_zero_loss_and_gradient() {
         .chain([Kernel::Sorted])
     {
         let got = run(kernel, &[], &[0.5, 0.2], &[], Loss::Huber { tau: 0.1 });
-        assert_eq!((got.loss, got.grad_neg), (0.0, vec![0.0, 0.0]), "{kernel:?}");
+        assert_eq!(
+            (got.loss, got.grad_neg),
+            (0.0, vec![0.0, 0.0]),
+            "{kernel:?}"
+        );
         let got = run(kernel, &[0.5], &[], &[1.0], Loss::Huber { tau: 0.1 });
         assert_eq!((got.loss, got.grad_pos), (0.0, vec![0.0]), "{kernel:?}");
     }
@@ -422,15 +481,31 @@ fn non_finite_and_inconsistent_input_is_an_error() {
     let call = |pos: &[f32], neg: &[f32], v: &[f32], loss: Loss| {
         let mut gp = vec![0.0; pos.len()];
         let mut gn = vec![0.0; neg.len()];
-        pair_loss_grad_with(Kernel::AllPairs(Isa::Scalar), pos, neg, v, loss, &mut gp, &mut gn)
+        pair_loss_grad_with(
+            Kernel::AllPairs(Isa::Scalar),
+            pos,
+            neg,
+            v,
+            loss,
+            &mut gp,
+            &mut gn,
+        )
     };
     assert!(matches!(
         call(&[f32::NAN], &[0.0], &[1.0], huber),
-        Err(PairwiseError::NonFinite { what: "pos", index: 0, .. })
+        Err(PairwiseError::NonFinite {
+            what: "pos",
+            index: 0,
+            ..
+        })
     ));
     assert!(matches!(
         call(&[0.0], &[1.0, f32::INFINITY], &[1.0], huber),
-        Err(PairwiseError::NonFinite { what: "neg", index: 1, .. })
+        Err(PairwiseError::NonFinite {
+            what: "neg",
+            index: 1,
+            ..
+        })
     ));
     assert!(matches!(
         call(&[0.0], &[1.0], &[-1.0], huber),
@@ -454,13 +529,25 @@ fn non_finite_and_inconsistent_input_is_an_error() {
     ));
     let mut g = [0.0];
     assert_eq!(
-        pair_loss_grad_with(Kernel::Sorted, &[0.0], &[0.0], &[1.0], Loss::Hinge { margin: 1.0 }, &mut g, &mut [0.0]),
+        pair_loss_grad_with(
+            Kernel::Sorted,
+            &[0.0],
+            &[0.0],
+            &[1.0],
+            Loss::Hinge { margin: 1.0 },
+            &mut g,
+            &mut [0.0]
+        ),
         Err(PairwiseError::SortedNeedsHuber(Loss::Hinge { margin: 1.0 }))
     );
     let mut per = [PairCount::default()];
     assert!(matches!(
         pair_counts_with(Isa::Scalar, &[0.0], &[f32::NAN], &mut per),
-        Err(PairwiseError::NonFinite { what: "neg", index: 0, .. })
+        Err(PairwiseError::NonFinite {
+            what: "neg",
+            index: 0,
+            ..
+        })
     ));
 }
 
@@ -469,22 +556,32 @@ fn non_finite_scores_name_the_row() {
     for isa in Isa::available() {
         let mut out = [0.0f32; 3];
         let x = [1.0, 1.0, f32::NAN, 1.0, 1.0, 1.0];
-        assert!(matches!(
-            score_block_with(isa, &x, 3, 2, &[1.0, 1.0], &mut out),
-            Err(PairwiseError::NonFiniteScore { row: 1, .. })
-        ), "{isa:?}");
+        assert!(
+            matches!(
+                score_block_with(isa, &x, 3, 2, &[1.0, 1.0], &mut out),
+                Err(PairwiseError::NonFiniteScore { row: 1, .. })
+            ),
+            "{isa:?}"
+        );
         let x = [1.0, 1.0, 1.0, 1.0, 3e38, 3e38];
-        assert!(matches!(
-            score_block_with(isa, &x, 3, 2, &[1.0, 1.0], &mut out),
-            Err(PairwiseError::NonFiniteScore { row: 2, .. })
-        ), "{isa:?}: overflow");
+        assert!(
+            matches!(
+                score_block_with(isa, &x, 3, 2, &[1.0, 1.0], &mut out),
+                Err(PairwiseError::NonFiniteScore { row: 2, .. })
+            ),
+            "{isa:?}: overflow"
+        );
         assert!(matches!(
             score_block_with(isa, &x, 3, 2, &[1.0], &mut out),
             Err(PairwiseError::LengthMismatch { what: "w", .. })
         ));
         assert!(matches!(
             score_block_with(isa, &x[..4], 2, 2, &[1.0, f32::INFINITY], &mut out[..2]),
-            Err(PairwiseError::NonFinite { what: "w", index: 1, .. })
+            Err(PairwiseError::NonFinite {
+                what: "w",
+                index: 1,
+                ..
+            })
         ));
     }
 }
@@ -505,7 +602,13 @@ fn overflowing_terms_give_infinity_not_nan() {
         for isa in Isa::available() {
             let got = run(Kernel::AllPairs(isa), &pos, &neg, &v, loss);
             assert_eq!(got.loss, f64::INFINITY, "{isa:?} {loss:?}");
-            assert!(got.grad_pos.iter().chain(&got.grad_neg).all(|g| !g.is_nan()), "{isa:?} {loss:?}");
+            assert!(
+                got.grad_pos
+                    .iter()
+                    .chain(&got.grad_neg)
+                    .all(|g| !g.is_nan()),
+                "{isa:?} {loss:?}"
+            );
         }
     }
 }

@@ -333,16 +333,21 @@ fn exp_neg(a: __m256) -> __m256 {
         _mm256_sub_ps(_mm256_setzero_ps(), a),
         _mm256_set1_ps(EXP_MIN_ARG),
     );
-    let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-        _mm256_mul_ps(y, _mm256_set1_ps(std::f32::consts::LOG2_E)),
-    );
+    let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+        y,
+        _mm256_set1_ps(std::f32::consts::LOG2_E),
+    ));
     let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_HI), y);
     let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN2_LO), r);
     let mut p = _mm256_set1_ps(EXP_POLY[0]);
     for &c in &EXP_POLY[1..] {
         p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
     }
-    let p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0)));
+    let p = _mm256_fmadd_ps(
+        p,
+        _mm256_mul_ps(r, r),
+        _mm256_add_ps(r, _mm256_set1_ps(1.0)),
+    );
     let ni = _mm256_cvtps_epi32(n);
     let n1 = _mm256_srai_epi32::<1>(ni);
     let n2 = _mm256_sub_epi32(ni, n1);
@@ -484,7 +489,9 @@ fn fma_chains(iters: u64) -> f32 {
             *c = _mm256_fmadd_ps(*c, a, b);
         }
     }
-    let sum = acc.iter().fold(_mm256_setzero_ps(), |s, &c| _mm256_add_ps(s, c));
+    let sum = acc
+        .iter()
+        .fold(_mm256_setzero_ps(), |s, &c| _mm256_add_ps(s, c));
     hsum8(sum)
 }
 
@@ -529,8 +536,7 @@ mod tests {
         }
         let mut worst = 0.0f64;
         for step in 0..(104 * 4096) / LANES {
-            let a: [f32; LANES] =
-                std::array::from_fn(|l| ((step * LANES + l) as f32) / 4096.0);
+            let a: [f32; LANES] = std::array::from_fn(|l| ((step * LANES + l) as f32) / 4096.0);
             let got = exp_neg_lanes(a);
             for l in 0..LANES {
                 let want = (-(a[l] as f64)).exp();
@@ -553,7 +559,9 @@ mod tests {
             return;
         }
         let mut worst = 0.0f64;
-        let grid = (0..=65536).map(|k| k as f32 / 65536.0).chain([1e-30, 1e-10, 3e-8]);
+        let grid = (0..=65536)
+            .map(|k| k as f32 / 65536.0)
+            .chain([1e-30, 1e-10, 3e-8]);
         let grid: Vec<f32> = grid.collect();
         for chunk in grid.chunks(LANES) {
             let mut e = [0.0f32; LANES];

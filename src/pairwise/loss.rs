@@ -83,7 +83,11 @@ pub(super) fn logistic(x: f32, sigma: f32) -> (f32, f32) {
     let z = -sigma * x;
     let e = (-z.abs()).exp();
     let softplus = z.max(0.0) + e.ln_1p();
-    let sigmoid = if z >= 0.0 { 1.0 / (1.0 + e) } else { e / (1.0 + e) };
+    let sigmoid = if z >= 0.0 {
+        1.0 / (1.0 + e)
+    } else {
+        e / (1.0 + e)
+    };
     (softplus, sigmoid)
 }
 

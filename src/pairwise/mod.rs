@@ -39,10 +39,12 @@ use std::sync::OnceLock;
 pub use counts::PairCount;
 pub use loss::Loss;
 
-/// Below this many items on the smaller side, the O(n⁺·n⁻) kernel beats the sorted
-/// O((n⁺ + n⁻) log n) algorithm for the Huber loss. Measured with `benches/pairwise.rs`
-/// (group `crossover`), recorded in docs/BENCHMARKS.md "Pairwise core (issue 3)".
-pub const SORTED_CROSSOVER_MIN_SIDE: usize = 24;
+/// The Huber loss uses the sorted algorithm when `n⁺·n⁻ ≥ SORTED_CROSSOVER·(n⁺ + n⁻)`: the
+/// all-pairs kernel costs ∝ n⁺·n⁻, the sorted one ∝ n⁺ + n⁻ (its log factor is small at
+/// these sizes), so the ratio of the two decides, whatever the shape of the query. Measured
+/// with `benches/pairwise.rs` (group `crossover`, queries 1:1 and 1:9); the table is in
+/// docs/BENCHMARKS.md "Pairwise core (issue 3)".
+pub const SORTED_CROSSOVER: usize = 80;
 
 /// An instruction set a kernel can run on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,7 +79,10 @@ impl Isa {
 
     /// The paths this CPU supports, slowest first.
     pub fn available() -> Vec<Isa> {
-        Isa::ALL.into_iter().filter(|isa| isa.is_available()).collect()
+        Isa::ALL
+            .into_iter()
+            .filter(|isa| isa.is_available())
+            .collect()
     }
 
     /// The best available path, or `RANKD_SIMD` if set to an available one. Decided once.
@@ -232,8 +237,8 @@ pub fn score_block_with(
 /// `grad_pos[i] = ∂/∂pos_i`, `grad_neg[j] = ∂/∂neg_j` (both overwritten). `v` holds one
 /// non-negative weight per positive (treated as constants, as SPEC §3.3 requires).
 ///
-/// Picks the sorted algorithm for the Huber loss when both sides have at least
-/// [`SORTED_CROSSOVER_MIN_SIDE`] scores, else the all-pairs kernel on [`Isa::active`].
+/// Picks the sorted algorithm for the Huber loss on queries above [`SORTED_CROSSOVER`], else
+/// the all-pairs kernel on [`Isa::active`].
 pub fn pair_loss_grad(
     pos: &[f32],
     neg: &[f32],
@@ -242,8 +247,9 @@ pub fn pair_loss_grad(
     grad_pos: &mut [f64],
     grad_neg: &mut [f64],
 ) -> Result<f64, PairwiseError> {
+    let pairs = pos.len().saturating_mul(neg.len());
     let sorted_wins = matches!(loss, Loss::Huber { .. })
-        && pos.len().min(neg.len()) >= SORTED_CROSSOVER_MIN_SIDE;
+        && pairs >= SORTED_CROSSOVER.saturating_mul(pos.len() + neg.len());
     let kernel = if sorted_wins {
         Kernel::Sorted
     } else {

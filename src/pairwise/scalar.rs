@@ -57,9 +57,9 @@ pub(super) fn pair_loss_grad(
         Loss::Logistic { sigma } => all_pairs(pos, neg, v, grad_pos, grad_neg, |x| {
             loss::logistic(x, sigma)
         }),
-        Loss::Hinge { margin } => all_pairs(pos, neg, v, grad_pos, grad_neg, |x| {
-            loss::hinge(x, margin)
-        }),
+        Loss::Hinge { margin } => {
+            all_pairs(pos, neg, v, grad_pos, grad_neg, |x| loss::hinge(x, margin))
+        }
         Loss::SquaredHinge { margin } => all_pairs(pos, neg, v, grad_pos, grad_neg, |x| {
             loss::squared_hinge(x, margin)
         }),
