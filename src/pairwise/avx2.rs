@@ -391,7 +391,7 @@ pub(super) const EXP_POLY: [f32; 6] = [
     8.333_452e-3,
     4.166_579_6e-2,
     1.666_666_5e-1,
-    5.000_000_1e-1,
+    0.5, // Cephes prints 5.0000001201e-1, which is 0.5 in f32
 ];
 /// `1/13, 1/11, …, 1/3, 1`: `atanh(s)/s` as a polynomial in s², highest first.
 pub(super) const ATANH_SERIES: [f32; 7] = [
