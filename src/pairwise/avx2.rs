@@ -14,8 +14,8 @@ use super::PairCount;
 const LANES: usize = 8;
 /// Positives whose weighted slopes are summed in f32 before moving to the f64 gradient.
 const POS_BLOCK: usize = 64;
-/// Negatives per f32 lane accumulator before it is flushed to f64 (64 adds per lane, as
-/// every lane pair of accumulators sees 512 / 16 = 32 vectors).
+/// Negatives per flush of the f32 lane accumulators to f64: two 8-lane accumulators share
+/// them, so each lane adds at most 512 / 16 = 32 terms.
 const NEG_CHUNK: usize = 512;
 
 const HUBER: u8 = 0;
@@ -99,16 +99,31 @@ fn dot_rows<const R: usize>(
     }
     let d = w.len();
     if full < d {
-        // The tail lands in partials 0..d-full, exactly as in the scalar order; the zero
-        // padding adds +0.0, which leaves every partial unchanged (a partial that starts at
-        // +0.0 can never be -0.0).
+        // The tail lands in partials 0..d-full, exactly as in the scalar order. Masked-off
+        // lanes load +0.0 and meet zero padding in `w_tail`, adding +0.0, which leaves every
+        // partial unchanged (a partial that starts at +0.0 can never be -0.0).
+        let rem = d - full;
         let w0 = load8(&w_tail[..LANES]);
         let w1 = load8(&w_tail[LANES..]);
+        let (mask_lo, mask_hi) = (
+            lane_mask_i(rem.min(LANES)),
+            lane_mask_i(rem.saturating_sub(LANES)),
+        );
         for r in 0..R {
-            let mut x_tail = [0.0f32; PARTIALS];
-            x_tail[..d - full].copy_from_slice(&rows[r][full..]);
-            lo[r] = _mm256_add_ps(lo[r], _mm256_mul_ps(load8(&x_tail[..LANES]), w0));
-            hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(load8(&x_tail[LANES..]), w1));
+            let row = rows[r].as_ptr();
+            // SAFETY: maskload reads only the lanes whose mask is set, i.e. elements
+            // full..d of a row of length d; the second pointer is formed only when rem > 8,
+            // so full + 8 < d and it is in bounds.
+            let (x0, x1) = unsafe {
+                let x1 = if rem > LANES {
+                    _mm256_maskload_ps(row.add(full + LANES), mask_hi)
+                } else {
+                    _mm256_setzero_ps()
+                };
+                (_mm256_maskload_ps(row.add(full), mask_lo), x1)
+            };
+            lo[r] = _mm256_add_ps(lo[r], _mm256_mul_ps(x0, w0));
+            hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(x1, w1));
         }
     }
     std::array::from_fn(|r| reduce16(lo[r], hi[r]))
@@ -265,8 +280,14 @@ fn all_pairs<const LOSS: u8>(
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn lane_mask(m: usize) -> __m256 {
+    _mm256_castsi256_ps(lane_mask_i(m))
+}
+
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+fn lane_mask_i(m: usize) -> __m256i {
     let index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(m as i32), index))
+    _mm256_cmpgt_epi32(_mm256_set1_epi32(m as i32), index)
 }
 
 #[target_feature(enable = "avx2,fma")]

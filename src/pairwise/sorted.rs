@@ -190,24 +190,28 @@ fn sorted_order(values: &[f32]) -> Vec<usize> {
 /// whose byte is the same for every value is skipped. Inputs arrive in index order, so
 /// equal keys stay in index order and the result equals a full sort of the packed values.
 fn radix_sort_keys(packed: &mut Vec<u64>) {
-    let mut spare = vec![0u64; packed.len()];
-    for shift in [32, 40, 48, 56] {
-        let byte = |p: u64| ((p >> shift) & 0xff) as usize;
-        let mut start = [0usize; 256];
-        for &p in packed.iter() {
-            start[byte(p)] += 1;
+    const SHIFTS: [u32; 4] = [32, 40, 48, 56];
+    let byte = |p: u64, shift: u32| ((p >> shift) & 0xff) as usize;
+    // All four histograms in one read of the data.
+    let mut counts = [[0usize; 256]; 4];
+    for &p in packed.iter() {
+        for (count, &shift) in counts.iter_mut().zip(&SHIFTS) {
+            count[byte(p, shift)] += 1;
         }
-        if start.contains(&packed.len()) {
+    }
+    let mut spare = vec![0u64; packed.len()];
+    for (count, &shift) in counts.iter().zip(&SHIFTS) {
+        if count.contains(&packed.len()) {
             continue;
         }
+        let mut start = [0usize; 256];
         let mut offset = 0;
-        for slot in start.iter_mut() {
-            let count = *slot;
+        for (slot, &c) in start.iter_mut().zip(count) {
             *slot = offset;
-            offset += count;
+            offset += c;
         }
         for &p in packed.iter() {
-            let b = byte(p);
+            let b = byte(p, shift);
             spare[start[b]] = p;
             start[b] += 1;
         }

@@ -12,7 +12,8 @@ use super::scalar::PARTIALS;
 use super::PairCount;
 
 const LANES: usize = 4;
-/// See `avx2.rs`: at most 64 f32 adds per lane before a flush to f64.
+/// See `avx2.rs`: each lane adds at most 256 / 8 = 32 terms before a flush to f64, and
+/// at most 64 positives' slopes go into a negative's f32 sum.
 const POS_BLOCK: usize = 64;
 const NEG_CHUNK: usize = 256;
 
@@ -94,12 +95,20 @@ fn dot_rows<const R: usize>(
     }
     let d = w.len();
     if full < d {
-        // Zero padding adds +0.0 to partials that can never be -0.0: no change (see avx2.rs).
+        // Tail element full + 4q + l goes to partial 4q + l, as in the scalar order: whole
+        // groups of four load directly, the last partial group through a zero-padded buffer
+        // (+0.0 added to a partial that is never -0.0 changes nothing, see avx2.rs).
+        let rem = d - full;
         for r in 0..R {
-            let mut x_tail = [0.0f32; PARTIALS];
-            x_tail[..d - full].copy_from_slice(&rows[r][full..]);
-            for q in 0..4 {
-                let xv = load4(&x_tail[4 * q..]);
+            for q in 0..rem.div_ceil(LANES) {
+                let start = full + 4 * q;
+                let xv = if start + LANES <= d {
+                    load4(&rows[r][start..])
+                } else {
+                    let mut x_tail = [0.0f32; LANES];
+                    x_tail[..d - start].copy_from_slice(&rows[r][start..]);
+                    load4(&x_tail)
+                };
                 acc[r][q] = _mm_add_ps(acc[r][q], _mm_mul_ps(xv, load4(&w_tail[4 * q..])));
             }
         }
