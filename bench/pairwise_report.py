@@ -85,7 +85,10 @@ def main():
                 if t is None:
                     continue
                 gflops = 2 * n * d / t
-                share = None if peak is None else 100 * gflops / peak
+                # Share of the peak measured in the same run, then the median over runs.
+                share = per_run(runs, lambda r: ratio(
+                    200 * n * d / median_ns(r, "score_block", isa, f"n{n}_d{d}"),
+                    float((r / "criterion" / "peak_fma_gflops.txt").read_text())))
                 print(f"| {n} | {d} | {isa} | {fmt(t / 1e3)} | {fmt(gflops)} | {fmt(share, 0)} |")
 
     print("\nCrossover, sorted vs best all-pairs kernel (time ratio all-pairs / sorted):\n")
