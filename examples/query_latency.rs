@@ -126,9 +126,15 @@ fn main() -> anyhow::Result<()> {
         std::fs::write(path, lines)?;
     }
 
-    // Warm-up: every configuration over every query once (page cache, allocator, connection).
-    for &(model, mode) in &configs {
+    // Warm-up: every model over every query at k = 100 (touches the postings and stored
+    // documents the timed configurations read), then a few requests per HTTP configuration.
+    for model in ModelKind::ALL {
         for q in &queries {
+            run(model, Mode::InProcess { k: 100, snippets: false }, q)?;
+        }
+    }
+    for &(model, mode) in configs.iter().filter(|(_, m)| *m == Mode::Http) {
+        for q in queries.iter().take(20) {
             run(model, mode, q)?;
         }
     }
