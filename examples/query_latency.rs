@@ -83,9 +83,9 @@ fn main() -> anyhow::Result<()> {
 
     let mut configs: Vec<(ModelKind, Mode)> = Vec::new();
     for model in ModelKind::ALL {
-        configs.push((model, Mode::InProcess { k: 10, snippets: false }));
-        configs.push((model, Mode::InProcess { k: 100, snippets: false }));
-        configs.push((model, Mode::InProcess { k: 10, snippets: true }));
+        for (k, snippets) in [(10, false), (100, false), (10, true)] {
+            configs.push((model, Mode::InProcess { k, snippets }));
+        }
         if args.http.is_some() {
             configs.push((model, Mode::Http));
         }
@@ -118,7 +118,9 @@ fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.top_out {
         let mut lines = String::new();
         for q in &queries {
-            let hits = index.search(&SearchRequest::new(*q, ModelKind::Bm25, 10))?.hits;
+            let hits = index
+                .search(&SearchRequest::new(*q, ModelKind::Bm25, 10))?
+                .hits;
             let ids: Vec<String> = hits.into_iter().map(|h| h.id).collect();
             lines.push_str(&serde_json::json!({ "q": q, "ids": ids }).to_string());
             lines.push('\n');
@@ -130,7 +132,14 @@ fn main() -> anyhow::Result<()> {
     // documents the timed configurations read), then a few requests per HTTP configuration.
     for model in ModelKind::ALL {
         for q in &queries {
-            run(model, Mode::InProcess { k: 100, snippets: false }, q)?;
+            run(
+                model,
+                Mode::InProcess {
+                    k: 100,
+                    snippets: false,
+                },
+                q,
+            )?;
         }
     }
     for &(model, mode) in configs.iter().filter(|(_, m)| *m == Mode::Http) {
@@ -169,7 +178,12 @@ fn main() -> anyhow::Result<()> {
                 k,
                 snippets,
                 p50_ms: median(&pass_p50),
-                p99_ms: median(&passes.iter().map(|t| percentile(t, 0.99)).collect::<Vec<_>>()),
+                p99_ms: median(
+                    &passes
+                        .iter()
+                        .map(|t| percentile(t, 0.99))
+                        .collect::<Vec<_>>(),
+                ),
                 mean_ms: median(
                     &passes
                         .iter()
