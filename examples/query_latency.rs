@@ -58,6 +58,12 @@ struct Row {
     /// p50 of each pass, to show the spread.
     pass_p50_ms: Vec<f64>,
     mean_hits: f64,
+    /// HTTP rows only: what HTTP adds to each request, client latency minus the server's own
+    /// search time (`took_ms` of the same response); median over passes of the per-pass p50/p99.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_overhead_p50_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    http_overhead_p99_ms: Option<f64>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -91,13 +97,14 @@ fn main() -> anyhow::Result<()> {
         }
     }
 
-    // One query runs one configuration; returns the number of hits.
-    let run = |model: ModelKind, mode: Mode, q: &str| -> anyhow::Result<usize> {
+    // One query runs one configuration; returns the number of hits and, over HTTP, the
+    // server's own search time.
+    let run = |model: ModelKind, mode: Mode, q: &str| -> anyhow::Result<(usize, Option<f64>)> {
         match mode {
             Mode::InProcess { k, snippets } => {
                 let mut req = SearchRequest::new(q, model, k);
                 req.snippets = snippets;
-                Ok(index.search(&req)?.hits.len())
+                Ok((index.search(&req)?.hits.len(), None))
             }
             Mode::Http => {
                 let addr = args.http.expect("Http mode only with --http");
@@ -110,7 +117,10 @@ fn main() -> anyhow::Result<()> {
                     .body_mut()
                     .read_to_string()?;
                 let v: serde_json::Value = serde_json::from_str(&body)?;
-                Ok(v["hits"].as_array().map_or(0, Vec::len))
+                Ok((
+                    v["hits"].as_array().map_or(0, Vec::len),
+                    v["took_ms"].as_f64(),
+                ))
             }
         }
     };
@@ -149,16 +159,24 @@ fn main() -> anyhow::Result<()> {
     }
 
     let mut samples: Vec<Vec<Vec<f64>>> = vec![Vec::new(); configs.len()];
+    let mut overheads: Vec<Vec<Vec<f64>>> = vec![Vec::new(); configs.len()];
     let mut hits = vec![0usize; configs.len()];
     for _ in 0..args.passes {
         for (c, &(model, mode)) in configs.iter().enumerate() {
             let mut times = Vec::with_capacity(queries.len());
+            let mut overhead = Vec::new();
             for q in &queries {
                 let start = Instant::now();
-                hits[c] += run(model, mode, q)?;
-                times.push(start.elapsed().as_secs_f64() * 1e3);
+                let (n, server_ms) = run(model, mode, q)?;
+                let ms = start.elapsed().as_secs_f64() * 1e3;
+                hits[c] += n;
+                times.push(ms);
+                if let Some(server_ms) = server_ms {
+                    overhead.push(ms - server_ms);
+                }
             }
             samples[c].push(times);
+            overheads[c].push(overhead);
         }
     }
 
@@ -166,7 +184,18 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .zip(samples)
         .zip(hits)
-        .map(|((&(model, mode), passes), hits)| {
+        .zip(overheads)
+        .map(|(((&(model, mode), passes), hits), overhead)| {
+            let overhead_at = |p: f64| {
+                (mode == Mode::Http).then(|| {
+                    median(
+                        &overhead
+                            .iter()
+                            .map(|t| percentile(t, p))
+                            .collect::<Vec<_>>(),
+                    )
+                })
+            };
             let (via, k, snippets) = match mode {
                 Mode::InProcess { k, snippets } => ("lib", k, snippets),
                 Mode::Http => ("http", 10, true),
@@ -192,6 +221,8 @@ fn main() -> anyhow::Result<()> {
                 ),
                 pass_p50_ms: pass_p50,
                 mean_hits: hits as f64 / (args.passes * queries.len()) as f64,
+                http_overhead_p50_ms: overhead_at(0.50),
+                http_overhead_p99_ms: overhead_at(0.99),
             }
         })
         .collect();
