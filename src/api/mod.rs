@@ -85,6 +85,12 @@ pub async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     on_bound(listener.local_addr()?);
+    // Small JSON answers must not wait for Nagle's algorithm.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
     axum::serve(listener, router(state))
