@@ -32,7 +32,7 @@ const BOOST_WINDOW: usize = 100;
 pub async fn search(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<crate::text::SearchResults>, ApiError> {
     let p = Params::parse(raw.as_deref(), SEARCH_PARAMS)?;
     let model = match p.str("model") {
         Some(m) => m
@@ -81,7 +81,9 @@ pub async fn search(
     };
     // No reranker is loaded yet; the parameter is accepted so clients can pass it already.
     let _rerank: bool = p.parsed("rerank", true)?;
-    let results = tokio::task::spawn_blocking(move || {
+    // Searches take about a millisecond (bounded by the query-length and k limits), so they
+    // run on the request's own worker: a hand-off to the blocking pool costs more than it saves.
+    let results = (|| {
         let mut results = state.index.search(&req)?;
         if let (Some(weight), Some(links)) = (boost, &state.links) {
             apply_boost(&mut results, links, weight, offset, k);
@@ -96,12 +98,8 @@ pub async fn search(
             }
         }
         Ok::<_, crate::text::SearchError>(results)
-    })
-    .await
-    .map_err(ApiError::internal)??;
-    let mut body = serde_json::to_value(results).map_err(ApiError::internal)?;
-    body["reranker"] = Value::Null;
-    Ok(Json(body))
+    })()?;
+    Ok(Json(results))
 }
 
 /// SPEC §1.8: `score + λ·ln(ε + pagerank·N)` over the first-phase window, re-sorted (ties by

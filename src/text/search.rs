@@ -95,6 +95,8 @@ pub struct Hit {
 pub struct SearchResults {
     pub query: String,
     pub model: String,
+    /// The second-phase model that reranked the hits; `None` for first-phase results.
+    pub reranker: Option<String>,
     pub total_hits: usize,
     pub took_ms: f64,
     pub hits: Vec<Hit>,
@@ -198,6 +200,7 @@ impl TextIndex {
             return Ok(SearchResults {
                 query: req.q.clone(),
                 model: req.model.to_string(),
+                reranker: None,
                 total_hits: 0,
                 took_ms: start.elapsed().as_secs_f64() * 1e3,
                 hits: Vec::new(),
@@ -247,6 +250,7 @@ impl TextIndex {
         Ok(SearchResults {
             query: req.q.clone(),
             model: req.model.to_string(),
+            reranker: None,
             total_hits,
             took_ms: start.elapsed().as_secs_f64() * 1e3,
             hits,
