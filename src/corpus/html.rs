@@ -152,21 +152,13 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
             collapse(&a.text().collect::<String>()),
         ));
     }
-    let own = strip_fragment(url);
-    let mut out: Vec<String> = links
-        .iter()
-        .map(|(u, _)| u.clone())
-        .filter(|u| *u != own.as_str())
-        .collect();
-    out.sort();
-    out.dedup();
+    // `links` becomes the document's out-links in the anchor pass, once redirects are known.
     let doc = Document {
         id,
-        url: Some(own.to_string()),
+        url: Some(strip_fragment(url).to_string()),
         title,
         headings,
         body: collapse(&body),
-        links: out,
         ..Default::default()
     };
     Page::Content(doc, links)
@@ -248,10 +240,9 @@ fn attach_anchors(
                 }
             }
         }
-        let mut resolved: Vec<String> = doc
-            .links
+        let mut resolved: Vec<String> = links
             .iter()
-            .map(|u| resolve(u))
+            .map(|(u, _)| resolve(u))
             .filter(|u| Some(u) != doc.url.as_ref())
             .collect();
         resolved.sort();

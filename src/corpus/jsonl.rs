@@ -34,7 +34,7 @@ fn parse_record(line: &[u8]) -> Result<Document, String> {
     document_from_object(object)
 }
 
-/// Builds a document from a JSON object (also used by the admin API's NDJSON batches).
+/// Builds a document from one JSON object, checking every known field's type.
 pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, String> {
     let id = match object.remove("id") {
         Some(Value::String(s)) if !s.trim().is_empty() => s,

@@ -208,6 +208,18 @@ impl TextIndex {
         };
         let top = bound.top(&searcher, req.k, req.offset)?;
         let total_hits = bound.count(&searcher)?;
+        // One weight for every explained hit; explaining is opt-in and off the hot path.
+        let explainer = if req.explain {
+            Some(
+                bound
+                    .query
+                    .weight(tantivy::query::EnableScoring::enabled_from_searcher(
+                        &searcher,
+                    ))?,
+            )
+        } else {
+            None
+        };
         let snippets = if req.snippets {
             Some(self.snippet_generator(&searcher, &req.q)?)
         } else {
@@ -225,16 +237,13 @@ impl TextIndex {
                     s.to_html()
                 }
             });
-            let explain = if req.explain {
-                let e = bound
-                    .query
-                    .weight(tantivy::query::EnableScoring::enabled_from_searcher(
-                        &searcher,
-                    ))?
-                    .explain(searcher.segment_reader(address.segment_ord), address.doc_id)?;
-                Some(serde_json::to_value(&e).map_err(anyhow::Error::from)?)
-            } else {
-                None
+            let explain = match &explainer {
+                Some(w) => {
+                    let e =
+                        w.explain(searcher.segment_reader(address.segment_ord), address.doc_id)?;
+                    Some(serde_json::to_value(&e).map_err(anyhow::Error::from)?)
+                }
+                None => None,
             };
             hits.push(Hit {
                 rank: req.offset + i + 1,
