@@ -19,6 +19,7 @@ Exits 1 on any difference above 1e-4 or any disagreement on which queries are sc
 Run from the crate root: bench/.venv/bin/python bench/trec_crosscheck.py
 """
 
+import os
 import argparse
 import json
 import math
@@ -354,7 +355,8 @@ def main():
 
     profile = ["--release"] if args.release else []
     subprocess.run(["cargo", "build", "--quiet", *profile, "--example", "eval_run"], cwd=ROOT, check=True)
-    binary = ROOT / "target" / ("release" if args.release else "debug") / "examples" / "eval_run"
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    binary = target / ("release" if args.release else "debug") / "examples" / "eval_run"
 
     if args.run:
         checker = Checker()

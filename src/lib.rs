@@ -4,11 +4,19 @@
 //! link graph (`graph`), get scored, evaluated (`eval`) and leave through the HTTP API (`api`).
 //! Formulas live in `../shared/docs/SPEC.md`; each module cites its section.
 
+pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod config;
 pub mod corpus;
+pub mod db;
 pub mod eval;
+pub mod features;
 pub mod graph;
+pub mod judgments;
 pub mod links;
+pub mod metrics;
 pub mod pairwise;
+pub mod rerank;
+pub mod second_phase;
 pub mod text;

@@ -4,9 +4,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use tantivy::TantivyDocument;
+use tantivy::columnar::StrColumn;
+use tantivy::index::SegmentId;
+use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use crate::corpus::Document;
 use crate::graph::{self, sidecar, BuildOptions, Csr, DocLinks, LinkScoreOptions, LinkScores};
@@ -17,6 +20,10 @@ pub struct LinkData {
     pub scores: LinkScores,
     pub graph: Csr,
     by_key: HashMap<String, u32>,
+    /// Per index segment: graph node of each term ordinal of the segment's `id` column
+    /// (`u32::MAX` outside the graph), built on first use. Segments never change their
+    /// documents, so an entry stays valid as long as these scores are served.
+    segment_nodes: Mutex<HashMap<SegmentId, Arc<Vec<u32>>>>,
 }
 
 impl LinkData {
@@ -32,11 +39,67 @@ impl LinkData {
             scores,
             graph,
             by_key,
+            segment_nodes: Mutex::new(HashMap::new()),
         })
     }
 
     pub fn node(&self, doc_id: &str) -> Option<u32> {
         self.by_key.get(doc_id).copied()
+    }
+
+    /// The graph node of each document (`None` outside the graph), without reading stored
+    /// documents: the id column's term ordinal is mapped through a per-segment table.
+    pub fn nodes_of(
+        &self,
+        searcher: &Searcher,
+        docs: &[DocAddress],
+    ) -> tantivy::Result<Vec<Option<u32>>> {
+        let mut out = Vec::with_capacity(docs.len());
+        let mut current: Option<(u32, Arc<Vec<u32>>, StrColumn)> = None;
+        for d in docs {
+            if current.as_ref().map(|c| c.0) != Some(d.segment_ord) {
+                let reader = searcher.segment_reader(d.segment_ord);
+                let Some(column) = reader.fast_fields().str("id")? else {
+                    out.push(None);
+                    continue;
+                };
+                let table = self.segment_table(reader.segment_id(), &column)?;
+                current = Some((d.segment_ord, table, column));
+            }
+            let (_, table, column) = current.as_ref().expect("set above");
+            let node = column
+                .term_ords(d.doc_id)
+                .next()
+                .and_then(|ord| table.get(ord as usize).copied())
+                .filter(|&n| n != u32::MAX);
+            out.push(node);
+        }
+        Ok(out)
+    }
+
+    fn segment_table(&self, segment: SegmentId, ids: &StrColumn) -> tantivy::Result<Arc<Vec<u32>>> {
+        if let Some(t) = self
+            .segment_nodes
+            .lock()
+            .expect("not poisoned")
+            .get(&segment)
+        {
+            return Ok(t.clone());
+        }
+        // Streaming the dictionary decodes each block once (a lookup per ordinal would
+        // decompress a block per document).
+        let mut table = Vec::with_capacity(ids.dictionary().num_terms());
+        let mut stream = ids.dictionary().stream()?;
+        while stream.advance() {
+            let key = String::from_utf8_lossy(stream.key());
+            table.push(self.node(&key).unwrap_or(u32::MAX));
+        }
+        let table = Arc::new(table);
+        self.segment_nodes
+            .lock()
+            .expect("not poisoned")
+            .insert(segment, table.clone());
+        Ok(table)
     }
 
     /// The stored scores of one node, by name.
@@ -149,4 +212,25 @@ pub fn load(index: &TextIndex) -> anyhow::Result<Option<LinkData>> {
     let scores = sidecar::read(&path, Some(&generation_key(index)?))
         .with_context(|| "link scores do not match the index; run `rankd graph`")?;
     Ok(Some(LinkData::new(scores)?))
+}
+
+/// SPEC §1.8: `score + λ·ln(ε + pagerank·N)` over the first-phase window, re-sorted (ties by
+/// the first-phase order), then cut to `offset..offset + k`.
+pub fn apply_boost(
+    results: &mut crate::text::SearchResults,
+    links: &LinkData,
+    weight: f32,
+    offset: usize,
+    k: usize,
+) {
+    for hit in &mut results.hits {
+        hit.score += links.pagerank_boost(&hit.id, weight);
+    }
+    results
+        .hits
+        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rank.cmp(&b.rank)));
+    results.hits = results.hits.drain(..).skip(offset).take(k).collect();
+    for (i, hit) in results.hits.iter_mut().enumerate() {
+        hit.rank = offset + i + 1;
+    }
 }

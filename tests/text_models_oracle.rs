@@ -457,3 +457,114 @@ fn a_cranfield_subset_matches_the_oracle() {
         .collect();
     check_models(&docs, &queries, &["all", "body"], "cranfield");
 }
+
+/// The reranker's text features (SPEC §3.1) against the oracle: every model per field for
+/// matching and non-matching candidates, BM25F, MinDist, match counts and lengths.
+#[test]
+fn reranker_text_features_match_the_oracle() {
+    use rankd::features::{extract, Candidate, FeatureSet};
+    let docs = corpus(21, 90);
+    let dir = tempfile::tempdir().unwrap();
+    let config = IndexConfig::default();
+    let index = TextIndex::open_or_create(dir.path(), Some(config.clone())).unwrap();
+    index.upsert(docs.iter().cloned()).unwrap();
+    let searcher = index.reader.searcher();
+    let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
+    let oracle = oracle(&raws, &config);
+    let set = FeatureSet::current();
+    // Every document is a candidate, in a scrambled order, matching or not.
+    let mut candidates: Vec<Candidate> = searcher
+        .segment_readers()
+        .iter()
+        .enumerate()
+        .flat_map(|(s, r)| {
+            (0..r.max_doc()).map(move |d| Candidate {
+                address: tantivy::DocAddress::new(s as u32, d),
+                score: d as f32,
+            })
+        })
+        .collect();
+    candidates.reverse();
+    candidates.rotate_left(17);
+    let mut compared = 0;
+    for q in [
+        "vector borrow",
+        "rust rust trait",
+        "graph",
+        "nosuchword",
+        "rank score index",
+    ] {
+        let m = extract(&index, &searcher, None, set, q, &candidates).unwrap();
+        let ids = rankd::features::candidate_ids(&searcher, &candidates).unwrap();
+        for (row, c) in candidates.iter().enumerate() {
+            let id = &ids[row];
+            let d = raws.iter().find(|r| &r.id == id).unwrap();
+            let got = |name: &str| m.row(row)[set.get(name).unwrap()] as f64;
+            assert_eq!(got("first_phase.score"), c.score as f64);
+            assert_eq!(got("first_phase.rank"), (row + 1) as f64);
+            let url = docs
+                .iter()
+                .find(|x| &x.id == id)
+                .unwrap()
+                .url
+                .clone()
+                .unwrap();
+            let path = url.strip_prefix("https://example.org/").unwrap();
+            assert_eq!(got("url.depth"), path.split('/').count() as f64, "{url}");
+            assert_eq!(got("url.length"), url.len() as f64);
+            for field in TEXT_FIELDS {
+                let terms = oracle.query(field, q);
+                let len = quantised(d.fields[field].len());
+                let matched = terms
+                    .iter()
+                    .filter(|(t, _)| Oracle::tf(d, field, t) > 0.0)
+                    .count();
+                for (kind, name) in [
+                    (ModelKind::TfIdf, "tfidf"),
+                    (ModelKind::Bm25, "bm25"),
+                    (ModelKind::F2Exp, "f2exp"),
+                    (ModelKind::Lm, "lm"),
+                ] {
+                    let want = match oracle.score(kind, field, q, d) {
+                        Some(s) => s,
+                        // A document without any query term: the language model still
+                        // scores it (smoothed probabilities); the others give 0.
+                        None if kind == ModelKind::Lm => {
+                            let mu = config.models.lm.mu as f64;
+                            terms
+                                .iter()
+                                .filter(|(t, _)| oracle.cf(field, t) > 0.0)
+                                .map(|(t, qtf)| {
+                                    let p = oracle.cf(field, t) / oracle.total(field);
+                                    qtf * (mu * p / (len + mu)).ln()
+                                })
+                                .sum()
+                        }
+                        None => 0.0,
+                    };
+                    let have = got(&format!("{field}.{name}"));
+                    assert!(
+                        close(have, want),
+                        "{q:?} {id} {field}.{name}: {have} vs {want}"
+                    );
+                    compared += 1;
+                }
+                if !terms.is_empty() {
+                    assert_eq!(got(&format!("{field}.matched")), matched as f64);
+                    assert_eq!(got(&format!("{field}.len")), len, "{field}.len of {id}");
+                }
+                if field == "all" && !terms.is_empty() {
+                    let want = if matched >= 2 {
+                        min_dist(d, field, &terms, len)
+                    } else {
+                        len
+                    };
+                    assert_eq!(got("all.min_dist"), want, "{q:?} {id} min_dist");
+                }
+            }
+            let bm25f = oracle.score(ModelKind::Bm25F, "all", q, d).unwrap_or(0.0);
+            assert!(close(got("bm25f"), bm25f), "{q:?} {id} bm25f");
+        }
+    }
+    assert!(compared > 5000, "only {compared} features compared");
+}

@@ -35,6 +35,37 @@ impl ApiError {
         }
     }
 
+    /// Missing or wrong admin token.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::UNAUTHORIZED,
+            code: "unauthorized",
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// The request is valid but clashes with the current state (a job already finished, a
+    /// job of the same kind already running).
+    pub fn conflict(message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::CONFLICT,
+            code: "conflict",
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    /// A feature switched off by configuration.
+    pub fn unavailable(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
     pub fn internal(e: impl std::fmt::Display) -> Self {
         tracing::error!("internal error: {e}");
         ApiError {
@@ -58,6 +89,7 @@ impl From<SearchError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        crate::metrics::count_error(self.code);
         let body =
             json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
         (self.status, Json(body)).into_response()

@@ -1,69 +1,147 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
 //! stay thin; the ranking lives in the library modules.
 
+pub mod admin;
 mod error;
+mod pages;
 mod params;
 mod search;
+mod telemetry;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
 use axum::http::StatusCode;
 use axum::routing::get;
-use axum::Router;
+use axum::{Extension, Json, Router};
 use tower::limit::ConcurrencyLimitLayer;
 use tower::ServiceBuilder;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::ApiError;
 
+use crate::links::LinkData;
 use crate::text::TextIndex;
-
-/// Requests served at once; more wait in line.
-const MAX_CONCURRENT_REQUESTS: usize = 256;
-/// Largest request body accepted.
-const MAX_BODY_BYTES: usize = 16 << 20;
-/// A request running longer than this is answered with 408.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What every handler can reach.
 pub struct AppState {
     pub index: TextIndex,
-    /// Link scores, when `rankd graph` has computed them for this index.
-    pub links: Option<crate::links::LinkData>,
+    /// Link scores, when `rankd graph` (or the admin graph job) has computed them for this
+    /// index; the graph job swaps in new ones while searches run.
+    pub links: ArcSwapOption<LinkData>,
+    /// The active reranker (SPEC §3), swapped atomically: a request keeps the model it
+    /// started with, so activation never drops or mixes requests.
+    pub reranker: ArcSwapOption<crate::second_phase::ActiveModel>,
     /// False until everything is loaded, and again while draining on shutdown.
     pub ready: AtomicBool,
+    /// Database, job runner, admin token and limits.
+    pub ops: crate::admin::Ops,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "rankd",
+        description = "Search-engine ranking server: public search API and bearer-token admin API"
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "search", description = "Public ranking API"),
+        (name = "operations", description = "Health, metrics and this document"),
+        (name = "admin", description = "Operator API: `Authorization: Bearer TOKEN`"),
+    )
+)]
+struct ApiDoc;
+
+/// Declares the `bearer` security scheme the admin routes refer to.
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi
+            .components
+            .get_or_insert_with(Default::default)
+            .add_security_scheme(
+                "bearer",
+                SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+            );
+    }
+}
+
+/// The routes and the OpenAPI document describing them, built together so that neither can
+/// list a route the other lacks.
+pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(index_page))
+        .routes(routes!(search::search))
+        .routes(routes!(search::doc))
+        .routes(routes!(search::similar))
+        .routes(routes!(livez))
+        .routes(routes!(readyz))
+        .routes(routes!(telemetry::metrics))
+        .routes(routes!(openapi_json))
+        .nest("/admin", admin::router(state))
+        .split_for_parts()
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/", get(index_page))
-        .route("/search", get(search::search))
-        .route("/doc/{id}", get(search::doc))
-        .route("/similar", get(search::similar))
-        .route("/livez", get(|| async { "ok" }))
-        .route("/readyz", get(readyz))
+    let limits = state.ops.limits.clone();
+    let (routes, openapi) = routes(state.clone());
+    routes
+        // The web UI's admin page and assets: pages, not API, so outside the OpenAPI document
+        // (`/admin` itself is public; only `/admin/...` needs the token).
+        .route("/admin", get(pages::admin_page))
+        .route("/static/{file}", get(pages::asset))
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(Extension(Arc::new(openapi)))
         .layer(
             ServiceBuilder::new()
-                .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+                // Enforced by the body extractors, so the admin routes can answer an
+                // oversized body with a JSON 413 like every other error.
+                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
-                    REQUEST_TIMEOUT,
+                    Duration::from_secs(limits.request_timeout_secs),
                 ))
-                .layer(ConcurrencyLimitLayer::new(MAX_CONCURRENT_REQUESTS)),
+                .layer(ConcurrencyLimitLayer::new(limits.max_concurrent_requests)),
         )
+        .layer(axum::middleware::from_fn(telemetry::track))
         .with_state(state)
 }
 
 /// The search page, compiled into the binary so rankd serves it from anywhere.
+#[utoipa::path(get, path = "/", tag = "search",
+    responses((status = 200, description = "the search page", content_type = "text/html")))]
 async fn index_page() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("../../static/index.html"))
 }
 
+/// The OpenAPI 3.1 document of every route, generated from the code.
+#[utoipa::path(get, path = "/openapi.json", tag = "operations",
+    responses((status = 200, description = "OpenAPI document", content_type = "application/json")))]
+async fn openapi_json(
+    Extension(doc): Extension<Arc<utoipa::openapi::OpenApi>>,
+) -> Json<Arc<utoipa::openapi::OpenApi>> {
+    Json(doc)
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/livez", tag = "operations",
+    responses((status = 200, description = "alive", content_type = "text/plain")))]
+async fn livez() -> &'static str {
+    "ok"
+}
+
+/// Readiness: 503 while starting or draining.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "ready"), (status = 503, description = "starting or draining")))]
 async fn readyz(
     axum::extract::State(state): axum::extract::State<Arc<AppState>>,
 ) -> (StatusCode, &'static str) {

@@ -25,10 +25,30 @@ const SEARCH_PARAMS: &[&str] = &[
     "rerank",
     "boost",
     "boost_weight",
+    "window",
 ];
 /// The static boost is applied by re-sorting this many first-phase results.
 const BOOST_WINDOW: usize = 100;
 
+/// Ranked hits with snippets (INTERFACE.md).
+#[utoipa::path(
+    get, path = "/search", tag = "search",
+    params(
+        ("q" = String, Query, description = "query text (at most 2048 bytes)"),
+        ("k" = Option<usize>, Query, description = "hits to return, 1..=1000 (default 10)"),
+        ("offset" = Option<usize>, Query, description = "hits to skip (default 0)"),
+        ("model" = Option<String>, Query, description = "bm25, bm25f, tfidf, f2exp, lm, bm25prox"),
+        ("field" = Option<String>, Query, description = "field of single-field models"),
+        ("explain" = Option<bool>, Query, description = "add each hit's score breakdown"),
+        ("rerank" = Option<bool>, Query, description = "apply the active reranker (default true)"),
+        ("boost" = Option<String>, Query, description = "none or pagerank"),
+        ("boost_weight" = Option<f32>, Query, description = "λ of the PageRank boost (default 1)"),
+    ),
+    responses(
+        (status = 200, description = "`{query,model,total_hits,took_ms,hits:[{rank,id,url,title,snippet,score}]}`"),
+        (status = 400, description = "bad parameter, named in `error.field`"),
+    )
+)]
 pub async fn search(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
@@ -57,10 +77,32 @@ pub async fn search(
             ))
         }
     };
-    if boost.is_some() && state.links.is_none() {
+    let links = state.links.load_full();
+    if boost.is_some() && links.is_none() {
         return Err(ApiError::bad_request(
             "boost",
             "no link scores for this index; run `rankd graph` first",
+        ));
+    }
+    // The static boost re-sorts the first phase; a reranker would re-sort it again and
+    // ignore it, so a boost turns reranking off unless both are asked for (an error).
+    let reranker = state.reranker.load_full();
+    let rerank = match (p.str("rerank"), boost) {
+        (None, Some(_)) => false,
+        (_, Some(_)) if p.parsed("rerank", false)? => {
+            return Err(ApiError::bad_request(
+                "boost",
+                "boost applies to first-phase results; pass rerank=false with it",
+            ))
+        }
+        _ => p.parsed("rerank", true)?,
+    };
+    let reranker = reranker.filter(|_| rerank);
+    let window: usize = p.parsed("window", crate::second_phase::DEFAULT_WINDOW)?;
+    if p.str("window").is_some() && reranker.is_none() {
+        return Err(ApiError::bad_request(
+            "window",
+            "window sets the rerank window; no reranker is active for this request",
         ));
     }
     if boost.is_some() && offset.saturating_add(k) > BOOST_WINDOW {
@@ -79,17 +121,37 @@ pub async fn search(
         explain: p.parsed("explain", false)?,
         snippets: true,
     };
-    // No reranker is loaded yet; the parameter is accepted so clients can pass it already.
-    let _rerank: bool = p.parsed("rerank", true)?;
-    // Searches take about a millisecond (bounded by the query-length and k limits), so they
-    // run on the request's own worker: a hand-off to the blocking pool costs more than it saves.
+    // Searches take about a millisecond (bounded by the query-length, k and window limits),
+    // so they run on the request's own worker: a hand-off to the blocking pool costs more
+    // than it saves.
     let results = (|| {
-        let mut results = state.index.search(&req)?;
-        if let (Some(weight), Some(links)) = (boost, &state.links) {
-            apply_boost(&mut results, links, weight, offset, k);
+        use crate::metrics::{observe_search_phase, SearchPhase};
+        let mut results = match &reranker {
+            Some(active) => {
+                let (results, times) = crate::second_phase::search(
+                    &state.index,
+                    links.as_deref(),
+                    active,
+                    &req,
+                    window,
+                )?;
+                observe_search_phase(SearchPhase::Retrieve, times.retrieve);
+                observe_search_phase(SearchPhase::Features, times.features);
+                observe_search_phase(SearchPhase::Rerank, times.rerank);
+                results
+            }
+            None => {
+                let retrieve = std::time::Instant::now();
+                let results = state.index.search(&req)?;
+                observe_search_phase(SearchPhase::Retrieve, retrieve.elapsed().as_secs_f64());
+                results
+            }
+        };
+        if let (Some(weight), Some(links)) = (boost, &links) {
+            crate::links::apply_boost(&mut results, links, weight, offset, k);
         }
         if req.explain {
-            if let Some(links) = &state.links {
+            if let Some(links) = &links {
                 for hit in &mut results.hits {
                     if let (Some(e), Some(n)) = (hit.explain.as_mut(), links.node(&hit.id)) {
                         e["links"] = links.of(n);
@@ -102,31 +164,22 @@ pub async fn search(
     Ok(Json(results))
 }
 
-/// SPEC §1.8: `score + λ·ln(ε + pagerank·N)` over the first-phase window, re-sorted (ties by
-/// the first-phase order), then cut to `offset..offset + k`.
-fn apply_boost(
-    results: &mut crate::text::SearchResults,
-    links: &crate::links::LinkData,
-    weight: f32,
-    offset: usize,
-    k: usize,
-) {
-    for hit in &mut results.hits {
-        hit.score += links.pagerank_boost(&hit.id, weight);
-    }
-    results
-        .hits
-        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rank.cmp(&b.rank)));
-    results.hits = results.hits.drain(..).skip(offset).take(k).collect();
-    for (i, hit) in results.hits.iter_mut().enumerate() {
-        hit.rank = offset + i + 1;
-    }
-}
-
 const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
 
 /// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, Monte Carlo
 /// single-source estimate).
+#[utoipa::path(
+    get, path = "/similar", tag = "search",
+    params(
+        ("doc" = String, Query, description = "document id"),
+        ("k" = Option<usize>, Query, description = "1..=100 (default 10)"),
+    ),
+    responses(
+        (status = 200, description = "`{doc,took_ms,hits:[{rank,id,score}]}`"),
+        (status = 400, description = "bad parameter, or no link scores"),
+        (status = 404, description = "document not in the link graph"),
+    )
+)]
 pub async fn similar(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
@@ -140,7 +193,8 @@ pub async fn similar(
             format!("k must be between 1 and 100, got {k}"),
         ));
     }
-    let Some(links) = &state.links else {
+    let links = state.links.load_full();
+    let Some(links) = &links else {
         return Err(ApiError::bad_request(
             "doc",
             "no link scores for this index; run `rankd graph` first",
@@ -169,6 +223,15 @@ pub async fn similar(
     })))
 }
 
+/// A document's stored fields and link scores.
+#[utoipa::path(
+    get, path = "/doc/{id}", tag = "search",
+    params(("id" = String, Path, description = "document id")),
+    responses(
+        (status = 200, description = "stored fields and `links_scores`"),
+        (status = 404, description = "no such document"),
+    )
+)]
 pub async fn doc(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -197,6 +260,6 @@ pub async fn doc(
         "links": d.links,
         "published_at": d.published_at,
         "extra": d.extra,
-        "links_scores": state.links.as_ref().and_then(|l| Some(l.of(l.node(&d.id)?))),
+        "links_scores": state.links.load().as_ref().and_then(|l| Some(l.of(l.node(&d.id)?))),
     })))
 }

@@ -105,14 +105,133 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             scores.n()
         );
     }
+    if crate::second_phase::model_files(data_dir)?.is_empty() {
+        train_reranker(&index, &docs_dir)?;
+    }
     if args.no_serve {
         return Ok(());
     }
-    super::serve::serve_index(index, args.addr)
+    let config = crate::config::Config::load(crate::config::Flags {
+        addr: Some(args.addr),
+        data_dir: Some(args.data.data_dir.clone()),
+        ..Default::default()
+    })
+    .map_err(|e| super::BadInput(format!("{e:#}")))?;
+    super::serve::serve_index(index, config)
+}
+
+/// Known-item queries derived for the demo, and the share held out for measuring.
+const KNOWN_ITEM_QUERIES: usize = 2000;
+const HELD_OUT_FRACTION: f64 = 0.2;
+
+/// Derives known-item judgments from the docs (README: "How the demo learns"), trains the
+/// default reranker on most of them, reports MRR on the held-out rest, and activates it.
+/// The judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
+fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
+    use crate::judgments::{judged_windows, known_items, train_on_windows};
+    eprintln!("deriving known-item judgments from the API docs' summaries");
+    let items = known_items::derive(docs_dir, KNOWN_ITEM_QUERIES, 1)?;
+    if items.len() < 20 {
+        eprintln!(
+            "only {} known-item queries; no reranker trained",
+            items.len()
+        );
+        return Ok(());
+    }
+    let held_out = ((items.len() as f64 * HELD_OUT_FRACTION) as usize).max(1);
+    let (test, train) = items.split_at(held_out);
+    let dir = index.dir.join("known-items");
+    std::fs::create_dir_all(&dir)?;
+    for (name, part) in [("train", train), ("test", test)] {
+        let (q, r) = known_items::to_trec(part);
+        crate::text::index::write_atomic(&dir.join(format!("{name}.queries")), q.as_bytes())?;
+        crate::text::index::write_atomic(&dir.join(format!("{name}.qrels")), r.as_bytes())?;
+    }
+    let links = crate::links::load(index)?;
+    let window = crate::second_phase::DEFAULT_WINDOW;
+    let mut windows = Vec::new();
+    for (part, what) in [(train, "train"), (test, "test")] {
+        let bar = super::progress(part.len() as u64, what, false);
+        let (w, _) = judged_windows(
+            index,
+            links.as_ref(),
+            &known_items::judged(part),
+            crate::text::ModelKind::Bm25F,
+            window,
+            &|| bar.inc(1),
+        )?;
+        bar.finish_and_clear();
+        windows.push(w);
+    }
+    // A linear model: its explanations show each feature's contribution. Validation MAP is
+    // noisy from epoch to epoch on these judgments, so a small learning rate and a long
+    // patience keep early stopping from settling on an early peak (EVALUATION.md).
+    let learn = super::learn::LearnArgs {
+        model: super::learn::ModelArg::Linear,
+        lr: 0.002,
+        epochs: 300,
+        patience: 60,
+        ..super::learn::LearnArgs::defaults()
+    };
+    let config = learn.config(format!(
+        "{} known-item queries from {}",
+        train.len(),
+        docs_dir.display()
+    ));
+    let bar = super::progress(config.epochs as u64, "epochs", false);
+    let outcome = train_on_windows(
+        &windows[0],
+        &crate::rerank::TrainConfig {
+            convention: crate::rerank::MetricConvention::Trec,
+            ..config
+        },
+        0.2,
+        &mut |_| bar.inc(1),
+        &std::sync::atomic::AtomicBool::new(false),
+    )?;
+    bar.finish_and_clear();
+    let path = crate::second_phase::install(&index.dir, &outcome.model)?;
+    let (base, reranked) = held_out_mrr(&windows[1], &outcome.model)?;
+    eprintln!(
+        "reranker {} trained on {} queries ({}); known-item MRR on {} held-out queries: \
+         BM25F {base:.3}, reranked {reranked:.3}",
+        outcome.model.id(),
+        train.len(),
+        path.display(),
+        test.len()
+    );
+    Ok(())
+}
+
+/// MRR of the first-phase order and of the model's order over held-out windows (a relevant
+/// document outside the window counts as not found).
+fn held_out_mrr(
+    windows: &[crate::judgments::Window],
+    model: &crate::rerank::Reranker,
+) -> anyhow::Result<(f64, f64)> {
+    use crate::eval::metrics::{reciprocal_rank, JudgedRanking};
+    let rr = |labels: &[i32], order: &[usize]| -> f64 {
+        let ranking = JudgedRanking {
+            retrieved: order.iter().map(|&i| Some(labels[i])).collect(),
+            judged: labels.to_vec(),
+        };
+        reciprocal_rank(&ranking, 1)
+    };
+    let (mut base, mut reranked) = (0.0, 0.0);
+    for w in windows {
+        let first: Vec<usize> = (0..w.labels.len()).collect();
+        let scores = model.score(&w.features.values, w.features.rows)?;
+        let mut by_model = first.clone();
+        by_model.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        base += rr(&w.labels, &first);
+        reranked += rr(&w.labels, &by_model);
+    }
+    let n = windows.len().max(1) as f64;
+    Ok((base / n, reranked / n))
 }
 
 /// `$(rustc --print sysroot)/share/doc/rust/html`, or a clear error saying how to get it.
-fn find_rust_docs() -> anyhow::Result<PathBuf> {
+pub(super) fn find_rust_docs() -> anyhow::Result<PathBuf> {
     let no_docs = |why: String| {
         BadInput(format!(
             "{why}; install the Rust documentation with `rustup component add rust-docs`, or point at any directory of HTML pages with --docs DIR"

@@ -55,6 +55,16 @@ pub struct EvalArgs {
     /// Write the run in TREC format.
     #[arg(long)]
     pub run: Option<PathBuf>,
+    /// Rerank each query's first-phase window with this model file (SPEC §3).
+    #[arg(long)]
+    pub rerank: Option<PathBuf>,
+    /// The reranked window (the run then holds `window` documents per query).
+    #[arg(long, default_value_t = crate::second_phase::DEFAULT_WINDOW)]
+    pub window: usize,
+    /// Add SPEC §1.8's static PageRank boost with this weight over the first `--depth`
+    /// results (needs `rankd graph`).
+    #[arg(long)]
+    pub boost_pagerank: Option<f32>,
     /// Print per-query values too.
     #[arg(long)]
     pub per_query: bool,
@@ -69,12 +79,33 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let queries = read_queries(&args.queries, args.format)?;
     let qrels = read_qrels(&args.qrels, args.format, args.judgments)?;
+    let links = match args.boost_pagerank {
+        Some(_) => Some(crate::links::load(&index)?.ok_or_else(|| {
+            BadInput("--boost-pagerank needs link scores; run `rankd graph` first".into())
+        })?),
+        None => None,
+    };
+    let ranking = match &args.rerank {
+        Some(path) => {
+            let model = crate::second_phase::ActiveModel::load(path)
+                .map_err(|e| BadInput(e.to_string()))?;
+            Ranking::Rerank {
+                model: Box::new(model),
+                links: crate::links::load(&index)?,
+                window: args.window,
+            }
+        }
+        None => Ranking::FirstPhase {
+            depth: args.depth,
+            boost: args.boost_pagerank.zip(links),
+        },
+    };
     let run = run_queries(
         &index,
         &queries,
         model,
         args.field.as_deref(),
-        args.depth,
+        &ranking,
         args.json,
     )?;
     if let Some(path) = &args.run {
@@ -101,22 +132,53 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
 }
 
 /// Runs each `(qid, text)` and collects the top `depth` of every query.
+/// How a query's ranking is produced.
+pub enum Ranking {
+    /// The first-phase model's top `depth`, optionally with the PageRank boost (weight).
+    FirstPhase {
+        depth: usize,
+        boost: Option<(f32, crate::links::LinkData)>,
+    },
+    /// The first-phase top `window`, reranked.
+    Rerank {
+        model: Box<crate::second_phase::ActiveModel>,
+        links: Option<crate::links::LinkData>,
+        window: usize,
+    },
+}
+
 pub fn run_queries(
     index: &TextIndex,
     queries: &[(String, String)],
     model: ModelKind,
     field: Option<&str>,
-    depth: usize,
+    ranking: &Ranking,
     quiet: bool,
 ) -> anyhow::Result<Run> {
     let bar = progress(queries.len() as u64, "queries", quiet);
     let mut run = Run::new();
     for (qid, text) in queries {
+        let depth = match ranking {
+            Ranking::FirstPhase { depth, .. } => *depth,
+            Ranking::Rerank { window, .. } => *window,
+        };
         let mut req = SearchRequest::new(text.clone(), model, depth);
         req.field = field.map(str::to_string);
-        let results = index
-            .search(&req)
-            .map_err(|e| BadInput(format!("query {qid}: {e}")))?;
+        let results = match ranking {
+            Ranking::FirstPhase { boost, .. } => index.search(&req).map(|mut r| {
+                if let Some((weight, links)) = boost {
+                    crate::links::apply_boost(&mut r, links, *weight, 0, depth);
+                }
+                r
+            }),
+            Ranking::Rerank {
+                model,
+                links,
+                window,
+            } => crate::second_phase::search(index, links.as_ref(), model, &req, *window)
+                .map(|(r, _)| r),
+        }
+        .map_err(|e| BadInput(format!("query {qid}: {e}")))?;
         for hit in results.hits {
             run.push(qid, hit.id, f64::from(hit.score));
         }
@@ -126,7 +188,10 @@ pub fn run_queries(
     Ok(run)
 }
 
-fn read_queries(path: &Path, format: QueryFormat) -> anyhow::Result<Vec<(String, String)>> {
+pub(super) fn read_queries(
+    path: &Path,
+    format: QueryFormat,
+) -> anyhow::Result<Vec<(String, String)>> {
     match format {
         QueryFormat::Cranfield => Ok(cranfield::read_queries(path)
             .map_err(|e| BadInput(e.to_string()))?
@@ -150,7 +215,11 @@ fn read_queries(path: &Path, format: QueryFormat) -> anyhow::Result<Vec<(String,
     }
 }
 
-fn read_qrels(path: &Path, format: QueryFormat, variant: JudgmentVariant) -> anyhow::Result<Qrels> {
+pub(super) fn read_qrels(
+    path: &Path,
+    format: QueryFormat,
+    variant: JudgmentVariant,
+) -> anyhow::Result<Qrels> {
     let qrels = match format {
         QueryFormat::Cranfield => cranfield::read_qrels(
             path,

@@ -2,11 +2,16 @@
 //! holds the argument types, the shared progress-bar style and the exit-code convention:
 //! 0 ok, 2 bad usage or bad input (the message says what and where), 1 anything else.
 
+pub mod cv;
 pub mod demo;
 pub mod eval;
+pub mod eval_letor;
+pub mod features;
 pub mod graph;
 pub mod ingest;
+pub mod learn;
 pub mod serve;
+pub mod train;
 
 use std::path::PathBuf;
 
@@ -32,6 +37,16 @@ pub enum Command {
     Eval(eval::EvalArgs),
     /// Serve the HTTP API.
     Serve(serve::ServeArgs),
+    /// Cross-validate the reranker on judgments over the index (SPEC §3.5).
+    Cv(cv::CvArgs),
+    /// Log the feature vectors of judged (query, doc) pairs as SVMlight/LETOR.
+    Features(features::FeaturesArgs),
+    /// Derive known-item judgments from the Rust docs' API item summaries.
+    KnownItems(features::KnownItemsArgs),
+    /// Train a reranker and write its model file (SPEC §3.5).
+    Train(train::TrainArgs),
+    /// Train on a LETOR file and report NDCG@{1,3,5,10} and MAP on a test file.
+    EvalLetor(eval_letor::EvalLetorArgs),
 }
 
 /// Options every command shares.
@@ -69,6 +84,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Graph(a) => graph::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Cv(a) => cv::run(a),
+        Command::Features(a) => features::run_features(a),
+        Command::KnownItems(a) => features::run_known_items(a),
+        Command::Train(a) => train::run(a),
+        Command::EvalLetor(a) => eval_letor::run(a),
     };
     match result {
         Ok(()) => 0,

@@ -1,28 +1,62 @@
-//! `rankd serve`: open the index and serve the HTTP API.
+//! `rankd serve`: open the index and the database and serve the HTTP API. Settings come from
+//! flags, `RANKD_*` variables and a TOML file, in that precedence (`crate::config`).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::DataArgs;
+use anyhow::Context;
+use arc_swap::ArcSwapOption;
+
+use super::BadInput;
+use crate::admin::Ops;
 use crate::api::{self, AppState};
+use crate::config::{Config, Flags};
+use crate::db::{redact, Db};
 use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    #[arg(long, env = "RANKD_ADDR", default_value = "127.0.0.1:8080")]
-    pub addr: SocketAddr,
-    #[command(flatten)]
-    pub data: DataArgs,
+    /// TOML configuration file (or `RANKD_CONFIG`); see the README for its keys.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Listen address [env: RANKD_ADDR] [default: 127.0.0.1:8080].
+    #[arg(long)]
+    pub addr: Option<SocketAddr>,
+    /// Where the index and everything derived from it live [env: RANKD_DATA_DIR]
+    /// [default: ./data].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// `postgres://..` or `sqlite:PATH` [env: RANKD_DATABASE_URL or DATABASE_URL]
+    /// [default: SQLite in DATA_DIR/rankd.db].
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Index configuration overriding the stored one's scoring parameters.
+    #[arg(long)]
+    pub index_config: Option<PathBuf>,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
-    serve_index(index, args.addr)
+    let config = Config::load(Flags {
+        config: args.config,
+        addr: args.addr,
+        data_dir: args.data_dir,
+        database_url: args.database_url,
+    })
+    .map_err(|e| BadInput(format!("{e:#}")))?;
+    let index_config = args
+        .index_config
+        .as_deref()
+        .map(crate::text::IndexConfig::load)
+        .transpose()
+        .map_err(|e| BadInput(format!("{e:#}")))?;
+    let index = TextIndex::open(&config.data_dir, index_config)?;
+    serve_index(index, config)
 }
 
-/// Serves `index` on `addr` until SIGTERM or Ctrl-C.
-pub fn serve_index(index: TextIndex, addr: SocketAddr) -> anyhow::Result<()> {
+/// Serves `index` with `config` until SIGTERM or Ctrl-C.
+pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
     let docs = index.num_docs();
     let links = match crate::links::load(&index) {
         Ok(l) => l,
@@ -34,13 +68,37 @@ pub fn serve_index(index: TextIndex, addr: SocketAddr) -> anyhow::Result<()> {
     if links.is_none() {
         eprintln!("note: no link scores loaded; `rankd graph` computes them");
     }
-    let state = Arc::new(AppState {
-        index,
-        links,
-        ready: AtomicBool::new(false),
-    });
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(api::serve(state, addr, |bound| {
-        eprintln!("rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)");
-    }))
+    runtime.block_on(async move {
+        let url = config.database_url();
+        let db = Db::open(&url).await?;
+        tracing::info!("database: {}", redact(&url));
+        let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
+        if ops.token.is_none() {
+            eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
+        }
+        let reranker = crate::admin::models::sync_and_load(&ops.db, &index.dir)
+            .await
+            .context("cannot load the active reranker")?;
+        match &reranker {
+            Some(m) => eprintln!("reranking with model {} ({})", m.id(), m.path.display()),
+            None => {
+                eprintln!("note: no active reranker; `rankd train` or POST /admin/train makes one")
+            }
+        }
+        crate::metrics::set_active_model(reranker.as_ref().map(|m| m.id()));
+        let state = Arc::new(AppState {
+            index,
+            links: ArcSwapOption::new(links.map(Arc::new)),
+            reranker: ArcSwapOption::new(reranker.map(Arc::new)),
+            ready: AtomicBool::new(false),
+            ops,
+        });
+        api::serve(state, config.addr, |bound| {
+            eprintln!(
+                "rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)"
+            );
+        })
+        .await
+    })
 }

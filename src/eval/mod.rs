@@ -25,6 +25,7 @@ mod parse_error;
 mod qrels;
 mod report;
 mod run;
+pub mod significance;
 pub mod trec;
 
 pub use correlation::{

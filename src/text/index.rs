@@ -19,7 +19,7 @@ use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes.
-pub const INDEX_FORMAT: u32 = 1;
+pub const INDEX_FORMAT: u32 = 2;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -212,6 +212,8 @@ impl TextIndex {
         for link in &doc.links {
             t.add_text(f.links, link);
         }
+        t.add_u64(f.url_depth, super::schema::url_depth(url) as u64);
+        t.add_u64(f.url_length, url.chars().count() as u64);
         if let Some(ts) = doc.published_at {
             t.add_i64(f.published_at, ts);
         }

@@ -1,5 +1,6 @@
 //! Tantivy schema, analysis and the text scoring models (SPEC §1).
 
+pub mod columns;
 pub mod config;
 pub mod index;
 pub mod models;

@@ -22,6 +22,9 @@ pub struct Fields {
     pub all: Field,
     pub links: Field,
     pub published_at: Field,
+    /// URL shape, computed at indexing for the reranker's features (SPEC §3.1).
+    pub url_depth: Field,
+    pub url_length: Field,
     pub extra: Field,
 }
 
@@ -45,7 +48,7 @@ impl Fields {
 pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let id = b.add_text_field("id", STRING | STORED | FAST);
-    let mut text = |name: &str, stored: bool| {
+    let mut text = |name: &str, stored: bool, fast: bool| {
         let indexing = TextFieldIndexing::default()
             .set_tokenizer(config.field(name).analyzer.name())
             .set_index_option(IndexRecordOption::WithFreqsAndPositions);
@@ -53,17 +56,24 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         if stored {
             options = options.set_stored();
         }
+        if fast {
+            // The whole value as one column entry: hits and reranker features read a
+            // candidate's title and URL without loading its stored document.
+            options = options.set_fast("raw");
+        }
         b.add_text_field(name, options)
     };
-    let title = text("title", true);
-    let headings = text("headings", true);
-    let body = text("body", true);
-    let anchor = text("anchor", true);
-    let url = text("url", true);
-    let all = text("all", false);
+    let title = text("title", true, true);
+    let headings = text("headings", true, false);
+    let body = text("body", true, false);
+    let anchor = text("anchor", true, false);
+    let url = text("url", true, true);
+    let all = text("all", false, false);
     debug_assert_eq!(TEXT_FIELDS.len(), 6);
     let links = b.add_text_field("links", STORED);
     let published_at = b.add_i64_field("published_at", INDEXED | STORED | FAST);
+    let url_depth = b.add_u64_field("url_depth", FAST);
+    let url_length = b.add_u64_field("url_length", FAST);
     let extra = b.add_json_field("extra", STORED);
     let fields = Fields {
         id,
@@ -75,6 +85,8 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         all,
         links,
         published_at,
+        url_depth,
+        url_length,
         extra,
     };
     (b.build(), fields)
@@ -120,8 +132,30 @@ pub fn tokens(kind: Analyzer, text: &str) -> Vec<String> {
     out
 }
 
+/// Path segments of a URL (`https://h/a/b.html` → 2); for a bare path, its segments.
+pub fn url_depth(url: &str) -> usize {
+    let path = match url::Url::parse(url) {
+        Ok(u) => u.path().to_string(),
+        Err(_) => url.to_string(),
+    };
+    path.split('/').filter(|s| !s.is_empty()).count()
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn url_depth_counts_path_segments() {
+        use super::url_depth;
+        assert_eq!(
+            url_depth("https://doc.rust-lang.org/std/vec/struct.Vec.html"),
+            3
+        );
+        assert_eq!(url_depth("https://example.org/"), 0);
+        assert_eq!(url_depth("https://example.org"), 0);
+        assert_eq!(url_depth("a/b/"), 2);
+        assert_eq!(url_depth(""), 0);
+    }
     use super::*;
 
     #[test]

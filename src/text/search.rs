@@ -8,10 +8,11 @@ use std::time::Instant;
 use serde::Serialize;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::schema::{Field, IndexRecordOption, Value};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{DocAddress, Score, Searcher, TantivyDocument, Term};
 
+use super::columns::DocColumns;
 use super::config::Bm25Params;
 use super::index::TextIndex;
 use super::models::bm25f::Bm25fField;
@@ -208,35 +209,65 @@ impl TextIndex {
         };
         let top = bound.top(&searcher, req.k, req.offset)?;
         let total_hits = bound.count(&searcher)?;
+        let hits = self.hits(&searcher, &bound, req, &top, req.offset)?;
+        Ok(SearchResults {
+            query: req.q.clone(),
+            model: req.model.to_string(),
+            reranker: None,
+            total_hits,
+            took_ms: start.elapsed().as_secs_f64() * 1e3,
+            hits,
+        })
+    }
+
+    /// Turns ranked `(score, address)` pairs into hits ranked from `offset + 1`: id, title
+    /// and URL from the fast-field columns, the snippet (when `req.snippets`) from the stored
+    /// body, and `bound`'s explanation (when `req.explain`).
+    pub fn hits(
+        &self,
+        searcher: &Searcher,
+        bound: &BoundModel,
+        req: &SearchRequest,
+        ranked: &[(Score, DocAddress)],
+        offset: usize,
+    ) -> Result<Vec<Hit>, SearchError> {
         // One weight for every explained hit; explaining is opt-in and off the hot path.
         let explainer = if req.explain {
             Some(
                 bound
                     .query
                     .weight(tantivy::query::EnableScoring::enabled_from_searcher(
-                        &searcher,
+                        searcher,
                     ))?,
             )
         } else {
             None
         };
         let snippets = if req.snippets {
-            Some(self.snippet_generator(&searcher, &req.q)?)
+            Some(self.snippet_generator(searcher, &req.q)?)
         } else {
             None
         };
-        let mut hits = Vec::with_capacity(top.len());
-        for (i, (score, address)) in top.into_iter().enumerate() {
-            let doc: TantivyDocument = searcher.doc(address)?;
-            let stored = self.stored(&doc);
-            let snippet = snippets.as_ref().map(|g| {
-                let s = g.snippet(prefix(&stored.body, SNIPPET_SOURCE_BYTES));
-                if s.fragment().is_empty() {
-                    html_escape(&stored.body.chars().take(SNIPPET_CHARS).collect::<String>())
-                } else {
-                    s.to_html()
+        let columns = DocColumns::new(searcher)?;
+        let mut hits = Vec::with_capacity(ranked.len());
+        for (i, &(score, address)) in ranked.iter().enumerate() {
+            let head = columns.head(address)?;
+            let snippet = match &snippets {
+                Some(g) => {
+                    let doc: TantivyDocument = searcher.doc(address)?;
+                    let body = doc
+                        .get_first(self.fields.body)
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("");
+                    let s = g.snippet(prefix(body, SNIPPET_SOURCE_BYTES));
+                    Some(if s.fragment().is_empty() {
+                        html_escape(&body.chars().take(SNIPPET_CHARS).collect::<String>())
+                    } else {
+                        s.to_html()
+                    })
                 }
-            });
+                None => None,
+            };
             let explain = match &explainer {
                 Some(w) => {
                     let e =
@@ -246,24 +277,17 @@ impl TextIndex {
                 None => None,
             };
             hits.push(Hit {
-                rank: req.offset + i + 1,
-                id: stored.id,
-                url: stored.url,
-                title: stored.title,
+                rank: offset + i + 1,
+                id: head.id,
+                url: head.url,
+                title: head.title,
                 snippet,
                 score,
                 explain,
                 address,
             });
         }
-        Ok(SearchResults {
-            query: req.q.clone(),
-            model: req.model.to_string(),
-            reranker: None,
-            total_hits,
-            took_ms: start.elapsed().as_secs_f64() * 1e3,
-            hits,
-        })
+        Ok(hits)
     }
 
     /// Highlights the query's terms in the body field.

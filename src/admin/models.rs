@@ -1,0 +1,60 @@
+//! Which reranker the server runs: the database's model registry is the truth. Model files
+//! written by the command line (`rankd train --activate`, `rankd demo`) are registered at
+//! start-up, and the activation the command line asked for (`models/ACTIVE`) is carried
+//! into the registry once, then the request file is removed.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::db::models::ModelRecord;
+use crate::db::Db;
+use crate::rerank::Reranker;
+use crate::second_phase::{self, ActiveModel};
+
+/// Registers the model files of `data_dir/models/`, applies a pending command-line
+/// activation, and loads the active model.
+pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Option<ActiveModel>> {
+    for path in second_phase::model_files(data_dir)? {
+        match Reranker::load(&path) {
+            Ok(model) => {
+                db.register_model(&record(&model, &path, Vec::new()))
+                    .await?
+            }
+            Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
+        }
+    }
+    if let Some(id) = second_phase::take_activation_request(data_dir)? {
+        db.activate_model(&id, "command line").await?;
+    }
+    match db.active_model().await? {
+        Some(m) => Ok(Some(ActiveModel::load(Path::new(&m.file_path))?)),
+        None => Ok(None),
+    }
+}
+
+/// The registry row of a model file.
+pub fn record(model: &Reranker, path: &Path, log: Vec<crate::rerank::EpochLog>) -> ModelRecord {
+    ModelRecord {
+        id: model.id().to_string(),
+        file_path: path.display().to_string(),
+        objective: objective_name(model),
+        model_kind: if model.network.is_linear() {
+            "linear"
+        } else {
+            "mlp"
+        }
+        .into(),
+        metrics: json!({"metrics": model.training.metrics, "log": log}),
+        created_at: crate::db::now_ms(),
+        parent: model.parent.clone(),
+        status: "inactive".into(),
+    }
+}
+
+fn objective_name(model: &Reranker) -> String {
+    serde_json::to_value(model.training.objective.kind())
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}

@@ -1,0 +1,51 @@
+//! The admin API under `/admin/` (INTERFACE.md): documents, judgments and query texts, jobs,
+//! the graph job, TrustRank seeds, evaluation. Every route, and every unknown path under
+//! `/admin/`, passes the bearer-token check first (`auth.rs`).
+//!
+//! Routes are registered through utoipa's `OpenApiRouter`, so `/openapi.json` lists exactly
+//! the routes served (the auth tests walk that list).
+
+mod auth;
+mod body;
+mod documents;
+mod evaluate;
+mod jobs;
+mod judgments;
+mod models;
+mod seeds;
+
+use std::sync::Arc;
+
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::{ApiError, AppState};
+
+pub use jobs::create_error;
+
+/// The admin routes, relative to `/admin`, behind the token check.
+pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(documents::upsert))
+        .routes(routes!(documents::delete))
+        .routes(routes!(judgments::add, judgments::list))
+        .routes(routes!(judgments::import_qrels))
+        .routes(routes!(judgments::set_queries))
+        .routes(routes!(jobs::list))
+        .routes(routes!(jobs::get))
+        .routes(routes!(jobs::cancel))
+        .routes(routes!(jobs::start_graph))
+        .routes(routes!(seeds::list, seeds::add))
+        .routes(routes!(seeds::delete))
+        .routes(routes!(evaluate::evaluate))
+        .routes(routes!(models::list))
+        .routes(routes!(models::activate))
+        .routes(routes!(models::rollback))
+        .routes(routes!(models::delete))
+        .routes(routes!(models::start))
+        .fallback(|| async { ApiError::not_found("no such admin route") })
+        .layer(axum::middleware::from_fn_with_state(
+            state,
+            auth::require_token,
+        ))
+}

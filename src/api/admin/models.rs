@@ -1,0 +1,226 @@
+//! The model registry and training over HTTP: list models with their metrics, activate one
+//! (hot swap: requests in flight finish with the model they started with), roll back to the
+//! previously active one, delete inactive ones, and start a training job.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::body;
+use crate::admin::train::{self, TrainParams};
+use crate::api::{ApiError, AppState};
+use crate::db::models::{Activation, Deletion};
+use crate::db::JobKind;
+use crate::second_phase::ActiveModel;
+
+/// Every model that is not deleted, newest first, with its metrics and training log.
+#[utoipa::path(
+    get, path = "/models", tag = "admin",
+    responses(
+        (status = 200, description = "`{\"active\":ID|null,\"models\":[..]}`"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let models = state.ops.db.models().await.map_err(ApiError::internal)?;
+    let active = models
+        .iter()
+        .find(|m| m.status == "active")
+        .map(|m| m.id.clone());
+    let models: Vec<Value> = models.iter().map(|m| m.to_json()).collect();
+    Ok(Json(json!({"active": active, "models": models})))
+}
+
+/// Loads a registered model's file and swaps it in.
+async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
+    let record = state
+        .ops
+        .db
+        .model(id)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found(format!("no model with id {id:?}")))?;
+    let path = std::path::PathBuf::from(&record.file_path);
+    let model = tokio::task::spawn_blocking(move || ActiveModel::load(&path))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
+    state.reranker.store(Some(Arc::new(model)));
+    crate::metrics::set_active_model(Some(id));
+    Ok(())
+}
+
+/// Makes a model the active reranker. The file is loaded and checked before the database
+/// changes, so a model that cannot be served is never marked active.
+#[utoipa::path(
+    post, path = "/models/{id}/activate", tag = "admin",
+    params(("id" = String, Path, description = "model id")),
+    responses(
+        (status = 200, description = "`{\"active\":ID,\"previous\":ID|null}`"),
+        (status = 404, description = "no such model"),
+        (status = 409, description = "already active, or its file cannot be served"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn activate(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    activate_id(&state, &id).await
+}
+
+async fn activate_id(state: &AppState, id: &str) -> Result<Json<Value>, ApiError> {
+    let current = state
+        .ops
+        .db
+        .active_model()
+        .await
+        .map_err(ApiError::internal)?;
+    if current.as_ref().is_some_and(|m| m.id == id) {
+        return Err(ApiError::conflict(format!("model {id} is already active")));
+    }
+    swap_in(state, id).await?;
+    match state.ops.db.activate_model(id, "admin").await {
+        Ok(Activation::Activated { previous }) => {
+            Ok(Json(json!({"active": id, "previous": previous})))
+        }
+        Ok(Activation::AlreadyActive) => {
+            Err(ApiError::conflict(format!("model {id} is already active")))
+        }
+        Ok(Activation::NotFound) => Err(ApiError::not_found(format!("no model with id {id:?}"))),
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+/// Re-activates the most recently active model other than the current one.
+#[utoipa::path(
+    post, path = "/models/rollback", tag = "admin",
+    responses(
+        (status = 200, description = "`{\"active\":ID,\"previous\":ID}`"),
+        (status = 409, description = "no earlier model to roll back to"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let target = state
+        .ops
+        .db
+        .rollback_target()
+        .await
+        .map_err(ApiError::internal)?;
+    match target {
+        Some(id) => activate_id(&state, &id).await,
+        None => Err(ApiError::conflict("no earlier model to roll back to")),
+    }
+}
+
+/// Deletes an inactive model (its file too; the activation history keeps its id).
+#[utoipa::path(
+    delete, path = "/models/{id}", tag = "admin",
+    params(("id" = String, Path, description = "model id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 404, description = "no such model"),
+        (status = 409, description = "the model is active"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    match state
+        .ops
+        .db
+        .delete_model(&id)
+        .await
+        .map_err(ApiError::internal)?
+    {
+        Deletion::Deleted { file_path } => {
+            if let Err(e) = std::fs::remove_file(&file_path) {
+                tracing::warn!("model {id} deleted but its file {file_path} stays: {e}");
+            }
+            Ok(StatusCode::NO_CONTENT)
+        }
+        Deletion::Active => Err(ApiError::conflict(format!(
+            "model {id} is active; activate another model first"
+        ))),
+        Deletion::NotFound => Err(ApiError::not_found(format!("no model with id {id:?}"))),
+    }
+}
+
+/// Starts training a reranker on the stored judgments (SPEC §3.5); the model is registered
+/// inactive when the job succeeds.
+#[utoipa::path(
+    post, path = "/train", tag = "admin",
+    request_body(content = String, description = "JSON: objective, model (linear|mlp), lr, epochs, batch, seed, tau, first_phase", content_type = "application/json"),
+    responses(
+        (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
+        (status = 400, description = "bad parameter (named), or no judged query to train on"),
+        (status = 409, description = "a training job is already queued or running"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn start(
+    State(state): State<Arc<AppState>>,
+    raw: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let params: TrainParams = if raw.is_empty() {
+        serde_json::from_str("{}").expect("empty params")
+    } else {
+        body::json(&raw)?
+    };
+    let (config, first_phase) = params
+        .config()
+        .map_err(|(field, message)| ApiError::bad_request(field, message))?;
+    let stored = state
+        .ops
+        .db
+        .all_judgments()
+        .await
+        .map_err(ApiError::internal)?;
+    let queries = train::judged_queries(&stored);
+    let usable = queries
+        .iter()
+        .filter(|q| q.grades.values().any(|&g| g >= 1))
+        .count();
+    if usable < 2 {
+        return Err(ApiError::bad_request(
+            "judgments",
+            format!(
+                "training needs judged queries with a stored text and a relevant document; \
+                 {usable} of {} stored queries qualify",
+                queries.len()
+            ),
+        ));
+    }
+    let worker = state.clone();
+    let params_json = serde_json::to_value(&params).map_err(ApiError::internal)?;
+    let id = state
+        .ops
+        .jobs
+        .start(JobKind::Train, params_json, move |ctx| {
+            let links = worker.links.load_full();
+            train::run(
+                &worker.index,
+                links.as_deref(),
+                &worker.ops.db,
+                queries,
+                config,
+                first_phase,
+                ctx,
+            )
+        })
+        .await
+        .map_err(super::create_error)?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"job": id}))))
+}

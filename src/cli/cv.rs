@@ -1,0 +1,202 @@
+//! `rankd cv`: k-fold cross-validation of the reranker on judgments over the index
+//! (SPEC §3.5). Queries are split into folds; for each fold a model is trained on the other
+//! folds' first-phase windows (with a validation split of them for early stopping) and
+//! reranks the held-out fold's windows. The reranked run and the first-phase run over the
+//! same windows are scored per query, and a paired randomization test says whether the
+//! difference is more than chance.
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use super::eval::GainArg;
+use super::features::JudgedArgs;
+use super::learn::{run_training, LearnArgs};
+use super::{progress, BadInput, DataArgs};
+use crate::eval::significance::{paired_randomization, PairedTest};
+use crate::eval::{self, EvalOptions, Gain, Report, Run};
+use crate::features::FeatureSet;
+use crate::judgments::{judged_windows, rank_set, Window};
+use crate::text::{ModelKind, TextIndex};
+
+#[derive(clap::Args, Debug)]
+pub struct CvArgs {
+    #[command(flatten)]
+    pub judged: JudgedArgs,
+    /// The first-phase model whose window is reranked.
+    #[arg(long, default_value = "bm25f")]
+    pub first_phase: String,
+    #[arg(long, default_value_t = crate::second_phase::DEFAULT_WINDOW)]
+    pub window: usize,
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Gain of NDCG (as `rankd eval`).
+    #[arg(long, value_enum, default_value = "linear")]
+    pub gain: GainArg,
+    /// Random sign assignments of the significance test.
+    #[arg(long, default_value_t = 100_000)]
+    pub samples: u64,
+    #[command(flatten)]
+    pub learn: LearnArgs,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub data: DataArgs,
+}
+
+pub fn run(args: CvArgs) -> anyhow::Result<()> {
+    let first_phase: ModelKind = args.first_phase.parse().map_err(BadInput)?;
+    crate::second_phase::validate_window(1, 0, args.window).map_err(|e| BadInput(e.to_string()))?;
+    if args.folds < 2 {
+        return Err(BadInput(format!("--folds must be at least 2, got {}", args.folds)).into());
+    }
+    let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
+    let links = crate::links::load(&index)?;
+    let (queries, qrels) = args.judged.load()?;
+    if queries.len() < args.folds {
+        return Err(BadInput(format!(
+            "{} judged queries cannot make {} folds",
+            queries.len(),
+            args.folds
+        ))
+        .into());
+    }
+    let bar = progress(queries.len() as u64, "features", args.json);
+    let (windows, stats) = judged_windows(
+        &index,
+        links.as_ref(),
+        &queries,
+        first_phase,
+        args.window,
+        &|| bar.inc(1),
+    )
+    .map_err(|e| BadInput(e.to_string()))?;
+    bar.finish_and_clear();
+
+    // Folds by query, shuffled with the seed.
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.shuffle(&mut ChaCha8Rng::seed_from_u64(args.learn.seed));
+    let fold_of: Vec<usize> = {
+        let mut f = vec![0; windows.len()];
+        for (i, &w) in order.iter().enumerate() {
+            f[w] = i % args.folds;
+        }
+        f
+    };
+    let score_col = FeatureSet::current()
+        .get("first_phase.score")
+        .expect("the feature set has the first-phase score");
+    let (mut baseline, mut reranked) = (Run::new(), Run::new());
+    let mut folds = Vec::new();
+    for fold in 0..args.folds {
+        let (mut test, mut train): (Vec<&Window>, Vec<Window>) = (Vec::new(), Vec::new());
+        for (i, w) in windows.iter().enumerate() {
+            if fold_of[i] == fold {
+                test.push(w);
+            } else {
+                train.push(w.clone());
+            }
+        }
+        let train_set = rank_set(&train).map_err(|e| BadInput(e.to_string()))?;
+        let (t, v) = train_set
+            .split_validation(args.learn.valid_fraction, args.learn.seed)
+            .map_err(|e| BadInput(e.to_string()))?;
+        let config = args
+            .learn
+            .config(format!("cv fold {} of {}", fold + 1, args.folds));
+        let outcome = run_training(&t, Some(&v), &config, true)?;
+        for w in &test {
+            let scores = outcome.model.score(&w.features.values, w.features.rows)?;
+            for (row, id) in w.ids.iter().enumerate() {
+                baseline.push(
+                    &w.qid,
+                    id.clone(),
+                    f64::from(w.features.row(row)[score_col]),
+                );
+                reranked.push(&w.qid, id.clone(), f64::from(scores[row]));
+            }
+        }
+        folds.push(json!({
+            "fold": fold + 1,
+            "test_queries": test.len(),
+            "best_epoch": outcome.model.training.best_epoch,
+            "epochs_run": outcome.model.training.epochs_run,
+        }));
+        if !args.json {
+            eprintln!(
+                "fold {}/{}: {} test queries, best epoch {}",
+                fold + 1,
+                args.folds,
+                test.len(),
+                outcome.model.training.best_epoch
+            );
+        }
+    }
+    let options = EvalOptions {
+        cutoffs: vec![1, 3, 5, 10, 20, 100],
+        gain: match args.gain {
+            GainArg::Linear => Gain::Linear,
+            GainArg::Exponential => Gain::Exponential,
+        },
+        complete: true,
+        ..EvalOptions::default()
+    };
+    let base = eval::evaluate(&baseline, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
+    let rer = eval::evaluate(&reranked, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
+    let tests: Vec<(&str, PairedTest)> = ["map", "ndcg@10", "mrr"]
+        .into_iter()
+        .map(|m| (m, paired(&base, &rer, m, args.samples, args.learn.seed)))
+        .collect();
+    if args.json {
+        let out = json!({
+            "first_phase": first_phase.to_string(),
+            "window": args.window,
+            "folds": folds,
+            "windows": stats,
+            "objective": format!("{:?}", args.learn.objective),
+            "baseline": base.means,
+            "reranked": rer.means,
+            "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "queries {}  (window {} of {first_phase})",
+            rer.queries, args.window
+        );
+        println!(
+            "{:<10} {:>10} {:>10} {:>10} {:>10}",
+            "metric",
+            first_phase.to_string(),
+            "reranked",
+            "diff",
+            "p"
+        );
+        for (m, t) in &tests {
+            println!(
+                "{m:<10} {:>10.4} {:>10.4} {:>+10.4} {:>10.4}",
+                base.means.get(m).unwrap_or(f64::NAN),
+                rer.means.get(m).unwrap_or(f64::NAN),
+                t.mean_difference,
+                t.p_value
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Paired test of one metric over the queries both reports scored.
+fn paired(a: &Report, b: &Report, metric: &str, samples: u64, seed: u64) -> PairedTest {
+    let metric = match metric {
+        "map" => "ap",
+        "mrr" => "rr",
+        m => m,
+    };
+    let (xs, ys): (Vec<f64>, Vec<f64>) = a
+        .per_query
+        .iter()
+        .filter_map(|(q, m)| Some((m.get(metric)?, b.per_query.get(q)?.get(metric)?)))
+        .unzip();
+    paired_randomization(&xs, &ys, samples, seed)
+}

@@ -1,0 +1,158 @@
+//! `rankd eval-letor`: train on a LETOR file, score the test file, report NDCG@{1,3,5,10} and
+//! MAP under LightGBM's convention (INTERFACE.md). With `--scores`, skip training and
+//! evaluate given scores (one per test row) — how peers' predictions are scored with the
+//! same metric code.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
+use super::BadInput;
+use crate::rerank::{evaluate_scores, MetricConvention, RankMetrics};
+
+#[derive(clap::Args, Debug)]
+pub struct EvalLetorArgs {
+    #[arg(long)]
+    pub train: Option<PathBuf>,
+    /// Group-size file for `--train` (default: `TRAIN.query` if it exists, else `qid:`).
+    #[arg(long)]
+    pub train_query: Option<PathBuf>,
+    #[arg(long)]
+    pub test: PathBuf,
+    #[arg(long)]
+    pub test_query: Option<PathBuf>,
+    /// Validation file for early stopping (default: `--valid-fraction` of the training
+    /// queries; the test file is never used for any choice).
+    #[arg(long)]
+    pub valid: Option<PathBuf>,
+    #[arg(long)]
+    pub valid_query: Option<PathBuf>,
+    /// Evaluate these scores (one number per line, one line per test row) instead of training.
+    #[arg(long, conflicts_with = "train")]
+    pub scores: Option<PathBuf>,
+    /// Also write the trained model here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub learn: LearnArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
+    let test = read_letor(&args.test, args.test_query.as_deref())?;
+    if let Some(path) = &args.scores {
+        let set = rank_sets(&[&test])?.remove(0);
+        let scores = read_scores(path, set.num_rows())?;
+        let metrics = evaluate_scores(&set, &scores, MetricConvention::Letor)
+            .map_err(|e| BadInput(e.to_string()))?;
+        return report(&args, &metrics, serde_json::json!({ "scores": path }));
+    }
+    let Some(train_path) = &args.train else {
+        return Err(
+            BadInput("give --train FILE to train on, or --scores FILE to evaluate".into()).into(),
+        );
+    };
+    let train = read_letor(train_path, args.train_query.as_deref())?;
+    let valid = args
+        .valid
+        .as_deref()
+        .map(|v| read_letor(v, args.valid_query.as_deref()))
+        .transpose()?;
+    let mut letor_sets = vec![&train, &test];
+    letor_sets.extend(valid.as_ref());
+    let mut sets = rank_sets(&letor_sets)?.into_iter();
+    let (all_train, test_set) = (sets.next().expect("train"), sets.next().expect("test"));
+    let (train_set, valid_set) = match sets.next() {
+        Some(v) => (all_train, v),
+        None => all_train
+            .split_validation(args.learn.valid_fraction, args.learn.seed)
+            .map_err(|e| BadInput(e.to_string()))?,
+    };
+    let config = args.learn.config(train_path.display().to_string());
+    let started = Instant::now();
+    let outcome = run_training(&train_set, Some(&valid_set), &config, args.json)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let model = &outcome.model;
+    if let Some(out) = &args.out {
+        model.save(out)?;
+    }
+    let scores = model.score(&test_set.x, test_set.num_rows())?;
+    let metrics = evaluate_scores(&test_set, &scores, MetricConvention::Letor)?;
+    let extra = serde_json::json!({
+        "objective": model.training.objective,
+        "model": if model.network.is_linear() { "linear" } else { "mlp" },
+        "hidden": model.network.hidden(),
+        "seed": args.learn.seed,
+        "id": model.id(),
+        "lr": args.learn.lr,
+        "batch": args.learn.batch,
+        "train_queries": train_set.queries.len(),
+        "valid_queries": valid_set.queries.len(),
+        "coverage": outcome.coverage,
+        "best_epoch": model.training.best_epoch,
+        "epochs_run": model.training.epochs_run,
+        "train_seconds": seconds,
+        "valid": model.training.metrics.valid,
+        "log": outcome.log,
+    });
+    report(&args, &metrics, extra)
+}
+
+fn report(args: &EvalLetorArgs, m: &RankMetrics, extra: serde_json::Value) -> anyhow::Result<()> {
+    if args.json {
+        let mut out = serde_json::json!({ "test": m });
+        if let (Some(out), serde_json::Value::Object(extra)) = (out.as_object_mut(), extra) {
+            out.extend(extra);
+        }
+        println!("{out}");
+    } else {
+        println!(
+            "{}: {} queries ({} without a relevant row: NDCG = 1, left out of MAP — LightGBM's \
+             convention; gain 2^l − 1)",
+            args.test.display(),
+            m.queries,
+            m.no_relevant
+        );
+        println!("NDCG@1  {:.4}", m.ndcg1);
+        println!("NDCG@3  {:.4}", m.ndcg3);
+        println!("NDCG@5  {:.4}", m.ndcg5);
+        println!("NDCG@10 {:.4}", m.ndcg10);
+        println!("MAP     {:.4}", m.map);
+    }
+    Ok(())
+}
+
+/// One finite score per line, exactly `rows` of them.
+fn read_scores(path: &Path, rows: usize) -> anyhow::Result<Vec<f32>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+    let scores: Vec<f32> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            l.trim()
+                .parse::<f32>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    BadInput(format!(
+                        "{}:{}: `{}` is not a finite score",
+                        path.display(),
+                        i + 1,
+                        l.trim()
+                    ))
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    if scores.len() != rows {
+        return Err(BadInput(format!(
+            "{} has {} scores but the test file has {rows} rows",
+            path.display(),
+            scores.len()
+        ))
+        .into());
+    }
+    Ok(scores)
+}

@@ -1,0 +1,156 @@
+//! `rankd features` (feature logging: the judged windows as SVMlight/LETOR, for any external
+//! learner) and `rankd known-items` (the Rust-docs known-item judgments as TREC files).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::eval::{read_qrels, read_queries, JudgmentVariant, QueryFormat};
+use super::{progress, BadInput, DataArgs};
+use crate::eval::Qrels;
+use crate::features::FeatureSet;
+use crate::judgments::{judged_windows, known_items, write_svmlight, JudgedQuery};
+use crate::text::{ModelKind, TextIndex};
+
+/// Judged queries for training or evaluation on the index.
+#[derive(clap::Args, Debug, Clone)]
+pub struct JudgedArgs {
+    /// Queries: `qid text` per line (trec) or Cranfield's `cran.qry`.
+    #[arg(long)]
+    pub queries: PathBuf,
+    /// Judgments: TREC qrels (`qid 0 doc grade`) or Cranfield's `cranqrel`.
+    #[arg(long)]
+    pub qrels: PathBuf,
+    #[arg(long, value_enum, default_value = "trec")]
+    pub format: QueryFormat,
+    /// Cranfield judgment variant (see `rankd eval`).
+    #[arg(long, value_enum, default_value = "a")]
+    pub judgments: JudgmentVariant,
+}
+
+impl JudgedArgs {
+    /// Queries with their judgments, and the judgments as read; a query without judgments
+    /// is dropped (nothing to learn or measure), judgments of unknown queries are an error.
+    pub fn load(&self) -> anyhow::Result<(Vec<JudgedQuery>, Qrels)> {
+        let queries = read_queries(&self.queries, self.format)?;
+        let qrels = read_qrels(&self.qrels, self.format, self.judgments)?;
+        Ok((judged(queries, &qrels)?, qrels))
+    }
+}
+
+fn judged(queries: Vec<(String, String)>, qrels: &Qrels) -> anyhow::Result<Vec<JudgedQuery>> {
+    let known: std::collections::HashSet<&str> = queries.iter().map(|(q, _)| q.as_str()).collect();
+    if let Some((qid, _)) = qrels.iter().find(|(q, _)| !known.contains(q)) {
+        return Err(BadInput(format!(
+            "the qrels judge query `{qid}`, which the queries file lacks"
+        ))
+        .into());
+    }
+    Ok(queries
+        .into_iter()
+        .filter_map(|(qid, text)| {
+            let grades = qrels
+                .get(&qid)?
+                .iter()
+                .map(|(d, g)| (d.clone(), *g))
+                .collect();
+            Some(JudgedQuery { qid, text, grades })
+        })
+        .collect())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct FeaturesArgs {
+    #[command(flatten)]
+    pub judged: JudgedArgs,
+    /// The first-phase model whose window is logged.
+    #[arg(long, default_value = "bm25f")]
+    pub model: String,
+    #[arg(long, default_value_t = 100)]
+    pub window: usize,
+    /// The SVMlight/LETOR file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub data: DataArgs,
+}
+
+pub fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
+    let model: ModelKind = args.model.parse().map_err(BadInput)?;
+    crate::text::search::validate_window(args.window, 0).map_err(|e| BadInput(e.to_string()))?;
+    let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
+    let links = crate::links::load(&index)?;
+    let (queries, _) = args.judged.load()?;
+    let bar = progress(queries.len() as u64, "features", args.json);
+    let (windows, stats) = judged_windows(
+        &index,
+        links.as_ref(),
+        &queries,
+        model,
+        args.window,
+        &|| bar.inc(1),
+    )
+    .map_err(|e| BadInput(e.to_string()))?;
+    bar.finish_and_clear();
+    let mut bytes = Vec::new();
+    write_svmlight(&mut bytes, FeatureSet::current(), &windows)?;
+    crate::text::index::write_atomic(&args.out, &bytes)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&stats)?);
+    } else {
+        eprintln!(
+            "wrote {} rows of {} queries to {} ({} of {} relevant documents inside the windows, {} judged documents not in the index)",
+            stats.rows,
+            stats.queries,
+            args.out.display(),
+            stats.relevant_in_window,
+            stats.relevant_judged,
+            stats.unknown_documents
+        );
+    }
+    Ok(())
+}
+
+#[derive(clap::Args, Debug)]
+pub struct KnownItemsArgs {
+    /// The documentation directory (default: rustup's, as for `rankd demo`).
+    #[arg(long)]
+    pub docs: Option<PathBuf>,
+    #[arg(long, default_value_t = 2000)]
+    pub max: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where to write the queries (`qid text` lines) and the TREC qrels.
+    #[arg(long)]
+    pub queries_out: PathBuf,
+    #[arg(long)]
+    pub qrels_out: PathBuf,
+}
+
+pub fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
+    let docs = match args.docs {
+        Some(d) => d,
+        None => super::demo::find_rust_docs()?,
+    };
+    let items = known_items::derive(&docs, args.max, args.seed)?;
+    if items.is_empty() {
+        return Err(BadInput(format!(
+            "no documented API item pages under {}",
+            docs.display()
+        ))
+        .into());
+    }
+    let (queries, qrels) = known_items::to_trec(&items);
+    crate::text::index::write_atomic(&args.queries_out, queries.as_bytes())?;
+    crate::text::index::write_atomic(&args.qrels_out, qrels.as_bytes())?;
+    let mut err = std::io::stderr();
+    writeln!(
+        err,
+        "wrote {} known-item queries to {} and {}",
+        items.len(),
+        args.queries_out.display(),
+        args.qrels_out.display()
+    )?;
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! What `rankd train` and `rankd eval-letor` share: the learning options (objective, model,
+//! every hyperparameter), reading LETOR files into [`RankSet`]s, and running the trainer with
+//! a progress bar and a per-epoch log on stderr.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use super::{progress, BadInput};
+use crate::corpus::letor;
+use crate::rerank::objective::StableAp;
+use crate::rerank::{
+    self, Activation, MetricConvention, NormKind, Objective, ObjectiveKind, RankSet, TrainConfig,
+    TrainOutcome, UnifiedMomentum,
+};
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelArg {
+    Linear,
+    Mlp,
+}
+
+/// Objective, model and optimiser options (SPEC §3.2–3.3 names and defaults).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LearnArgs {
+    #[arg(long, value_enum, default_value = "stable-ap")]
+    pub objective: ObjectiveKind,
+    #[arg(long, value_enum, default_value = "mlp")]
+    pub model: ModelArg,
+    /// Hidden layer widths of the MLP, comma-separated (one or two layers).
+    #[arg(long, value_delimiter = ',', default_value = "32")]
+    pub hidden: Vec<usize>,
+    #[arg(long, value_enum, default_value = "relu")]
+    pub activation: Activation,
+    #[arg(long, value_enum, default_value = "zscore")]
+    pub norm: NormKind,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 100)]
+    pub epochs: usize,
+    /// Learning rate α (0.01: the value tuned for both AP objectives on LETOR, EVALUATION.md).
+    #[arg(long, default_value_t = 0.01)]
+    pub lr: f64,
+    /// Queries per batch.
+    #[arg(long, default_value_t = 16)]
+    pub batch: usize,
+    /// Early stopping: epochs without a better validation MAP.
+    #[arg(long, default_value_t = 15)]
+    pub patience: usize,
+    /// Huber margin τ (stable AP, smoothed AP), on sigmoid scores.
+    #[arg(long, default_value_t = 0.1)]
+    pub tau: f32,
+    /// ε of stable AP's outer function h.
+    #[arg(long, default_value_t = 0.01)]
+    pub epsilon: f64,
+    /// a and t of stable AP's weighting ((1 + a)/(r + a))^t.
+    #[arg(long, default_value_t = 0.1)]
+    pub weight_a: f64,
+    #[arg(long, default_value_t = 2.0)]
+    pub weight_t: f64,
+    /// λ of stable AP's μ̂ moving average.
+    #[arg(long, default_value_t = 0.01)]
+    pub lambda: f64,
+    /// RankNet's σ.
+    #[arg(long, default_value_t = 1.0)]
+    pub sigma: f32,
+    /// Grades at or above this are relevant (binary objectives).
+    #[arg(long, default_value_t = 1)]
+    pub threshold: i32,
+    /// AP objectives: average the loss over every relevance level of a query (graded AP)
+    /// instead of the single `--threshold` split.
+    #[arg(long)]
+    pub graded: bool,
+    /// Momentum β of the unified momentum optimiser.
+    #[arg(long, default_value_t = 0.9)]
+    pub beta: f64,
+    /// s of the unified momentum: 1 Nesterov, 0 heavy ball.
+    #[arg(long, default_value_t = 1.0)]
+    pub momentum_s: f64,
+    #[arg(long, default_value_t = 4e-5)]
+    pub weight_decay: f64,
+    /// Fraction of the training queries held out for early stopping when no validation
+    /// file is given.
+    #[arg(long, default_value_t = 0.2)]
+    pub valid_fraction: f64,
+}
+
+impl LearnArgs {
+    /// The command-line defaults, for callers without a command line (the demo).
+    pub fn defaults() -> Self {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            learn: LearnArgs,
+        }
+        <Only as clap::Parser>::parse_from(["rankd"]).learn
+    }
+
+    pub fn objective(&self) -> Objective {
+        match self.objective {
+            ObjectiveKind::StableAp => Objective::StableAp(StableAp {
+                tau: self.tau,
+                epsilon: self.epsilon,
+                a: self.weight_a,
+                t: self.weight_t,
+                lambda: self.lambda,
+                threshold: self.threshold,
+                graded: self.graded,
+            }),
+            ObjectiveKind::Ranknet => Objective::Ranknet { sigma: self.sigma },
+            ObjectiveKind::ApHingeQs => Objective::ApHingeQs {
+                threshold: self.threshold,
+            },
+            ObjectiveKind::NdcgHingeQs => Objective::NdcgHingeQs {
+                threshold: self.threshold,
+            },
+            ObjectiveKind::SmoothAp => Objective::SmoothAp {
+                tau: self.tau,
+                threshold: self.threshold,
+                graded: self.graded,
+            },
+        }
+    }
+
+    pub fn config(&self, source: String) -> TrainConfig {
+        TrainConfig {
+            objective: self.objective(),
+            hidden: match self.model {
+                ModelArg::Linear => Vec::new(),
+                ModelArg::Mlp => self.hidden.clone(),
+            },
+            activation: self.activation,
+            normalization: self.norm,
+            optimizer: UnifiedMomentum::new(self.lr, self.beta, self.momentum_s, self.weight_decay),
+            epochs: self.epochs,
+            batch_queries: self.batch,
+            patience: self.patience,
+            seed: self.seed,
+            convention: MetricConvention::Letor,
+            source,
+            parent: None,
+        }
+    }
+}
+
+/// Reads a LETOR/SVMlight file: queries from `groups`, else from `DATA.query` if it exists
+/// (LightGBM's convention), else from `qid:`.
+pub fn read_letor(data: &Path, groups: Option<&Path>) -> anyhow::Result<letor::LetorSet> {
+    let groups: Option<PathBuf> = groups
+        .map(Path::to_path_buf)
+        .or_else(|| letor::group_file_for(data));
+    Ok(letor::read(data, groups.as_deref()).map_err(|e| BadInput(e.to_string()))?)
+}
+
+/// LETOR sets as [`RankSet`]s over the same feature list `f1..fN`, N the widest of them.
+pub fn rank_sets(sets: &[&letor::LetorSet]) -> anyhow::Result<Vec<RankSet>> {
+    let width = sets.iter().map(|s| s.num_features).max().unwrap_or(0);
+    sets.iter()
+        .map(|s| Ok(RankSet::from_letor_width(s, width).map_err(|e| BadInput(e.to_string()))?))
+        .collect()
+}
+
+/// Runs the trainer with a progress bar (hidden when `quiet`) and one log line per epoch.
+pub fn run_training(
+    train: &RankSet,
+    valid: Option<&RankSet>,
+    config: &TrainConfig,
+    quiet: bool,
+) -> anyhow::Result<TrainOutcome> {
+    if let Some(t) = config.objective.threshold() {
+        let c = train.pair_coverage(t);
+        if !quiet && (c.only_positives > 0 || c.only_negatives > 0) {
+            eprintln!(
+                "{} of {} training queries have no relevant/non-relevant pair at grade ≥ {t} \
+                 and are skipped by this objective ({} only relevant, {} only non-relevant)",
+                c.only_positives + c.only_negatives,
+                train.queries.len(),
+                c.only_positives,
+                c.only_negatives
+            );
+        }
+    }
+    let bar = progress(config.epochs as u64, "epochs", quiet);
+    let cancel = AtomicBool::new(false);
+    let outcome = rerank::train(
+        train,
+        valid,
+        config,
+        &mut |e| {
+            let line = format!(
+                "epoch {:>3}  loss {:.5}  valid MAP {:.4}  NDCG@10 {:.4}  {:.2}s  {:.0} queries/s  \
+                 {:.0} pairs/s{}",
+                e.epoch,
+                e.train_loss,
+                e.valid_map,
+                e.valid_ndcg10,
+                e.seconds,
+                e.queries_per_s,
+                e.pairs_per_s,
+                if e.best { "  *" } else { "" }
+            );
+            if !quiet {
+                bar.suspend(|| eprintln!("{line}"));
+            }
+            bar.inc(1);
+        },
+        &cancel,
+    )
+    .map_err(|e| match e {
+        rerank::RerankError::Invalid(m) => anyhow::Error::from(BadInput(m)),
+        other => other.into(),
+    })?;
+    bar.finish_and_clear();
+    Ok(outcome)
+}

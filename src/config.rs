@@ -1,0 +1,298 @@
+//! Server configuration from a TOML file, `RANKD_*` environment variables and command-line
+//! flags, in that order of precedence (flags override the environment, which overrides the
+//! file, which overrides the defaults), as Meilisearch does.
+//!
+//! ```toml
+//! addr = "127.0.0.1:8080"
+//! data_dir = "/var/lib/rankd"
+//! database_url = "postgres://rankd@127.0.0.1/rankd"   # default: sqlite in data_dir
+//! admin_token = "a long random string"                # default: admin API disabled
+//! [limits]
+//! max_body_bytes = 16777216
+//! max_concurrent_requests = 256
+//! request_timeout_secs = 30
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::Deserialize;
+
+/// Everything `rankd serve` needs to know beyond the index itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    /// `None`: SQLite in `data_dir/rankd.db`.
+    pub database_url: Option<String>,
+    /// `None`: the admin API answers 503 (disabled).
+    pub admin_token: Option<String>,
+    pub limits: Limits,
+}
+
+/// Resource limits of the HTTP server.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest request body accepted (document batches, qrels imports).
+    pub max_body_bytes: usize,
+    /// Requests served at once; more wait in line.
+    pub max_concurrent_requests: usize,
+    /// A request running longer than this is answered with 408.
+    pub request_timeout_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 16 << 20,
+            max_concurrent_requests: 256,
+            request_timeout_secs: 30,
+        }
+    }
+}
+
+/// The file's keys; every one optional, unknown keys rejected (a typo must not be ignored).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    addr: Option<SocketAddr>,
+    data_dir: Option<PathBuf>,
+    database_url: Option<String>,
+    admin_token: Option<String>,
+    limits: Option<Limits>,
+}
+
+/// Values given as command-line flags; `None` when the flag was not given.
+#[derive(Debug, Default, Clone)]
+pub struct Flags {
+    pub config: Option<PathBuf>,
+    pub addr: Option<SocketAddr>,
+    pub data_dir: Option<PathBuf>,
+    pub database_url: Option<String>,
+}
+
+pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+pub const DEFAULT_DATA_DIR: &str = "./data";
+
+impl Config {
+    /// Resolves the configuration from the process environment and `flags`.
+    pub fn load(flags: Flags) -> anyhow::Result<Config> {
+        Config::resolve(flags, &|name| std::env::var(name).ok())
+    }
+
+    /// Resolves with `env` as the environment (tests pass their own). The file is
+    /// `flags.config`, else `RANKD_CONFIG`, else none.
+    pub fn resolve(flags: Flags, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Config> {
+        let env = |name: &str| env(name).filter(|v| !v.is_empty());
+        let file = match flags
+            .config
+            .clone()
+            .or_else(|| env("RANKD_CONFIG").map(Into::into))
+        {
+            Some(path) => read_file(&path)?,
+            None => FileConfig::default(),
+        };
+        let addr = match (flags.addr, env("RANKD_ADDR")) {
+            (Some(a), _) => a,
+            (None, Some(v)) => v
+                .parse()
+                .with_context(|| format!("RANKD_ADDR={v:?} is not a socket address"))?,
+            (None, None) => file.addr.unwrap_or_else(|| DEFAULT_ADDR.parse().unwrap()),
+        };
+        let data_dir = flags
+            .data_dir
+            .or_else(|| env("RANKD_DATA_DIR").map(Into::into))
+            .or(file.data_dir)
+            .unwrap_or_else(|| DEFAULT_DATA_DIR.into());
+        // `DATABASE_URL` is the name most tools use; `RANKD_DATABASE_URL` wins when both are set.
+        let database_url = flags
+            .database_url
+            .or_else(|| env("RANKD_DATABASE_URL"))
+            .or_else(|| env("DATABASE_URL"))
+            .or(file.database_url);
+        let admin_token = env("RANKD_ADMIN_TOKEN").or(file.admin_token);
+        if let Some(t) = &admin_token {
+            if t.trim().len() < 16 {
+                anyhow::bail!("the admin token must be at least 16 characters long");
+            }
+        }
+        let mut limits = file.limits.unwrap_or_default();
+        env_number("RANKD_MAX_BODY_BYTES", &env, &mut limits.max_body_bytes)?;
+        env_number(
+            "RANKD_MAX_CONCURRENT_REQUESTS",
+            &env,
+            &mut limits.max_concurrent_requests,
+        )?;
+        env_number(
+            "RANKD_REQUEST_TIMEOUT_SECS",
+            &env,
+            &mut limits.request_timeout_secs,
+        )?;
+        if limits.max_concurrent_requests == 0 || limits.request_timeout_secs == 0 {
+            anyhow::bail!("limits.max_concurrent_requests and request_timeout_secs must be > 0");
+        }
+        Ok(Config {
+            addr,
+            data_dir,
+            database_url,
+            admin_token,
+            limits,
+        })
+    }
+
+    /// The database URL in effect: the configured one, or SQLite in the data directory.
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| crate::db::default_url(&self.data_dir))
+    }
+}
+
+fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("in the configuration file {}", path.display()))
+}
+
+fn env_number<T: std::str::FromStr>(
+    name: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    slot: &mut T,
+) -> anyhow::Result<()>
+where
+    T::Err: std::fmt::Display,
+{
+    if let Some(v) = env(name) {
+        *slot = v
+            .trim()
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{name}={v:?} is not a valid number: {e}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn with_file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rankd.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    const FILE: &str = r#"
+        addr = "127.0.0.1:7000"
+        data_dir = "/from/file"
+        database_url = "sqlite:///from/file.db"
+        admin_token = "file-token-0123456789"
+        [limits]
+        max_body_bytes = 1000
+    "#;
+
+    #[test]
+    fn defaults_without_file_env_or_flags() {
+        let c = Config::resolve(Flags::default(), &env(&[])).unwrap();
+        assert_eq!(c.addr, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert_eq!(c.database_url, None);
+        assert_eq!(c.admin_token, None);
+        assert_eq!(c.limits.max_body_bytes, 16 << 20);
+        assert_eq!(
+            c.database_url(),
+            "sqlite://./data/rankd.db?mode=rwc".to_string()
+        );
+    }
+
+    #[test]
+    fn flags_override_env_override_file() {
+        let (_d, path) = with_file(FILE);
+        let flags = Flags {
+            config: Some(path.clone()),
+            ..Flags::default()
+        };
+        let c = Config::resolve(flags.clone(), &env(&[])).unwrap();
+        assert_eq!(c.addr, "127.0.0.1:7000".parse().unwrap());
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+        assert_eq!(c.admin_token.as_deref(), Some("file-token-0123456789"));
+        assert_eq!(c.limits.max_body_bytes, 1000);
+        assert_eq!(c.limits.max_concurrent_requests, 256);
+
+        let e = env(&[
+            ("RANKD_ADDR", "127.0.0.1:7001"),
+            ("RANKD_DATA_DIR", "/from/env"),
+            ("DATABASE_URL", "postgres://generic/db"),
+            ("RANKD_ADMIN_TOKEN", "env-token-0123456789"),
+            ("RANKD_MAX_BODY_BYTES", "2000"),
+        ]);
+        let c = Config::resolve(flags.clone(), &e).unwrap();
+        assert_eq!(c.addr, "127.0.0.1:7001".parse().unwrap());
+        assert_eq!(c.data_dir, PathBuf::from("/from/env"));
+        assert_eq!(c.database_url.as_deref(), Some("postgres://generic/db"));
+        assert_eq!(c.admin_token.as_deref(), Some("env-token-0123456789"));
+        assert_eq!(c.limits.max_body_bytes, 2000);
+
+        let e2 = env(&[
+            ("DATABASE_URL", "postgres://generic/db"),
+            ("RANKD_DATABASE_URL", "postgres://specific/db"),
+        ]);
+        let c = Config::resolve(flags.clone(), &e2).unwrap();
+        assert_eq!(c.database_url.as_deref(), Some("postgres://specific/db"));
+
+        let all_flags = Flags {
+            config: Some(path),
+            addr: Some("127.0.0.1:7002".parse().unwrap()),
+            data_dir: Some("/from/flag".into()),
+            database_url: Some("sqlite:///from/flag.db".into()),
+        };
+        let c = Config::resolve(all_flags, &e).unwrap();
+        assert_eq!(c.addr, "127.0.0.1:7002".parse().unwrap());
+        assert_eq!(c.data_dir, PathBuf::from("/from/flag"));
+        assert_eq!(c.database_url.as_deref(), Some("sqlite:///from/flag.db"));
+    }
+
+    #[test]
+    fn config_file_from_env_and_bad_values_are_errors() {
+        let (_d, path) = with_file(FILE);
+        let c = Config::resolve(
+            Flags::default(),
+            &env(&[("RANKD_CONFIG", path.to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+
+        let (_d2, typo) = with_file("adress = \"127.0.0.1:1\"\n");
+        let err = Config::resolve(
+            Flags {
+                config: Some(typo),
+                ..Flags::default()
+            },
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("adress"), "{err:#}");
+
+        let err =
+            Config::resolve(Flags::default(), &env(&[("RANKD_ADDR", "nowhere")])).unwrap_err();
+        assert!(err.to_string().contains("RANKD_ADDR"), "{err}");
+        let err = Config::resolve(Flags::default(), &env(&[("RANKD_MAX_BODY_BYTES", "lots")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("RANKD_MAX_BODY_BYTES"), "{err}");
+        let err =
+            Config::resolve(Flags::default(), &env(&[("RANKD_ADMIN_TOKEN", "short")])).unwrap_err();
+        assert!(err.to_string().contains("16 characters"), "{err}");
+    }
+}

@@ -1,0 +1,164 @@
+//! The feature set: names, declared defaults for missing values, and a version.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::text::config::TEXT_FIELDS;
+
+/// Version of the feature set; bumped when a feature's meaning changes (adding features does
+/// not break trained models, which look their features up by name).
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v1";
+
+/// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
+pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
+
+/// `ln(ε + s·N)` is how link scores enter the features (a score of 1/N maps to ≈ 0); this is
+/// the value of a document outside the link graph.
+pub(super) const LOG_SCORE_FLOOR: f32 = -6.907_755; // ln(1e-3)
+
+/// Link scores read from the stored link analysis, log-scaled (see [`LOG_SCORE_FLOOR`]).
+pub(super) const LINK_LOG_SCORES: [&str; 8] = [
+    "link.pagerank",
+    "link.inverse_pagerank",
+    "link.trustrank",
+    "link.anti_trustrank",
+    "link.hits_hub",
+    "link.hits_authority",
+    "link.salsa_hub",
+    "link.salsa_authority",
+];
+
+/// Names and defaults of every feature, in column order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeatureSet {
+    names: Vec<String>,
+    defaults: Vec<f32>,
+    by_name: HashMap<String, usize>,
+    /// Columns of [`FIELD_FEATURES`] for each of `TEXT_FIELDS`, in that order.
+    field_columns: Vec<[usize; FIELD_FEATURES.len()]>,
+}
+
+impl FeatureSet {
+    /// The current feature set.
+    pub fn current() -> &'static FeatureSet {
+        static SET: OnceLock<FeatureSet> = OnceLock::new();
+        SET.get_or_init(FeatureSet::build)
+    }
+
+    fn build() -> FeatureSet {
+        let mut list: Vec<(String, f32)> = Vec::new();
+        let mut add = |name: &str, default: f32| list.push((name.to_string(), default));
+        for field in TEXT_FIELDS {
+            for f in FIELD_FEATURES {
+                add(&format!("{field}.{f}"), 0.0);
+            }
+        }
+        add("bm25f", 0.0);
+        // SPEC §1.7 on the whole document.
+        for f in ["all.min_dist", "all.span", "all.min_cover", "all.proximity"] {
+            add(f, 0.0);
+        }
+        add("query.terms", 0.0);
+        add("query.length", 0.0);
+        add("first_phase.score", 0.0);
+        add("first_phase.rank", 0.0);
+        add("url.length", 0.0);
+        add("url.depth", 0.0);
+        add("link.in_graph", 0.0);
+        for f in LINK_LOG_SCORES {
+            add(f, LOG_SCORE_FLOOR);
+        }
+        add("link.spam_mass", 0.0);
+        add("link.in_degree", 0.0);
+        add("link.out_degree", 0.0);
+        // Query-dependent link analysis on the candidate window's induced subgraph.
+        for f in [
+            "window.hits_authority",
+            "window.hits_hub",
+            "window.salsa_authority",
+            "window.in_links",
+        ] {
+            add(f, 0.0);
+        }
+        // SPEC §1.8, where documents carry `published_at`.
+        for f in ["fresh.has_date", "fresh.age_days", "fresh.decay"] {
+            add(f, 0.0);
+        }
+        let by_name: HashMap<String, usize> = list
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        let field_columns = TEXT_FIELDS
+            .iter()
+            .map(|field| FIELD_FEATURES.map(|f| by_name[&format!("{field}.{f}")]))
+            .collect();
+        let (names, defaults) = list.into_iter().unzip();
+        FeatureSet {
+            names,
+            defaults,
+            by_name,
+            field_columns,
+        }
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn defaults(&self) -> &[f32] {
+        &self.defaults
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Column of a feature this set defines.
+    pub fn get(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Columns of the per-field features of `TEXT_FIELDS[field]`, in [`FIELD_FEATURES`] order.
+    pub(super) fn field_columns(&self, field: usize) -> &[usize; FIELD_FEATURES.len()] {
+        &self.field_columns[field]
+    }
+
+    /// Column of a feature the extraction code itself names (a missing name is a bug).
+    pub(super) fn col(&self, name: &str) -> usize {
+        self.get(name)
+            .unwrap_or_else(|| panic!("feature `{name}` is not in {FEATURE_SET_VERSION}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_cover_the_spec_list() {
+        let set = FeatureSet::current();
+        assert_eq!(set.by_name.len(), set.len(), "duplicate feature names");
+        assert!(set.len() >= 25);
+        for name in [
+            "title.bm25",
+            "body.lm",
+            "all.f2exp",
+            "anchor.tfidf",
+            "bm25f",
+            "all.min_cover",
+            "first_phase.rank",
+            "url.depth",
+            "link.pagerank",
+            "link.spam_mass",
+            "window.salsa_authority",
+            "link.in_degree",
+        ] {
+            assert!(set.get(name).is_some(), "{name} missing");
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Text features: every SPEC §1 model per field, BM25F, proximity, match counts and lengths.
+
+use std::sync::Arc;
+
+use tantivy::{DocAddress, Searcher};
+
+use super::{Candidate, FeatureMatrix, FeatureSet};
+use crate::text::config::{Analyzer, TEXT_FIELDS};
+use crate::text::models::proximity::{proximity, proximity_score};
+use crate::text::models::{
+    Bm25, Bm25Proximity, DocMatch, F2Exp, LmDirichlet, ModelKind, Stats, TextModel, TfIdf,
+};
+use crate::text::query::QueryTerms;
+use crate::text::scorer::{ModelQuery, ModelScorer};
+use crate::text::search::SearchError;
+use crate::text::TextIndex;
+
+/// Fills the text columns of `m`.
+pub(super) fn extract(
+    index: &TextIndex,
+    searcher: &Searcher,
+    set: &FeatureSet,
+    q: &str,
+    candidates: &[Candidate],
+    m: &mut FeatureMatrix,
+) -> Result<(), SearchError> {
+    // Candidates in doc-id order: postings only move forward.
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    order.sort_by_key(|&i| candidates[i].address);
+    let stats = Stats::new(searcher);
+    // Fields usually share an analyzer: analyse the query once per analyzer.
+    let mut analysed: Vec<(Analyzer, QueryTerms)> = Vec::new();
+    for (field_index, field_name) in TEXT_FIELDS.into_iter().enumerate() {
+        let fc = index.config.field(field_name);
+        let terms = match analysed.iter().find(|(a, _)| *a == fc.analyzer) {
+            Some((_, t)) => t.clone(),
+            None => {
+                let t = QueryTerms::analyze(q, fc.analyzer)?;
+                analysed.push((fc.analyzer, t.clone()));
+                t
+            }
+        };
+        if field_name == "all" {
+            m_set_all(m, set.col("query.terms"), terms.terms.len() as f32);
+            m_set_all(m, set.col("query.length"), terms.len_with_repeats() as f32);
+        }
+        if terms.is_empty() {
+            continue;
+        }
+        let field = index
+            .fields
+            .text(field_name)
+            .expect("TEXT_FIELDS are schema fields");
+        let t = &terms.terms;
+        let mp = &index.config.models;
+        let bm25 = Bm25::new(&stats, field, t, fc.bm25.k1, fc.bm25.b)?;
+        let models: [Arc<dyn TextModel>; 4] = [
+            Arc::new(TfIdf::new(&stats, field, t)?),
+            Arc::new(bm25.clone()),
+            Arc::new(F2Exp::new(&stats, field, t, mp.f2exp.k, mp.f2exp.s)?),
+            Arc::new(LmDirichlet::new(&stats, field, t, mp.lm.mu)?),
+        ];
+        // One postings walk per field gathers tf and length for all four models (and the
+        // positions proximity needs, on the whole document only).
+        let with_positions = field_name == "all";
+        let collector: Arc<dyn TextModel> = if with_positions {
+            Arc::new(Bm25Proximity::new(bm25, mp.proximity.alpha))
+        } else {
+            Arc::new(bm25)
+        };
+        let collector_terms = collector.terms().to_vec();
+        let remaps: Vec<Vec<usize>> = models
+            .iter()
+            .map(|model| remap(model.terms(), &collector_terms))
+            .collect();
+        let cols = set.field_columns(field_index);
+        let prox_cols = [
+            set.col("all.min_dist"),
+            set.col("all.span"),
+            set.col("all.min_cover"),
+            set.col("all.proximity"),
+        ];
+        let query = ModelQuery::new(collector);
+        let mut scorer: Option<(u32, ModelScorer)> = None;
+        let mut tf = Vec::new();
+        for &row in &order {
+            let DocAddress {
+                segment_ord,
+                doc_id,
+            } = candidates[row].address;
+            if scorer.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
+                let reader = searcher.segment_reader(segment_ord);
+                scorer = Some((segment_ord, query.segment_scorer(reader)?));
+            }
+            let (_, s) = scorer.as_mut().expect("set above");
+            let dm = s.doc_match(doc_id);
+            for (k, model) in models.iter().enumerate() {
+                tf.clear();
+                tf.extend(remaps[k].iter().map(|&j| dm.tf[j]));
+                let sub = DocMatch {
+                    tf: &tf,
+                    len: dm.len,
+                    positions: &[],
+                };
+                m.set(row, cols[k], model.score(&sub));
+            }
+            let matched = dm.tf.iter().filter(|&&f| f > 0).count();
+            m.set(row, cols[4], matched as f32);
+            m.set(row, cols[5], dm.len[0] as f32);
+            if with_positions {
+                let p = proximity(dm.positions, dm.len[0]);
+                m.set(row, prox_cols[0], p.min_dist as f32);
+                m.set(row, prox_cols[1], p.span as f32);
+                m.set(row, prox_cols[2], p.min_cover as f32);
+                m.set(
+                    row,
+                    prox_cols[3],
+                    proximity_score(p.min_dist, mp.proximity.alpha),
+                );
+            }
+        }
+    }
+    bm25f(index, searcher, set, q, candidates, m)
+}
+
+/// BM25F over its fields at once (SPEC §1.4), through the model's own batched scorer.
+fn bm25f(
+    index: &TextIndex,
+    searcher: &Searcher,
+    set: &FeatureSet,
+    q: &str,
+    candidates: &[Candidate],
+    m: &mut FeatureMatrix,
+) -> Result<(), SearchError> {
+    let Some(bound) = index.bind(searcher, ModelKind::Bm25F, None, q)? else {
+        return Ok(());
+    };
+    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
+    let col = set.col("bm25f");
+    for (row, score) in bound.score_docs(searcher, &docs)?.into_iter().enumerate() {
+        m.set(row, col, score);
+    }
+    Ok(())
+}
+
+/// Position in `collector` of each of `model`'s terms (a model may keep a subset, as the
+/// language model drops terms absent from the collection).
+fn remap(model: &[String], collector: &[String]) -> Vec<usize> {
+    model
+        .iter()
+        .map(|t| {
+            collector
+                .iter()
+                .position(|c| c == t)
+                .expect("every model's terms come from the same analysed query")
+        })
+        .collect()
+}
+
+fn m_set_all(m: &mut FeatureMatrix, col: usize, value: f32) {
+    for row in 0..m.rows {
+        m.set(row, col, value);
+    }
+}

@@ -1,0 +1,301 @@
+//! Prometheus metrics of the process, in one registry rendered by `GET /metrics`.
+//!
+//! Names follow Prometheus practice (one `rankd_` prefix, base units, `_total` counters).
+//! HTTP latency uses the OpenTelemetry buckets; search phases get their own histogram with
+//! sub-millisecond buckets, because a whole first-phase search takes about a millisecond.
+//! Series with labels are created at start-up with zero values so that dashboards and
+//! alerts find them before the first event.
+
+use std::sync::LazyLock;
+
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// The stages of answering a search, timed separately.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchPhase {
+    /// First-phase retrieval through the inverted index (text model, boost).
+    Retrieve,
+    /// Feature extraction for the rerank window.
+    Features,
+    /// Second-phase scoring by the learned reranker.
+    Rerank,
+}
+
+impl SearchPhase {
+    pub const ALL: [SearchPhase; 3] = [
+        SearchPhase::Retrieve,
+        SearchPhase::Features,
+        SearchPhase::Rerank,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchPhase::Retrieve => "retrieve",
+            SearchPhase::Features => "features",
+            SearchPhase::Rerank => "rerank",
+        }
+    }
+}
+
+/// OpenTelemetry's advice for `http.server.request.duration`, in seconds.
+const HTTP_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+/// From 50 µs to 1 s: engine phases are mostly below a millisecond.
+const PHASE_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0,
+];
+/// Background jobs: from a tenth of a second (a small graph) to hours (training).
+const JOB_BUCKETS: &[f64] = &[
+    0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0, 1800.0, 3600.0, 14400.0,
+];
+
+struct Metrics {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    search_phase: HistogramVec,
+    index_size: IntGauge,
+    index_documents: IntGauge,
+    active_model: IntGaugeVec,
+    job_duration: HistogramVec,
+    train_epochs: IntCounter,
+    train_validation: GaugeVec,
+    errors: IntCounterVec,
+}
+
+static METRICS: LazyLock<Metrics> =
+    LazyLock::new(|| Metrics::new().expect("metric definitions are static and valid"));
+
+impl Metrics {
+    fn new() -> prometheus::Result<Metrics> {
+        let registry = Registry::new();
+        let http_requests = IntCounterVec::new(
+            Opts::new("rankd_http_requests_total", "HTTP requests answered"),
+            &["route", "method", "status"],
+        )?;
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "rankd_http_request_duration_seconds",
+                "Time from request to response head",
+            )
+            .buckets(HTTP_BUCKETS.to_vec()),
+            &["route", "method"],
+        )?;
+        let search_phase = HistogramVec::new(
+            HistogramOpts::new(
+                "rankd_search_phase_duration_seconds",
+                "Time spent in each phase of a search",
+            )
+            .buckets(PHASE_BUCKETS.to_vec()),
+            &["phase"],
+        )?;
+        let index_size = IntGauge::new("rankd_index_size_bytes", "Bytes of the index files")?;
+        let index_documents = IntGauge::new("rankd_index_documents", "Documents in the index")?;
+        let active_model = IntGaugeVec::new(
+            Opts::new(
+                "rankd_active_model_info",
+                "The active reranker (value 1; model=\"none\" when no reranker is active)",
+            ),
+            &["model"],
+        )?;
+        let job_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "rankd_job_duration_seconds",
+                "Wall time of finished background jobs",
+            )
+            .buckets(JOB_BUCKETS.to_vec()),
+            &["kind", "status"],
+        )?;
+        let train_epochs = IntCounter::new(
+            "rankd_train_epochs_total",
+            "Training epochs completed by all training jobs",
+        )?;
+        let train_validation = GaugeVec::new(
+            Opts::new(
+                "rankd_train_last_validation",
+                "Validation metric after the last completed training epoch",
+            ),
+            &["metric"],
+        )?;
+        let errors =
+            IntCounterVec::new(Opts::new("rankd_errors_total", "Errors by kind"), &["kind"])?;
+        let build_info = IntGaugeVec::new(
+            Opts::new("rankd_build_info", "rankd version (value 1)"),
+            &["version"],
+        )?;
+        registry.register(Box::new(http_requests.clone()))?;
+        registry.register(Box::new(http_duration.clone()))?;
+        registry.register(Box::new(search_phase.clone()))?;
+        registry.register(Box::new(index_size.clone()))?;
+        registry.register(Box::new(index_documents.clone()))?;
+        registry.register(Box::new(active_model.clone()))?;
+        registry.register(Box::new(job_duration.clone()))?;
+        registry.register(Box::new(train_epochs.clone()))?;
+        registry.register(Box::new(train_validation.clone()))?;
+        registry.register(Box::new(errors.clone()))?;
+        registry.register(Box::new(build_info.clone()))?;
+        // CPU seconds, resident memory, open file descriptors of this process.
+        #[cfg(target_os = "linux")]
+        registry.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ))?;
+
+        build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        for phase in SearchPhase::ALL {
+            search_phase.with_label_values(&[phase.as_str()]);
+        }
+        active_model.with_label_values(&["none"]).set(1);
+        for kind in ["train", "graph", "eval"] {
+            job_duration.with_label_values(&[kind, "succeeded"]);
+        }
+        train_validation.with_label_values(&["ndcg@10"]);
+        for kind in ERROR_KINDS {
+            errors.with_label_values(&[kind]);
+        }
+        Ok(Metrics {
+            registry,
+            http_requests,
+            http_duration,
+            search_phase,
+            index_size,
+            index_documents,
+            active_model,
+            job_duration,
+            train_epochs,
+            train_validation,
+            errors,
+        })
+    }
+}
+
+/// Error kinds created at start-up: the API error codes and job failures.
+const ERROR_KINDS: &[&str] = &[
+    "bad_request",
+    "not_found",
+    "unauthorized",
+    "conflict",
+    "internal",
+    "job_failed",
+];
+
+/// One answered HTTP request. `route` is the route template (`/doc/{id}`), never the raw
+/// path, so that the number of series stays bounded.
+pub fn observe_http(route: &str, method: &str, status: u16, seconds: f64) {
+    let m = &*METRICS;
+    let status = status.to_string();
+    m.http_requests
+        .with_label_values(&[route, method, status.as_str()])
+        .inc();
+    m.http_duration
+        .with_label_values(&[route, method])
+        .observe(seconds);
+}
+
+/// Time spent in one phase of one search.
+pub fn observe_search_phase(phase: SearchPhase, seconds: f64) {
+    METRICS
+        .search_phase
+        .with_label_values(&[phase.as_str()])
+        .observe(seconds);
+}
+
+/// The index's size on disk and live document count.
+pub fn set_index_stats(size_bytes: u64, documents: u64) {
+    METRICS.index_size.set(size_bytes as i64);
+    METRICS.index_documents.set(documents as i64);
+}
+
+/// The active reranker's model id, or `None` when the first phase alone ranks.
+pub fn set_active_model(id: Option<&str>) {
+    let m = &*METRICS;
+    m.active_model.reset();
+    m.active_model
+        .with_label_values(&[id.unwrap_or("none")])
+        .set(1);
+}
+
+/// A background job finished (`kind` train|graph|eval, `status` succeeded|failed|cancelled).
+pub fn observe_job(kind: &str, status: &str, seconds: f64) {
+    METRICS
+        .job_duration
+        .with_label_values(&[kind, status])
+        .observe(seconds);
+}
+
+/// A training epoch completed with `value` of the validation `metric` (e.g. `ndcg@10`).
+pub fn observe_training_epoch(metric: &str, value: f64) {
+    let m = &*METRICS;
+    m.train_epochs.inc();
+    m.train_validation.with_label_values(&[metric]).set(value);
+}
+
+/// One error of `kind` (an API error code, `job_failed`, ...).
+pub fn count_error(kind: &str) {
+    METRICS.errors.with_label_values(&[kind]).inc();
+}
+
+/// Every metric in the Prometheus text format.
+pub fn render() -> String {
+    let mut out = Vec::new();
+    // Encoding into a Vec fails only on invalid metric names, which are static here.
+    if let Err(e) = TextEncoder::new().encode(&METRICS.registry.gather(), &mut out) {
+        tracing::error!("cannot encode metrics: {e}");
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of the sample line starting with `prefix` in `text`.
+    fn sample(text: &str, prefix: &str) -> Option<f64> {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn observations_show_up_in_the_text_format() {
+        observe_search_phase(SearchPhase::Rerank, 0.0003);
+        observe_http("/doc/{id}", "GET", 404, 0.002);
+        set_active_model(Some("m-7"));
+        observe_training_epoch("ndcg@10", 0.42);
+        let text = render();
+        assert!(text.contains("# TYPE rankd_search_phase_duration_seconds histogram"));
+        // 0.3 ms falls in the 0.5 ms bucket but not in the 0.25 ms one.
+        assert_eq!(
+            sample(
+                &text,
+                "rankd_search_phase_duration_seconds_bucket{phase=\"rerank\",le=\"0.00025\"}"
+            ),
+            Some(0.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                "rankd_search_phase_duration_seconds_bucket{phase=\"rerank\",le=\"0.0005\"}"
+            ),
+            Some(1.0)
+        );
+        assert!(text.contains(
+            "rankd_http_requests_total{method=\"GET\",route=\"/doc/{id}\",status=\"404\"} 1"
+        ));
+        assert_eq!(
+            sample(&text, "rankd_active_model_info{model=\"m-7\"}"),
+            Some(1.0)
+        );
+        assert!(!text.contains("rankd_active_model_info{model=\"none\"}"));
+        assert_eq!(
+            sample(&text, "rankd_train_last_validation{metric=\"ndcg@10\"}"),
+            Some(0.42)
+        );
+        assert!(text.contains("rankd_search_phase_duration_seconds_count{phase=\"features\"} 0"));
+    }
+}

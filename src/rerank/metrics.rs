@@ -1,0 +1,142 @@
+//! Ranking quality of a model's scores on a [`RankSet`], through [`crate::eval`] (SPEC §4).
+//!
+//! Each query's rows are ranked by score, ties broken by row order (a stable sort, as
+//! LightGBM's evaluator does, so both agree on tied scores), and scored with exponential
+//! gain `2^l − 1`. Two conventions for queries with no relevant row:
+//! - [`MetricConvention::Letor`] (LightGBM's): such a query counts with NDCG = 1 in the NDCG
+//!   means; MAP, MRR and P@10 are means over the queries that have a relevant row.
+//! - [`MetricConvention::Trec`] (SPEC §4 default): such queries are left out of every mean.
+
+use serde::{Deserialize, Serialize};
+
+use super::{RankSet, RerankError};
+use crate::eval::{evaluate, EvalOptions, NoRelevant, Qrels, Run, RunOrder};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricConvention {
+    Letor,
+    Trec,
+}
+
+/// Means over the evaluated queries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankMetrics {
+    pub map: f64,
+    #[serde(rename = "ndcg@1")]
+    pub ndcg1: f64,
+    #[serde(rename = "ndcg@3")]
+    pub ndcg3: f64,
+    #[serde(rename = "ndcg@5")]
+    pub ndcg5: f64,
+    #[serde(rename = "ndcg@10")]
+    pub ndcg10: f64,
+    #[serde(rename = "p@10")]
+    pub p10: f64,
+    pub mrr: f64,
+    /// Queries in the NDCG means.
+    pub queries: usize,
+    /// Queries without a relevant row (grade ≥ 1).
+    pub no_relevant: usize,
+    pub convention: MetricConvention,
+}
+
+/// Scores `scores` (one per row of `set`) under `convention`.
+pub fn evaluate_scores(
+    set: &RankSet,
+    scores: &[f32],
+    convention: MetricConvention,
+) -> Result<RankMetrics, RerankError> {
+    if scores.len() != set.num_rows() {
+        return Err(RerankError::invalid(format!(
+            "{} scores for {} rows",
+            scores.len(),
+            set.num_rows()
+        )));
+    }
+    if let Some(r) = scores.iter().position(|s| !s.is_finite()) {
+        return Err(RerankError::invalid(format!(
+            "score of row {r} is {}",
+            scores[r]
+        )));
+    }
+    let mut run = Run::new();
+    let mut qrels = Qrels::new();
+    for q in &set.queries {
+        let mut order: Vec<usize> = q.rows.clone().collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
+        for r in order {
+            run.push(&q.qid, (r - q.rows.start).to_string(), f64::from(scores[r]));
+        }
+        for r in q.rows.clone() {
+            qrels.insert(&q.qid, &(r - q.rows.start).to_string(), set.labels[r]);
+        }
+    }
+    let options = |no_relevant| EvalOptions {
+        cutoffs: vec![1, 3, 5, 10],
+        no_relevant,
+        order: RunOrder::AsGiven,
+        complete: true,
+        ..EvalOptions::default()
+    };
+    let binary = evaluate(&run, &qrels, &options(NoRelevant::Skip))
+        .map_err(|e| RerankError::invalid(format!("evaluation: {e}")))?;
+    let graded = match convention {
+        MetricConvention::Letor => evaluate(&run, &qrels, &options(NoRelevant::NdcgOne))
+            .map_err(|e| RerankError::invalid(format!("evaluation: {e}")))?,
+        MetricConvention::Trec => binary.clone(),
+    };
+    let get = |report: &crate::eval::Report, name: &str| report.mean(name).unwrap_or(0.0);
+    Ok(RankMetrics {
+        map: get(&binary, "map"),
+        ndcg1: get(&graded, "ndcg@1"),
+        ndcg3: get(&graded, "ndcg@3"),
+        ndcg5: get(&graded, "ndcg@5"),
+        ndcg10: get(&graded, "ndcg@10"),
+        p10: get(&binary, "p@10"),
+        mrr: get(&binary, "mrr"),
+        queries: graded.queries,
+        no_relevant: binary.skipped_no_relevant.len(),
+        convention,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rerank::QueryGroup;
+
+    #[test]
+    fn hand_computed_with_ties_and_an_unjudged_query() {
+        // q1: labels [0, 2, 1], scores [3, 1, 1]: ranking rows 0, 1, 2 (tie kept in row order).
+        // AP = (1/2)(1/2 + 2/3) = 7/12. NDCG@3: DCG = 3/log2(3) + 1/2, ideal = 3 + 1/log2(3).
+        // q2: labels all 0: NDCG 1 under LETOR, out of MAP.
+        let set = RankSet::new(
+            vec!["f1".into()],
+            vec![0.0; 5],
+            vec![0, 2, 1, 0, 0],
+            vec![
+                QueryGroup {
+                    qid: "q1".into(),
+                    rows: 0..3,
+                },
+                QueryGroup {
+                    qid: "q2".into(),
+                    rows: 3..5,
+                },
+            ],
+            None,
+        )
+        .unwrap();
+        let scores = [3.0, 1.0, 1.0, 0.5, 0.5];
+        let m = evaluate_scores(&set, &scores, MetricConvention::Letor).unwrap();
+        assert!((m.map - 7.0 / 12.0).abs() < 1e-12);
+        let ndcg3 = (3.0 / 3f64.log2() + 0.5) / (3.0 + 1.0 / 3f64.log2());
+        assert!((m.ndcg3 - (ndcg3 + 1.0) / 2.0).abs() < 1e-12, "{}", m.ndcg3);
+        assert_eq!((m.queries, m.no_relevant), (2, 1));
+        let t = evaluate_scores(&set, &scores, MetricConvention::Trec).unwrap();
+        assert!((t.ndcg3 - ndcg3).abs() < 1e-12);
+        assert_eq!(t.ndcg1, 0.0);
+        assert!(evaluate_scores(&set, &scores[..4], MetricConvention::Trec).is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! The learned reranker (SPEC §3): datasets of judged feature vectors, models with
+//! hand-written backward passes, ranking objectives, the optimiser, the trainer and model
+//! files. Nothing here knows about the index: features arrive as row-major `f32` matrices
+//! with names, so the same code trains on LETOR files and on index-derived features.
+//!
+//! How the pieces fit:
+//! - [`RankSet`] holds rows grouped by query; [`Normalizer`] is fitted on training rows.
+//! - [`Net`] is a linear model or an MLP over normalised features (forward and backward).
+//! - [`Objective`] turns one query's scores and labels into a loss and `∂loss/∂score`;
+//!   adding a pure per-query objective is one more match arm in `objective/mod.rs`.
+//! - [`UnifiedMomentum`] is SPEC §3.3's corrected stochastic unified momentum.
+//! - [`train`] runs epochs over shuffled query batches with early stopping on validation MAP.
+//! - [`Reranker`] is what a server loads: normalisation + network + metadata, one JSON file.
+//! - [`hinge`] holds seed 001's structured hinge losses (AP, NDCG) with quicksort inference.
+
+mod dataset;
+mod error;
+pub mod hinge;
+mod metrics;
+mod model_file;
+mod net;
+mod normalize;
+pub mod objective;
+mod optimizer;
+mod trainer;
+
+pub use dataset::{PairCoverage, QueryGroup, RankSet};
+pub use error::RerankError;
+pub use metrics::{evaluate_scores, MetricConvention, RankMetrics};
+pub use model_file::{
+    map_features, ModelMetrics, Reranker, TrainingInfo, FORMAT_NAME, FORMAT_VERSION,
+};
+pub use net::{Activation, Net};
+pub use normalize::{NormKind, Normalizer};
+pub use objective::{Objective, ObjectiveKind};
+pub use optimizer::UnifiedMomentum;
+pub use trainer::{train, EpochLog, TrainConfig, TrainOutcome};

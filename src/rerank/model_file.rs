@@ -1,0 +1,372 @@
+//! The reranker a server loads, and its file (SPEC §3.2): one JSON document with format name
+//! and version, id, parent id, creation time, feature names, normalisation, network, and how
+//! it was trained (objective and every hyperparameter, seed, metrics).
+//!
+//! `load` trusts nothing: it names the file and the field for truncated JSON, another format
+//! version, non-finite numbers, or shapes that do not fit the feature list. The id is a hash
+//! of everything except the creation time, so training twice with the same seed gives the
+//! same id (and the same file up to `created_at`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Net, Normalizer, Objective, RankMetrics, RerankError, UnifiedMomentum};
+
+pub const FORMAT_NAME: &str = "rankd-reranker";
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Metrics stored with a model (training and validation sets at the kept epoch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelMetrics {
+    pub train: Option<RankMetrics>,
+    pub valid: Option<RankMetrics>,
+}
+
+/// How the model was trained: enough to train it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainingInfo {
+    pub objective: Objective,
+    pub optimizer: UnifiedMomentum,
+    pub epochs: usize,
+    pub batch_queries: usize,
+    pub patience: usize,
+    pub seed: u64,
+    /// The epoch whose parameters were kept (best validation MAP), 1-based.
+    pub best_epoch: usize,
+    pub epochs_run: usize,
+    pub metrics: ModelMetrics,
+    /// Where the training data came from (e.g. the LETOR file), for people.
+    pub source: String,
+}
+
+/// A trained reranker: normalisation + network + metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reranker {
+    pub format: String,
+    pub format_version: u32,
+    pub id: String,
+    pub parent: Option<String>,
+    pub created_at: String,
+    pub feature_names: Vec<String>,
+    pub normalization: Normalizer,
+    pub network: Net,
+    pub training: TrainingInfo,
+}
+
+impl Reranker {
+    /// Assembles a model, stamping the creation time and computing the id.
+    pub fn new(
+        feature_names: Vec<String>,
+        normalization: Normalizer,
+        network: Net,
+        training: TrainingInfo,
+        parent: Option<String>,
+    ) -> Result<Self, RerankError> {
+        let created_at = tantivy::time::OffsetDateTime::now_utc()
+            .format(&tantivy::time::format_description::well_known::Rfc3339)
+            .map_err(|e| RerankError::invalid(format!("cannot format the current time: {e}")))?;
+        let mut model = Reranker {
+            format: FORMAT_NAME.into(),
+            format_version: FORMAT_VERSION,
+            id: String::new(),
+            parent,
+            created_at,
+            feature_names,
+            normalization,
+            network,
+            training,
+        };
+        model.validate().map_err(RerankError::Invalid)?;
+        model.id = model.content_id();
+        Ok(model)
+    }
+
+    /// `sha256` of the JSON of every field but `id` and `created_at`, first 16 hex digits.
+    fn content_id(&self) -> String {
+        let mut copy = self.clone();
+        copy.id.clear();
+        copy.created_at.clear();
+        let bytes = serde_json::to_vec(&copy).expect("a model always serialises");
+        let digest = Sha256::digest(&bytes);
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn feature_names(&self) -> &[String] {
+        &self.feature_names
+    }
+
+    pub fn num_features(&self) -> usize {
+        self.feature_names.len()
+    }
+
+    /// Scores `n_rows` rows, row-major, each in this model's feature order (see
+    /// [`map_features`] for rows in another order).
+    pub fn score(&self, x: &[f32], n_rows: usize) -> Result<Vec<f32>, RerankError> {
+        let d = self.num_features();
+        if x.len() != n_rows * d {
+            return Err(RerankError::invalid(format!(
+                "{} feature values for {n_rows} rows of {d} features",
+                x.len()
+            )));
+        }
+        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+            return Err(RerankError::invalid(format!(
+                "feature `{}` of row {} is {}",
+                self.feature_names[i % d],
+                i / d,
+                x[i]
+            )));
+        }
+        let mut normalized = Vec::with_capacity(x.len());
+        self.normalization.apply(x, &mut normalized);
+        self.network.score(&normalized, n_rows)
+    }
+
+    /// Per-feature contributions `w_i · norm(x_i)` of one row for a linear model (their sum
+    /// plus the bias is the score); `None` for an MLP or a row of the wrong length.
+    pub fn contributions(&self, row: &[f32]) -> Option<Vec<f32>> {
+        if row.len() != self.num_features() {
+            return None;
+        }
+        let mut normalized = Vec::with_capacity(row.len());
+        self.normalization.apply(row, &mut normalized);
+        self.network.contributions(&normalized)
+    }
+
+    /// Writes the model atomically (temp file + fsync + rename).
+    pub fn save(&self, path: &Path) -> Result<(), RerankError> {
+        let json = serde_json::to_vec_pretty(self).expect("a model always serialises");
+        crate::text::index::write_atomic(path, &json).map_err(|e| RerankError::Write {
+            path: path.to_path_buf(),
+            message: format!("{e:#}"),
+        })
+    }
+
+    /// Reads and validates a model file.
+    pub fn load(path: &Path) -> Result<Self, RerankError> {
+        let fail = |message: String| RerankError::ModelFile {
+            path: path.to_path_buf(),
+            message,
+        };
+        let bytes = std::fs::read(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+        Self::from_json(&bytes).map_err(fail)
+    }
+
+    /// Parses and validates model JSON; the error says what is wrong (no file name).
+    pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
+        // Check the format first, so a file from another version says so rather than
+        // failing on whichever field changed.
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_eof() {
+                format!("truncated JSON ({e})")
+            } else {
+                format!("not valid JSON ({e})")
+            }
+        })?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT_NAME) => {}
+            other => {
+                return Err(format!(
+                    "`format` is {other:?}, expected \"{FORMAT_NAME}\": not a rankd model file"
+                ))
+            }
+        }
+        match value.get("format_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            other => {
+                return Err(format!(
+                    "format version {other:?} is not supported (this rankd reads version \
+                     {FORMAT_VERSION})"
+                ))
+            }
+        }
+        let model: Reranker = serde_json::from_value(value)
+            .map_err(|e| format!("does not match the version {FORMAT_VERSION} layout: {e}"))?;
+        model.validate()?;
+        Ok(model)
+    }
+
+    /// Shapes and numbers: features, normalisation and network must agree and be finite.
+    fn validate(&self) -> Result<(), String> {
+        let d = self.feature_names.len();
+        if d == 0 {
+            return Err("the model has no features".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.feature_names.iter().find(|n| !seen.insert(n.as_str())) {
+            return Err(format!("feature `{dup}` is listed twice"));
+        }
+        self.normalization.validate(d)?;
+        self.network.validate()?;
+        if self.network.inputs() != d {
+            return Err(format!(
+                "the network takes {} inputs but the model lists {d} features",
+                self.network.inputs()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Maps rows given in `from` feature order (row-major, `from.len()` values each) into the
+/// order of `to` (a model's [`Reranker::feature_names`]). A feature of `to` absent from
+/// `from` is an error naming every missing feature, so a server can say which features a
+/// model needs that it does not compute; extra features in `from` are dropped.
+pub fn map_features(from: &[String], x: &[f32], to: &[String]) -> Result<Vec<f32>, RerankError> {
+    let d = from.len();
+    if d == 0 || !x.len().is_multiple_of(d) {
+        return Err(RerankError::invalid(format!(
+            "{} feature values do not make rows of {d} features",
+            x.len()
+        )));
+    }
+    let index: std::collections::HashMap<&str, usize> = from
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut positions = Vec::with_capacity(to.len());
+    let mut missing = Vec::new();
+    for name in to {
+        match index.get(name.as_str()) {
+            Some(&i) => positions.push(i),
+            None => missing.push(name.clone()),
+        }
+    }
+    if !missing.is_empty() {
+        return Err(RerankError::MissingFeatures { missing });
+    }
+    Ok(x.chunks_exact(d)
+        .flat_map(|row| positions.iter().map(move |&i| row[i]))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rerank::{Activation, NormKind, ObjectiveKind};
+
+    pub(crate) fn tiny_model(hidden: &[usize]) -> Reranker {
+        let x = [1.0f32, 10.0, 3.0, 30.0, 2.0, 20.0];
+        let norm = Normalizer::fit(NormKind::ZScore, &x, 2).unwrap();
+        let mut net = Net::new(2, hidden, Activation::Tanh, 1).unwrap();
+        if hidden.is_empty() {
+            net.params = vec![0.5, -1.0, 0.25];
+        }
+        let training = TrainingInfo {
+            objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
+            optimizer: UnifiedMomentum::paper_defaults(0.01),
+            epochs: 1,
+            batch_queries: 1,
+            patience: 1,
+            seed: 1,
+            best_epoch: 1,
+            epochs_run: 1,
+            metrics: ModelMetrics {
+                train: None,
+                valid: None,
+            },
+            source: "test".into(),
+        };
+        Reranker::new(
+            vec!["bm25".into(), "pagerank".into()],
+            norm,
+            net,
+            training,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn save_load_round_trip_and_scores() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.json");
+        for hidden in [&[][..], &[3][..]] {
+            let m = tiny_model(hidden);
+            m.save(&path).unwrap();
+            let back = Reranker::load(&path).unwrap();
+            assert_eq!(back, m);
+            assert_eq!(back.id().len(), 16);
+            let rows = [2.0f32, 20.0, 1.0, 10.0];
+            assert_eq!(back.score(&rows, 2).unwrap(), m.score(&rows, 2).unwrap());
+        }
+        // Linear: mean (2, 20), std (sqrt(2/3), 10·sqrt(2/3)); row (3, 30) normalises to
+        // (1.2247, 1.2247): contributions 0.5·1.2247 and −1.2247.
+        let m = tiny_model(&[]);
+        let c = m.contributions(&[3.0, 30.0]).unwrap();
+        let z = (1.5f32).sqrt();
+        assert!(
+            (c[0] - 0.5 * z).abs() < 1e-5 && (c[1] + z).abs() < 1e-5,
+            "{c:?}"
+        );
+        let s = m.score(&[3.0, 30.0], 1).unwrap()[0];
+        assert!((s - (c[0] + c[1] + 0.25)).abs() < 1e-6);
+        assert!(tiny_model(&[3]).contributions(&[3.0, 30.0]).is_none());
+    }
+
+    fn load_error(json: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, json).unwrap();
+        let err = Reranker::load(&path).unwrap_err().to_string();
+        assert!(err.contains("bad.json"), "{err}");
+        err
+    }
+
+    #[test]
+    fn corrupt_files_are_clear_errors() {
+        let good = serde_json::to_string_pretty(&tiny_model(&[3])).unwrap();
+        assert!(load_error(&good[..good.len() / 2]).contains("truncated JSON"));
+        assert!(load_error("{ nope").contains("not valid JSON"));
+        let v2 = good.replace("\"format_version\": 1", "\"format_version\": 2");
+        assert!(load_error(&v2).contains("format version Some(2) is not supported"));
+        assert!(load_error("{\"format\":\"other\"}").contains("not a rankd model file"));
+        // NaN cannot be written in JSON; a weight too large for f32 becomes inf.
+        let mut value: serde_json::Value = serde_json::from_str(&good).unwrap();
+        value["network"]["params"][0] = serde_json::json!(1e300);
+        let err = load_error(&value.to_string());
+        assert!(err.contains("parameter 0 is inf"), "{err}");
+        value["network"]["params"][0] = serde_json::Value::Null;
+        assert!(load_error(&value.to_string()).contains("does not match"));
+        // Wrong shapes: one parameter short; a feature dropped from the list.
+        let mut short: serde_json::Value = serde_json::from_str(&good).unwrap();
+        short["network"]["params"].as_array_mut().unwrap().pop();
+        assert!(load_error(&short.to_string()).contains("parameters for layers [2, 3, 1]"));
+        let mut fewer: serde_json::Value = serde_json::from_str(&good).unwrap();
+        fewer["feature_names"].as_array_mut().unwrap().pop();
+        assert!(load_error(&fewer.to_string()).contains("normalisation has 2 shifts"));
+        let mut dup: serde_json::Value = serde_json::from_str(&good).unwrap();
+        dup["feature_names"][1] = serde_json::json!("bm25");
+        assert!(load_error(&dup.to_string()).contains("listed twice"));
+        assert!(Reranker::load(Path::new("/nonexistent/m.json"))
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read"));
+    }
+
+    #[test]
+    fn features_map_by_name() {
+        let from: Vec<String> = ["pagerank", "extra", "bm25"].map(String::from).to_vec();
+        let to: Vec<String> = ["bm25", "pagerank"].map(String::from).to_vec();
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        assert_eq!(map_features(&from, &x, &to).unwrap(), [3.0, 1.0, 6.0, 4.0]);
+        let need: Vec<String> = ["bm25", "trustrank", "salsa"].map(String::from).to_vec();
+        let err = map_features(&from, &x, &need).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "model needs features trustrank, salsa which the input does not have"
+        );
+        // A reordered feature list must not be scored as if it were in the model's order.
+        let m = tiny_model(&[]);
+        let swapped: Vec<String> = ["pagerank", "bm25"].map(String::from).to_vec();
+        let rows = map_features(&swapped, &[30.0, 3.0], m.feature_names()).unwrap();
+        assert_eq!(rows, [3.0, 30.0]);
+    }
+}

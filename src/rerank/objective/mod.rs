@@ -1,0 +1,400 @@
+//! Ranking objectives (SPEC §3.3–3.4), one file each, dispatched by [`Objective`].
+//!
+//! Every objective is a per-query function: given the model's raw scores `g` of one query's
+//! rows and their labels, it returns the query's loss and `∂loss/∂g_r` per row, or `None`
+//! when the query cannot contribute (e.g. no positive–negative pair); the trainer averages
+//! over the queries of a batch and counts the skipped ones. A pure per-query objective
+//! (such as seed 001's structured hinges, `(scores, labels) -> (loss, grad)`) is one more
+//! variant of [`Objective`] and one more arm in [`Objective::query_loss`].
+//!
+//! Only the stable AP loss keeps state between batches: its per-query mean positive score
+//! μ̂_q, which it updates from the current and the previous parameters' scores.
+
+mod ranknet;
+mod smooth_ap;
+mod stable_ap;
+
+use serde::{Deserialize, Serialize};
+
+pub use ranknet::ranknet_loss_grad;
+pub use smooth_ap::smooth_ap_loss_grad;
+pub use stable_ap::{stable_ap_loss_grad, stable_ap_weights, StableAp};
+
+use super::RerankError;
+
+/// Which objective (the CLI's `--objective`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectiveKind {
+    /// Stable AP surrogate (SPEC §3.3), the default.
+    StableAp,
+    /// Pairwise logistic over all pairs i ≻ j by grade (SPEC §3.4).
+    Ranknet,
+    /// Naive smoothed AP, the unstable surrogate seed 000 argues against (SPEC §3.4).
+    SmoothAp,
+    /// AP structured hinge with seed 001's quicksort loss-augmented inference (SPEC §3.4).
+    ApHingeQs,
+    /// Full-NDCG structured hinge with the same inference (SPEC §3.4).
+    NdcgHingeQs,
+}
+
+/// An objective with all its hyperparameters (stored in model files).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum Objective {
+    StableAp(StableAp),
+    Ranknet {
+        /// σ of `ln(1 + exp(−σ(f_i − f_j)))`.
+        sigma: f32,
+    },
+    SmoothAp {
+        /// Margin of the one-sided Huber surrogate (on sigmoid scores, as stable AP).
+        tau: f32,
+        /// Grades at or above this are positive.
+        threshold: i32,
+        /// Average over every relevance level instead of one threshold (see [`graded_mean`]).
+        #[serde(default)]
+        graded: bool,
+    },
+    /// `max_y [Δ_AP(y*, y) + F(y) − F(y*)]` on the raw scores g (the hinge is linear in them).
+    ApHingeQs {
+        /// Grades at or above this are relevant.
+        threshold: i32,
+    },
+    /// As `ApHingeQs` with Δ = 1 − NDCG (binary gains, labels ≥ threshold relevant).
+    NdcgHingeQs {
+        threshold: i32,
+    },
+}
+
+/// What one query contributes to a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryLoss {
+    pub loss: f64,
+    /// `∂loss/∂g_r` for every row of the query.
+    pub grad: Vec<f64>,
+    /// Pairs the loss looked at (for throughput reports).
+    pub pairs: usize,
+}
+
+/// One query's scores as the trainer hands them over.
+pub struct QueryInput<'a> {
+    /// Raw model outputs g under the current parameters θ_k.
+    pub scores: &'a [f32],
+    /// The same rows under the previous parameters θ_{k−1} (only if
+    /// [`Objective::needs_previous_scores`]; `None` on the very first step).
+    pub previous_scores: Option<&'a [f32]>,
+    pub labels: &'a [i32],
+}
+
+impl Objective {
+    /// The objective with SPEC §3.3–3.4 defaults and margin τ (Huber-based objectives).
+    pub fn with_defaults(kind: ObjectiveKind, tau: f32, threshold: i32) -> Objective {
+        match kind {
+            ObjectiveKind::StableAp => Objective::StableAp(StableAp {
+                tau,
+                threshold,
+                ..StableAp::default()
+            }),
+            ObjectiveKind::Ranknet => Objective::Ranknet { sigma: 1.0 },
+            ObjectiveKind::ApHingeQs => Objective::ApHingeQs { threshold },
+            ObjectiveKind::NdcgHingeQs => Objective::NdcgHingeQs { threshold },
+            ObjectiveKind::SmoothAp => Objective::SmoothAp {
+                tau,
+                threshold,
+                graded: false,
+            },
+        }
+    }
+
+    pub fn kind(&self) -> ObjectiveKind {
+        match self {
+            Objective::StableAp(_) => ObjectiveKind::StableAp,
+            Objective::Ranknet { .. } => ObjectiveKind::Ranknet,
+            Objective::SmoothAp { .. } => ObjectiveKind::SmoothAp,
+            Objective::ApHingeQs { .. } => ObjectiveKind::ApHingeQs,
+            Objective::NdcgHingeQs { .. } => ObjectiveKind::NdcgHingeQs,
+        }
+    }
+
+    /// Rejects hyperparameters outside their domain, naming them.
+    pub fn validate(&self) -> Result<(), RerankError> {
+        let bad = |name: &str, value: f64| {
+            Err(RerankError::invalid(format!(
+                "objective parameter {name} = {value} is out of range"
+            )))
+        };
+        match self {
+            Objective::StableAp(p) => p.validate(),
+            Objective::Ranknet { sigma } if !(sigma.is_finite() && *sigma > 0.0) => {
+                bad("sigma", f64::from(*sigma))
+            }
+            Objective::SmoothAp { tau, .. } if !(tau.is_finite() && *tau > 0.0) => {
+                bad("tau", f64::from(*tau))
+            }
+            Objective::SmoothAp { threshold, .. }
+            | Objective::ApHingeQs { threshold }
+            | Objective::NdcgHingeQs { threshold }
+                if *threshold < 1 =>
+            {
+                bad("threshold", f64::from(*threshold))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether [`QueryInput::previous_scores`] is used (stable AP's variance-reduction term).
+    pub fn needs_previous_scores(&self) -> bool {
+        matches!(self, Objective::StableAp(_))
+    }
+
+    /// The grade at or above which a row is positive, for objectives that see one binary
+    /// split per query (None for RankNet and the graded variants, which use every level).
+    pub fn threshold(&self) -> Option<i32> {
+        match self {
+            Objective::StableAp(p) if !p.graded => Some(p.threshold),
+            Objective::SmoothAp {
+                threshold,
+                graded: false,
+                ..
+            } => Some(*threshold),
+            Objective::ApHingeQs { threshold } | Objective::NdcgHingeQs { threshold } => {
+                Some(*threshold)
+            }
+            _ => None,
+        }
+    }
+
+    /// One query's loss and gradient, or `None` if the query is skipped. `mu` is the query's
+    /// μ̂ (stable AP only; `None` until the query is first seen).
+    pub fn query_loss(
+        &self,
+        input: &QueryInput,
+        state: &mut QueryState,
+    ) -> Result<Option<QueryLoss>, RerankError> {
+        if input.scores.len() != input.labels.len() {
+            return Err(RerankError::invalid(format!(
+                "{} scores for {} labels",
+                input.scores.len(),
+                input.labels.len()
+            )));
+        }
+        match self {
+            Objective::StableAp(p) => p.query_loss(input, state),
+            Objective::Ranknet { sigma } => ranknet_loss_grad(input.scores, input.labels, *sigma),
+            Objective::SmoothAp {
+                tau,
+                threshold,
+                graded,
+            } => graded_mean(input.labels, *threshold, *graded, |t| {
+                smooth_ap_loss_grad(input.scores, input.labels, *tau, t)
+            }),
+            Objective::ApHingeQs { threshold } => {
+                hinge_loss_grad(input, *threshold, super::hinge::RankLoss::Ap)
+            }
+            Objective::NdcgHingeQs { threshold } => {
+                hinge_loss_grad(input, *threshold, super::hinge::RankLoss::Ndcg)
+            }
+        }
+    }
+}
+
+/// Seed 001's structured hinge of one query; skipped (None) without both a relevant and a
+/// non-relevant row, like the other binary objectives.
+fn hinge_loss_grad(
+    input: &QueryInput,
+    threshold: i32,
+    loss: super::hinge::RankLoss,
+) -> Result<Option<QueryLoss>, RerankError> {
+    let relevant: Vec<bool> = input.labels.iter().map(|&l| l >= threshold).collect();
+    let positives = relevant.iter().filter(|&&r| r).count();
+    let negatives = relevant.len() - positives;
+    if positives == 0 || negatives == 0 {
+        return Ok(None);
+    }
+    let mut grad = vec![0.0; input.scores.len()];
+    let value = super::hinge::HingeScratch::new()
+        .hinge(
+            loss,
+            super::hinge::Inference::Quicksort,
+            input.scores,
+            &relevant,
+            &mut grad,
+        )
+        .map_err(|e| RerankError::invalid(e.to_string()))?;
+    Ok(Some(QueryLoss {
+        loss: value,
+        grad,
+        pairs: positives * negatives,
+    }))
+}
+
+/// Per-query state kept between batches: stable AP's μ̂_q, one per relevance threshold.
+pub type QueryState = std::collections::BTreeMap<i32, f64>;
+
+/// The relevance thresholds a query is scored at: `[threshold]` for the binary objectives;
+/// with `graded`, every grade ≥ `threshold` present in the query above its lowest grade
+/// (positives = rows at or above the level, negatives = the rest). A graded AP objective is
+/// the mean of the binary objective over these levels — as graded average precision
+/// (Robertson, Kanoulas & Yilmaz 2010) averages AP over thresholds — so queries whose rows
+/// are all relevant at grade ≥ 1 still teach the order among grades.
+pub fn relevance_levels(labels: &[i32], threshold: i32, graded: bool) -> Vec<i32> {
+    if !graded {
+        return vec![threshold];
+    }
+    let lowest = labels.iter().copied().min().unwrap_or(threshold);
+    let mut levels: Vec<i32> = labels
+        .iter()
+        .copied()
+        .filter(|&g| g >= threshold && g > lowest)
+        .collect();
+    levels.sort_unstable();
+    levels.dedup();
+    levels
+}
+
+/// The mean of a binary per-query objective over [`relevance_levels`]; `None` if no level
+/// gives a loss.
+pub(crate) fn graded_mean(
+    labels: &[i32],
+    threshold: i32,
+    graded: bool,
+    mut at_level: impl FnMut(i32) -> Result<Option<QueryLoss>, RerankError>,
+) -> Result<Option<QueryLoss>, RerankError> {
+    let mut total: Option<QueryLoss> = None;
+    let mut used = 0usize;
+    for level in relevance_levels(labels, threshold, graded) {
+        let Some(q) = at_level(level)? else { continue };
+        used += 1;
+        match total.as_mut() {
+            None => total = Some(q),
+            Some(t) => {
+                t.loss += q.loss;
+                t.pairs += q.pairs;
+                t.grad.iter_mut().zip(&q.grad).for_each(|(a, b)| *a += b);
+            }
+        }
+    }
+    if let Some(t) = total.as_mut() {
+        let scale = 1.0 / used as f64;
+        t.loss *= scale;
+        t.grad.iter_mut().for_each(|g| *g *= scale);
+    }
+    Ok(total)
+}
+
+/// `sigmoid(g)`, the bounded score of SPEC §3.3, in f64 (no overflow for any finite g).
+pub(crate) fn sigmoid(g: f32) -> f64 {
+    let g = f64::from(g);
+    if g >= 0.0 {
+        1.0 / (1.0 + (-g).exp())
+    } else {
+        let e = g.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// Splits rows into positives (grade ≥ threshold) and negatives: their indices.
+pub(crate) fn split_by_threshold(labels: &[i32], threshold: i32) -> (Vec<usize>, Vec<usize>) {
+    (0..labels.len()).partition(|&r| labels[r] >= threshold)
+}
+
+#[cfg(test)]
+pub(crate) mod gradcheck {
+    //! Central finite differences for per-query objectives, and the oracles' Huber loss.
+
+    /// The one-sided Huber ℓ of SPEC §3.3 in f64, written from the formula for the oracles
+    /// (the product code uses [`crate::pairwise::Loss::term`]).
+    pub fn huber(x: f64, tau: f64) -> f64 {
+        if x < 0.0 {
+            1.0 - 2.0 * x / tau
+        } else if x < tau {
+            (1.0 - x / tau).powi(2)
+        } else {
+            0.0
+        }
+    }
+
+    /// Checks `analytic` against central differences of `loss` at `scores`, step `h`. The
+    /// tolerance is relative to the largest gradient component, because the loss is summed
+    /// from f32 pair terms (relative rounding ~1e-7 of the loss, divided by the step).
+    pub fn check(scores: &[f32], analytic: &[f64], h: f32, tol: f64, loss: impl Fn(&[f32]) -> f64) {
+        let scale = analytic.iter().fold(1e-3f64, |m, g| m.max(g.abs()));
+        for r in 0..scores.len() {
+            let mut plus = scores.to_vec();
+            plus[r] += h;
+            let mut minus = scores.to_vec();
+            minus[r] -= h;
+            let step = f64::from(plus[r]) - f64::from(minus[r]);
+            let fd = (loss(&plus) - loss(&minus)) / step;
+            assert!(
+                (fd - analytic[r]).abs() <= tol * scale,
+                "row {r}: finite difference {fd} vs analytic {} (scale {scale})",
+                analytic[r]
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relevance_levels_by_hand() {
+        assert_eq!(relevance_levels(&[0, 2, 1, 2], 1, false), [1]);
+        assert_eq!(relevance_levels(&[0, 2, 1, 2], 1, true), [1, 2]);
+        // All relevant at grade ≥ 1: only the level that splits them.
+        assert_eq!(relevance_levels(&[1, 3, 1], 1, true), [3]);
+        assert_eq!(relevance_levels(&[2, 2], 1, true), Vec::<i32>::new());
+        assert_eq!(relevance_levels(&[0, 1, 4], 2, true), [4]);
+    }
+
+    /// The graded objective is the mean of the binary objective at each level.
+    #[test]
+    fn graded_is_the_mean_over_levels() {
+        let scores = [0.3f32, -1.0, 2.0, 0.5, -0.2];
+        let labels = [0, 1, 3, 1, 0];
+        let graded = Objective::SmoothAp {
+            tau: 0.1,
+            threshold: 1,
+            graded: true,
+        };
+        let q = graded
+            .query_loss(
+                &QueryInput {
+                    scores: &scores,
+                    previous_scores: None,
+                    labels: &labels,
+                },
+                &mut QueryState::new(),
+            )
+            .unwrap()
+            .unwrap();
+        let a = smooth_ap_loss_grad(&scores, &labels, 0.1, 1)
+            .unwrap()
+            .unwrap();
+        let b = smooth_ap_loss_grad(&scores, &labels, 0.1, 3)
+            .unwrap()
+            .unwrap();
+        assert!((q.loss - (a.loss + b.loss) / 2.0).abs() < 1e-15);
+        for r in 0..5 {
+            assert!((q.grad[r] - (a.grad[r] + b.grad[r]) / 2.0).abs() < 1e-15);
+        }
+        // Stable AP keeps one μ̂ per level.
+        let stable = Objective::StableAp(StableAp {
+            graded: true,
+            ..StableAp::default()
+        });
+        let mut state = QueryState::new();
+        let input = QueryInput {
+            scores: &scores,
+            previous_scores: None,
+            labels: &labels,
+        };
+        stable.query_loss(&input, &mut state).unwrap().unwrap();
+        assert_eq!(state.keys().copied().collect::<Vec<_>>(), [1, 3]);
+        // Mean of sigmoid scores of the grade-3 row alone: μ̂ at level 3 is sigmoid(2).
+        assert!((state[&3] - sigmoid(2.0)).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,306 @@
+//! Shared by the `ops_*` tests: a real `rankd serve` process with a token and a database, an
+//! HTTP client, and direct SQL access to the server's database (to check state independently
+//! of the API and to stage rows a crash would leave behind).
+//!
+//! The database is SQLite in the test's data directory, or a fresh PostgreSQL database per
+//! test when `RANKD_TEST_DATABASE_URL` names a PostgreSQL server (`.ci/postgres` starts one).
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use sqlx::{Connection, Row};
+
+pub const TOKEN: &str = "test-admin-token-0123456789";
+
+/// Every table of the schema, for before/after snapshots.
+pub const TABLES: &[&str] = &[
+    "queries",
+    "judgments",
+    "models",
+    "model_activations",
+    "jobs",
+    "job_logs",
+    "trustrank_seeds",
+    "label_reservations",
+];
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A database URL for one test: a new PostgreSQL database when `RANKD_TEST_DATABASE_URL`
+/// is set, else a SQLite file in `dir`.
+pub fn fresh_database(dir: &Path) -> String {
+    sqlx::any::install_default_drivers();
+    match std::env::var("RANKD_TEST_DATABASE_URL") {
+        Ok(server) if !server.is_empty() => {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let name = format!(
+                "rankd_test_{}_{}_{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .subsec_nanos()
+            );
+            runtime().block_on(async {
+                let mut conn = sqlx::AnyConnection::connect(&server).await.unwrap();
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .await
+                    .unwrap();
+            });
+            let mut url = url::Url::parse(&server).unwrap();
+            url.set_path(&name);
+            url.to_string()
+        }
+        _ => format!("sqlite://{}?mode=rwc", dir.join("ops-test.db").display()),
+    }
+}
+
+/// Runs one SQL statement against the server's database; returns rows affected.
+pub fn sql(db: &str, statement: &str) -> u64 {
+    runtime().block_on(async {
+        let mut conn = sqlx::AnyConnection::connect(db).await.unwrap();
+        sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .unwrap()
+            .rows_affected()
+    })
+}
+
+/// One column of a query's rows, as text (NULL as "NULL").
+pub fn column(db: &str, query: &str) -> Vec<String> {
+    runtime().block_on(async {
+        let mut conn = sqlx::AnyConnection::connect(db).await.unwrap();
+        sqlx::query(query)
+            .fetch_all(&mut conn)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| {
+                r.try_get::<Option<String>, _>(0)
+                    .map(|v| v.unwrap_or_else(|| "NULL".into()))
+                    .or_else(|_| r.try_get::<i64, _>(0).map(|v| v.to_string()))
+                    .unwrap()
+            })
+            .collect()
+    })
+}
+
+/// Row count of every table, and every judgment and seed in full: compared before and after
+/// a rejected request to show that it changed nothing.
+pub fn snapshot(db: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for t in TABLES {
+        out.insert(
+            format!("count {t}"),
+            column(db, &format!("SELECT COUNT(*) FROM {t}")),
+        );
+    }
+    out.insert(
+        "judgments".into(),
+        column(
+            db,
+            "SELECT query_id || '|' || doc_id || '|' || CAST(grade AS TEXT) || '|' || source \
+             FROM judgments ORDER BY query_id, doc_id",
+        ),
+    );
+    out.insert(
+        "queries".into(),
+        column(
+            db,
+            "SELECT query_id || '|' || text FROM queries ORDER BY query_id",
+        ),
+    );
+    out.insert(
+        "seeds".into(),
+        column(db, "SELECT doc_id FROM trustrank_seeds ORDER BY doc_id"),
+    );
+    out.insert(
+        "jobs".into(),
+        column(
+            db,
+            "SELECT CAST(id AS TEXT) || '|' || status || '|' || CAST(cancel_requested AS TEXT) \
+             FROM jobs ORDER BY id",
+        ),
+    );
+    out
+}
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Stops the server with SIGTERM and waits for it to exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `rankd serve` on a free port with `token` (None: admin disabled) and `db`.
+pub fn start(data: &Path, db: &str, token: Option<&str>) -> Server {
+    start_with_env(data, db, token, &[])
+}
+
+/// As [`start`], with extra environment variables.
+pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, &str)]) -> Server {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankd"));
+    cmd.args([
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--database-url",
+        db,
+    ])
+    .env("RANKD_LOG", "error")
+    .env_remove("RANKD_ADMIN_TOKEN")
+    .env_remove("RANKD_CONFIG")
+    .env_remove("DATABASE_URL")
+    .env_remove("RANKD_DATABASE_URL")
+    .stderr(Stdio::piped());
+    if let Some(t) = token {
+        cmd.env("RANKD_ADMIN_TOKEN", t);
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address or an error")
+            .unwrap();
+        if let Some(rest) = line.split("http://").nth(1) {
+            break format!("http://{}", rest.split('/').next().unwrap());
+        }
+        assert!(!line.starts_with("error"), "rankd serve failed: {line}");
+    };
+    std::thread::spawn(move || for _ in lines {});
+    Server { child, base }
+}
+
+/// Writes `docs` (JSON lines) and ingests them with the CLI into `dir/data`.
+pub fn ingest(dir: &Path, docs: &[&str]) -> PathBuf {
+    let data = dir.join("data");
+    let f = dir.join("docs.jsonl");
+    std::fs::write(&f, docs.join("\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args([
+            "ingest",
+            "--format",
+            "jsonl",
+            "--input",
+            f.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
+pub const DOCS: &[&str] = &[
+    r#"{"id":"vec","url":"https://x.org/vec","title":"Vec","body":"A contiguous growable array type, with capacity and length.","links":["https://x.org/iter"]}"#,
+    r#"{"id":"iter","url":"https://x.org/iter","title":"Iterator","body":"An interface for dealing with iterators: map, filter, fold.","links":["https://x.org/vec"]}"#,
+    r#"{"id":"map","url":"https://x.org/map","title":"HashMap","body":"A hash map with capacity, implemented with quadratic probing.","links":["https://x.org/vec","https://x.org/iter"]}"#,
+];
+
+/// An HTTP answer: status, `WWW-Authenticate` header, body as JSON (or a JSON string).
+pub struct Answer {
+    pub status: u16,
+    pub www_authenticate: Option<String>,
+    pub body: Value,
+}
+
+/// Sends one request. `token`: the bearer token to send, if any.
+pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<(&str, &[u8])>) -> Answer {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut req = ureq::http::Request::builder().method(method).uri(url);
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    let result = match body {
+        Some((content_type, bytes)) => {
+            let r = req.header("Content-Type", content_type);
+            agent.run(r.body(bytes.to_vec()).unwrap())
+        }
+        None => agent.run(req.body(()).unwrap()),
+    };
+    let mut resp = result.unwrap();
+    let status = resp.status().as_u16();
+    let www_authenticate = resp
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.body_mut().read_to_string().unwrap();
+    Answer {
+        status,
+        www_authenticate,
+        body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    }
+}
+
+pub fn get(url: &str, token: Option<&str>) -> Answer {
+    call("GET", url, token, None)
+}
+
+pub fn post_json(url: &str, token: Option<&str>, body: &str) -> Answer {
+    call(
+        "POST",
+        url,
+        token,
+        Some(("application/json", body.as_bytes())),
+    )
+}
+
+pub fn post_text(url: &str, token: Option<&str>, body: &str) -> Answer {
+    call("POST", url, token, Some(("text/plain", body.as_bytes())))
+}
+
+/// Polls job `id` until it has finished; returns it.
+pub fn wait_for_job(base: &str, id: i64) -> Value {
+    for _ in 0..600 {
+        let a = get(&format!("{base}/admin/jobs/{id}"), Some(TOKEN));
+        assert_eq!(a.status, 200, "{}", a.body);
+        let status = a.body["status"].as_str().unwrap().to_string();
+        if !["queued", "running"].contains(&status.as_str()) {
+            return a.body;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("job {id} did not finish within 30 s");
+}

@@ -1,0 +1,216 @@
+//! Two-phase search (SPEC §3) against a recomputation: the page a reranked search returns is
+//! the first-phase window re-sorted by the model's scores of independently extracted
+//! features; paging, explanations and the window rules behave as documented.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+
+use rankd::corpus::Document;
+use rankd::features::{extract, Candidate, FeatureSet};
+use rankd::judgments::{judged_windows, train_on_windows, JudgedQuery};
+use rankd::rerank::{MetricConvention, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum};
+use rankd::second_phase::{self, ActiveModel};
+use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+
+const WORDS: &[&str] = &[
+    "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
+    "socket", "parser", "graph", "rank", "score", "index", "query",
+];
+
+fn corpus() -> Vec<Document> {
+    (0..60)
+        .map(|i| {
+            let w = |k: usize| WORDS[(i * 7 + k * 3) % WORDS.len()];
+            Document {
+                id: format!("d{i}"),
+                url: Some(format!("https://example.org/{}/{}/{i}", w(0), w(1))),
+                title: format!("{} {}", w(0), w(2)),
+                body: (0..(10 + i % 13)).map(w).collect::<Vec<_>>().join(" "),
+                links: vec![format!("d{}", (i + 1) % 60), format!("d{}", (i * 5) % 60)],
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn config() -> TrainConfig {
+    TrainConfig {
+        objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
+        hidden: Vec::new(),
+        activation: rankd::rerank::Activation::Relu,
+        normalization: rankd::rerank::NormKind::ZScore,
+        optimizer: UnifiedMomentum::new(0.01, 0.9, 1.0, 4e-5),
+        epochs: 8,
+        batch_queries: 4,
+        patience: 8,
+        seed: 3,
+        convention: MetricConvention::Trec,
+        source: "test".into(),
+        parent: None,
+    }
+}
+
+#[test]
+fn reranked_pages_follow_the_model_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+    let docs = corpus();
+    index.upsert(docs.iter().cloned()).unwrap();
+    // Judgments: a document is relevant to "w1 w2" when its title holds w1.
+    let queries: Vec<JudgedQuery> = (0..12)
+        .map(|i| {
+            let (a, b) = (WORDS[i % WORDS.len()], WORDS[(i + 5) % WORDS.len()]);
+            let grades: HashMap<String, i32> = docs
+                .iter()
+                .map(|d| (d.id.clone(), i32::from(d.title.split(' ').any(|t| t == a))))
+                .collect();
+            JudgedQuery {
+                qid: format!("q{i}"),
+                text: format!("{a} {b}"),
+                grades,
+            }
+        })
+        .collect();
+    let (windows, stats) =
+        judged_windows(&index, None, &queries, ModelKind::Bm25F, 40, &|| {}).unwrap();
+    assert_eq!(stats.queries, 12);
+    let outcome = train_on_windows(
+        &windows,
+        &config(),
+        0.25,
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let model = ActiveModel::new(outcome.model.clone(), "m.json".into()).unwrap();
+
+    let searcher = index.reader.searcher();
+    for q in ["rust vector", "graph score index", "thread"] {
+        let mut req = SearchRequest::new(q, ModelKind::Bm25F, 10);
+        req.explain = true;
+        let window = 30;
+        let (res, times) = second_phase::search(&index, None, &model, &req, window).unwrap();
+        assert!(times.features >= 0.0 && times.rerank >= 0.0);
+        assert_eq!(res.reranker.as_deref(), Some(outcome.model.id()));
+        // Recompute: first phase top 30, features, model scores, stable sort.
+        let bound = index
+            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .unwrap()
+            .unwrap();
+        let top = bound.top(&searcher, window, 0).unwrap();
+        let cands: Vec<Candidate> = top
+            .iter()
+            .map(|&(score, address)| Candidate { address, score })
+            .collect();
+        let m = extract(&index, &searcher, None, FeatureSet::current(), q, &cands).unwrap();
+        let ids = rankd::features::candidate_ids(&searcher, &cands).unwrap();
+        let scores = outcome.model.score(&m.values, m.rows).unwrap();
+        let mut order: Vec<usize> = (0..scores.len()).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        let want: Vec<&str> = order.iter().take(10).map(|&i| ids[i].as_str()).collect();
+        let got: Vec<&str> = res.hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(got, want, "{q}");
+        for (hit, &row) in res.hits.iter().zip(&order) {
+            assert_eq!(hit.score, scores[row]);
+            let e = hit.explain.as_ref().unwrap();
+            assert_eq!(e["first_phase_rank"], row + 1);
+            // Linear model: contributions + bias = score.
+            let sum: f64 = e["contributions"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+                .sum();
+            let bias = outcome.model.network.linear_bias().unwrap() as f64;
+            assert!((sum + bias - hit.score as f64).abs() < 1e-3 * (1.0 + sum.abs()));
+        }
+        // Page 2 continues page 1.
+        let mut req2 = SearchRequest::new(q, ModelKind::Bm25F, 10);
+        req2.offset = 10;
+        let (page2, _) = second_phase::search(&index, None, &model, &req2, window).unwrap();
+        let want2: Vec<&str> = order
+            .iter()
+            .skip(10)
+            .take(10)
+            .map(|&i| ids[i].as_str())
+            .collect();
+        let got2: Vec<&str> = page2.hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(got2, want2);
+        assert_eq!(page2.hits[0].rank, 11);
+    }
+    // offset + k beyond the window, and windows outside 1..=1000, are errors naming the field.
+    let mut req = SearchRequest::new("rust", ModelKind::Bm25F, 10);
+    req.offset = 95;
+    let e = second_phase::search(&index, None, &model, &req, 100).unwrap_err();
+    assert!(e.to_string().contains("window"), "{e}");
+    for w in [0, 1001] {
+        let req = SearchRequest::new("rust", ModelKind::Bm25F, 10);
+        let e = second_phase::search(&index, None, &model, &req, w).unwrap_err();
+        assert!(e.to_string().starts_with("window"), "{e}");
+    }
+}
+
+#[test]
+fn a_model_needing_unknown_features_is_refused_by_name() {
+    use rankd::rerank::{Net, NormKind, Normalizer, Reranker};
+    let names = vec!["bm25f".to_string(), "clicks.last_week".to_string()];
+    let norm = Normalizer::fit(NormKind::ZScore, &[1.0, 2.0, 3.0, 5.0], 2).unwrap();
+    let net = Net::new(2, &[], rankd::rerank::Activation::Relu, 1).unwrap();
+    let training = rankd::rerank::TrainingInfo {
+        objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
+        optimizer: UnifiedMomentum::new(0.01, 0.9, 1.0, 0.0),
+        epochs: 1,
+        batch_queries: 1,
+        patience: 1,
+        seed: 1,
+        best_epoch: 1,
+        epochs_run: 1,
+        metrics: rankd::rerank::ModelMetrics {
+            train: None,
+            valid: None,
+        },
+        source: "test".into(),
+    };
+    let model = Reranker::new(names, norm, net, training, None).unwrap();
+    let e = ActiveModel::new(model, "x.json".into()).unwrap_err();
+    assert!(e.to_string().contains("clicks.last_week"), "{e}");
+}
+
+/// Graph nodes found through the per-segment id-ordinal tables equal those found by id.
+#[test]
+fn nodes_of_documents_match_lookups_by_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+    let docs = corpus();
+    // Two commits: two segments.
+    index.upsert(docs[..30].iter().cloned()).unwrap();
+    index.upsert(docs[30..].iter().cloned()).unwrap();
+    rankd::links::compute_and_store(&index, &Default::default(), None, &mut |_| {}).unwrap();
+    let links = rankd::links::load(&index).unwrap().unwrap();
+    let searcher = index.reader.searcher();
+    assert!(searcher.segment_readers().len() >= 2);
+    let all: Vec<tantivy::DocAddress> = searcher
+        .segment_readers()
+        .iter()
+        .enumerate()
+        .flat_map(|(s, r)| (0..r.max_doc()).map(move |d| tantivy::DocAddress::new(s as u32, d)))
+        .collect();
+    let cands: Vec<Candidate> = all
+        .iter()
+        .map(|&address| Candidate {
+            address,
+            score: 0.0,
+        })
+        .collect();
+    let ids = rankd::features::candidate_ids(&searcher, &cands).unwrap();
+    // Twice: the second call reads the cached tables.
+    for _ in 0..2 {
+        let nodes = links.nodes_of(&searcher, &all).unwrap();
+        let mut found = 0;
+        for (id, node) in ids.iter().zip(&nodes) {
+            assert_eq!(*node, links.node(id), "{id}");
+            found += usize::from(node.is_some());
+        }
+        assert_eq!(found, docs.len());
+    }
+}

@@ -1,0 +1,209 @@
+//! Training on judgments over the index, as a user runs it: `rankd features` logs the
+//! windows, `rankd train --queries --qrels --activate` trains and activates, `rankd eval
+//! --rerank` uses the model, `rankd cv` cross-validates; bad judgments are exit code 2.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rankd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args(args)
+        .env("RANKD_LOG", "error")
+        .output()
+        .expect("rankd runs")
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+const WORDS: &[&str] = &[
+    "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta",
+];
+
+/// 80 linked documents; queries "w1 w2" whose relevant documents have w1 in the title.
+fn setup(dir: &Path) -> (String, String, String) {
+    let mut docs = String::new();
+    for i in 0..80 {
+        let w = |k: usize| WORDS[(i * 3 + k * 7) % WORDS.len()];
+        docs.push_str(
+            &serde_json::json!({
+                "id": format!("d{i}"),
+                "url": format!("https://example.org/{}/{i}", w(1)),
+                "title": format!("{} {}", w(0), w(4)),
+                "body": (0..(8 + i % 9)).map(w).collect::<Vec<_>>().join(" "),
+                "links": [format!("d{}", (i + 3) % 80)],
+            })
+            .to_string(),
+        );
+        docs.push('\n');
+    }
+    let (mut queries, mut qrels) = (String::new(), String::new());
+    for q in 0..10 {
+        let (a, b) = (WORDS[q], WORDS[(q + 3) % WORDS.len()]);
+        queries.push_str(&format!("q{q} {a} {b}\n"));
+        for i in 0..80 {
+            let title0 = WORDS[(i * 3) % WORDS.len()];
+            qrels.push_str(&format!("q{q} 0 d{i} {}\n", i32::from(title0 == a)));
+        }
+    }
+    let data = dir.join("data");
+    let files = [
+        ("docs.jsonl", docs),
+        ("q.txt", queries),
+        ("qrels.txt", qrels),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    ok(rankd(&[
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        &s(&dir.join("docs.jsonl")),
+        "--data-dir",
+        &s(&data),
+    ]));
+    ok(rankd(&["graph", "--data-dir", &s(&data)]));
+    (s(&data), s(&dir.join("q.txt")), s(&dir.join("qrels.txt")))
+}
+
+#[test]
+fn train_on_the_index_activate_and_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let svm = dir.path().join("w.svm");
+    let out = ok(rankd(&[
+        "features",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--out",
+        svm.to_str().unwrap(),
+        "--json",
+    ]));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["queries"], 10);
+    assert!(std::fs::read_to_string(&svm).unwrap().contains("qid:10"));
+
+    let model = dir.path().join("m.json");
+    ok(rankd(&[
+        "train",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--out",
+        model.to_str().unwrap(),
+        "--model",
+        "linear",
+        "--epochs",
+        "20",
+        "--activate",
+    ]));
+    let active = std::fs::read_to_string(Path::new(&data).join("models/ACTIVE")).unwrap();
+    assert!(active.ends_with(".json"));
+    let out = ok(rankd(&[
+        "eval",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--model",
+        "bm25f",
+        "--rerank",
+        model.to_str().unwrap(),
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["queries"], 10);
+    assert!(report["map"].as_f64().unwrap() > 0.0);
+
+    let out = ok(rankd(&[
+        "cv",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--folds",
+        "2",
+        "--epochs",
+        "5",
+        "--json",
+    ]));
+    let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_judgments_are_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, _) = setup(dir.path());
+    // Judgments of a query the queries file does not have.
+    let bad = dir.path().join("bad.qrels");
+    std::fs::write(&bad, "q99 0 d1 1\n").unwrap();
+    let out = rankd(&[
+        "train",
+        "--queries",
+        &q,
+        "--qrels",
+        bad.to_str().unwrap(),
+        "--data-dir",
+        &data,
+        "--out",
+        "/dev/null",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("q99"));
+    // A window larger than the limit.
+    let out = rankd(&[
+        "cv",
+        "--queries",
+        &q,
+        "--qrels",
+        bad.to_str().unwrap(),
+        "--data-dir",
+        &data,
+        "--window",
+        "5000",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("window"));
+    // A model file that is not JSON.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"format\": \"rankd-reranker\", ").unwrap();
+    let out = rankd(&[
+        "eval",
+        "--queries",
+        &q,
+        "--qrels",
+        bad.to_str().unwrap(),
+        "--data-dir",
+        &data,
+        "--rerank",
+        junk.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
+}
