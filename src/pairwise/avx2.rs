@@ -41,7 +41,9 @@ pub(super) fn score_block(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
 }
 
 /// Four rows at a time, so each pair of `w` loads feeds eight multiply-adds; each row keeps
-/// its 16 canonical partial sums in two registers (`lo` = partials 0–7, `hi` = 8–15).
+/// its 16 canonical partial sums in two registers (`lo` = partials 0–7, `hi` = 8–15). The
+/// four rows' sums are reduced together (one transposing shuffle tree, one store) in the
+/// canonical order of `scalar::reduce_partials`.
 #[target_feature(enable = "avx2,fma")]
 fn score_block_avx2(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
     if d == 0 {
@@ -55,12 +57,19 @@ fn score_block_avx2(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
     let n = out.len();
     let mut r = 0;
     while r + 4 <= n {
-        let block = [row(r), row(r + 1), row(r + 2), row(r + 3)];
-        out[r..r + 4].copy_from_slice(&dot_rows(block, w, full, &w_tail));
+        let [a, b, c, d] = dot_rows(
+            [row(r), row(r + 1), row(r + 2), row(r + 3)],
+            w,
+            full,
+            &w_tail,
+        );
+        let sums = super::sse::reduce_quads([halves(a), halves(b), halves(c), halves(d)]);
+        // SAFETY: r + 4 <= n == out.len().
+        unsafe { _mm_storeu_ps(out.as_mut_ptr().add(r), sums) };
         r += 4;
     }
     while r < n {
-        out[r] = dot_rows([row(r)], w, full, &w_tail)[0];
+        out[r] = hsum8(dot_rows([row(r)], w, full, &w_tail)[0]);
         r += 1;
     }
 }
@@ -72,7 +81,7 @@ fn dot_rows<const R: usize>(
     w: &[f32],
     full: usize,
     w_tail: &[f32; PARTIALS],
-) -> [f32; R] {
+) -> [__m256; R] {
     let mut lo = [_mm256_setzero_ps(); R];
     let mut hi = [_mm256_setzero_ps(); R];
     let mut k = 0;
@@ -126,7 +135,8 @@ fn dot_rows<const R: usize>(
             hi[r] = _mm256_add_ps(hi[r], _mm256_mul_ps(x1, w1));
         }
     }
-    std::array::from_fn(|r| reduce16(lo[r], hi[r]))
+    // Partials l and l+8: the first step of the canonical reduction.
+    std::array::from_fn(|r| _mm256_add_ps(lo[r], hi[r]))
 }
 
 /// Loads the first eight values of a slice.
@@ -138,17 +148,19 @@ fn load8(values: &[f32]) -> __m256 {
     unsafe { _mm256_loadu_ps(values.as_ptr()) }
 }
 
-/// `scalar::reduce_partials` on registers: lo+hi, then halves, then 0+2 / 1+3, then 0+1.
+/// Lanes m and m+4 added: the quad sums of a row whose partials l and l+8 are already added.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-fn reduce16(lo: __m256, hi: __m256) -> f32 {
-    hsum8(_mm256_add_ps(lo, hi))
+fn halves(a: __m256) -> __m128 {
+    _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a))
 }
 
+/// The rest of `scalar::reduce_partials` for one row whose partials l and l+8 are already
+/// added: halves, then 0+2 / 1+3, then 0+1.
 #[target_feature(enable = "avx2,fma")]
 #[inline]
 fn hsum8(a: __m256) -> f32 {
-    let q = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+    let q = halves(a);
     let r = _mm_add_ps(q, _mm_movehl_ps(q, q));
     _mm_cvtss_f32(_mm_add_ss(r, _mm_shuffle_ps::<0b01>(r, r)))
 }

@@ -47,7 +47,8 @@ pub(super) fn score_block(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
     unsafe { score_block_sse(x, d, w, out) }
 }
 
-/// Two rows at a time (16 partials per row already take four registers each).
+/// Two rows at a time (16 partials per row already take four registers each); four rows'
+/// sums are reduced together by [`reduce_quads`].
 #[target_feature(enable = "sse4.1")]
 fn score_block_sse(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
     if d == 0 {
@@ -60,12 +61,16 @@ fn score_block_sse(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
     let row = |r: usize| &x[r * d..(r + 1) * d];
     let n = out.len();
     let mut r = 0;
-    while r + 2 <= n {
-        out[r..r + 2].copy_from_slice(&dot_rows([row(r), row(r + 1)], w, full, &w_tail));
-        r += 2;
+    while r + 4 <= n {
+        let [a, b] = dot_rows([row(r), row(r + 1)], w, full, &w_tail);
+        let [c, d] = dot_rows([row(r + 2), row(r + 3)], w, full, &w_tail);
+        // SAFETY: r + 4 <= n == out.len().
+        unsafe { _mm_storeu_ps(out.as_mut_ptr().add(r), reduce_quads([a, b, c, d])) };
+        r += 4;
     }
-    if r < n {
-        out[r] = dot_rows([row(r)], w, full, &w_tail)[0];
+    while r < n {
+        out[r] = hsum4(dot_rows([row(r)], w, full, &w_tail)[0]);
+        r += 1;
     }
 }
 
@@ -77,7 +82,7 @@ fn dot_rows<const R: usize>(
     w: &[f32],
     full: usize,
     w_tail: &[f32; PARTIALS],
-) -> [f32; R] {
+) -> [__m128; R] {
     let mut acc = [[_mm_setzero_ps(); 4]; R];
     let mut k = 0;
     while k < full {
@@ -115,9 +120,28 @@ fn dot_rows<const R: usize>(
     }
     std::array::from_fn(|r| {
         let [p0, p1, p2, p3] = acc[r];
-        // Partials l and l+8 (l = 0..8), then l and l+4, then 0+2 / 1+3, then 0+1.
-        hsum4(_mm_add_ps(_mm_add_ps(p0, p2), _mm_add_ps(p1, p3)))
+        // Partials l and l+8 (l = 0..8), then l and l+4: the row's four quad sums.
+        _mm_add_ps(_mm_add_ps(p0, p2), _mm_add_ps(p1, p3))
     })
+}
+
+/// The last two steps of `scalar::reduce_partials` for four rows at once: given each row's
+/// quad sums `[q0 q1 q2 q3]`, returns `[(q0+q2)+(q1+q3)]` per row, in row order. The
+/// shuffles only move lanes, so every row is summed exactly as [`hsum4`] sums it.
+#[target_feature(enable = "sse4.1")]
+#[inline]
+pub(super) fn reduce_quads([a, b, c, d]: [__m128; 4]) -> __m128 {
+    const LOW: i32 = 0b01_00_01_00; // [x0 x1 y0 y1]
+    const HIGH: i32 = 0b11_10_11_10; // [x2 x3 y2 y3]
+    const EVEN: i32 = 0b10_00_10_00; // [x0 x2 y0 y2]
+    const ODD: i32 = 0b11_01_11_01; // [x1 x3 y1 y3]
+                                    // [a0+a2, a1+a3, b0+b2, b1+b3] and the same for c, d.
+    let ab = _mm_add_ps(_mm_shuffle_ps::<LOW>(a, b), _mm_shuffle_ps::<HIGH>(a, b));
+    let cd = _mm_add_ps(_mm_shuffle_ps::<LOW>(c, d), _mm_shuffle_ps::<HIGH>(c, d));
+    _mm_add_ps(
+        _mm_shuffle_ps::<EVEN>(ab, cd),
+        _mm_shuffle_ps::<ODD>(ab, cd),
+    )
 }
 
 #[target_feature(enable = "sse4.1")]
