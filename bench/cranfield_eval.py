@@ -25,7 +25,7 @@ MODELS = ["tfidf", "bm25", "bm25f", "f2exp", "lm", "bm25prox"]
 
 def eval_run(binary, data, model, field, judgments, config=None, run_path=None):
     cmd = [binary, "eval", "--format", "cranfield", "--queries", str(CRANFIELD / "cran.qry"),
-           "--qrels", str(CRANFIELD / "cranqrel"), "--judgments", judgments, "--model", model,
+           "--qrels", str(CRANFIELD / "cranqrel"), "--cranfield-variant", judgments, "--model", model,
            "--field", field, "--data-dir", str(data), "--json"]
     if config:
         cmd += ["--index-config", str(config)]

@@ -207,3 +207,129 @@ fn bad_judgments_are_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
 }
+
+/// The network and normalisation of a model file (what training learned), without the
+/// metadata that names the data source.
+fn learned(path: &Path) -> (serde_json::Value, serde_json::Value) {
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    (model["network"].clone(), model["normalization"].clone())
+}
+
+/// INTERFACE.md's `--judgments FILE` (JSON lines) and `--from-db` train on the same judgments
+/// as `--queries/--qrels` and so, with the same seed, learn the same model.
+#[test]
+fn judgments_file_and_database_train_the_same_model_as_qrels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let train = |source: &[&str], out: &Path| {
+        let mut args = vec!["train"];
+        args.extend_from_slice(source);
+        let out_s = out.to_str().unwrap();
+        args.extend_from_slice(&["--data-dir", &data, "--out", out_s, "--model", "linear"]);
+        args.extend_from_slice(&["--epochs", "10", "--seed", "7"]);
+        ok(rankd(&args));
+    };
+    let from_qrels = dir.path().join("qrels-model.json");
+    train(&["--queries", &q, "--qrels", &qrels], &from_qrels);
+
+    // The same judgments as JSON lines, a query's text on its first line only.
+    let texts: std::collections::HashMap<String, String> = std::fs::read_to_string(&q)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (id, text) = l.split_once(' ').unwrap();
+            (id.to_string(), text.to_string())
+        })
+        .collect();
+    let mut lines = String::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stored = Vec::new();
+    for l in std::fs::read_to_string(&qrels).unwrap().lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (qid, doc, grade) = (f[0], f[2], f[3].parse::<i32>().unwrap());
+        let mut obj = serde_json::json!({"query_id": qid, "doc_id": doc, "grade": grade});
+        if seen.insert(qid.to_string()) {
+            obj["query"] = texts[qid].clone().into();
+        }
+        lines.push_str(&format!("{obj}\n"));
+        stored.push(rankd::db::judgments::Judgment {
+            query_id: qid.into(),
+            doc_id: doc.into(),
+            grade,
+            source: "test".into(),
+        });
+    }
+    let jsonl = dir.path().join("judgments.jsonl");
+    std::fs::write(&jsonl, lines).unwrap();
+    let from_jsonl = dir.path().join("jsonl-model.json");
+    train(&["--judgments", jsonl.to_str().unwrap()], &from_jsonl);
+    assert_eq!(learned(&from_jsonl), learned(&from_qrels));
+
+    // The same judgments in the data directory's SQLite database.
+    let url = rankd::db::default_url(Path::new(&data));
+    let queries: Vec<(String, String)> = texts.into_iter().collect();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let db = rankd::db::Db::open(&url).await.unwrap();
+        db.store_judgments(&queries, &stored).await.unwrap();
+    });
+    let from_db = dir.path().join("db-model.json");
+    train(&["--from-db"], &from_db);
+    assert_eq!(learned(&from_db), learned(&from_qrels));
+}
+
+#[test]
+fn bad_judgment_lines_are_exit_2_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, _, _) = setup(dir.path());
+    let cases = [
+        ("{\"query_id\":\"q1\",\"doc_id\":\"d1\",\"grade\":1}\n", "line 1", "give its text"),
+        (
+            "{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":1}\n\n{\"query_id\":\"q1\",\"doc_id\":\"d1\",\"grade\":0}\n",
+            "line 3",
+            "second time",
+        ),
+        (
+            "{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":1,\"weight\":2}\n",
+            "line 1",
+            "unknown field",
+        ),
+        ("{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":\"x\"}\n", "line 1", "invalid type"),
+        ("{\"query_id\": \"q1\", \n", "line 1", "EOF"),
+        ("\n\n", "judgments.jsonl", "no judgments"),
+    ];
+    for (text, place, what) in cases {
+        let file = dir.path().join("judgments.jsonl");
+        std::fs::write(&file, text).unwrap();
+        let out = rankd(&[
+            "train",
+            "--judgments",
+            file.to_str().unwrap(),
+            "--data-dir",
+            &data,
+            "--out",
+            dir.path().join("m.json").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert!(err.contains(place) && err.contains(what), "{text:?}: {err}");
+        assert!(
+            !dir.path().join("m.json").exists(),
+            "no model written for {text:?}"
+        );
+    }
+    // An empty database: a clear error, not an empty model.
+    let out = rankd(&[
+        "train",
+        "--from-db",
+        "--data-dir",
+        &data,
+        "--out",
+        "/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no judgments"));
+    // Two sources at once is a usage error.
+    let out = rankd(&["train", "--from-db", "--letor", "x", "--out", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+}

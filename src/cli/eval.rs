@@ -39,7 +39,12 @@ pub struct EvalArgs {
     #[arg(long, value_enum, default_value = "trec")]
     pub format: QueryFormat,
     /// Cranfield judgment variant (data README): A = codes 1..4 relevant, B = all listed pairs.
-    #[arg(long, value_enum, default_value = "a")]
+    #[arg(
+        long = "cranfield-variant",
+        alias = "judgments",
+        value_enum,
+        default_value = "a"
+    )]
     pub judgments: JudgmentVariant,
     #[arg(long, default_value = "bm25")]
     pub model: String,

@@ -23,7 +23,7 @@ pub struct JudgedArgs {
     #[arg(long, value_enum, default_value = "trec")]
     pub format: QueryFormat,
     /// Cranfield judgment variant (see `rankd eval`).
-    #[arg(long, value_enum, default_value = "a")]
+    #[arg(long = "cranfield-variant", value_enum, default_value = "a")]
     pub judgments: JudgmentVariant,
 }
 

@@ -4,16 +4,33 @@
 //! (queries + qrels), whose first-phase windows get the feature set of SPEC §3.1. A model
 //! trained on the index can be activated for serving (`--activate`).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+
+use anyhow::Context;
 
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use super::BadInput;
+use crate::judgments::JudgedQuery;
 use crate::rerank::RankSet;
 
+/// `--database-url`, else the environment, else SQLite in the data directory — the precedence
+/// `rankd serve` uses.
+fn database_url(args: &TrainArgs) -> String {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    args.database_url
+        .clone()
+        .or_else(|| env("RANKD_DATABASE_URL"))
+        .or_else(|| env("DATABASE_URL"))
+        .unwrap_or_else(|| crate::db::default_url(&args.data.data_dir))
+}
+
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true)
+    .args(["letor", "queries", "judgments", "from_db"])))]
 pub struct TrainArgs {
     /// Training data: a LETOR/SVMlight file (`label [qid:Q] index:value ...`).
-    #[arg(long, required_unless_present = "queries", conflicts_with = "queries")]
+    #[arg(long)]
     pub letor: Option<PathBuf>,
     /// Training data: judged queries on the index (`qid text` lines, or Cranfield's
     /// `cran.qry` with `--format cranfield`), with `--qrels`.
@@ -25,7 +42,20 @@ pub struct TrainArgs {
     pub format: super::eval::QueryFormat,
     /// Cranfield judgment variant (see `rankd eval`).
     #[arg(long, value_enum, default_value = "a")]
-    pub judgments: super::eval::JudgmentVariant,
+    pub cranfield_variant: super::eval::JudgmentVariant,
+    /// Training data: judgments on the index as JSON lines, one
+    /// `{"query_id","query","doc_id","grade"}` object per line (the objects
+    /// `POST /admin/judgments` takes; `query` is needed on a query id's first line).
+    #[arg(long)]
+    pub judgments: Option<PathBuf>,
+    /// Training data: the judgments stored in the database (the ones `POST /admin/judgments`
+    /// and `/admin/judgments/qrels` store), for queries with a stored text.
+    #[arg(long)]
+    pub from_db: bool,
+    /// The database for `--from-db` (default: `RANKD_DATABASE_URL`, `DATABASE_URL`, else the
+    /// SQLite file in the data directory).
+    #[arg(long, requires = "from_db")]
+    pub database_url: Option<String>,
     /// With judgments on the index: the first-phase model and window to rerank.
     #[arg(long, default_value = "bm25f")]
     pub first_phase: String,
@@ -33,7 +63,7 @@ pub struct TrainArgs {
     pub window: usize,
     /// With judgments on the index: also store the model in the index's model directory
     /// and make it the active reranker.
-    #[arg(long, requires = "queries")]
+    #[arg(long, conflicts_with = "letor")]
     pub activate: bool,
     #[command(flatten)]
     pub data: super::DataArgs,
@@ -65,11 +95,134 @@ pub enum Source {
     },
     /// Judged queries' first-phase windows on the index.
     Index {
-        judged: super::features::JudgedArgs,
+        judged: Judged,
         data: super::DataArgs,
         first_phase: crate::text::ModelKind,
         window: usize,
     },
+}
+
+/// Where judgments on the index come from.
+pub enum Judged {
+    /// Query and qrels files.
+    Files(super::features::JudgedArgs),
+    /// A JSON-lines file of judgment objects.
+    JsonLines(PathBuf),
+    /// The database's stored judgments.
+    Database(String),
+}
+
+impl Judged {
+    /// The judged queries, and a name for the model's training record.
+    fn load(&self) -> anyhow::Result<(Vec<JudgedQuery>, String)> {
+        match self {
+            Judged::Files(files) => Ok((files.load()?.0, files.qrels.display().to_string())),
+            Judged::JsonLines(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let queries = parse_judgment_lines(&text)
+                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+                Ok((queries, path.display().to_string()))
+            }
+            Judged::Database(url) => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let stored = runtime.block_on(async {
+                    let db = crate::db::Db::open(url).await?;
+                    anyhow::Ok(db.all_judgments().await?)
+                })?;
+                let queries = crate::admin::train::judged_queries(&stored);
+                if queries.is_empty() {
+                    return Err(BadInput(format!(
+                        "the database ({}) holds no judgments of a query with a stored text",
+                        crate::db::redact(url)
+                    ))
+                    .into());
+                }
+                Ok((queries, "stored judgments".into()))
+            }
+        }
+    }
+}
+
+/// One line of a `--judgments` file.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JudgmentLine {
+    query_id: String,
+    #[serde(default)]
+    query: Option<String>,
+    doc_id: String,
+    grade: i32,
+    /// Accepted for symmetry with `GET /admin/judgments`; not used in training.
+    #[serde(default)]
+    #[allow(dead_code)]
+    source: Option<String>,
+}
+
+/// Judged queries from JSON lines (blank lines skipped), in order of first appearance.
+/// Errors name the line: bad JSON, unknown fields, an empty id, a query id without a text
+/// on its first line, two different texts for one query id, a pair judged twice.
+pub fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
+    let mut queries: Vec<JudgedQuery> = Vec::new();
+    let mut position: HashMap<String, usize> = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let j: JudgmentLine = serde_json::from_str(line).map_err(|e| format!("line {n}: {e}"))?;
+        for (name, value) in [("query_id", &j.query_id), ("doc_id", &j.doc_id)] {
+            if value.trim().is_empty() {
+                return Err(format!("line {n}: `{name}` is empty"));
+            }
+        }
+        let text = j.query.as_deref().map(str::trim);
+        if text == Some("") {
+            return Err(format!("line {n}: `query` is empty"));
+        }
+        let at = match position.get(&j.query_id) {
+            Some(&at) => {
+                if let Some(t) = text.filter(|t| *t != queries[at].text) {
+                    return Err(format!(
+                        "line {n}: query {:?} already has the text {:?}, not {t:?}",
+                        j.query_id, queries[at].text
+                    ));
+                }
+                at
+            }
+            None => {
+                let Some(t) = text else {
+                    return Err(format!(
+                        "line {n}: query {:?} appears for the first time: give its text in `query`",
+                        j.query_id
+                    ));
+                };
+                position.insert(j.query_id.clone(), queries.len());
+                queries.push(JudgedQuery {
+                    qid: j.query_id.clone(),
+                    text: t.to_string(),
+                    grades: HashMap::new(),
+                });
+                queries.len() - 1
+            }
+        };
+        if queries[at]
+            .grades
+            .insert(j.doc_id.clone(), j.grade)
+            .is_some()
+        {
+            return Err(format!(
+                "line {n}: query {:?} judges document {:?} a second time",
+                j.query_id, j.doc_id
+            ));
+        }
+    }
+    if queries.is_empty() {
+        return Err("no judgments".into());
+    }
+    Ok(queries)
 }
 
 impl Source {
@@ -109,7 +262,7 @@ impl Source {
                     .map_err(|e| BadInput(e.to_string()))?;
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
-                let (queries, _) = judged.load()?;
+                let (queries, name) = judged.load()?;
                 let bar = super::progress(queries.len() as u64, "features", false);
                 let (windows, _) = crate::judgments::judged_windows(
                     &index,
@@ -126,20 +279,22 @@ impl Source {
                 let (t, v) = all
                     .split_validation(learn.valid_fraction, learn.seed)
                     .map_err(|e| BadInput(e.to_string()))?;
-                Ok((t, v, judged.qrels.display().to_string()))
+                Ok((t, v, name))
             }
         }
     }
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
-    let judged = match (&args.queries, &args.qrels) {
-        (Some(queries), Some(qrels)) => Some(super::features::JudgedArgs {
+    let judged = match (&args.queries, &args.qrels, &args.judgments) {
+        (Some(queries), Some(qrels), _) => Some(Judged::Files(super::features::JudgedArgs {
             queries: queries.clone(),
             qrels: qrels.clone(),
             format: args.format,
-            judgments: args.judgments,
-        }),
+            judgments: args.cranfield_variant,
+        })),
+        (_, _, Some(file)) => Some(Judged::JsonLines(file.clone())),
+        _ if args.from_db => Some(Judged::Database(database_url(&args))),
         _ => None,
     };
     let source = match (&args.letor, judged) {
@@ -155,7 +310,10 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             window: args.window,
         },
         (None, None) => {
-            return Err(BadInput("give --letor FILE or --queries/--qrels".into()).into())
+            return Err(BadInput(
+                "give --letor FILE, --queries/--qrels, --judgments FILE or --from-db".into(),
+            )
+            .into())
         }
     };
     let (train, valid, name) = source.load(&args.learn)?;
