@@ -124,10 +124,10 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
             "query_ids[1]",
             "no stored text",
         ),
-        (r#"{"assessor":"ann","size":5}"#, "body", "unknown field"),
+        (r#"{"assessor":"ann","size":5}"#, "size", "unknown field"),
         (r#"{"k":5}"#, "body", "missing field `assessor`"),
         (r#"{"assessor":"  "}"#, "assessor", "empty"),
-        (r#"[1,2]"#, "body", "invalid type"),
+        (r#""ann""#, "body", "invalid type"),
         ("not json", "body", "invalid JSON"),
     ] {
         assert_error(&batch(body), 400, Some(field), says);

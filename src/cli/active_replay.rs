@@ -22,8 +22,9 @@ pub struct ActiveReplayArgs {
     /// Queries labelled at the start (the first ones of each training part).
     #[arg(long, default_value_t = 5)]
     pub initial_queries: usize,
+    /// Labels revealed per round (the learning options' `--batch` is queries per step).
     #[arg(long, default_value_t = 50)]
-    pub batch: usize,
+    pub label_batch: usize,
     #[arg(long, default_value_t = 9)]
     pub rounds: usize,
     /// λ grid of the angle-diverse batch (tuned per fold on the validation fold).
@@ -49,7 +50,7 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
     let config = ReplayConfig {
         folds: args.folds,
         initial_queries: args.initial_queries,
-        batch: args.batch,
+        batch: args.label_batch,
         rounds: args.rounds,
         lambdas: args.lambdas.clone(),
         train: args

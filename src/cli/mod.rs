@@ -122,3 +122,13 @@ pub fn progress(len: u64, what: &str, hidden: bool) -> ProgressBar {
     bar.set_message(what.to_string());
     bar
 }
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (unique argument names across flattened option groups,
+    /// ...), which otherwise fire only when a subcommand is first run.
+    #[test]
+    fn the_command_line_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}
