@@ -27,8 +27,7 @@ pub use convergence::{Convergence, IterationReport};
 pub use csr::Csr;
 pub use load::{load_graph_file, LabeledGraph};
 pub use scores::{
-    compute_link_scores, compute_link_scores_cancellable, LinkScoreOptions, LinkScores,
-    SeedChoice,
+    compute_link_scores, compute_link_scores_cancellable, LinkScoreOptions, LinkScores, SeedChoice,
 };
 
 /// Everything that can go wrong in link analysis. Messages name the file, line or parameter.
