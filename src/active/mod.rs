@@ -18,8 +18,8 @@
 
 pub mod replay;
 
-/// λ when a request does not give one: the value the offline replay on LETOR chose on its
-/// validation folds (docs/EVALUATION.md, "Active learning (SPEC §5)").
+/// λ when a request does not give one: the value the offline replay on LETOR chose most often
+/// on its validation folds (docs/EVALUATION.md, "Active learning (SPEC §5)").
 pub const DEFAULT_LAMBDA: f64 = 0.5;
 
 /// One picked item: its position in the pool and the terms of the criterion when it was
