@@ -288,6 +288,17 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
     assert_eq!(one.status, 200, "{}", one.body);
     assert_eq!(one.body["queries"], 1);
     assert!(pairs(&one.body).iter().all(|(q, _)| q == "q2"));
+
+    // A stored text with nothing to search for (stop words only) is listed as skipped.
+    assert_eq!(
+        post_text(&format!("{b}/admin/queries"), t, "q4 the of and\n").status,
+        200
+    );
+    sql(&db, "DELETE FROM label_reservations");
+    let a = batch(r#"{"assessor":"gus","k":2,"query_ids":["q4","q1"]}"#);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["skipped_queries"], serde_json::json!(["q4"]));
+    assert_eq!(a.body["queries"], 1);
 }
 
 #[test]

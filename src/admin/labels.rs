@@ -44,7 +44,8 @@ pub struct Chosen {
 pub struct Selection {
     pub items: Vec<Chosen>,
     pub pool_size: usize,
-    /// Queries whose window was searched, and those whose text could not be searched.
+    /// Queries whose window was searched, and those whose text could not be searched (no
+    /// searchable term, or refused by the query parser).
     pub queries: usize,
     pub skipped_queries: Vec<String>,
     /// The reranker that scored the pool (`None`: the first-phase score did).
@@ -71,8 +72,8 @@ pub fn select(
     for (qi, (qid, text)) in spec.queries.iter().enumerate() {
         let bound = match index.bind(&searcher, spec.first_phase, None, text) {
             Ok(Some(b)) => b,
-            Ok(None) => continue,
-            Err(SearchError::Query(_)) => {
+            // No searchable term, or a text the query parser refuses: nothing to retrieve.
+            Ok(None) | Err(SearchError::Query(_)) => {
                 skipped.push(qid.clone());
                 continue;
             }
