@@ -4,6 +4,7 @@
 //! link graph (`graph`), get scored, evaluated (`eval`) and leave through the HTTP API (`api`).
 //! Formulas live in `../shared/docs/SPEC.md`; each module cites its section.
 
+pub mod active;
 pub mod admin;
 pub mod api;
 pub mod cli;

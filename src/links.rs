@@ -175,6 +175,29 @@ pub fn compute_and_store(
     trusted: Option<&[String]>,
     progress: &mut dyn FnMut(graph::scores::Progress),
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
+    let generation = generation_key(index)?;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let (scores, stats) = compute(index, options, trusted, progress, &never)?;
+    store(index, &generation, &scores)?;
+    Ok((scores, stats))
+}
+
+/// Writes `scores`, computed for the index at `generation` ([`generation_key`]), beside the
+/// index: atomically (`graph::sidecar`), so a reader finds the old file or the new one.
+pub fn store(index: &TextIndex, generation: &str, scores: &LinkScores) -> anyhow::Result<()> {
+    sidecar::write(&sidecar_path(index), generation, scores)?;
+    Ok(())
+}
+
+/// Builds the link graph of `index` and computes every score without storing them; stops
+/// with [`graph::GraphError::Cancelled`] between algorithms once `cancel` is set.
+pub fn compute(
+    index: &TextIndex,
+    options: &LinkScoreOptions,
+    trusted: Option<&[String]>,
+    progress: &mut dyn FnMut(graph::scores::Progress),
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
     let docs = link_documents(index)?;
     let lg = graph::build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default())?;
     let csr = lg.to_csr();
@@ -198,8 +221,7 @@ pub fn compute_and_store(
             .collect::<Result<Vec<u32>, _>>()?;
         options.seeds = graph::SeedChoice::Operator(seeds);
     }
-    let scores = graph::compute_link_scores(&csr, keys, &options, progress)?;
-    sidecar::write(&sidecar_path(index), &generation_key(index)?, &scores)?;
+    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
     Ok((scores, lg.stats))
 }
 
@@ -212,6 +234,61 @@ pub fn load(index: &TextIndex) -> anyhow::Result<Option<LinkData>> {
     let scores = sidecar::read(&path, Some(&generation_key(index)?))
         .with_context(|| "link scores do not match the index; run `rankd graph`")?;
     Ok(Some(LinkData::new(scores)?))
+}
+
+/// Loads the stored scores for serving even when the index changed after they were computed:
+/// scores are attached to documents by id, so the documents they still describe keep them
+/// and the others get the features' defaults. The flag says whether they are stale (written
+/// for another version of the index); the operator sees it in `GET /admin/graph` and
+/// `/metrics`.
+pub fn load_for_serving(index: &TextIndex) -> anyhow::Result<Option<(LinkData, bool)>> {
+    let path = sidecar_path(index);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let written_for = sidecar::manifest_hash(&path)?;
+    let scores = sidecar::read(&path, None)?;
+    let stale = written_for != generation_key(index)?;
+    Ok(Some((LinkData::new(scores)?, stale)))
+}
+
+/// How well served link scores cover the index as it is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Coverage {
+    /// Live documents.
+    pub documents: usize,
+    /// Live documents that are not nodes of the scores' graph (added since).
+    pub uncovered_documents: usize,
+    /// Nodes of the scores' graph that are no longer live documents (deleted since).
+    pub removed_documents: usize,
+}
+
+impl LinkData {
+    /// Compares the scores' graph with the live documents of `searcher` (one pass over the
+    /// id column; no stored document is read).
+    pub fn coverage(&self, searcher: &Searcher) -> tantivy::Result<Coverage> {
+        let mut docs = Vec::with_capacity(searcher.num_docs() as usize);
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            docs.extend(
+                reader
+                    .doc_ids_alive()
+                    .map(|d| DocAddress::new(ord as u32, d)),
+            );
+        }
+        let mut covered = vec![false; self.scores.n()];
+        let mut uncovered = 0;
+        for node in self.nodes_of(searcher, &docs)? {
+            match node {
+                Some(n) => covered[n as usize] = true,
+                None => uncovered += 1,
+            }
+        }
+        Ok(Coverage {
+            documents: docs.len(),
+            uncovered_documents: uncovered,
+            removed_documents: covered.iter().filter(|&&c| !c).count(),
+        })
+    }
 }
 
 /// SPEC §1.8: `score + λ·ln(ε + pagerank·N)` over the first-phase window, re-sorted (ties by

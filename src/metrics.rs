@@ -60,6 +60,8 @@ struct Metrics {
     search_phase: HistogramVec,
     index_size: IntGauge,
     index_documents: IntGauge,
+    link_scores_stale: IntGauge,
+    link_scores_uncovered: IntGauge,
     active_model: IntGaugeVec,
     job_duration: HistogramVec,
     train_epochs: IntCounter,
@@ -95,6 +97,14 @@ impl Metrics {
         )?;
         let index_size = IntGauge::new("rankd_index_size_bytes", "Bytes of the index files")?;
         let index_documents = IntGauge::new("rankd_index_documents", "Documents in the index")?;
+        let link_scores_stale = IntGauge::new(
+            "rankd_link_scores_stale",
+            "1 when documents changed after the served link scores were computed",
+        )?;
+        let link_scores_uncovered = IntGauge::new(
+            "rankd_link_scores_uncovered_documents",
+            "Live documents the served link scores do not cover (all of them without scores)",
+        )?;
         let active_model = IntGaugeVec::new(
             Opts::new(
                 "rankd_active_model_info",
@@ -132,6 +142,8 @@ impl Metrics {
         registry.register(Box::new(search_phase.clone()))?;
         registry.register(Box::new(index_size.clone()))?;
         registry.register(Box::new(index_documents.clone()))?;
+        registry.register(Box::new(link_scores_stale.clone()))?;
+        registry.register(Box::new(link_scores_uncovered.clone()))?;
         registry.register(Box::new(active_model.clone()))?;
         registry.register(Box::new(job_duration.clone()))?;
         registry.register(Box::new(train_epochs.clone()))?;
@@ -165,6 +177,8 @@ impl Metrics {
             search_phase,
             index_size,
             index_documents,
+            link_scores_stale,
+            link_scores_uncovered,
             active_model,
             job_duration,
             train_epochs,
@@ -209,6 +223,14 @@ pub fn observe_search_phase(phase: SearchPhase, seconds: f64) {
 pub fn set_index_stats(size_bytes: u64, documents: u64) {
     METRICS.index_size.set(size_bytes as i64);
     METRICS.index_documents.set(documents as i64);
+}
+
+/// Whether the served link scores are stale, and how many live documents they miss.
+pub fn set_link_scores(stale: bool, uncovered_documents: u64) {
+    METRICS.link_scores_stale.set(i64::from(stale));
+    METRICS
+        .link_scores_uncovered
+        .set(uncovered_documents as i64);
 }
 
 /// The active reranker's model id, or `None` when the first phase alone ranks.

@@ -230,6 +230,9 @@ fn openapi_lists_public_and_admin_routes() {
         "/admin/seeds",
         "/admin/seeds/{doc_id}",
         "/admin/evaluate",
+        "/admin/label-batch",
+        "/admin/label-batch/{id}",
+        "/admin/reservations",
     ] {
         assert!(paths.contains_key(p), "{p} missing from {:?}", paths.keys());
     }

@@ -1,12 +1,13 @@
 //! The operator side of rankd, apart from HTTP: the database, the background job runner, the
 //! admin token, and the operations the admin API exposes (document batches, the graph job,
-//! evaluation on stored judgments). `crate::api::admin` maps them to routes.
+//! evaluation on stored judgments, label batches). `crate::api::admin` maps them to routes.
 
 pub mod auth;
 pub mod documents;
 pub mod evaluate;
 pub mod graph;
 pub mod jobs;
+pub mod labels;
 pub mod models;
 pub mod train;
 
@@ -28,6 +29,10 @@ pub struct Ops {
     /// Serialises index writes: tantivy allows one writer per index, and a batch waiting
     /// here is better than one failing on the writer lock.
     pub index_writes: tokio::sync::Mutex<()>,
+    /// How far the served link scores lag behind the documents.
+    pub link_freshness: std::sync::Mutex<graph::Freshness>,
+    /// Serialises label-batch selections (SPEC §5), so two requests never offer one pair.
+    pub label_batches: tokio::sync::Mutex<()>,
 }
 
 impl Ops {
@@ -38,6 +43,8 @@ impl Ops {
             token: token.map(AdminToken::new),
             limits,
             index_writes: tokio::sync::Mutex::new(()),
+            link_freshness: std::sync::Mutex::new(graph::Freshness::default()),
+            label_batches: tokio::sync::Mutex::new(()),
         }
     }
 }

@@ -51,6 +51,8 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     if let Ok((bytes, docs)) = stats {
         crate::metrics::set_index_stats(bytes, docs);
     }
+    // Sets the link-score gauges as a side effect.
+    let _ = super::admin::link_status(&state).await;
     (
         [(
             header::CONTENT_TYPE,

@@ -58,11 +58,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 /// Serves `index` with `config` until SIGTERM or Ctrl-C.
 pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
     let docs = index.num_docs();
-    let links = match crate::links::load(&index) {
-        Ok(l) => l,
+    let (links, links_stale) = match crate::links::load_for_serving(&index) {
+        Ok(Some((l, stale))) => {
+            if stale {
+                eprintln!(
+                    "warning: the link scores predate the last change of the index: serving \
+                     them for the documents they cover; POST /admin/graph (or `rankd graph`) \
+                     recomputes them"
+                );
+            }
+            (Some(l), stale)
+        }
+        Ok(None) => (None, false),
         Err(e) => {
             eprintln!("warning: serving without link scores: {e:#}");
-            None
+            (None, false)
         }
     };
     if links.is_none() {
@@ -74,6 +84,10 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         let db = Db::open(&url).await?;
         tracing::info!("database: {}", redact(&url));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
+        ops.link_freshness
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stale_at_start = links_stale;
         if ops.token.is_none() {
             eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
         }

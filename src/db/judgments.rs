@@ -50,7 +50,7 @@ pub struct JudgmentFilter {
 impl Db {
     /// Stores query texts and judgments in one transaction: all of them or, on error, none.
     /// A judgment of an already judged pair replaces its grade and source; a text of a known
-    /// query id replaces the text.
+    /// query id replaces the text. A judged pair's label reservation, if any, is released.
     pub async fn store_judgments(
         &self,
         queries: &[(String, String)],
@@ -83,6 +83,12 @@ impl Db {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            // A judged pair is no longer waiting for its assessor (SPEC §5).
+            sqlx::query("DELETE FROM label_reservations WHERE query_id = $1 AND doc_id = $2")
+                .bind(&j.query_id)
+                .bind(&j.doc_id)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await
     }

@@ -9,6 +9,7 @@
 
 pub mod jobs;
 pub mod judgments;
+pub mod labels;
 pub mod models;
 pub mod seeds;
 

@@ -26,7 +26,9 @@ pub use build::{build_link_graph, BuildOptions, DocLinks, LinkGraph};
 pub use convergence::{Convergence, IterationReport};
 pub use csr::Csr;
 pub use load::{load_graph_file, LabeledGraph};
-pub use scores::{compute_link_scores, LinkScoreOptions, LinkScores, SeedChoice};
+pub use scores::{
+    compute_link_scores, compute_link_scores_cancellable, LinkScoreOptions, LinkScores, SeedChoice,
+};
 
 /// Everything that can go wrong in link analysis. Messages name the file, line or parameter.
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +57,8 @@ pub enum GraphError {
     },
     #[error("link-score file {path}: {message}")]
     Sidecar { path: String, message: String },
+    #[error("cancelled on request")]
+    Cancelled,
 }
 
 pub type Result<T> = std::result::Result<T, GraphError>;

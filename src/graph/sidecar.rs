@@ -86,6 +86,29 @@ pub fn write(path: &Path, manifest_hash: &str, scores: &LinkScores) -> Result<()
     Ok(())
 }
 
+/// The index key (`manifest_hash`) a link-score file was written for, from its header alone.
+pub fn manifest_hash(path: &Path) -> Result<String> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path).map_err(|e| GraphError::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
+    let mut line = String::new();
+    std::io::BufReader::new(file)
+        .read_line(&mut line)
+        .map_err(|e| GraphError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?;
+    let header: Header = serde_json::from_str(line.trim_end()).map_err(|e| {
+        error(
+            path,
+            format!("unreadable header ({e}); not a link-score file"),
+        )
+    })?;
+    Ok(header.manifest_hash)
+}
+
 /// Reads a link-score file. With `expected_manifest_hash`, a file written for another index is
 /// an error (the scores would be attached to the wrong documents).
 pub fn read(path: &Path, expected_manifest_hash: Option<&str>) -> Result<LinkScores> {
@@ -202,6 +225,7 @@ mod tests {
         let path = dir.path().join("links.json");
         let s = scores();
         write(&path, "abc123", &s).unwrap();
+        assert_eq!(manifest_hash(&path).unwrap(), "abc123");
         let mut back = read(&path, Some("abc123")).unwrap();
         // Reports hold plain JSON floats (serde_json may round the last ulp); scores are exact.
         for (name, r) in &s.reports {

@@ -27,6 +27,7 @@ pub const TABLES: &[&str] = &[
     "jobs",
     "job_logs",
     "trustrank_seeds",
+    "label_batches",
     "label_reservations",
 ];
 
@@ -127,6 +128,14 @@ pub fn snapshot(db: &str) -> BTreeMap<String, Vec<String>> {
     out.insert(
         "seeds".into(),
         column(db, "SELECT doc_id FROM trustrank_seeds ORDER BY doc_id"),
+    );
+    out.insert(
+        "reservations".into(),
+        column(
+            db,
+            "SELECT query_id || '|' || doc_id || '|' || batch_id FROM label_reservations \
+             ORDER BY query_id, doc_id",
+        ),
     );
     out.insert(
         "jobs".into(),

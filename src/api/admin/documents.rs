@@ -1,28 +1,74 @@
 //! `POST /admin/documents` (NDJSON batch add/update) and `POST /admin/documents/delete`.
 //! A batch is one commit: a bad record rejects the whole batch, naming its line, and the
 //! index stays as it was. The serving searcher sees a committed batch at once.
+//!
+//! Link scores are computed over the whole graph and do not follow a batch by themselves:
+//! every committed batch marks them stale (`GET /admin/graph`, `rankd_link_scores_stale`), and
+//! `?recompute_links=true` starts the graph job once the batch is committed.
 
 use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
+use crate::api::params::Params;
 use crate::api::{ApiError, AppState};
+use crate::db::jobs::CreateError;
+
+/// `recompute_links` (default false) of a batch request.
+fn recompute_links(raw: Option<&str>) -> Result<bool, ApiError> {
+    Params::parse(raw, &["recompute_links"])?.parsed("recompute_links", false)
+}
+
+/// Marks the link scores stale after a committed batch of `documents`. Called while the
+/// index write lock is held, so a graph job cannot slip between the commit and the mark.
+fn mark_stale(state: &AppState, documents: u64) {
+    state
+        .ops
+        .link_freshness
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .batch(documents);
+}
+
+/// After a committed batch: starts the graph job if asked. The answer's `links` object says
+/// whether the served scores are stale and which job recomputes them.
+async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
+    let loaded = state.links.load().is_some();
+    if !recompute {
+        return json!({"stale": loaded, "recompute_job": null});
+    }
+    match super::jobs::start_graph_job(state).await {
+        Ok(id) => json!({"stale": loaded, "recompute_job": id}),
+        Err(CreateError::Busy(_)) => json!({
+            "stale": loaded,
+            "recompute_job": null,
+            "message": "a graph job is already queued or running; GET /admin/graph says \
+                        whether its scores cover this batch",
+        }),
+        Err(CreateError::Db(e)) => {
+            tracing::error!("cannot start the graph job after a batch: {e}");
+            json!({"stale": loaded, "recompute_job": null, "message": e.to_string()})
+        }
+    }
+}
 
 /// Adds or replaces (same `id`) the NDJSON documents of the body, one JSON object per line
 /// with the fields of `rankd ingest --format jsonl`.
 #[utoipa::path(
     post, path = "/documents", tag = "admin",
+    params(("recompute_links" = Option<bool>, Query,
+             description = "start the graph job (`POST /admin/graph`) once the batch is committed (default false)")),
     request_body(content = String, content_type = "application/x-ndjson",
                  description = "one JSON document per line: id, url, title, headings, body, anchor, links, published_at"),
     responses(
-        (status = 200, description = "`{\"indexed\":N,\"documents\":TOTAL}`"),
+        (status = 200, description = "`{\"indexed\":N,\"documents\":TOTAL,\"links\":{\"stale\":bool,\"recompute_job\":ID|null}}`: served link scores are stale after any batch until the graph job has run"),
         (status = 400, description = "a bad record (its line is named); nothing indexed"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -30,8 +76,10 @@ use crate::api::{ApiError, AppState};
 )]
 pub async fn upsert(
     State(state): State<Arc<AppState>>,
+    RawQuery(raw_query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let recompute = recompute_links(raw_query.as_deref())?;
     let body = body::bytes(body)?;
     let docs = parse_batch(&body).map_err(|e| {
         ApiError::bad_request(
@@ -49,14 +97,17 @@ pub async fn upsert(
             "the batch holds no documents (one JSON object per line)",
         ));
     }
-    let _writing = state.ops.index_writes.lock().await;
+    let writing = state.ops.index_writes.lock().await;
     let writer = state.clone();
     let indexed = tokio::task::spawn_blocking(move || writer.index.upsert(docs))
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    mark_stale(&state, indexed);
+    drop(writing);
+    let links = after_batch(&state, recompute).await;
     Ok(Json(
-        json!({"indexed": indexed, "documents": state.index.num_docs()}),
+        json!({"indexed": indexed, "documents": state.index.num_docs(), "links": links}),
     ))
 }
 
@@ -69,10 +120,12 @@ pub struct DeleteRequest {
 /// Deletes documents by id, all or none: an unknown id rejects the request.
 #[utoipa::path(
     post, path = "/documents/delete", tag = "admin",
+    params(("recompute_links" = Option<bool>, Query,
+             description = "start the graph job once the deletion is committed (default false)")),
     request_body(content = String, content_type = "application/json",
                  description = "`{\"ids\":[\"doc-1\",\"doc-2\"]}`"),
     responses(
-        (status = 200, description = "`{\"deleted\":N,\"documents\":TOTAL}`"),
+        (status = 200, description = "`{\"deleted\":N,\"documents\":TOTAL,\"links\":{\"stale\":bool,\"recompute_job\":ID|null}}`"),
         (status = 400, description = "not a list of ids"),
         (status = 404, description = "an id is not a document (named in `field`); nothing deleted"),
         (status = 401, description = "missing or wrong admin token"),
@@ -81,8 +134,10 @@ pub struct DeleteRequest {
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    RawQuery(raw_query): RawQuery,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
+    let recompute = recompute_links(raw_query.as_deref())?;
     let raw = body::bytes(raw)?;
     let request: DeleteRequest = body::json(&raw)?;
     if request.ids.is_empty() {
@@ -94,7 +149,7 @@ pub async fn delete(
         .enumerate()
         .map(|(i, id)| body::id(&format!("ids[{i}]"), id))
         .collect::<Result<Vec<_>, _>>()?;
-    let _writing = state.ops.index_writes.lock().await;
+    let writing = state.ops.index_writes.lock().await;
     if let Some((i, id)) =
         first_missing(&state.index, ids.iter().map(String::as_str)).map_err(ApiError::internal)?
     {
@@ -107,7 +162,10 @@ pub async fn delete(
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+    mark_stale(&state, deleted);
+    drop(writing);
+    let links = after_batch(&state, recompute).await;
     Ok(Json(
-        json!({"deleted": deleted, "documents": state.index.num_docs()}),
+        json!({"deleted": deleted, "documents": state.index.num_docs(), "links": links}),
     ))
 }

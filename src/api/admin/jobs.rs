@@ -168,28 +168,110 @@ pub async fn cancel(
 pub async fn start_graph(
     State(state): State<Arc<AppState>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = start_graph_job(&state).await.map_err(create_error)?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"job": id}))))
+}
+
+/// Starts the graph job with the stored seeds; `CreateError::Busy` while one is queued or
+/// running.
+pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> {
     let seeds: Vec<String> = state
         .ops
         .db
         .seeds()
-        .await
-        .map_err(ApiError::internal)?
+        .await?
         .into_iter()
         .map(|(id, _)| id)
         .collect();
     let seeds = (!seeds.is_empty()).then_some(seeds);
     let params = json!({"seeds": seeds});
     let worker = state.clone();
-    let id = state
+    state
         .ops
         .jobs
         .start(JobKind::Graph, params, move |ctx| {
             // Holding the write lock keeps the index (and so the scores' generation) fixed
             // while the graph is built from it.
             let _writing = worker.ops.index_writes.blocking_lock();
-            graph::recompute(&worker.index, seeds, &worker.links, ctx)
+            graph::recompute(
+                &worker.index,
+                seeds,
+                &worker.links,
+                &worker.ops.link_freshness,
+                ctx,
+            )
         })
         .await
-        .map_err(create_error)?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"job": id}))))
+}
+
+/// The served link scores against the index as it is now (SPEC §2): whether they are stale,
+/// which documents they miss or still describe, and the last graph job.
+#[utoipa::path(
+    get, path = "/graph", tag = "admin",
+    responses(
+        (status = 200, description = "`{\"loaded\":bool,\"stale\":bool,\"nodes\":N,\"documents\":D,\"uncovered_documents\":U,\"removed_documents\":R,\"batches_since\":B,\"documents_changed\":C,\"stale_at_start\":bool,\"stale_since\":TIME|null,\"last_job\":JOB|null}`: `stale` once a document batch was committed after the scores were computed (or the stored scores predate the index at start-up); `uncovered_documents` are live documents without scores, `removed_documents` graph nodes no longer in the index"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn graph_status(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+    let last_job = state
+        .ops
+        .db
+        .jobs(Some(JobKind::Graph), None, 1, 0)
+        .await
+        .map_err(ApiError::internal)?
+        .0
+        .first()
+        .map(|j| j.to_json());
+    let mut status = link_status(&state).await?;
+    status["last_job"] = last_job.unwrap_or(Value::Null);
+    Ok(Json(status))
+}
+
+/// Freshness and coverage of the served link scores (also behind the `/metrics` gauges).
+pub async fn link_status(state: &Arc<AppState>) -> Result<Value, ApiError> {
+    let freshness = state
+        .ops
+        .link_freshness
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let worker = state.clone();
+    let coverage = tokio::task::spawn_blocking(move || {
+        let searcher = worker.index.reader.searcher();
+        match worker.links.load_full() {
+            Some(links) => links
+                .coverage(&searcher)
+                .map(|c| (true, links.scores.n(), c)),
+            None => Ok((
+                false,
+                0,
+                crate::links::Coverage {
+                    documents: searcher.num_docs() as usize,
+                    uncovered_documents: searcher.num_docs() as usize,
+                    removed_documents: 0,
+                },
+            )),
+        }
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(ApiError::internal)?;
+    let (loaded, nodes, c) = coverage;
+    let stale =
+        loaded && (freshness.is_stale() || c.uncovered_documents > 0 || c.removed_documents > 0);
+    crate::metrics::set_link_scores(stale, c.uncovered_documents as u64);
+    Ok(json!({
+        "loaded": loaded,
+        "stale": stale,
+        "nodes": nodes,
+        "documents": c.documents,
+        "uncovered_documents": c.uncovered_documents,
+        "removed_documents": c.removed_documents,
+        "batches_since": freshness.batches_since,
+        "documents_changed": freshness.documents_changed,
+        "stale_at_start": freshness.stale_at_start,
+        "stale_since": freshness.stale_since.map(crate::db::rfc3339),
+    }))
 }

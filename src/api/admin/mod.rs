@@ -1,5 +1,5 @@
 //! The admin API under `/admin/` (INTERFACE.md): documents, judgments and query texts, jobs,
-//! the graph job, TrustRank seeds, evaluation. Every route, and every unknown path under
+//! the graph job, TrustRank seeds, evaluation, label batches (SPEC §5). Every route, and every unknown path under
 //! `/admin/`, passes the bearer-token check first (`auth.rs`).
 //!
 //! Routes are registered through utoipa's `OpenApiRouter`, so `/openapi.json` lists exactly
@@ -11,6 +11,7 @@ mod documents;
 mod evaluate;
 mod jobs;
 mod judgments;
+mod labels;
 mod models;
 mod seeds;
 
@@ -21,7 +22,7 @@ use utoipa_axum::routes;
 
 use super::{ApiError, AppState};
 
-pub use jobs::create_error;
+pub use jobs::{create_error, link_status};
 
 /// The admin routes, relative to `/admin`, behind the token check.
 pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
@@ -34,7 +35,7 @@ pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(jobs::list))
         .routes(routes!(jobs::get))
         .routes(routes!(jobs::cancel))
-        .routes(routes!(jobs::start_graph))
+        .routes(routes!(jobs::start_graph, jobs::graph_status))
         .routes(routes!(seeds::list, seeds::add))
         .routes(routes!(seeds::delete))
         .routes(routes!(evaluate::evaluate))
@@ -43,6 +44,9 @@ pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(models::rollback))
         .routes(routes!(models::delete))
         .routes(routes!(models::start))
+        .routes(routes!(labels::create))
+        .routes(routes!(labels::release))
+        .routes(routes!(labels::reservations))
         .fallback(|| async { ApiError::not_found("no such admin route") })
         .layer(axum::middleware::from_fn_with_state(
             state,

@@ -1,0 +1,133 @@
+//! `rankd active-replay`: the offline replay of SPEC §5 (seed note 002 §6.5) on a judged
+//! LETOR set: random, plain-margin (λ = 1) and angle-diverse batches compared on held-out
+//! MAP per round. See `crate::active::replay` for the protocol.
+
+use std::path::PathBuf;
+
+use super::learn::{rank_sets, read_letor, LearnArgs, ModelArg};
+use super::{progress, BadInput};
+use crate::active::replay::{self, ReplayConfig};
+use crate::rerank::{QueryGroup, RankSet};
+
+#[derive(clap::Args, Debug)]
+pub struct ActiveReplayArgs {
+    /// LETOR/SVMlight files whose queries (all of them, pooled) are replayed; group files
+    /// default to `FILE.query` when it exists, else rows need `qid:`.
+    #[arg(long = "letor", required = true, num_args = 1..)]
+    pub letor: Vec<PathBuf>,
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    pub seeds: Vec<u64>,
+    #[arg(long, default_value_t = 5)]
+    pub folds: usize,
+    /// Queries labelled at the start (the first ones of each training part).
+    #[arg(long, default_value_t = 5)]
+    pub initial_queries: usize,
+    /// Labels revealed per round (the learning options' `--batch` is queries per step).
+    #[arg(long, default_value_t = 50)]
+    pub label_batch: usize,
+    #[arg(long, default_value_t = 9)]
+    pub rounds: usize,
+    /// λ grid of the angle-diverse batch (tuned per fold on the validation fold).
+    #[arg(long, value_delimiter = ',', default_value = "0.25,0.5,0.75,0.9")]
+    pub lambdas: Vec<f64>,
+    #[command(flatten)]
+    pub learn: LearnArgs,
+    /// Print the whole report as JSON on stdout (no progress bar).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
+    let sets = args
+        .letor
+        .iter()
+        .map(|p| read_letor(p, None))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let all = concat(rank_sets(&sets.iter().collect::<Vec<_>>())?)?;
+    if args.seeds.is_empty() {
+        return Err(BadInput("give at least one seed".into()).into());
+    }
+    let config = ReplayConfig {
+        folds: args.folds,
+        initial_queries: args.initial_queries,
+        batch: args.label_batch,
+        rounds: args.rounds,
+        lambdas: args.lambdas.clone(),
+        train: args
+            .learn
+            .config(format!("active replay over {:?}", args.letor)),
+    };
+    let bar = progress(
+        replay::trainings(&config, args.seeds.len()),
+        "trainings",
+        args.json,
+    );
+    let started = std::time::Instant::now();
+    let report = replay::replay(&all, &config, &args.seeds, &|| bar.inc(1))
+        .map_err(|e| BadInput(e.to_string()))?;
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        let mut out = serde_json::to_value(&report)?;
+        out["seconds"] = serde_json::json!(seconds);
+        out["model"] = serde_json::json!(match args.learn.model {
+            ModelArg::Linear => "linear",
+            ModelArg::Mlp => "mlp",
+        });
+        out["objective"] = serde_json::to_value(args.learn.objective)?;
+        println!("{out}");
+        return Ok(());
+    }
+    println!(
+        "{} queries, {} folds (3/1/1), {} initial queries, {} rounds of {}, seeds {:?}, {seconds:.0}s",
+        all.queries.len(),
+        report.folds,
+        report.initial_queries,
+        report.rounds,
+        report.batch,
+        report.seeds
+    );
+    println!("held-out MAP, mean ± std over seeds of the fold means:");
+    print!("{:<32}", "labels");
+    for l in &report.curves[0].labels {
+        print!(" {l:>15.0}");
+    }
+    println!();
+    for c in &report.curves {
+        print!("{:<32}", c.strategy);
+        for m in &c.test_map {
+            print!(" {:>7.4} ± {:.4}", m.mean, m.std);
+        }
+        println!();
+    }
+    println!(
+        "λ chosen on the validation folds: {:?}",
+        report.tuned_lambdas
+    );
+    Ok(())
+}
+
+/// The queries of several sets (same features) as one set, in order.
+fn concat(sets: Vec<RankSet>) -> anyhow::Result<RankSet> {
+    let mut it = sets.into_iter();
+    let mut all = it.next().ok_or_else(|| BadInput("no LETOR file".into()))?;
+    for (i, s) in it.enumerate() {
+        let offset = all.num_rows();
+        all.x.extend_from_slice(&s.x);
+        all.labels.extend_from_slice(&s.labels);
+        all.queries
+            .extend(s.queries.into_iter().map(|q| QueryGroup {
+                // Files number their queries independently: keep them apart.
+                qid: format!("{}:{}", i + 1, q.qid),
+                rows: q.rows.start + offset..q.rows.end + offset,
+            }));
+    }
+    all.doc_ids = None;
+    Ok(RankSet::new(
+        all.feature_names,
+        all.x,
+        all.labels,
+        all.queries,
+        None,
+    )?)
+}
