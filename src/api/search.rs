@@ -207,8 +207,14 @@ pub async fn similar(
     };
     let start = std::time::Instant::now();
     let params = crate::graph::simrank::MonteCarloParams::default();
-    let similar = crate::graph::simrank::simrank_single_source(&links.graph, node, k, &params)
-        .map_err(ApiError::internal)?;
+    let similar = crate::graph::simrank::simrank_single_source_indexed(
+        &links.graph,
+        &links.reverse_walks,
+        node,
+        k,
+        &params,
+    )
+    .map_err(ApiError::internal)?;
     let hits: Vec<Value> = similar
         .into_iter()
         .enumerate()
