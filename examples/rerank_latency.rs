@@ -3,7 +3,9 @@
 //! computes, snippets included) and a two-phase search reranking windows of 100 and 1000 with
 //! the index's active model (page of 10, snippets included), interleaved per query so machine
 //! noise hits them alike. Reports p50/p99 of the totals and of the retrieve / features /
-//! rerank phases, medians over passes, as JSON on stdout.
+//! rerank phases, and what the second phase adds per query (its retrieve + features + rerank
+//! minus the first phase's own top-10 ranking without snippets), medians over passes, as JSON
+//! on stdout.
 //!
 //! ```text
 //! cargo run --release --example rerank_latency -- --data-dir DIR --queries FILE [--passes 3]
@@ -71,6 +73,9 @@ fn main() -> anyhow::Result<()> {
         "w1000_retrieve",
         "w1000_features",
         "w1000_rerank",
+        "first_phase_retrieve",
+        "w100_added",
+        "w1000_added",
     ];
     let mut per_pass: Vec<Vec<(f64, f64)>> = vec![Vec::new(); names.len()];
     for _ in 0..args.passes {
@@ -81,7 +86,15 @@ fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             index.search(&req)?;
             samples[0].push(t.elapsed().as_secs_f64() * 1e3);
-            for (base, window) in [(1usize, 100usize), (5, 1000)] {
+            // The first phase's ranking alone (no snippets): what the second phase's
+            // retrieve + features + rerank replace, so their difference is what it adds.
+            let mut bare = req.clone();
+            bare.snippets = false;
+            let t = Instant::now();
+            index.search(&bare)?;
+            let first_ms = t.elapsed().as_secs_f64() * 1e3;
+            samples[9].push(first_ms);
+            for (base, window, added) in [(1usize, 100usize, 10usize), (5, 1000, 11)] {
                 let t = Instant::now();
                 let (_, times): (_, PhaseTimes) =
                     second_phase::search(&index, links.as_ref(), &model, &req, window)?;
@@ -89,6 +102,7 @@ fn main() -> anyhow::Result<()> {
                 samples[base + 1].push(times.retrieve * 1e3);
                 samples[base + 2].push(times.features * 1e3);
                 samples[base + 3].push(times.rerank * 1e3);
+                samples[added].push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
             }
         }
         for (i, s) in samples.iter_mut().enumerate() {
