@@ -34,6 +34,10 @@ pub struct CvArgs {
     /// Gain of NDCG (as `rankd eval`).
     #[arg(long, value_enum, default_value = "linear")]
     pub gain: GainArg,
+    /// Also rank each window by this one feature (no training; repeatable), e.g. `rm3.bm25`,
+    /// and test it against the first phase the same way (SPEC §3.5's best single feature).
+    #[arg(long = "single-feature", value_name = "NAME")]
+    pub single_features: Vec<String>,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -50,6 +54,17 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     crate::second_phase::validate_window(1, 0, args.window).map_err(|e| BadInput(e.to_string()))?;
     if args.folds < 2 {
         return Err(BadInput(format!("--folds must be at least 2, got {}", args.folds)).into());
+    }
+    let set = FeatureSet::current();
+    let mut single_cols = Vec::new();
+    for name in &args.single_features {
+        let col = set.get(name).ok_or_else(|| {
+            BadInput(format!(
+                "--single-feature: `{name}` is not a feature of {}",
+                crate::features::FEATURE_SET_VERSION
+            ))
+        })?;
+        single_cols.push((name.as_str(), col));
     }
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
@@ -84,7 +99,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         }
         f
     };
-    let score_col = FeatureSet::current()
+    let score_col = set
         .get("first_phase.score")
         .expect("the feature set has the first-phase score");
     let (mut baseline, mut reranked) = (Run::new(), Run::new());
@@ -148,6 +163,22 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|m| (m, paired(&base, &rer, m, args.samples, args.learn.seed)))
         .collect();
+    // Single features rank every window (ties as trec_eval breaks them, like the reranked run).
+    let mut singles = Vec::new();
+    for &(name, col) in &single_cols {
+        let mut run = Run::new();
+        for w in &windows {
+            for (row, id) in w.ids.iter().enumerate() {
+                run.push(&w.qid, id.clone(), f64::from(w.features.row(row)[col]));
+            }
+        }
+        let report = eval::evaluate(&run, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
+        let tests: Vec<(&str, PairedTest)> = ["map", "ndcg@10", "mrr"]
+            .into_iter()
+            .map(|m| (m, paired(&base, &report, m, args.samples, args.learn.seed)))
+            .collect();
+        singles.push((name, report, tests));
+    }
     if args.json {
         let out = json!({
             "first_phase": first_phase.to_string(),
@@ -158,6 +189,12 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             "baseline": base.means,
             "reranked": rer.means,
             "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+            "single_features": singles.iter().map(|(name, report, tests)| {
+                (name.to_string(), json!({
+                    "means": report.means,
+                    "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+                }))
+            }).collect::<serde_json::Map<_, _>>(),
         });
         println!("{out}");
     } else {
@@ -181,6 +218,18 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
                 t.mean_difference,
                 t.p_value
             );
+        }
+        for (name, report, tests) in &singles {
+            println!("single feature {name} (no training) vs {first_phase}:");
+            for (m, t) in tests {
+                println!(
+                    "{m:<10} {:>10.4} {:>10.4} {:>+10.4} {:>10.4}",
+                    base.means.get(m).unwrap_or(f64::NAN),
+                    report.means.get(m).unwrap_or(f64::NAN),
+                    t.mean_difference,
+                    t.p_value
+                );
+            }
         }
     }
     Ok(())

@@ -40,6 +40,32 @@ impl Bm25 {
         })
     }
 
+    /// BM25 with a real-valued weight per term in place of `qtf` (an expanded query, whose
+    /// weights are probabilities): `Σ_t w(t)·idf(t)·tf·(k1+1)/(tf + k1·(1 − b + b·|d|/avgdl))`.
+    pub fn weighted(
+        stats: &Stats,
+        field: Field,
+        query: &[(String, f64)],
+        k1: f32,
+        b: f32,
+    ) -> tantivy::Result<Self> {
+        let n = stats.num_docs();
+        let mut terms = Vec::with_capacity(query.len());
+        let mut weight = Vec::with_capacity(query.len());
+        for (t, w) in query {
+            weight.push((*w * f64::from(bm25_idf(stats.df(field, t)?, n))) as f32);
+            terms.push(t.clone());
+        }
+        Ok(Bm25 {
+            fields: [field],
+            terms,
+            weight,
+            k1,
+            b,
+            avgdl: stats.avgdl(field)?,
+        })
+    }
+
     /// The length normalisation `k1·(1 − b + b·|d|/avgdl)`.
     fn norm(&self, len: u32) -> f32 {
         let rel = if self.avgdl > 0.0 {
