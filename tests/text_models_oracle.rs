@@ -649,6 +649,27 @@ fn weighted_bm25(oracle: &Oracle, weights: &[(String, f64)], d: &RawDoc) -> f64 
         .sum()
 }
 
+/// Weighted BM25F (SPEC §1.4 with real-valued query weights), df over `all`.
+fn weighted_bm25f(oracle: &Oracle, weights: &[(String, f64)], d: &RawDoc) -> f64 {
+    let k1 = oracle.config.models.bm25f.k1 as f64;
+    weights
+        .iter()
+        .map(|(t, w)| {
+            let tf_tilde: f64 = TEXT_FIELDS
+                .iter()
+                .filter_map(|u| Some((u, oracle.config.field(u).bm25f?)))
+                .filter(|(u, _)| oracle.avgdl(u) > 0.0)
+                .map(|(u, p)| {
+                    let (wu, b) = (p.weight as f64, p.b as f64);
+                    let norm = 1.0 - b + b * quantised(d.fields[u].len()) / oracle.avgdl(u);
+                    wu * Oracle::tf(d, u, t) / norm
+                })
+                .sum();
+            w * oracle.bm25_idf(oracle.df("all", t)) * tf_tilde * (k1 + 1.0) / (tf_tilde + k1)
+        })
+        .sum()
+}
+
 /// Checks the `rm3.*` features of `candidates` (feedback: the first `fb_docs` of them).
 fn check_rm3(
     index: &TextIndex,
@@ -677,8 +698,8 @@ fn check_rm3(
         for (row, id) in ids.iter().enumerate() {
             let d = raw_of(id.as_str());
             let got = |name: &str| m.row(row)[set.get(name).unwrap()] as f64;
-            let (rm3, expansion, cosine) = match &rm {
-                None => (0.0, 0.0, 0.0),
+            let (rm3, rm3f, expansion, cosine) = match &rm {
+                None => (0.0, 0.0, 0.0, 0.0),
                 Some((p3, p_hat)) => {
                     let idf = |t: &str| oracle.bm25_idf(oracle.df("all", t));
                     let dot: f64 = p_hat
@@ -702,6 +723,7 @@ fn check_rm3(
                     };
                     (
                         weighted_bm25(&oracle, p3, d),
+                        weighted_bm25f(&oracle, p3, d),
                         weighted_bm25(&oracle, p_hat, d),
                         cosine,
                     )
@@ -709,6 +731,7 @@ fn check_rm3(
             };
             for (name, want) in [
                 ("rm3.bm25", rm3),
+                ("rm3.bm25f", rm3f),
                 ("rm3.expansion_bm25", expansion),
                 ("rm3.centroid_cosine", cosine),
             ] {

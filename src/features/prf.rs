@@ -18,10 +18,12 @@
 //! ```
 //!
 //! Features of a candidate d (`|d|` the quantised length of `all`, as every model here; `idf`
-//! and BM25 with the `all` field's k1 and b, SPEC §1.3):
+//! SPEC §1.3 (for BM25F, df over `all` as §1.4 says); BM25 with the `all` field's k1 and b):
 //!
 //! ```text
 //! rm3.bm25            = Σ_{w∈q∪E} P3(w) · idf(w)·tf(w,d)·(k1+1)/(tf(w,d) + k1·(1 − b + b·|d|/avgdl))
+//! rm3.bm25f           = Σ_{w∈q∪E} P3(w) · idf(w)·tf~(w,d)·(k1+1)/(tf~(w,d) + k1)   (SPEC §1.4 BM25F,
+//!                       the first phase's default model, with its fields, weights, b and k1)
 //! rm3.expansion_bm25  = the same with P̂(w) in place of P3(w)  (the relevance model alone, λ = 0)
 //! rm3.centroid_cosine = cos(a, x) over E:  a_w = P̂(w)·idf(w),  x_w = tf(w,d)·idf(w);  0 if x = 0
 //! ```
@@ -30,9 +32,9 @@
 //! model is the w_D-weighted centroid of the feedback documents' language models) in tf-idf
 //! space, restricted to the expansion terms so that it needs no term vector of the candidate.
 //!
-//! Cost: fb_docs stored documents read and analysed, and one batched postings walk over
-//! |q ∪ E| ≤ |q| + fb_terms terms (each list opened once per segment, candidates in doc
-//! order); both are capped by [`crate::text::config::Rm3Params`].
+//! Cost: fb_docs stored documents read and analysed, and two batched postings walks (`all`;
+//! the BM25F fields) over |q ∪ E| ≤ |q| + fb_terms terms (each list opened once per segment,
+//! candidates in doc order); both are capped by [`crate::text::config::Rm3Params`].
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,7 +45,7 @@ use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use super::{Candidate, FeatureMatrix, FeatureSet};
 use crate::text::config::Rm3Params;
-use crate::text::models::{bm25_idf, Bm25, Stats, TextModel};
+use crate::text::models::{bm25_idf, Bm25, Bm25F, Stats, TextModel};
 use crate::text::query::QueryTerms;
 use crate::text::schema::analyzer;
 use crate::text::scorer::{ModelQuery, ModelScorer};
@@ -51,8 +53,12 @@ use crate::text::search::SearchError;
 use crate::text::TextIndex;
 
 /// The names of the features this module fills.
-pub(super) const RM3_FEATURES: [&str; 3] =
-    ["rm3.bm25", "rm3.expansion_bm25", "rm3.centroid_cosine"];
+pub(super) const RM3_FEATURES: [&str; 4] = [
+    "rm3.bm25",
+    "rm3.bm25f",
+    "rm3.expansion_bm25",
+    "rm3.centroid_cosine",
+];
 
 /// One feedback document: its term counts in `all` and its exact length.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -227,7 +233,7 @@ pub(super) fn extract(
         let (_, s) = scorer.as_mut().expect("set above");
         let dm = s.doc_match(doc_id);
         m.set(row, cols[0], rm3.score(&dm));
-        m.set(row, cols[1], rm1.score(&dm));
+        m.set(row, cols[2], rm1.score(&dm));
         let (mut dot, mut norm2) = (0.0, 0.0);
         for (t, &(in_e, idf, a)) in centroid.iter().enumerate() {
             if in_e {
@@ -237,7 +243,17 @@ pub(super) fn extract(
             }
         }
         if norm2 > 0.0 && centroid_norm > 0.0 {
-            m.set(row, cols[2], (dot / (norm2.sqrt() * centroid_norm)) as f32);
+            m.set(row, cols[3], (dot / (norm2.sqrt() * centroid_norm)) as f32);
+        }
+    }
+    let parts = index.bm25f_parts();
+    if !parts.is_empty() {
+        let k1 = index.config.models.bm25f.k1;
+        let model = Bm25F::weighted(&stats, &parts, field, &rm.expanded, k1)?;
+        let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
+        let scores = ModelQuery::new(Arc::new(model)).score_docs(searcher, &docs)?;
+        for (row, score) in scores.into_iter().enumerate() {
+            m.set(row, cols[1], score);
         }
     }
     Ok(())

@@ -163,6 +163,7 @@ mod tests {
             "window.salsa_authority",
             "link.in_degree",
             "rm3.bm25",
+            "rm3.bm25f",
             "rm3.expansion_bm25",
             "rm3.centroid_cosine",
         ] {

@@ -3,7 +3,7 @@
 use tantivy::query::Explanation;
 use tantivy::schema::Field;
 
-use super::{bm25_idf, split_terms, DocMatch, Stats, TextModel};
+use super::{bm25_idf, DocMatch, Stats, TextModel};
 
 #[derive(Debug, Clone)]
 pub struct Bm25 {
@@ -24,20 +24,9 @@ impl Bm25 {
         k1: f32,
         b: f32,
     ) -> tantivy::Result<Self> {
-        let n = stats.num_docs();
-        let (terms, qtf) = split_terms(query);
-        let mut weight = Vec::with_capacity(terms.len());
-        for (t, q) in terms.iter().zip(&qtf) {
-            weight.push(q * bm25_idf(stats.df(field, t)?, n));
-        }
-        Ok(Bm25 {
-            fields: [field],
-            terms,
-            weight,
-            k1,
-            b,
-            avgdl: stats.avgdl(field)?,
-        })
+        let weighted: Vec<(String, f64)> =
+            query.iter().map(|(t, q)| (t.clone(), f64::from(*q))).collect();
+        Self::weighted(stats, field, &weighted, k1, b)
     }
 
     /// BM25 with a real-valued weight per term in place of `qtf` (an expanded query, whose
