@@ -704,7 +704,9 @@ fn check_rm3(
                     let idf = |t: &str| oracle.bm25_idf(oracle.df("all", t));
                     let dot: f64 = p_hat
                         .iter()
-                        .map(|(t, p)| p * idf(t.as_str()) * Oracle::tf(d, "all", t) * idf(t.as_str()))
+                        .map(|(t, p)| {
+                            p * idf(t.as_str()) * Oracle::tf(d, "all", t) * idf(t.as_str())
+                        })
                         .sum();
                     let norm_a = p_hat
                         .iter()
@@ -736,7 +738,10 @@ fn check_rm3(
                 ("rm3.centroid_cosine", cosine),
             ] {
                 let have = got(name);
-                assert!(close(have, want), "{label} {q:?} {id} {name}: {have} vs {want}");
+                assert!(
+                    close(have, want),
+                    "{label} {q:?} {id} {name}: {have} vs {want}"
+                );
                 compared += 1;
             }
         }
@@ -792,7 +797,13 @@ fn rm3_features_match_the_oracle() {
         ]
         .map(str::to_string)
         .to_vec();
-        compared += check_rm3(&index, &docs, &candidates, &queries, &format!("seed {seed}"));
+        compared += check_rm3(
+            &index,
+            &docs,
+            &candidates,
+            &queries,
+            &format!("seed {seed}"),
+        );
     }
     assert!(compared > 2000, "only {compared} features compared");
 }
@@ -830,7 +841,13 @@ fn rm3_features_match_the_oracle_on_cranfield() {
             .into_iter()
             .map(|(score, address)| Candidate { address, score })
             .collect();
-        compared += check_rm3(&index, &docs, &candidates, &[q.clone()], "cranfield");
+        compared += check_rm3(
+            &index,
+            &docs,
+            &candidates,
+            std::slice::from_ref(q),
+            "cranfield",
+        );
     }
     assert!(compared > 1000, "only {compared} features compared");
 }

@@ -17,7 +17,7 @@ use super::{progress, BadInput, DataArgs};
 use crate::eval::significance::{paired_randomization, PairedTest};
 use crate::eval::{self, EvalOptions, Gain, Report, Run};
 use crate::features::FeatureSet;
-use crate::judgments::{judged_windows, rank_set, Window};
+use crate::judgments::{judged_windows, rank_set_named, Window};
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::Args, Debug)]
@@ -38,6 +38,9 @@ pub struct CvArgs {
     /// and test it against the first phase the same way (SPEC §3.5's best single feature).
     #[arg(long = "single-feature", value_name = "NAME")]
     pub single_features: Vec<String>,
+    /// Train on these features only (comma-separated names; default: the whole feature set).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub features: Vec<String>,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -66,6 +69,19 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         })?;
         single_cols.push((name.as_str(), col));
     }
+    let mut train_cols = Vec::new();
+    for name in &args.features {
+        train_cols.push(set.get(name).ok_or_else(|| {
+            BadInput(format!(
+                "--features: `{name}` is not a feature of {}",
+                crate::features::FEATURE_SET_VERSION
+            ))
+        })?);
+    }
+    if train_cols.is_empty() {
+        train_cols = (0..set.len()).collect();
+    }
+    let train_names: Vec<String> = train_cols.iter().map(|&c| set.names()[c].clone()).collect();
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
     let (queries, qrels) = args.judged.load()?;
@@ -110,10 +126,11 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             if fold_of[i] == fold {
                 test.push(w);
             } else {
-                train.push(w.clone());
+                train.push(project(w, &train_cols));
             }
         }
-        let train_set = rank_set(&train).map_err(|e| BadInput(e.to_string()))?;
+        let train_set =
+            rank_set_named(&train, train_names.clone()).map_err(|e| BadInput(e.to_string()))?;
         let (t, v) = train_set
             .split_validation(args.learn.valid_fraction, args.learn.seed)
             .map_err(|e| BadInput(e.to_string()))?;
@@ -122,7 +139,8 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             .config(format!("cv fold {} of {}", fold + 1, args.folds));
         let outcome = run_training(&t, Some(&v), &config, true)?;
         for w in &test {
-            let scores = outcome.model.score(&w.features.values, w.features.rows)?;
+            let x = project(w, &train_cols).features;
+            let scores = outcome.model.score(&x.values, x.rows)?;
             for (row, id) in w.ids.iter().enumerate() {
                 baseline.push(
                     &w.qid,
@@ -186,6 +204,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             "folds": folds,
             "windows": stats,
             "objective": format!("{:?}", args.learn.objective),
+            "features": train_names,
             "baseline": base.means,
             "reranked": rer.means,
             "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
@@ -233,6 +252,25 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The window with only the columns `cols`, in that order.
+fn project(w: &Window, cols: &[usize]) -> Window {
+    let mut features = crate::features::FeatureMatrix {
+        rows: w.features.rows,
+        cols: cols.len(),
+        values: Vec::with_capacity(w.features.rows * cols.len()),
+    };
+    for row in 0..w.features.rows {
+        let r = w.features.row(row);
+        features.values.extend(cols.iter().map(|&c| r[c]));
+    }
+    Window {
+        qid: w.qid.clone(),
+        features,
+        ids: w.ids.clone(),
+        labels: w.labels.clone(),
+    }
 }
 
 /// Paired test of one metric over the queries both reports scored.

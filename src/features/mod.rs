@@ -6,7 +6,7 @@
 //! on, so a model trained on this set keeps working when a later version adds features.
 
 mod link;
-mod prf;
+pub mod prf;
 mod set;
 mod text;
 

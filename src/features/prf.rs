@@ -163,7 +163,7 @@ pub fn relevance_model(
 
 /// Fills the `rm3.*` columns of `m` (they keep their defaults, 0, when the query has no term
 /// in `all` or no feedback document has text).
-pub(super) fn extract(
+pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
     set: &FeatureSet,
@@ -202,7 +202,11 @@ pub(super) fn extract(
         .expanded
         .iter()
         .map(|(t, _)| {
-            let p = rm.expansion.iter().find(|(e, _)| e == t).map_or(0.0, |e| e.1);
+            let p = rm
+                .expansion
+                .iter()
+                .find(|(e, _)| e == t)
+                .map_or(0.0, |e| e.1);
             (t.clone(), p)
         })
         .collect();
@@ -306,8 +310,7 @@ mod tests {
             fb_terms: 2,
             lambda: 0.25,
         };
-        let rm =
-            relevance_model(&q, &[doc("a b"), doc("c"), doc("")], &mu_p, 2.0, params).unwrap();
+        let rm = relevance_model(&q, &[doc("a b"), doc("c"), doc("")], &mu_p, 2.0, params).unwrap();
         let names: Vec<&str> = rm.expansion.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(names, ["c", "a"]);
         assert!((rm.expansion[0].1 - 4.0 / 7.0).abs() < 1e-12);

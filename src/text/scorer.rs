@@ -36,7 +36,11 @@ impl ModelQuery {
 
     /// Scores the given documents (any order) with the model, matching or not: the model as a
     /// per-(query, doc) feature. Postings are opened once per segment and walked forward.
-    pub fn score_docs(&self, searcher: &Searcher, docs: &[DocAddress]) -> tantivy::Result<Vec<Score>> {
+    pub fn score_docs(
+        &self,
+        searcher: &Searcher,
+        docs: &[DocAddress],
+    ) -> tantivy::Result<Vec<Score>> {
         let mut order: Vec<usize> = (0..docs.len()).collect();
         order.sort_by_key(|&i| docs[i]);
         let mut out = vec![0.0; docs.len()];

@@ -24,8 +24,10 @@ impl Bm25 {
         k1: f32,
         b: f32,
     ) -> tantivy::Result<Self> {
-        let weighted: Vec<(String, f64)> =
-            query.iter().map(|(t, q)| (t.clone(), f64::from(*q))).collect();
+        let weighted: Vec<(String, f64)> = query
+            .iter()
+            .map(|(t, q)| (t.clone(), f64::from(*q)))
+            .collect();
         Self::weighted(stats, field, &weighted, k1, b)
     }
 

@@ -36,8 +36,10 @@ impl Bm25F {
         query: &[(String, u32)],
         k1: f32,
     ) -> tantivy::Result<Self> {
-        let weighted: Vec<(String, f64)> =
-            query.iter().map(|(t, q)| (t.clone(), f64::from(*q))).collect();
+        let weighted: Vec<(String, f64)> = query
+            .iter()
+            .map(|(t, q)| (t.clone(), f64::from(*q)))
+            .collect();
         Self::weighted(stats, parts, df_field, &weighted, k1)
     }
 
