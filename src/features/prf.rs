@@ -2,8 +2,9 @@
 //! window, and the candidates' similarity to the feedback documents' relevance model.
 //!
 //! RM3 (Lavrenko & Croft 2001, relevance model RM1; interpolated with the query as in
-//! Abdul-Jaleel et al. 2004, "UMass at TREC 2004"). Everything is read on the catch-all field
-//! `all`, with its analyzer; parameters from `[models.rm3]` and `[models.lm] mu`:
+//! Abdul-Jaleel et al. 2004, "UMass at TREC 2004"). The relevance model is estimated on the
+//! catch-all field `all`, with its analyzer; parameters from `[models.rm3]` and
+//! `[models.lm] mu`:
 //!
 //! ```text
 //! F        = the first-phase top fb_docs candidates (fewer if the window is smaller), minus

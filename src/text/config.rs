@@ -287,6 +287,18 @@ mod tests {
         assert!(IndexConfig::parse(&bad, "t").is_err());
         let bad = DEFAULT_CONFIG.replace("mu = 2000.0", "mu = -1.0");
         assert!(IndexConfig::parse(&bad, "t").is_err());
+        for (from, to) in [
+            ("fb_terms = 20", "fb_terms = 0"),
+            ("fb_docs = 10", "fb_docs = 51"),
+            ("lambda = 0.5", "lambda = 1.5"),
+        ] {
+            let bad = DEFAULT_CONFIG.replace(from, to);
+            assert!(IndexConfig::parse(&bad, "t").is_err(), "{to} accepted");
+        }
+        // An index configuration from before [models.rm3] gets the defaults.
+        let start = DEFAULT_CONFIG.find("[models.rm3]").unwrap();
+        let old = IndexConfig::parse(&DEFAULT_CONFIG[..start], "t").unwrap();
+        assert_eq!(old.models.rm3, Rm3Params::default());
         let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
         let err = IndexConfig::parse(&bad, "t").unwrap_err();
         assert!(format!("{err:#}").contains("extra"), "{err:#}");
