@@ -568,3 +568,286 @@ fn reranker_text_features_match_the_oracle() {
     }
     assert!(compared > 5000, "only {compared} features compared");
 }
+
+/// RM3 of `src/features/prf.rs`, recomputed from raw tokens: the expanded query P3 over q ∪ E
+/// and the normalised relevance model P̂ over E; None when the query has no term in `all` or
+/// no feedback document has a token.
+type Rm3 = (Vec<(String, f64)>, Vec<(String, f64)>);
+
+fn rm3_oracle(oracle: &Oracle, q: &str, feedback: &[&RawDoc]) -> Option<Rm3> {
+    let params = oracle.config.models.rm3;
+    let terms = oracle.query("all", q);
+    let docs: Vec<&&RawDoc> = feedback
+        .iter()
+        .filter(|d| !d.fields["all"].is_empty())
+        .collect();
+    if terms.is_empty() || docs.is_empty() {
+        return None;
+    }
+    let mu = oracle.config.models.lm.mu as f64;
+    let c = oracle.total("all");
+    // P(q|D) with the exact length of D, then normalised over the feedback documents.
+    let likelihood: Vec<f64> = docs
+        .iter()
+        .map(|d| {
+            let len = d.fields["all"].len() as f64;
+            terms
+                .iter()
+                .filter(|(t, _)| oracle.cf("all", t) > 0.0)
+                .map(|(t, qtf)| {
+                    let p = oracle.cf("all", t) / c;
+                    ((Oracle::tf(d, "all", t) + mu * p) / (len + mu)).powf(*qtf)
+                })
+                .product::<f64>()
+        })
+        .collect();
+    let z: f64 = likelihood.iter().sum();
+    let mut p1: std::collections::BTreeMap<String, f64> = Default::default();
+    for (d, l) in docs.iter().zip(&likelihood) {
+        let len = d.fields["all"].len() as f64;
+        let vocabulary: std::collections::BTreeSet<&String> = d.fields["all"].iter().collect();
+        for t in vocabulary {
+            *p1.entry(t.clone()).or_default() += l / z * Oracle::tf(d, "all", t) / len;
+        }
+    }
+    let mut ranked: Vec<(String, f64)> = p1.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap().then(a.0.cmp(&b.0)));
+    if ranked.len() > params.fb_terms {
+        let (kept, cut) = (ranked[params.fb_terms - 1].1, ranked[params.fb_terms].1);
+        assert!(
+            kept == cut || (kept - cut) > 1e-12 * kept,
+            "{q:?}: a near-tie at the expansion cut makes the oracle ambiguous"
+        );
+        ranked.truncate(params.fb_terms);
+    }
+    let mass: f64 = ranked.iter().map(|(_, p)| p).sum();
+    let p_hat: Vec<(String, f64)> = ranked.into_iter().map(|(t, p)| (t, p / mass)).collect();
+    let lambda = params.lambda as f64;
+    let q_len: f64 = terms.iter().map(|(_, n)| n).sum();
+    let mut p3: HashMap<String, f64> = HashMap::new();
+    for (t, n) in &terms {
+        *p3.entry(t.clone()).or_default() += lambda * n / q_len;
+    }
+    for (t, p) in &p_hat {
+        *p3.entry(t.clone()).or_default() += (1.0 - lambda) * p;
+    }
+    Some((p3.into_iter().collect(), p_hat))
+}
+
+/// Weighted BM25 of `all` (SPEC §1.3 with real-valued query weights).
+fn weighted_bm25(oracle: &Oracle, weights: &[(String, f64)], d: &RawDoc) -> f64 {
+    let p = oracle.config.field("all").bm25;
+    let (k1, b) = (p.k1 as f64, p.b as f64);
+    let len = quantised(d.fields["all"].len());
+    weights
+        .iter()
+        .map(|(t, w)| {
+            let tf = Oracle::tf(d, "all", t);
+            w * oracle.bm25_idf(oracle.df("all", t)) * tf * (k1 + 1.0)
+                / (tf + k1 * (1.0 - b + b * len / oracle.avgdl("all")))
+        })
+        .sum()
+}
+
+/// Weighted BM25F (SPEC §1.4 with real-valued query weights), df over `all`.
+fn weighted_bm25f(oracle: &Oracle, weights: &[(String, f64)], d: &RawDoc) -> f64 {
+    let k1 = oracle.config.models.bm25f.k1 as f64;
+    weights
+        .iter()
+        .map(|(t, w)| {
+            let tf_tilde: f64 = TEXT_FIELDS
+                .iter()
+                .filter_map(|u| Some((u, oracle.config.field(u).bm25f?)))
+                .filter(|(u, _)| oracle.avgdl(u) > 0.0)
+                .map(|(u, p)| {
+                    let (wu, b) = (p.weight as f64, p.b as f64);
+                    let norm = 1.0 - b + b * quantised(d.fields[u].len()) / oracle.avgdl(u);
+                    wu * Oracle::tf(d, u, t) / norm
+                })
+                .sum();
+            w * oracle.bm25_idf(oracle.df("all", t)) * tf_tilde * (k1 + 1.0) / (tf_tilde + k1)
+        })
+        .sum()
+}
+
+/// Checks the `rm3.*` features of `candidates` (feedback: the first `fb_docs` of them).
+fn check_rm3(
+    index: &TextIndex,
+    docs: &[Document],
+    candidates: &[rankd::features::Candidate],
+    queries: &[String],
+    label: &str,
+) -> usize {
+    use rankd::features::{candidate_ids, extract, FeatureSet};
+    let config = &index.config;
+    let searcher = index.reader.searcher();
+    let raws: Vec<RawDoc> = docs.iter().map(|d| raw(config, d)).collect();
+    let oracle = oracle(&raws, config);
+    let set = FeatureSet::current();
+    let ids = candidate_ids(&searcher, candidates).unwrap();
+    let raw_of = |id: &str| raws.iter().find(|r| r.id == id).unwrap();
+    let feedback: Vec<&RawDoc> = ids
+        .iter()
+        .take(config.models.rm3.fb_docs)
+        .map(|id| raw_of(id.as_str()))
+        .collect();
+    let mut compared = 0;
+    for q in queries {
+        let m = extract(index, &searcher, None, set, q, candidates).unwrap();
+        let rm = rm3_oracle(&oracle, q, &feedback);
+        for (row, id) in ids.iter().enumerate() {
+            let d = raw_of(id.as_str());
+            let got = |name: &str| m.row(row)[set.get(name).unwrap()] as f64;
+            let (rm3, rm3f, expansion, cosine) = match &rm {
+                None => (0.0, 0.0, 0.0, 0.0),
+                Some((p3, p_hat)) => {
+                    let idf = |t: &str| oracle.bm25_idf(oracle.df("all", t));
+                    let dot: f64 = p_hat
+                        .iter()
+                        .map(|(t, p)| {
+                            p * idf(t.as_str()) * Oracle::tf(d, "all", t) * idf(t.as_str())
+                        })
+                        .sum();
+                    let norm_a = p_hat
+                        .iter()
+                        .map(|(t, p)| (p * idf(t.as_str())).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    let norm_x = p_hat
+                        .iter()
+                        .map(|(t, _)| (Oracle::tf(d, "all", t) * idf(t.as_str())).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    let cosine = if norm_x > 0.0 {
+                        dot / (norm_a * norm_x)
+                    } else {
+                        0.0
+                    };
+                    (
+                        weighted_bm25(&oracle, p3, d),
+                        weighted_bm25f(&oracle, p3, d),
+                        weighted_bm25(&oracle, p_hat, d),
+                        cosine,
+                    )
+                }
+            };
+            for (name, want) in [
+                ("rm3.bm25", rm3),
+                ("rm3.bm25f", rm3f),
+                ("rm3.expansion_bm25", expansion),
+                ("rm3.centroid_cosine", cosine),
+            ] {
+                let have = got(name);
+                assert!(
+                    close(have, want),
+                    "{label} {q:?} {id} {name}: {have} vs {want}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    compared
+}
+
+/// The RM3 pseudo-relevance-feedback features against the oracle, on random corpora under the
+/// shipped parameters and under others (few feedback documents, a short expansion, λ = 0.7).
+#[test]
+fn rm3_features_match_the_oracle() {
+    use rankd::features::Candidate;
+    use rankd::text::config::Rm3Params;
+    let mut compared = 0;
+    for (seed, rm3) in [
+        (31, Rm3Params::default()),
+        (
+            32,
+            Rm3Params {
+                fb_docs: 3,
+                fb_terms: 5,
+                lambda: 0.7,
+            },
+        ),
+    ] {
+        let docs = corpus(seed, 90);
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = IndexConfig::default();
+        config.models.rm3 = rm3;
+        let index = TextIndex::open_or_create(dir.path(), Some(config)).unwrap();
+        index.upsert(docs.iter().cloned()).unwrap();
+        let searcher = index.reader.searcher();
+        // Every document a candidate, scrambled (the feedback documents are the first ones).
+        let mut candidates: Vec<Candidate> = searcher
+            .segment_readers()
+            .iter()
+            .enumerate()
+            .flat_map(|(s, r)| {
+                (0..r.max_doc()).map(move |d| Candidate {
+                    address: tantivy::DocAddress::new(s as u32, d),
+                    score: d as f32,
+                })
+            })
+            .collect();
+        candidates.reverse();
+        candidates.rotate_left(11);
+        let queries: Vec<String> = [
+            "vector borrow",
+            "rust rust trait",
+            "graph",
+            "nosuchword",
+            "rank score index nosuchword",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        compared += check_rm3(
+            &index,
+            &docs,
+            &candidates,
+            &queries,
+            &format!("seed {seed}"),
+        );
+    }
+    assert!(compared > 2000, "only {compared} features compared");
+}
+
+/// The same on real text: 300 Cranfield abstracts, their BM25F top 50 as the window.
+#[test]
+fn rm3_features_match_the_oracle_on_cranfield() {
+    use rankd::features::Candidate;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/cranfield");
+    let path = std::path::Path::new(dir);
+    let docs: Vec<Document> = rankd::corpus::cranfield::read_documents(&path.join("cran.all.1400"))
+        .unwrap()
+        .into_iter()
+        .take(300)
+        .collect();
+    let queries: Vec<String> = rankd::corpus::cranfield::read_queries(&path.join("cran.qry"))
+        .unwrap()
+        .into_iter()
+        .take(10)
+        .map(|q| q.text)
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(tmp.path(), Some(IndexConfig::default())).unwrap();
+    index.upsert(docs.iter().cloned()).unwrap();
+    let searcher = index.reader.searcher();
+    let mut compared = 0;
+    for q in &queries {
+        let bound = index
+            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .unwrap()
+            .unwrap();
+        let candidates: Vec<Candidate> = bound
+            .top(&searcher, 50, 0)
+            .unwrap()
+            .into_iter()
+            .map(|(score, address)| Candidate { address, score })
+            .collect();
+        compared += check_rm3(
+            &index,
+            &docs,
+            &candidates,
+            std::slice::from_ref(q),
+            "cranfield",
+        );
+    }
+    assert!(compared > 1000, "only {compared} features compared");
+}

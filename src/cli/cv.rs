@@ -17,7 +17,7 @@ use super::{progress, BadInput, DataArgs};
 use crate::eval::significance::{paired_randomization, PairedTest};
 use crate::eval::{self, EvalOptions, Gain, Report, Run};
 use crate::features::FeatureSet;
-use crate::judgments::{judged_windows, rank_set, Window};
+use crate::judgments::{judged_windows, rank_set_named, Window};
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::Args, Debug)]
@@ -34,6 +34,13 @@ pub struct CvArgs {
     /// Gain of NDCG (as `rankd eval`).
     #[arg(long, value_enum, default_value = "linear")]
     pub gain: GainArg,
+    /// Also rank each window by this one feature (no training; repeatable), e.g. `rm3.bm25`,
+    /// and test it against the first phase the same way (SPEC §3.5's best single feature).
+    #[arg(long = "single-feature", value_name = "NAME")]
+    pub single_features: Vec<String>,
+    /// Train on these features only (comma-separated names; default: the whole feature set).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub features: Vec<String>,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -51,6 +58,30 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     if args.folds < 2 {
         return Err(BadInput(format!("--folds must be at least 2, got {}", args.folds)).into());
     }
+    let set = FeatureSet::current();
+    let mut single_cols = Vec::new();
+    for name in &args.single_features {
+        let col = set.get(name).ok_or_else(|| {
+            BadInput(format!(
+                "--single-feature: `{name}` is not a feature of {}",
+                crate::features::FEATURE_SET_VERSION
+            ))
+        })?;
+        single_cols.push((name.as_str(), col));
+    }
+    let mut train_cols = Vec::new();
+    for name in &args.features {
+        train_cols.push(set.get(name).ok_or_else(|| {
+            BadInput(format!(
+                "--features: `{name}` is not a feature of {}",
+                crate::features::FEATURE_SET_VERSION
+            ))
+        })?);
+    }
+    if train_cols.is_empty() {
+        train_cols = (0..set.len()).collect();
+    }
+    let train_names: Vec<String> = train_cols.iter().map(|&c| set.names()[c].clone()).collect();
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
     let (queries, qrels) = args.judged.load()?;
@@ -84,7 +115,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         }
         f
     };
-    let score_col = FeatureSet::current()
+    let score_col = set
         .get("first_phase.score")
         .expect("the feature set has the first-phase score");
     let (mut baseline, mut reranked) = (Run::new(), Run::new());
@@ -95,10 +126,11 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             if fold_of[i] == fold {
                 test.push(w);
             } else {
-                train.push(w.clone());
+                train.push(project(w, &train_cols));
             }
         }
-        let train_set = rank_set(&train).map_err(|e| BadInput(e.to_string()))?;
+        let train_set =
+            rank_set_named(&train, train_names.clone()).map_err(|e| BadInput(e.to_string()))?;
         let (t, v) = train_set
             .split_validation(args.learn.valid_fraction, args.learn.seed)
             .map_err(|e| BadInput(e.to_string()))?;
@@ -107,7 +139,8 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             .config(format!("cv fold {} of {}", fold + 1, args.folds));
         let outcome = run_training(&t, Some(&v), &config, true)?;
         for w in &test {
-            let scores = outcome.model.score(&w.features.values, w.features.rows)?;
+            let x = project(w, &train_cols).features;
+            let scores = outcome.model.score(&x.values, x.rows)?;
             for (row, id) in w.ids.iter().enumerate() {
                 baseline.push(
                     &w.qid,
@@ -148,6 +181,22 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         .into_iter()
         .map(|m| (m, paired(&base, &rer, m, args.samples, args.learn.seed)))
         .collect();
+    // Single features rank every window (ties as trec_eval breaks them, like the reranked run).
+    let mut singles = Vec::new();
+    for &(name, col) in &single_cols {
+        let mut run = Run::new();
+        for w in &windows {
+            for (row, id) in w.ids.iter().enumerate() {
+                run.push(&w.qid, id.clone(), f64::from(w.features.row(row)[col]));
+            }
+        }
+        let report = eval::evaluate(&run, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
+        let tests: Vec<(&str, PairedTest)> = ["map", "ndcg@10", "mrr"]
+            .into_iter()
+            .map(|m| (m, paired(&base, &report, m, args.samples, args.learn.seed)))
+            .collect();
+        singles.push((name, report, tests));
+    }
     if args.json {
         let out = json!({
             "first_phase": first_phase.to_string(),
@@ -155,9 +204,16 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             "folds": folds,
             "windows": stats,
             "objective": format!("{:?}", args.learn.objective),
+            "features": train_names,
             "baseline": base.means,
             "reranked": rer.means,
             "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+            "single_features": singles.iter().map(|(name, report, tests)| {
+                (name.to_string(), json!({
+                    "means": report.means,
+                    "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+                }))
+            }).collect::<serde_json::Map<_, _>>(),
         });
         println!("{out}");
     } else {
@@ -182,8 +238,39 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
                 t.p_value
             );
         }
+        for (name, report, tests) in &singles {
+            println!("single feature {name} (no training) vs {first_phase}:");
+            for (m, t) in tests {
+                println!(
+                    "{m:<10} {:>10.4} {:>10.4} {:>+10.4} {:>10.4}",
+                    base.means.get(m).unwrap_or(f64::NAN),
+                    report.means.get(m).unwrap_or(f64::NAN),
+                    t.mean_difference,
+                    t.p_value
+                );
+            }
+        }
     }
     Ok(())
+}
+
+/// The window with only the columns `cols`, in that order.
+fn project(w: &Window, cols: &[usize]) -> Window {
+    let mut features = crate::features::FeatureMatrix {
+        rows: w.features.rows,
+        cols: cols.len(),
+        values: Vec::with_capacity(w.features.rows * cols.len()),
+    };
+    for row in 0..w.features.rows {
+        let r = w.features.row(row);
+        features.values.extend(cols.iter().map(|&c| r[c]));
+    }
+    Window {
+        qid: w.qid.clone(),
+        features,
+        ids: w.ids.clone(),
+        labels: w.labels.clone(),
+    }
 }
 
 /// Paired test of one metric over the queries both reports scored.

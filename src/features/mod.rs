@@ -6,6 +6,7 @@
 //! on, so a model trained on this set keeps working when a later version adds features.
 
 mod link;
+pub mod prf;
 mod set;
 mod text;
 
@@ -52,6 +53,7 @@ impl FeatureMatrix {
 ///
 /// Batched as SPEC §3.1 requires: per field, each query term's postings are opened once per
 /// segment and the candidates are visited in doc-id order; link features are array lookups.
+/// The RM3 features also read the stored text of the first-phase top `fb_docs` candidates.
 pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
@@ -81,6 +83,7 @@ pub fn extract(
         m.set(row, rank_col, (row + 1) as f32);
     }
     text::extract(index, searcher, set, q, candidates, &mut m)?;
+    prf::extract(index, searcher, set, q, candidates, &mut m)?;
     columns(searcher, set, candidates, now, &mut m)?;
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();

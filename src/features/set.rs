@@ -7,7 +7,8 @@ use crate::text::config::TEXT_FIELDS;
 
 /// Version of the feature set; bumped when a feature's meaning changes (adding features does
 /// not break trained models, which look their features up by name).
-pub const FEATURE_SET_VERSION: &str = "rankd-features-v1";
+/// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`).
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v2";
 
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
@@ -56,6 +57,10 @@ impl FeatureSet {
         add("bm25f", 0.0);
         // SPEC §1.7 on the whole document.
         for f in ["all.min_dist", "all.span", "all.min_cover", "all.proximity"] {
+            add(f, 0.0);
+        }
+        // Pseudo-relevance feedback on the whole document (`prf.rs`).
+        for f in super::prf::RM3_FEATURES {
             add(f, 0.0);
         }
         add("query.terms", 0.0);
@@ -157,6 +162,10 @@ mod tests {
             "link.spam_mass",
             "window.salsa_authority",
             "link.in_degree",
+            "rm3.bm25",
+            "rm3.bm25f",
+            "rm3.expansion_bm25",
+            "rm3.centroid_cosine",
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }

@@ -8,4 +8,6 @@ mod svmlight;
 mod windows;
 
 pub use svmlight::write_svmlight;
-pub use windows::{judged_windows, rank_set, train_on_windows, JudgedQuery, Window, WindowStats};
+pub use windows::{
+    judged_windows, rank_set, rank_set_named, train_on_windows, JudgedQuery, Window, WindowStats,
+};

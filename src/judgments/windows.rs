@@ -112,7 +112,17 @@ fn known_ids(
 /// The windows as a training set for `crate::rerank` (feature names of the current set;
 /// windows without candidates are left out, as there is nothing to rank).
 pub fn rank_set(windows: &[Window]) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
-    let names = crate::features::FeatureSet::current().names().to_vec();
+    rank_set_named(
+        windows,
+        crate::features::FeatureSet::current().names().to_vec(),
+    )
+}
+
+/// As [`rank_set`] for windows whose columns are `names` (a subset of the feature set).
+pub fn rank_set_named(
+    windows: &[Window],
+    names: Vec<String>,
+) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
     let mut x = Vec::new();
     let mut labels = Vec::new();
     let mut ids = Vec::new();

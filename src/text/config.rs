@@ -88,6 +88,9 @@ pub struct ModelParams {
     pub f2exp: F2ExpParams,
     pub lm: LmParams,
     pub proximity: ProximityParams,
+    /// Absent from older index configurations: the defaults apply.
+    #[serde(default)]
+    pub rm3: Rm3Params,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -121,6 +124,36 @@ pub struct LmParams {
 #[serde(deny_unknown_fields)]
 pub struct ProximityParams {
     pub alpha: f32,
+}
+
+/// RM3 pseudo-relevance feedback, the reranker's `rm3.*` features (`src/features/prf.rs`):
+/// the first-phase top `fb_docs` candidates are the feedback documents, the `fb_terms` most
+/// probable relevance-model terms expand the query, and `lambda` is the original query's
+/// weight in the interpolation. Defaults from the literature (Abdul-Jaleel et al. 2004;
+/// Lin et al.'s Anserini defaults are 10 documents, 10 terms, 0.5): 10, 20, 0.5.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rm3Params {
+    pub fb_docs: usize,
+    pub fb_terms: usize,
+    pub lambda: f32,
+}
+
+impl Rm3Params {
+    /// Caps that bound the cost of the features: documents read and re-analysed, and
+    /// postings lists opened per candidate window.
+    pub const MAX_FB_DOCS: usize = 50;
+    pub const MAX_FB_TERMS: usize = 100;
+}
+
+impl Default for Rm3Params {
+    fn default() -> Self {
+        Rm3Params {
+            fb_docs: 10,
+            fb_terms: 20,
+            lambda: 0.5,
+        }
+    }
 }
 
 impl Default for IndexConfig {
@@ -194,6 +227,17 @@ impl IndexConfig {
         if m.proximity.alpha.is_nan() || m.proximity.alpha <= 0.0 {
             bail!("models.proximity.alpha must be > 0");
         }
+        let r = m.rm3;
+        if !(1..=Rm3Params::MAX_FB_DOCS).contains(&r.fb_docs)
+            || !(1..=Rm3Params::MAX_FB_TERMS).contains(&r.fb_terms)
+            || !(0.0..=1.0).contains(&r.lambda)
+        {
+            bail!(
+                "models.rm3: need 1 <= fb_docs <= {}, 1 <= fb_terms <= {}, 0 <= lambda <= 1",
+                Rm3Params::MAX_FB_DOCS,
+                Rm3Params::MAX_FB_TERMS
+            );
+        }
         Ok(())
     }
 
@@ -243,6 +287,18 @@ mod tests {
         assert!(IndexConfig::parse(&bad, "t").is_err());
         let bad = DEFAULT_CONFIG.replace("mu = 2000.0", "mu = -1.0");
         assert!(IndexConfig::parse(&bad, "t").is_err());
+        for (from, to) in [
+            ("fb_terms = 20", "fb_terms = 0"),
+            ("fb_docs = 10", "fb_docs = 51"),
+            ("lambda = 0.5", "lambda = 1.5"),
+        ] {
+            let bad = DEFAULT_CONFIG.replace(from, to);
+            assert!(IndexConfig::parse(&bad, "t").is_err(), "{to} accepted");
+        }
+        // An index configuration from before [models.rm3] gets the defaults.
+        let start = DEFAULT_CONFIG.find("[models.rm3]").unwrap();
+        let old = IndexConfig::parse(&DEFAULT_CONFIG[..start], "t").unwrap();
+        assert_eq!(old.models.rm3, Rm3Params::default());
         let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
         let err = IndexConfig::parse(&bad, "t").unwrap_err();
         assert!(format!("{err:#}").contains("extra"), "{err:#}");

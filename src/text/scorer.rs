@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
-use tantivy::{DocId, DocSet, Score, SegmentReader, Term, TERMINATED};
+use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
 
 use super::models::{DocMatch, TextModel};
 
@@ -32,6 +32,32 @@ impl ModelQuery {
 
     pub fn model(&self) -> &Arc<dyn TextModel> {
         &self.model
+    }
+
+    /// Scores the given documents (any order) with the model, matching or not: the model as a
+    /// per-(query, doc) feature. Postings are opened once per segment and walked forward.
+    pub fn score_docs(
+        &self,
+        searcher: &Searcher,
+        docs: &[DocAddress],
+    ) -> tantivy::Result<Vec<Score>> {
+        let mut order: Vec<usize> = (0..docs.len()).collect();
+        order.sort_by_key(|&i| docs[i]);
+        let mut out = vec![0.0; docs.len()];
+        let mut current: Option<(u32, ModelScorer)> = None;
+        for i in order {
+            let DocAddress {
+                segment_ord,
+                doc_id,
+            } = docs[i];
+            if current.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
+                let reader = searcher.segment_reader(segment_ord);
+                current = Some((segment_ord, self.segment_scorer(reader)?));
+            }
+            let (_, scorer) = current.as_mut().expect("set above");
+            out[i] = scorer.score_doc(doc_id);
+        }
+        Ok(out)
     }
 
     /// Opens a scorer for one segment (also the entry point for batched feature extraction:

@@ -112,6 +112,21 @@ pub struct BoundModel {
 }
 
 impl TextIndex {
+    /// The fields taking part in BM25F (SPEC §1.4), with their configured weight and b.
+    pub fn bm25f_parts(&self) -> Vec<Bm25fField> {
+        super::config::TEXT_FIELDS
+            .iter()
+            .filter_map(|name| {
+                let p = self.config.field(name).bm25f?;
+                Some(Bm25fField {
+                    field: self.fields.text(name)?,
+                    weight: p.weight,
+                    b: p.b,
+                })
+            })
+            .collect()
+    }
+
     /// The field a single-field model ranks by.
     fn model_field(&self, name: Option<&str>) -> Result<(Field, String), SearchError> {
         let name = name.unwrap_or(&self.config.default_field).to_string();
@@ -159,17 +174,7 @@ impl TextIndex {
                 Arc::new(Bm25::new(&stats, field, t, k1, b)?)
             }
             ModelKind::Bm25F => {
-                let parts: Vec<Bm25fField> = super::config::TEXT_FIELDS
-                    .iter()
-                    .filter_map(|name| {
-                        let p = self.config.field(name).bm25f?;
-                        Some(Bm25fField {
-                            field: self.fields.text(name)?,
-                            weight: p.weight,
-                            b: p.b,
-                        })
-                    })
-                    .collect();
+                let parts = self.bm25f_parts();
                 Arc::new(Bm25F::new(&stats, &parts, self.fields.all, t, m.bm25f.k1)?)
             }
             ModelKind::F2Exp => Arc::new(F2Exp::new(&stats, field, t, m.f2exp.k, m.f2exp.s)?),
@@ -351,23 +356,7 @@ impl BoundModel {
         searcher: &Searcher,
         docs: &[DocAddress],
     ) -> tantivy::Result<Vec<Score>> {
-        let mut order: Vec<usize> = (0..docs.len()).collect();
-        order.sort_by_key(|&i| docs[i]);
-        let mut out = vec![0.0; docs.len()];
-        let mut current: Option<(u32, super::scorer::ModelScorer)> = None;
-        for i in order {
-            let DocAddress {
-                segment_ord,
-                doc_id,
-            } = docs[i];
-            if current.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
-                let reader = searcher.segment_reader(segment_ord);
-                current = Some((segment_ord, self.query.segment_scorer(reader)?));
-            }
-            let (_, scorer) = current.as_mut().expect("set above");
-            out[i] = scorer.score_doc(doc_id);
-        }
-        Ok(out)
+        self.query.score_docs(searcher, docs)
     }
 }
 

@@ -3,7 +3,7 @@
 use tantivy::query::Explanation;
 use tantivy::schema::Field;
 
-use super::{bm25_idf, split_terms, DocMatch, Stats, TextModel};
+use super::{bm25_idf, DocMatch, Stats, TextModel};
 
 #[derive(Debug, Clone)]
 pub struct Bm25 {
@@ -24,11 +24,28 @@ impl Bm25 {
         k1: f32,
         b: f32,
     ) -> tantivy::Result<Self> {
+        let weighted: Vec<(String, f64)> = query
+            .iter()
+            .map(|(t, q)| (t.clone(), f64::from(*q)))
+            .collect();
+        Self::weighted(stats, field, &weighted, k1, b)
+    }
+
+    /// BM25 with a real-valued weight per term in place of `qtf` (an expanded query, whose
+    /// weights are probabilities): `Σ_t w(t)·idf(t)·tf·(k1+1)/(tf + k1·(1 − b + b·|d|/avgdl))`.
+    pub fn weighted(
+        stats: &Stats,
+        field: Field,
+        query: &[(String, f64)],
+        k1: f32,
+        b: f32,
+    ) -> tantivy::Result<Self> {
         let n = stats.num_docs();
-        let (terms, qtf) = split_terms(query);
-        let mut weight = Vec::with_capacity(terms.len());
-        for (t, q) in terms.iter().zip(&qtf) {
-            weight.push(q * bm25_idf(stats.df(field, t)?, n));
+        let mut terms = Vec::with_capacity(query.len());
+        let mut weight = Vec::with_capacity(query.len());
+        for (t, w) in query {
+            weight.push((*w * f64::from(bm25_idf(stats.df(field, t)?, n))) as f32);
+            terms.push(t.clone());
         }
         Ok(Bm25 {
             fields: [field],

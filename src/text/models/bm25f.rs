@@ -4,7 +4,7 @@
 use tantivy::query::Explanation;
 use tantivy::schema::Field;
 
-use super::{bm25_idf, split_terms, DocMatch, Stats, TextModel};
+use super::{bm25_idf, DocMatch, Stats, TextModel};
 
 /// One field's part in BM25F.
 #[derive(Debug, Clone, Copy)]
@@ -36,11 +36,28 @@ impl Bm25F {
         query: &[(String, u32)],
         k1: f32,
     ) -> tantivy::Result<Self> {
+        let weighted: Vec<(String, f64)> = query
+            .iter()
+            .map(|(t, q)| (t.clone(), f64::from(*q)))
+            .collect();
+        Self::weighted(stats, parts, df_field, &weighted, k1)
+    }
+
+    /// BM25F with a real-valued weight per term in place of `qtf` (an expanded query, whose
+    /// weights are probabilities): `Σ_t w(t)·idf(t)·tf~·(k1+1)/(tf~ + k1)`.
+    pub fn weighted(
+        stats: &Stats,
+        parts: &[Bm25fField],
+        df_field: Field,
+        query: &[(String, f64)],
+        k1: f32,
+    ) -> tantivy::Result<Self> {
         let n = stats.num_docs();
-        let (terms, qtf) = split_terms(query);
-        let mut term_weight = Vec::with_capacity(terms.len());
-        for (t, q) in terms.iter().zip(&qtf) {
-            term_weight.push(q * bm25_idf(stats.df(df_field, t)?, n));
+        let mut terms = Vec::with_capacity(query.len());
+        let mut term_weight = Vec::with_capacity(query.len());
+        for (t, w) in query {
+            term_weight.push((w * f64::from(bm25_idf(stats.df(df_field, t)?, n))) as f32);
+            terms.push(t.clone());
         }
         let mut avgdl = Vec::with_capacity(parts.len());
         for p in parts {
