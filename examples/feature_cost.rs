@@ -71,7 +71,15 @@ fn main() -> anyhow::Result<()> {
                 .map(|(score, address)| Candidate { address, score })
                 .collect();
             let t = Instant::now();
-            features::extract(&index, &searcher, links.as_ref(), set, q, &candidates)?;
+            features::extract(
+                &index,
+                &searcher,
+                links.as_ref(),
+                set,
+                q,
+                &candidates,
+                features::Prf::Compute,
+            )?;
             all.push(t.elapsed().as_secs_f64() * 1e3);
             let mut m = FeatureMatrix {
                 rows: candidates.len(),

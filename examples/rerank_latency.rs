@@ -102,7 +102,8 @@ fn main() -> anyhow::Result<()> {
                 samples[base + 1].push(times.retrieve * 1e3);
                 samples[base + 2].push(times.features * 1e3);
                 samples[base + 3].push(times.rerank * 1e3);
-                samples[added].push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
+                samples[added]
+                    .push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
             }
         }
         for (i, s) in samples.iter_mut().enumerate() {

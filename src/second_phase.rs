@@ -59,6 +59,16 @@ impl ActiveModel {
         self.reranker.id()
     }
 
+    /// Whether the model reads any RM3 feature, i.e. whether serving must compute them.
+    pub fn prf(&self) -> features::Prf {
+        let set = FeatureSet::current();
+        if self.columns.iter().any(|&c| set.is_prf(c)) {
+            features::Prf::Compute
+        } else {
+            features::Prf::Skip
+        }
+    }
+
     /// The rows of `m` in the model's feature order.
     fn rows(&self, m: &FeatureMatrix) -> Vec<f32> {
         let mut x = Vec::with_capacity(m.rows * self.columns.len());
@@ -222,6 +232,7 @@ pub fn search(
         FeatureSet::current(),
         &req.q,
         &candidates,
+        model.prf(),
     )?;
     times.features = t.elapsed().as_secs_f64();
 

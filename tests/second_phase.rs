@@ -71,8 +71,16 @@ fn reranked_pages_follow_the_model_scores() {
             }
         })
         .collect();
-    let (windows, stats) =
-        judged_windows(&index, None, &queries, ModelKind::Bm25F, 40, &|| {}).unwrap();
+    let (windows, stats) = judged_windows(
+        &index,
+        None,
+        &queries,
+        ModelKind::Bm25F,
+        40,
+        rankd::features::Prf::Skip,
+        &|| {},
+    )
+    .unwrap();
     assert_eq!(stats.queries, 12);
     let outcome = train_on_windows(
         &windows,
@@ -102,9 +110,30 @@ fn reranked_pages_follow_the_model_scores() {
             .iter()
             .map(|&(score, address)| Candidate { address, score })
             .collect();
-        let m = extract(&index, &searcher, None, FeatureSet::current(), q, &cands).unwrap();
+        let m = extract(
+            &index,
+            &searcher,
+            None,
+            FeatureSet::current(),
+            q,
+            &cands,
+            rankd::features::Prf::Skip,
+        )
+        .unwrap();
         let ids = rankd::features::candidate_ids(&searcher, &cands).unwrap();
-        let scores = outcome.model.score(&m.values, m.rows).unwrap();
+        // The model's own columns (training left the RM3 features out), by name.
+        let set = FeatureSet::current();
+        let cols: Vec<usize> = outcome
+            .model
+            .feature_names()
+            .iter()
+            .map(|n| set.get(n).unwrap())
+            .collect();
+        let m = &m;
+        let x: Vec<f32> = (0..m.rows)
+            .flat_map(|r| cols.iter().map(move |&c| m.row(r)[c]))
+            .collect();
+        let scores = outcome.model.score(&x, m.rows).unwrap();
         let mut order: Vec<usize> = (0..scores.len()).collect();
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         let want: Vec<&str> = order.iter().take(10).map(|&i| ids[i].as_str()).collect();

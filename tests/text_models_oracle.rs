@@ -494,7 +494,16 @@ fn reranker_text_features_match_the_oracle() {
         "nosuchword",
         "rank score index",
     ] {
-        let m = extract(&index, &searcher, None, set, q, &candidates).unwrap();
+        let m = extract(
+            &index,
+            &searcher,
+            None,
+            set,
+            q,
+            &candidates,
+            rankd::features::Prf::Compute,
+        )
+        .unwrap();
         let ids = rankd::features::candidate_ids(&searcher, &candidates).unwrap();
         for (row, c) in candidates.iter().enumerate() {
             let id = &ids[row];
@@ -693,7 +702,16 @@ fn check_rm3(
         .collect();
     let mut compared = 0;
     for q in queries {
-        let m = extract(index, &searcher, None, set, q, candidates).unwrap();
+        let m = extract(
+            index,
+            &searcher,
+            None,
+            set,
+            q,
+            candidates,
+            rankd::features::Prf::Compute,
+        )
+        .unwrap();
         let rm = rm3_oracle(&oracle, q, &feedback);
         for (row, id) in ids.iter().enumerate() {
             let d = raw_of(id.as_str());

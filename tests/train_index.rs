@@ -333,3 +333,54 @@ fn bad_judgment_lines_are_exit_2_naming_the_line() {
     let out = rankd(&["train", "--from-db", "--letor", "x", "--out", "/dev/null"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// By default a model trains on every feature but RM3 (which serving then skips); `--features`
+/// picks columns by name, RM3 included, and such a model reranks with RM3 computed.
+#[test]
+fn default_training_leaves_rm3_out_and_features_selects_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let names = |path: &Path| -> Vec<String> {
+        let model: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_value(model["feature_names"].clone()).unwrap()
+    };
+    let default = dir.path().join("default.json");
+    let base = ["train", "--queries", &q, "--qrels", &qrels, "--data-dir", &data];
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--epochs", "5", "--out", default.to_str().unwrap()]);
+    ok(rankd(&args));
+    let default_names = names(&default);
+    assert!(default_names.len() > 25);
+    assert!(default_names.iter().all(|n| !n.starts_with("rm3.")));
+    assert!(default_names.iter().any(|n| n == "first_phase.score"));
+
+    let chosen = dir.path().join("chosen.json");
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--epochs", "5", "--out", chosen.to_str().unwrap()]);
+    args.extend_from_slice(&["--features", "first_phase.score,rm3.bm25f"]);
+    ok(rankd(&args));
+    assert_eq!(names(&chosen), ["first_phase.score", "rm3.bm25f"]);
+    let out = ok(rankd(&[
+        "eval",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--model",
+        "bm25f",
+        "--rerank",
+        chosen.to_str().unwrap(),
+        "--json",
+    ]));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["map"].as_f64().unwrap() > 0.0);
+
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--out", "/dev/null", "--features", "first_phase.score,nope"]);
+    let out = rankd(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`nope` is not a feature"));
+}

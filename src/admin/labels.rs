@@ -88,7 +88,8 @@ pub fn select(
         if candidates.is_empty() {
             continue;
         }
-        let m = features::extract(index, &searcher, links, set, text, &candidates)?;
+        let prf = reranker.map_or(features::Prf::Skip, ActiveModel::prf);
+        let m = features::extract(index, &searcher, links, set, text, &candidates, prf)?;
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let scores = match reranker {
             Some(model) => model.score(&m).map_err(|e| {

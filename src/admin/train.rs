@@ -148,7 +148,16 @@ pub fn run(
         queries.len()
     ));
     let window = crate::second_phase::DEFAULT_WINDOW;
-    let (windows, stats) = judged_windows(index, links, &queries, first_phase, window, &|| {})?;
+    // The model trains on the default columns, which leave RM3 out: no need to compute it.
+    let (windows, stats) = judged_windows(
+        index,
+        links,
+        &queries,
+        first_phase,
+        window,
+        crate::features::Prf::Skip,
+        &|| {},
+    )?;
     ctx.log(&serde_json::to_string(&stats)?);
     ctx.check_cancelled()?;
     let epochs = config.epochs.max(1) as f64;

@@ -17,7 +17,7 @@ use super::{progress, BadInput, DataArgs};
 use crate::eval::significance::{paired_randomization, PairedTest};
 use crate::eval::{self, EvalOptions, Gain, Report, Run};
 use crate::features::FeatureSet;
-use crate::judgments::{judged_windows, rank_set_named, Window};
+use crate::judgments::{judged_windows, project, rank_set_named, Window};
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::Args, Debug)]
@@ -94,12 +94,22 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         .into());
     }
     let bar = progress(queries.len() as u64, "features", args.json);
+    let needs_prf = train_cols
+        .iter()
+        .chain(single_cols.iter().map(|(_, c)| c))
+        .any(|&c| set.is_prf(c));
+    let prf = if needs_prf {
+        crate::features::Prf::Compute
+    } else {
+        crate::features::Prf::Skip
+    };
     let (windows, stats) = judged_windows(
         &index,
         links.as_ref(),
         &queries,
         first_phase,
         args.window,
+        prf,
         &|| bar.inc(1),
     )
     .map_err(|e| BadInput(e.to_string()))?;
@@ -252,25 +262,6 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The window with only the columns `cols`, in that order.
-fn project(w: &Window, cols: &[usize]) -> Window {
-    let mut features = crate::features::FeatureMatrix {
-        rows: w.features.rows,
-        cols: cols.len(),
-        values: Vec::with_capacity(w.features.rows * cols.len()),
-    };
-    for row in 0..w.features.rows {
-        let r = w.features.row(row);
-        features.values.extend(cols.iter().map(|&c| r[c]));
-    }
-    Window {
-        qid: w.qid.clone(),
-        features,
-        ids: w.ids.clone(),
-        labels: w.labels.clone(),
-    }
 }
 
 /// Paired test of one metric over the queries both reports scored.

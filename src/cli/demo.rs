@@ -158,6 +158,7 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
             &known_items::judged(part),
             crate::text::ModelKind::Bm25F,
             window,
+            crate::features::Prf::Skip, // the default training columns leave RM3 out
             &|| bar.inc(1),
         )?;
         bar.finish_and_clear();

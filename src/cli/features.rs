@@ -89,6 +89,7 @@ pub fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
         &queries,
         model,
         args.window,
+        crate::features::Prf::Compute,
         &|| bar.inc(1),
     )
     .map_err(|e| BadInput(e.to_string()))?;

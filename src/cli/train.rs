@@ -61,6 +61,11 @@ pub struct TrainArgs {
     pub first_phase: String,
     #[arg(long, default_value_t = crate::second_phase::DEFAULT_WINDOW)]
     pub window: usize,
+    /// With judgments on the index: train on these features only (comma-separated names).
+    /// Default: the whole feature set but the RM3 features, which serving then computes only
+    /// for a model that names them (they cost milliseconds per query).
+    #[arg(long, value_delimiter = ',')]
+    pub features: Vec<String>,
     /// With judgments on the index: also store the model in the index's model directory
     /// and make it the active reranker.
     #[arg(long, conflicts_with = "letor")]
@@ -99,6 +104,8 @@ pub enum Source {
         data: super::DataArgs,
         first_phase: crate::text::ModelKind,
         window: usize,
+        /// Feature columns to train on (empty: the default training columns).
+        features: Vec<usize>,
     },
 }
 
@@ -257,12 +264,19 @@ impl Source {
                 data,
                 first_phase,
                 window,
+                features,
             } => {
                 crate::second_phase::validate_window(1, 0, *window)
                     .map_err(|e| BadInput(e.to_string()))?;
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
                 let (queries, name) = judged.load()?;
+                let set = crate::features::FeatureSet::current();
+                let prf = if features.iter().any(|&c| set.is_prf(c)) {
+                    crate::features::Prf::Compute
+                } else {
+                    crate::features::Prf::Skip
+                };
                 let bar = super::progress(queries.len() as u64, "features", false);
                 let (windows, _) = crate::judgments::judged_windows(
                     &index,
@@ -270,12 +284,22 @@ impl Source {
                     &queries,
                     *first_phase,
                     *window,
+                    prf,
                     &|| bar.inc(1),
                 )
                 .map_err(|e| BadInput(e.to_string()))?;
                 bar.finish_and_clear();
-                let all =
-                    crate::judgments::rank_set(&windows).map_err(|e| BadInput(e.to_string()))?;
+                let all = if features.is_empty() {
+                    crate::judgments::rank_set(&windows)
+                } else {
+                    let names = features.iter().map(|&c| set.names()[c].clone()).collect();
+                    let projected: Vec<_> = windows
+                        .iter()
+                        .map(|w| crate::judgments::project(w, features))
+                        .collect();
+                    crate::judgments::rank_set_named(&projected, names)
+                }
+                .map_err(|e| BadInput(e.to_string()))?;
                 let (t, v) = all
                     .split_validation(learn.valid_fraction, learn.seed)
                     .map_err(|e| BadInput(e.to_string()))?;
@@ -283,6 +307,23 @@ impl Source {
             }
         }
     }
+}
+
+/// The columns of `--features` names, or what is not a feature.
+fn feature_columns(names: &[String]) -> anyhow::Result<Vec<usize>> {
+    let set = crate::features::FeatureSet::current();
+    names
+        .iter()
+        .map(|name| {
+            set.get(name.trim()).ok_or_else(|| {
+                BadInput(format!(
+                    "--features: `{name}` is not a feature of {}",
+                    crate::features::FEATURE_SET_VERSION
+                ))
+                .into()
+            })
+        })
+        .collect()
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
@@ -308,6 +349,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             data: args.data.clone(),
             first_phase: args.first_phase.parse().map_err(BadInput)?,
             window: args.window,
+            features: feature_columns(&args.features)?,
         },
         (None, None) => {
             return Err(BadInput(

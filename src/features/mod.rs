@@ -54,6 +54,16 @@ impl FeatureMatrix {
 /// Batched as SPEC §3.1 requires: per field, each query term's postings are opened once per
 /// segment and the candidates are visited in doc-id order; link features are array lookups.
 /// The RM3 features also read the stored text of the first-phase top `fb_docs` candidates.
+/// Whether [`extract`] computes the RM3 features (`prf.rs`). They re-read and re-analyse the
+/// stored text of the feedback documents, which costs milliseconds per query on long web
+/// pages, so serving computes them only for a model that uses them; skipped, they keep their
+/// declared defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prf {
+    Compute,
+    Skip,
+}
+
 pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
@@ -61,6 +71,7 @@ pub fn extract(
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
+    prf: Prf,
 ) -> Result<FeatureMatrix, SearchError> {
     let mut m = FeatureMatrix {
         rows: candidates.len(),
@@ -83,7 +94,9 @@ pub fn extract(
         m.set(row, rank_col, (row + 1) as f32);
     }
     text::extract(index, searcher, set, q, candidates, &mut m)?;
-    prf::extract(index, searcher, set, q, candidates, &mut m)?;
+    if prf == Prf::Compute {
+        prf::extract(index, searcher, set, q, candidates, &mut m)?;
+    }
     columns(searcher, set, candidates, now, &mut m)?;
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();

@@ -123,6 +123,18 @@ impl FeatureSet {
         self.names.is_empty()
     }
 
+    /// Whether column `col` is one of the RM3 features.
+    pub fn is_prf(&self, col: usize) -> bool {
+        super::prf::RM3_FEATURES.contains(&self.names[col].as_str())
+    }
+
+    /// The columns a reranker trains on unless told otherwise: every feature but the RM3 ones,
+    /// which a model must ask for by name (`--features`), since serving them costs
+    /// milliseconds per query (docs/BENCHMARKS.md "Reranking latency").
+    pub fn default_training_columns(&self) -> Vec<usize> {
+        (0..self.len()).filter(|&c| !self.is_prf(c)).collect()
+    }
+
     /// Column of a feature this set defines.
     pub fn get(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()

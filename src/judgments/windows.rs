@@ -48,6 +48,7 @@ pub fn judged_windows(
     queries: &[JudgedQuery],
     model: ModelKind,
     window: usize,
+    prf: features::Prf,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(Vec<Window>, WindowStats), SearchError> {
     let searcher = index.reader.searcher();
@@ -68,7 +69,7 @@ pub fn judged_windows(
                 .collect(),
             None => Vec::new(),
         };
-        let features = features::extract(index, &searcher, links, set, &q.text, &candidates)?;
+        let features = features::extract(index, &searcher, links, set, &q.text, &candidates, prf)?;
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let labels: Vec<i32> = ids
             .iter()
@@ -111,11 +112,33 @@ fn known_ids(
 
 /// The windows as a training set for `crate::rerank` (feature names of the current set;
 /// windows without candidates are left out, as there is nothing to rank).
+/// The training set of the windows over the default training columns
+/// ([`FeatureSet::default_training_columns`]: every feature but RM3).
 pub fn rank_set(windows: &[Window]) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
-    rank_set_named(
-        windows,
-        crate::features::FeatureSet::current().names().to_vec(),
-    )
+    let set = FeatureSet::current();
+    let cols = set.default_training_columns();
+    let names = cols.iter().map(|&c| set.names()[c].clone()).collect();
+    let projected: Vec<Window> = windows.iter().map(|w| project(w, &cols)).collect();
+    rank_set_named(&projected, names)
+}
+
+/// The window with only the columns `cols`, in that order.
+pub fn project(w: &Window, cols: &[usize]) -> Window {
+    let mut features = FeatureMatrix {
+        rows: w.features.rows,
+        cols: cols.len(),
+        values: Vec::with_capacity(w.features.rows * cols.len()),
+    };
+    for row in 0..w.features.rows {
+        let r = w.features.row(row);
+        features.values.extend(cols.iter().map(|&c| r[c]));
+    }
+    Window {
+        qid: w.qid.clone(),
+        features,
+        ids: w.ids.clone(),
+        labels: w.labels.clone(),
+    }
 }
 
 /// As [`rank_set`] for windows whose columns are `names` (a subset of the feature set).
