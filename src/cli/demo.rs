@@ -192,7 +192,8 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
     )?;
     bar.finish_and_clear();
     let path = crate::second_phase::install(&index.dir, &outcome.model)?;
-    let (base, reranked) = held_out_mrr(&windows[1], &outcome.model)?;
+    let active = crate::second_phase::ActiveModel::new(outcome.model.clone(), path.clone())?;
+    let (base, reranked) = held_out_mrr(&windows[1], &active)?;
     eprintln!(
         "reranker {} trained on {} queries ({}); known-item MRR on {} held-out queries: \
          BM25F {base:.3}, reranked {reranked:.3}",
@@ -208,7 +209,7 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
 /// document outside the window counts as not found).
 fn held_out_mrr(
     windows: &[crate::judgments::Window],
-    model: &crate::rerank::Reranker,
+    model: &crate::second_phase::ActiveModel,
 ) -> anyhow::Result<(f64, f64)> {
     use crate::eval::metrics::{reciprocal_rank, JudgedRanking};
     let rr = |labels: &[i32], order: &[usize]| -> f64 {
@@ -221,7 +222,7 @@ fn held_out_mrr(
     let (mut base, mut reranked) = (0.0, 0.0);
     for w in windows {
         let first: Vec<usize> = (0..w.labels.len()).collect();
-        let scores = model.score(&w.features.values, w.features.rows)?;
+        let scores = model.score(&w.features)?;
         let mut by_model = first.clone();
         by_model.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         base += rr(&w.labels, &first);
