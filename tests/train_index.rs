@@ -75,6 +75,26 @@ fn setup(dir: &Path) -> (String, String, String) {
     (s(&data), s(&dir.join("q.txt")), s(&dir.join("qrels.txt")))
 }
 
+/// `rankd eval --json` of BM25F reranked by the model file.
+fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::Value {
+    let model = model.to_str().unwrap();
+    let out = ok(rankd(&[
+        "eval",
+        "--queries",
+        q,
+        "--qrels",
+        qrels,
+        "--data-dir",
+        data,
+        "--model",
+        "bm25f",
+        "--rerank",
+        model,
+        "--json",
+    ]));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn train_on_the_index_activate_and_evaluate() {
     let dir = tempfile::tempdir().unwrap();
@@ -115,21 +135,7 @@ fn train_on_the_index_activate_and_evaluate() {
     ]));
     let active = std::fs::read_to_string(Path::new(&data).join("models/ACTIVE")).unwrap();
     assert!(active.ends_with(".json"));
-    let out = ok(rankd(&[
-        "eval",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
-        &data,
-        "--model",
-        "bm25f",
-        "--rerank",
-        model.to_str().unwrap(),
-        "--json",
-    ]));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = eval_reranked(&data, &q, &qrels, &model);
     assert_eq!(report["queries"], 10);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
@@ -346,7 +352,15 @@ fn default_training_leaves_rm3_out_and_features_selects_columns() {
         serde_json::from_value(model["feature_names"].clone()).unwrap()
     };
     let default = dir.path().join("default.json");
-    let base = ["train", "--queries", &q, "--qrels", &qrels, "--data-dir", &data];
+    let base = [
+        "train",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+    ];
     let mut args = base.to_vec();
     args.extend_from_slice(&["--epochs", "5", "--out", default.to_str().unwrap()]);
     ok(rankd(&args));
@@ -361,21 +375,7 @@ fn default_training_leaves_rm3_out_and_features_selects_columns() {
     args.extend_from_slice(&["--features", "first_phase.score,rm3.bm25f"]);
     ok(rankd(&args));
     assert_eq!(names(&chosen), ["first_phase.score", "rm3.bm25f"]);
-    let out = ok(rankd(&[
-        "eval",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
-        &data,
-        "--model",
-        "bm25f",
-        "--rerank",
-        chosen.to_str().unwrap(),
-        "--json",
-    ]));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = eval_reranked(&data, &q, &qrels, &chosen);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
     let mut args = base.to_vec();
