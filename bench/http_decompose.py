@@ -16,6 +16,8 @@ def metrics():
             val(r'rankd_search_phase_duration_seconds_sum\{phase="retrieve"\}'))
 qs = [l.strip() for l in open('bench/queries/rust-docs.txt') if l.strip()]
 c = http.client.HTTPConnection(host, int(port))
+for q in qs[:20]:  # warm-up; also creates the /search series in /metrics
+    c.request('GET', '/search?' + urllib.parse.urlencode({'q': q, 'k': 10, 'model': 'bm25'})); c.getresponse().read()
 a = metrics(); took = 0; client = 0
 for q in qs:
     path = '/search?' + urllib.parse.urlencode({'q': q, 'k': 10, 'model': 'bm25'})
