@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::eval::GainArg;
 use super::features::JudgedArgs;
-use super::learn::{run_training, LearnArgs};
+use super::learn::{run_training, LearnArgs, SelectArgs};
 use super::{progress, BadInput, DataArgs};
 use crate::eval::significance::{paired_randomization, PairedTest};
 use crate::eval::{self, EvalOptions, Gain, Report, Run};
@@ -45,19 +45,8 @@ pub struct CvArgs {
     /// Train on these features only (comma-separated names; default: the whole feature set).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub features: Vec<String>,
-    /// Model selection inside each fold (`rerank::select`): features are screened on the
-    /// fold's training queries, and the anchor `first_phase.score` plus the top k of them
-    /// (each k of `--select-k`) times each `--select-weight-decay` is trained; the best
-    /// validation MAP wins. The held-out fold is never read.
-    #[arg(long)]
-    pub select: bool,
-    /// Numbers of screened features tried by `--select` (a k above the number of non-constant
-    /// features means all of them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,100")]
-    pub select_k: Vec<usize>,
-    /// Weight decays tried by `--select` (default: `--weight-decay` alone).
-    #[arg(long, value_delimiter = ',')]
-    pub select_weight_decay: Vec<f64>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -145,15 +134,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     let score_col = set
         .get("first_phase.score")
         .expect("the feature set has the first-phase score");
-    let grid = args.select.then(|| SelectionGrid {
-        top_k: args.select_k.clone(),
-        weight_decay: if args.select_weight_decay.is_empty() {
-            vec![args.learn.weight_decay]
-        } else {
-            args.select_weight_decay.clone()
-        },
-        anchor: Some("first_phase.score".to_string()),
-    });
+    let grid = args.select.grid(&args.learn);
     let (mut baseline, mut reranked) = (Run::new(), Run::new());
     let mut folds = Vec::new();
     for fold in 0..args.folds {
@@ -261,6 +242,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
                 "top_k": g.top_k,
                 "weight_decay": g.weight_decay,
                 "anchor": g.anchor,
+                "rule": g.rule,
             })),
             "baseline": base.means,
             "reranked": rer.means,
@@ -433,6 +415,7 @@ mod tests {
             top_k: vec![0, 1, 8],
             weight_decay: vec![4e-5, 1e-2],
             anchor: Some("first_phase.score".into()),
+            rule: crate::rerank::select::SelectionRule::OneSe,
         };
         let fit = |ws: &[Window]| {
             train_fold(

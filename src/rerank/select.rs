@@ -34,6 +34,21 @@ pub struct SelectionGrid {
     pub weight_decay: Vec<f64>,
     /// Always kept and listed first, if the set has it (e.g. `first_phase.score`).
     pub anchor: Option<String>,
+    pub rule: SelectionRule,
+}
+
+/// How the validation results pick a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectionRule {
+    /// The highest validation MAP.
+    Best,
+    /// The one-standard-error rule (Hastie, Tibshirani & Friedman, ESL §7.10; Breiman et al.
+    /// 1984): the first (simplest) candidate whose validation MAP is below the best one's by
+    /// at most the standard error of their paired per-query AP differences. The maximum over
+    /// candidates (and over epochs, by early stopping) of a ~30-query MAP is biased upwards,
+    /// the more so the more features a candidate has; this rule does not pay for that noise.
+    OneSe,
 }
 
 /// One feature's screening score on the training part.
@@ -54,6 +69,9 @@ pub struct Candidate {
     /// Validation MAP at the kept epoch.
     pub valid_map: f64,
     pub best_epoch: usize,
+    /// Validation AP per query with a relevant row (validation query order).
+    #[serde(skip)]
+    pub valid_ap: Vec<f64>,
 }
 
 /// What was chosen and why.
@@ -62,21 +80,27 @@ pub struct Selection {
     pub features: Vec<String>,
     pub weight_decay: f64,
     pub valid_map: f64,
-    /// Constant on the training part (never candidates).
+    pub rule: SelectionRule,
+    /// Constant within every query of the training part (never candidates).
     pub constant: Vec<String>,
     pub screened: Vec<Screened>,
     pub candidates: Vec<Candidate>,
 }
 
-/// Ranks the non-constant features of `set` by their MAP as single rankers (step 1).
-/// Returns the ranking and the names of the constant features.
+/// Ranks the features of `set` that vary within some query by their MAP as single rankers
+/// (step 1). Returns the ranking and the names of the features constant within every query.
 pub fn screen(set: &RankSet) -> Result<(Vec<Screened>, Vec<String>), RerankError> {
     let d = set.num_features();
     let (mut screened, mut constant) = (Vec::new(), Vec::new());
     for c in 0..d {
         let column: Vec<f32> = (0..set.num_rows()).map(|r| set.x[r * d + c]).collect();
-        let first = column.first().copied().unwrap_or(0.0);
-        if column.iter().all(|&v| v == first) {
+        // A feature constant within each query (e.g. the query length) cannot reorder any
+        // ranking by itself.
+        let within_queries = set.queries.iter().all(|q| {
+            let values = &column[q.rows.clone()];
+            values.iter().all(|&v| v == values[0])
+        });
+        if within_queries {
             constant.push(set.feature_names[c].clone());
             continue;
         }
@@ -169,48 +193,97 @@ pub fn select(
         ));
     }
     let mut candidates = Vec::new();
-    let mut best: Option<(usize, TrainOutcome)> = None;
+    let mut outcomes = Vec::new();
     for features in &lists {
         let (t, v) = (columns(train_set, features), columns(valid_set, features));
         for &weight_decay in &grid.weight_decay {
             let mut config = config.clone();
             config.optimizer.weight_decay = weight_decay;
             let outcome = train(&t, Some(&v), &config, observer, cancel)?;
-            let valid_map = outcome
-                .model
-                .training
-                .metrics
-                .valid
-                .as_ref()
-                .map_or(f64::NEG_INFINITY, |m| m.map);
+            let scores = outcome.model.score(&v.x, v.num_rows())?;
+            let valid_ap = per_query_ap(&v, &scores)?;
             candidates.push(Candidate {
                 features: features.clone(),
                 weight_decay,
-                valid_map,
+                valid_map: mean(&valid_ap),
                 best_epoch: outcome.model.training.best_epoch,
+                valid_ap,
             });
-            let better = match &best {
-                None => true,
-                Some((i, _)) => valid_map > candidates[*i].valid_map,
-            };
-            if better {
-                best = Some((candidates.len() - 1, outcome));
-            }
+            outcomes.push(outcome);
         }
     }
-    let (i, outcome) = best.expect("at least one candidate was trained");
+    let i = choose(&candidates, grid.rule);
     let chosen = &candidates[i];
     Ok((
         Selection {
             features: chosen.features.clone(),
             weight_decay: chosen.weight_decay,
             valid_map: chosen.valid_map,
+            rule: grid.rule,
             constant,
             screened,
             candidates: candidates.clone(),
         },
-        outcome,
+        outcomes.swap_remove(i),
     ))
+}
+
+/// AP of each query of `set` that has a relevant row (SPEC §4, over the query's rows).
+fn per_query_ap(set: &RankSet, scores: &[f32]) -> Result<Vec<f64>, RerankError> {
+    let mut ap = Vec::with_capacity(set.queries.len());
+    for (qi, q) in set.queries.iter().enumerate() {
+        if set.labels[q.rows.clone()].iter().all(|&l| l < 1) {
+            continue;
+        }
+        let m = evaluate_scores(
+            &set.subset(&[qi]),
+            &scores[q.rows.clone()],
+            MetricConvention::Trec,
+        )?;
+        ap.push(m.map);
+    }
+    Ok(ap)
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Step 3: the index of the chosen candidate. Earlier candidates are simpler and win ties.
+fn choose(candidates: &[Candidate], rule: SelectionRule) -> usize {
+    let mut best = 0;
+    for (i, c) in candidates.iter().enumerate() {
+        if c.valid_map > candidates[best].valid_map {
+            best = i;
+        }
+    }
+    match rule {
+        SelectionRule::Best => best,
+        SelectionRule::OneSe => {
+            let top = &candidates[best].valid_ap;
+            candidates
+                .iter()
+                .position(|c| {
+                    let d: Vec<f64> = top.iter().zip(&c.valid_ap).map(|(b, a)| b - a).collect();
+                    mean(&d) <= standard_error(&d)
+                })
+                .unwrap_or(best)
+        }
+    }
+}
+
+/// Standard error of the mean (sample standard deviation / √n; 0 below two values).
+fn standard_error(xs: &[f64]) -> f64 {
+    let n = xs.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = mean(xs);
+    let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    (var / n as f64).sqrt()
 }
 
 #[cfg(test)]
@@ -278,6 +351,53 @@ mod tests {
         assert!(screened.windows(2).all(|w| w[0].map >= w[1].map));
     }
 
+    fn candidate(valid_ap: Vec<f64>) -> Candidate {
+        Candidate {
+            features: Vec::new(),
+            weight_decay: 0.0,
+            valid_map: mean(&valid_ap),
+            best_epoch: 1,
+            valid_ap,
+        }
+    }
+
+    #[test]
+    fn per_query_ap_skips_queries_without_a_relevant_row() {
+        let q = |qid: &str, rows| QueryGroup {
+            qid: qid.into(),
+            rows,
+        };
+        // q1: relevant row ranked second (AP 1/2); q2: nothing relevant.
+        let set = RankSet::new(
+            vec!["f".into()],
+            vec![0.0; 4],
+            vec![0, 1, 0, 0],
+            vec![q("q1", 0..2), q("q2", 2..4)],
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            per_query_ap(&set, &[2.0, 1.0, 1.0, 0.0]).unwrap(),
+            vec![0.5]
+        );
+    }
+
+    #[test]
+    fn one_se_rule_takes_the_simplest_candidate_within_a_standard_error() {
+        // Differences to the best (third): first 0.2, 0.2, 0.2, 0.2 (mean 0.2 > SE 0);
+        // second 0.1, −0.1, 0.1, −0.1 + 0.04 each: mean 0.04, SE of (0.14, −0.06, 0.14,
+        // −0.06) = sd 0.11547 / 2 = 0.0577 ≥ 0.04.
+        let best = vec![0.8, 0.6, 0.8, 0.6];
+        let first = best.iter().map(|b| b - 0.2).collect();
+        let second = vec![0.66, 0.66, 0.66, 0.66];
+        let candidates = vec![candidate(first), candidate(second), candidate(best)];
+        assert_eq!(choose(&candidates, SelectionRule::Best), 2);
+        assert_eq!(choose(&candidates, SelectionRule::OneSe), 1);
+        assert!((standard_error(&[0.14, -0.06, 0.14, -0.06]) - 0.057735).abs() < 1e-6);
+        // A lone best candidate is chosen by both rules.
+        assert_eq!(choose(&candidates[2..], SelectionRule::OneSe), 0);
+    }
+
     #[test]
     fn candidates_start_from_the_anchor_and_grow_by_screening_order() {
         let data = set(40, 1);
@@ -286,6 +406,7 @@ mod tests {
             top_k: vec![100, 1, 0, 1],
             weight_decay: vec![0.0],
             anchor: Some("anchor".into()),
+            rule: SelectionRule::Best,
         };
         let lists = feature_lists(&screened, &grid, &data.feature_names);
         let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
