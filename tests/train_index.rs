@@ -155,6 +155,35 @@ fn train_on_the_index_activate_and_evaluate() {
     ]));
     let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+
+    // With --select, every fold reports its own choice, starting from the first phase.
+    let out = ok(rankd(&[
+        "cv",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--folds",
+        "2",
+        "--epochs",
+        "5",
+        "--model",
+        "linear",
+        "--select",
+        "--select-k",
+        "1,2",
+        "--json",
+    ]));
+    let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cv["selection_grid"]["rule"], "one-se");
+    for fold in cv["folds"].as_array().unwrap() {
+        let selection = &fold["selection"];
+        assert_eq!(selection["features"][0], "first_phase.score");
+        assert_eq!(selection["candidates"].as_array().unwrap().len(), 2);
+    }
+    assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
