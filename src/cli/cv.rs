@@ -3,7 +3,8 @@
 //! folds' first-phase windows (with a validation split of them for early stopping) and
 //! reranks the held-out fold's windows. The reranked run and the first-phase run over the
 //! same windows are scored per query, and a paired randomization test says whether the
-//! difference is more than chance.
+//! difference is more than chance. With `--select`, each fold also chooses its features and
+//! weight decay (`rerank::select`) from its own training queries.
 
 use std::sync::atomic::AtomicBool;
 

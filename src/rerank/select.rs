@@ -1,20 +1,21 @@
 //! Model selection on training queries only (SPEC §3.5: hyperparameters "are tuned on a
 //! validation split of queries").
 //!
-//! With ~100 training queries and 70 features (many constant or near-duplicates on a corpus
+//! With ~150 training queries and 70 features (many constant or near-duplicates on a corpus
 //! without links), a model over every feature learns noise. [`select`] chooses a feature
 //! subset and a weight decay from a small declared grid, looking only at the training set and
 //! its validation split:
 //!
-//! 1. **Screening** on the training part: every feature that is not constant there is ranked
+//! 1. **Screening** on the training part: every feature that varies within some query is ranked
 //!    by its training MAP as a ranker on its own, in its better direction
 //!    (`max(MAP(x), MAP(−x))`: a linear model can use either sign). Ties keep feature order.
 //! 2. **Candidates**: the anchor feature (the first-phase score: reranking starts from it)
 //!    plus the top `k` screened features, for each `k` of the grid (capped at the number
-//!    screened, so "all non-constant features" is always a candidate), times each weight decay.
+//!    screened, so "every screened feature" is always a candidate), times each weight decay.
 //! 3. **Choice**: each candidate is trained on the training part with early stopping on the
-//!    validation part; the highest validation MAP wins, ties going to the earlier candidate
-//!    (fewer features, then the earlier weight decay). The winner's model is returned as is.
+//!    validation part; [`SelectionRule`] picks one from the validation results (the highest
+//!    MAP, or the simplest within one standard error of it), ties going to the earlier
+//!    candidate (fewer features, then the earlier weight decay). Its model is returned as is.
 //!
 //! Nothing else is read, so a caller that passes only training queries (as `rankd cv` does
 //! per fold) makes every choice without the held-out queries. Deterministic for a given
