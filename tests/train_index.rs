@@ -155,6 +155,35 @@ fn train_on_the_index_activate_and_evaluate() {
     ]));
     let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+
+    // With --select, every fold reports its own choice, starting from the first phase.
+    let out = ok(rankd(&[
+        "cv",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--folds",
+        "2",
+        "--epochs",
+        "5",
+        "--model",
+        "linear",
+        "--select",
+        "--select-k",
+        "1,2",
+        "--json",
+    ]));
+    let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cv["selection_grid"]["rule"], "one-se");
+    for fold in cv["folds"].as_array().unwrap() {
+        let selection = &fold["selection"];
+        assert_eq!(selection["features"][0], "first_phase.score");
+        assert_eq!(selection["candidates"].as_array().unwrap().len(), 2);
+    }
+    assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -383,4 +412,53 @@ fn default_training_leaves_rm3_out_and_features_selects_columns() {
     let out = rankd(&args);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nope` is not a feature"));
+}
+
+/// `--select` screens the training features and keeps `first_phase.score` plus a prefix of
+/// the screening order; the model reads exactly the selected columns and says why.
+#[test]
+fn select_keeps_the_anchor_and_a_screened_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let out_path = dir.path().join("selected.json");
+    let out = ok(rankd(&[
+        "train",
+        "--queries",
+        &q,
+        "--qrels",
+        &qrels,
+        "--data-dir",
+        &data,
+        "--model",
+        "linear",
+        "--epochs",
+        "5",
+        "--select",
+        "--select-k",
+        "1,100",
+        "--select-weight-decay",
+        "0.00004,0.01",
+        "--json",
+        "--out",
+        out_path.to_str().unwrap(),
+    ]));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let selection = &summary["selection"];
+    let features: Vec<String> = serde_json::from_value(selection["features"].clone()).unwrap();
+    let screened: Vec<String> = selection["screened"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["feature"].as_str().unwrap().to_string())
+        .filter(|f| f != "first_phase.score")
+        .collect();
+    assert_eq!(features[0], "first_phase.score");
+    assert_eq!(features[1..], screened[..features.len() - 1]);
+    assert_eq!(selection["candidates"].as_array().unwrap().len(), 4);
+    assert_eq!(selection["rule"], "one-se");
+    let constant: Vec<String> = serde_json::from_value(selection["constant"].clone()).unwrap();
+    assert!(constant.iter().any(|f| f == "query.length"), "{constant:?}");
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(model["feature_names"], selection["features"]);
 }

@@ -3,7 +3,10 @@
 //! folds' first-phase windows (with a validation split of them for early stopping) and
 //! reranks the held-out fold's windows. The reranked run and the first-phase run over the
 //! same windows are scored per query, and a paired randomization test says whether the
-//! difference is more than chance.
+//! difference is more than chance. With `--select`, each fold also chooses its features and
+//! weight decay (`rerank::select`) from its own training queries.
+
+use std::sync::atomic::AtomicBool;
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -12,12 +15,14 @@ use serde_json::json;
 
 use super::eval::GainArg;
 use super::features::JudgedArgs;
-use super::learn::{run_training, LearnArgs};
+use super::learn::{run_training, LearnArgs, SelectArgs};
 use super::{progress, BadInput, DataArgs};
 use crate::eval::significance::{paired_randomization, PairedTest};
 use crate::eval::{self, EvalOptions, Gain, Report, Run};
 use crate::features::FeatureSet;
 use crate::judgments::{judged_windows, project, rank_set_named, Window};
+use crate::rerank::select::{select, Selection, SelectionGrid};
+use crate::rerank::TrainOutcome;
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::Args, Debug)]
@@ -41,6 +46,8 @@ pub struct CvArgs {
     /// Train on these features only (comma-separated names; default: the whole feature set).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub features: Vec<String>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -128,29 +135,36 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     let score_col = set
         .get("first_phase.score")
         .expect("the feature set has the first-phase score");
+    let grid = args.select.grid(&args.learn);
     let (mut baseline, mut reranked) = (Run::new(), Run::new());
     let mut folds = Vec::new();
     for fold in 0..args.folds {
-        let (mut test, mut train): (Vec<&Window>, Vec<Window>) = (Vec::new(), Vec::new());
-        for (i, w) in windows.iter().enumerate() {
-            if fold_of[i] == fold {
-                test.push(w);
-            } else {
-                train.push(project(w, &train_cols));
-            }
-        }
-        let train_set =
-            rank_set_named(&train, train_names.clone()).map_err(|e| BadInput(e.to_string()))?;
-        let (t, v) = train_set
-            .split_validation(args.learn.valid_fraction, args.learn.seed)
-            .map_err(|e| BadInput(e.to_string()))?;
-        let config = args
-            .learn
-            .config(format!("cv fold {} of {}", fold + 1, args.folds));
-        let outcome = run_training(&t, Some(&v), &config, true)?;
-        for w in &test {
-            let x = project(w, &train_cols).features;
-            let scores = outcome.model.score(&x.values, x.rows)?;
+        let trained = train_fold(
+            &windows,
+            &fold_of,
+            fold,
+            &train_cols,
+            &train_names,
+            &args.learn,
+            grid.as_ref(),
+            format!("cv fold {} of {}", fold + 1, args.folds),
+        )?;
+        let model = &trained.outcome.model;
+        let cols: Vec<usize> = model
+            .feature_names()
+            .iter()
+            .map(|n| set.get(n).expect("the model reads features of the set"))
+            .collect();
+        let mut test_queries = 0;
+        for w in windows
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| fold_of[*i] == fold)
+            .map(|(_, w)| w)
+        {
+            test_queries += 1;
+            let x = project(w, &cols).features;
+            let scores = model.score(&x.values, x.rows)?;
             for (row, id) in w.ids.iter().enumerate() {
                 baseline.push(
                     &w.qid,
@@ -162,18 +176,28 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         }
         folds.push(json!({
             "fold": fold + 1,
-            "test_queries": test.len(),
-            "best_epoch": outcome.model.training.best_epoch,
-            "epochs_run": outcome.model.training.epochs_run,
+            "test_queries": test_queries,
+            "best_epoch": model.training.best_epoch,
+            "epochs_run": model.training.epochs_run,
+            "selection": trained.selection,
         }));
         if !args.json {
             eprintln!(
                 "fold {}/{}: {} test queries, best epoch {}",
                 fold + 1,
                 args.folds,
-                test.len(),
-                outcome.model.training.best_epoch
+                test_queries,
+                model.training.best_epoch
             );
+            if let Some(s) = &trained.selection {
+                eprintln!(
+                    "  selected {} features (weight decay {}, validation MAP {:.4}): {}",
+                    s.features.len(),
+                    s.weight_decay,
+                    s.valid_map,
+                    s.features.join(",")
+                );
+            }
         }
     }
     let options = EvalOptions {
@@ -215,6 +239,12 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             "windows": stats,
             "objective": format!("{:?}", args.learn.objective),
             "features": train_names,
+            "selection_grid": grid.as_ref().map(|g| json!({
+                "top_k": g.top_k,
+                "weight_decay": g.weight_decay,
+                "anchor": g.anchor,
+                "rule": g.rule,
+            })),
             "baseline": base.means,
             "reranked": rer.means,
             "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
@@ -264,6 +294,55 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One fold's model and, with a selection grid, what was selected.
+struct FoldModel {
+    outcome: TrainOutcome,
+    selection: Option<Selection>,
+}
+
+/// Trains the model of `fold`: on the windows of the other folds (columns `train_cols`,
+/// named `train_names`), with a seeded validation split of them for early stopping and, with
+/// `grid`, for model selection. The windows of `fold` itself are not read.
+#[allow(clippy::too_many_arguments)]
+fn train_fold(
+    windows: &[Window],
+    fold_of: &[usize],
+    fold: usize,
+    train_cols: &[usize],
+    train_names: &[String],
+    learn: &LearnArgs,
+    grid: Option<&SelectionGrid>,
+    source: String,
+) -> anyhow::Result<FoldModel> {
+    let train: Vec<Window> = windows
+        .iter()
+        .zip(fold_of)
+        .filter(|(_, &f)| f != fold)
+        .map(|(w, _)| project(w, train_cols))
+        .collect();
+    let train_set =
+        rank_set_named(&train, train_names.to_vec()).map_err(|e| BadInput(e.to_string()))?;
+    let (t, v) = train_set
+        .split_validation(learn.valid_fraction, learn.seed)
+        .map_err(|e| BadInput(e.to_string()))?;
+    let config = learn.config(source);
+    match grid {
+        None => Ok(FoldModel {
+            outcome: run_training(&t, Some(&v), &config, true)?,
+            selection: None,
+        }),
+        Some(grid) => {
+            let (selection, outcome) =
+                select(&t, &v, &config, grid, &mut |_| {}, &AtomicBool::new(false))
+                    .map_err(|e| BadInput(e.to_string()))?;
+            Ok(FoldModel {
+                outcome,
+                selection: Some(selection),
+            })
+        }
+    }
+}
+
 /// Paired test of one metric over the queries both reports scored.
 fn paired(a: &Report, b: &Report, metric: &str, samples: u64, seed: u64) -> PairedTest {
     let metric = match metric {
@@ -277,4 +356,101 @@ fn paired(a: &Report, b: &Report, metric: &str, samples: u64, seed: u64) -> Pair
         .filter_map(|(q, m)| Some((m.get(metric)?, b.per_query.get(q)?.get(metric)?)))
         .unzip();
     paired_randomization(&xs, &ys, samples, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::FeatureMatrix;
+    use rand::Rng;
+
+    /// Windows of 10 rows over `first_phase.score` (weak), `signal` (strong), `flat`
+    /// (constant) and `noise`.
+    fn windows(queries: usize) -> (Vec<Window>, Vec<String>) {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let names = ["first_phase.score", "signal", "flat", "noise"].map(String::from);
+        let windows = (0..queries)
+            .map(|q| {
+                let (mut values, mut labels) = (Vec::new(), Vec::new());
+                for _ in 0..10 {
+                    let s: f32 = rng.random_range(0.0..1.0);
+                    labels.push(i32::from(s + rng.random_range(-0.1f32..0.1) > 0.6));
+                    let fp = s + rng.random_range(-0.7f32..0.7);
+                    values.extend([fp, s, 1.0, rng.random_range(0.0f32..1.0)]);
+                }
+                Window {
+                    qid: format!("q{q}"),
+                    features: FeatureMatrix {
+                        rows: 10,
+                        cols: 4,
+                        values,
+                    },
+                    ids: (0..10).map(|d| format!("d{d}")).collect(),
+                    labels,
+                }
+            })
+            .collect();
+        (windows, names.to_vec())
+    }
+
+    fn flip_labels(windows: &mut [Window], fold_of: &[usize], fold: usize) {
+        for (w, _) in windows.iter_mut().zip(fold_of).filter(|(_, &f)| f == fold) {
+            for l in &mut w.labels {
+                *l = 1 - *l;
+            }
+        }
+    }
+
+    #[test]
+    fn selection_uses_only_the_training_folds() {
+        let (ws, names) = windows(45);
+        let fold_of: Vec<usize> = (0..ws.len()).map(|i| i % 3).collect();
+        let learn = LearnArgs {
+            model: super::super::learn::ModelArg::Linear,
+            epochs: 15,
+            patience: 15,
+            lr: 0.05,
+            ..LearnArgs::defaults()
+        };
+        let grid = SelectionGrid {
+            top_k: vec![0, 1, 8],
+            weight_decay: vec![4e-5, 1e-2],
+            anchor: Some("first_phase.score".into()),
+            rule: crate::rerank::select::SelectionRule::OneSe,
+        };
+        let fit = |ws: &[Window]| {
+            train_fold(
+                ws,
+                &fold_of,
+                0,
+                &[0, 1, 2, 3],
+                &names,
+                &learn,
+                Some(&grid),
+                "t".into(),
+            )
+            .unwrap()
+        };
+        let original = fit(&ws);
+        let selection = original.selection.clone().unwrap();
+        assert_eq!(selection.constant, vec!["flat".to_string()]);
+        assert_eq!(selection.candidates.len(), 6);
+        assert!(selection.features.contains(&"signal".to_string()));
+
+        // Inverting every label of the held-out fold changes nothing.
+        let mut test_flipped = ws.clone();
+        flip_labels(&mut test_flipped, &fold_of, 0);
+        let same = fit(&test_flipped);
+        assert_eq!(same.selection, original.selection);
+        assert_eq!(same.outcome.model.network, original.outcome.model.network);
+        assert_eq!(
+            same.outcome.model.normalization,
+            original.outcome.model.normalization
+        );
+
+        // Control: inverting a training fold's labels does change the selection.
+        let mut train_flipped = ws.clone();
+        flip_labels(&mut train_flipped, &fold_of, 1);
+        assert_ne!(fit(&train_flipped).selection, original.selection);
+    }
 }

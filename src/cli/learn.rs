@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use super::{progress, BadInput};
 use crate::corpus::letor;
 use crate::rerank::objective::StableAp;
+use crate::rerank::select::{SelectionGrid, SelectionRule};
 use crate::rerank::{
     self, Activation, MetricConvention, NormKind, Objective, ObjectiveKind, RankSet, TrainConfig,
     TrainOutcome, UnifiedMomentum,
@@ -139,6 +140,46 @@ impl LearnArgs {
             source,
             parent: None,
         }
+    }
+}
+
+/// Model selection on the training queries (`rerank::select`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct SelectArgs {
+    /// Choose features and weight decay on the training queries: features are screened by
+    /// their training MAP alone, the anchor `first_phase.score` (when trained on) plus the top
+    /// k of them (each k of `--select-k`) times each `--select-weight-decay` is trained with
+    /// early stopping, and the best validation MAP wins (`rankd cv`: inside each fold, never
+    /// reading the held-out fold).
+    #[arg(long)]
+    pub select: bool,
+    /// Numbers of screened features tried by `--select` (a k above the number of non-constant
+    /// features means all of them).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,100")]
+    pub select_k: Vec<usize>,
+    /// Weight decays tried by `--select` (default: `--weight-decay` alone).
+    #[arg(long, value_delimiter = ',')]
+    pub select_weight_decay: Vec<f64>,
+    /// How `--select` picks among the candidates: `one-se`, the simplest candidate within
+    /// one standard error (paired over validation queries) of the best validation MAP, or
+    /// `best`, the highest validation MAP.
+    #[arg(long, value_enum, default_value = "one-se")]
+    pub select_rule: SelectionRule,
+}
+
+impl SelectArgs {
+    /// The grid, when `--select` is on.
+    pub fn grid(&self, learn: &LearnArgs) -> Option<SelectionGrid> {
+        self.select.then(|| SelectionGrid {
+            top_k: self.select_k.clone(),
+            weight_decay: if self.select_weight_decay.is_empty() {
+                vec![learn.weight_decay]
+            } else {
+                self.select_weight_decay.clone()
+            },
+            anchor: Some("first_phase.score".to_string()),
+            rule: self.select_rule,
+        })
     }
 }
 

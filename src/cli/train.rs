@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
+use super::learn::{rank_sets, read_letor, run_training, LearnArgs, SelectArgs};
 use super::BadInput;
 use crate::judgments::JudgedQuery;
 use crate::rerank::RankSet;
@@ -86,6 +86,8 @@ pub struct TrainArgs {
     pub out: PathBuf,
     #[command(flatten)]
     pub learn: LearnArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Print a JSON summary on stdout instead of the log.
     #[arg(long)]
     pub json: bool,
@@ -363,7 +365,34 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if matches!(source, Source::Index { .. }) {
         config.convention = crate::rerank::MetricConvention::Trec;
     }
-    let outcome = run_training(&train, Some(&valid), &config, args.json)?;
+    let (outcome, selection) = match args.select.grid(&args.learn) {
+        None => (
+            run_training(&train, Some(&valid), &config, args.json)?,
+            None,
+        ),
+        Some(grid) => {
+            let (selection, outcome) = crate::rerank::select::select(
+                &train,
+                &valid,
+                &config,
+                &grid,
+                &mut |_| {},
+                &std::sync::atomic::AtomicBool::new(false),
+            )
+            .map_err(|e| BadInput(e.to_string()))?;
+            if !args.json {
+                eprintln!(
+                    "selected {} of {} features (weight decay {}, validation MAP {:.4}): {}",
+                    selection.features.len(),
+                    train.num_features(),
+                    selection.weight_decay,
+                    selection.valid_map,
+                    selection.features.join(",")
+                );
+            }
+            (outcome, Some(selection))
+        }
+    };
     outcome.model.save(&args.out)?;
     if args.activate {
         let path = crate::second_phase::install(&args.data.data_dir, &outcome.model)?;
@@ -385,6 +414,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             "best_epoch": m.training.best_epoch,
             "epochs_run": m.training.epochs_run,
             "metrics": m.training.metrics,
+            "selection": selection,
             "log": outcome.log,
         });
         println!("{summary}");

@@ -11,6 +11,7 @@
 //! - [`UnifiedMomentum`] is SPEC §3.3's corrected stochastic unified momentum.
 //! - [`train`] runs epochs over shuffled query batches with early stopping on validation MAP.
 //! - [`Reranker`] is what a server loads: normalisation + network + metadata, one JSON file.
+//! - [`select`] chooses features and weight decay from a declared grid on training queries.
 //! - [`hinge`] holds seed 001's structured hinge losses (AP, NDCG) with quicksort inference.
 
 mod dataset;
@@ -22,6 +23,7 @@ mod net;
 mod normalize;
 pub mod objective;
 mod optimizer;
+pub mod select;
 mod trainer;
 
 pub use dataset::{PairCoverage, QueryGroup, RankSet};
