@@ -49,7 +49,7 @@ use crate::text::config::Rm3Params;
 use crate::text::models::{bm25_idf, Bm25, Bm25F, Stats, TextModel};
 use crate::text::query::QueryTerms;
 use crate::text::schema::analyzer;
-use crate::text::scorer::{ModelQuery, ModelScorer};
+use crate::text::scorer::ModelQuery;
 use crate::text::search::SearchError;
 use crate::text::TextIndex;
 
@@ -222,21 +222,8 @@ pub fn extract(
     let centroid_norm = centroid.iter().map(|c| c.2 * c.2).sum::<f64>().sqrt();
     let cols = RM3_FEATURES.map(|name| set.col(name));
 
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by_key(|&i| candidates[i].address);
-    let query = ModelQuery::new(rm3.clone());
-    let mut scorer: Option<(u32, ModelScorer)> = None;
-    for &row in &order {
-        let DocAddress {
-            segment_ord,
-            doc_id,
-        } = candidates[row].address;
-        if scorer.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
-            let reader = searcher.segment_reader(segment_ord);
-            scorer = Some((segment_ord, query.segment_scorer(reader)?));
-        }
-        let (_, s) = scorer.as_mut().expect("set above");
-        let dm = s.doc_match(doc_id);
+    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
+    ModelQuery::new(rm3.clone()).for_each_match(searcher, &docs, |row, dm| {
         m.set(row, cols[0], rm3.score(&dm));
         m.set(row, cols[2], rm1.score(&dm));
         let (mut dot, mut norm2) = (0.0, 0.0);
@@ -250,12 +237,11 @@ pub fn extract(
         if norm2 > 0.0 && centroid_norm > 0.0 {
             m.set(row, cols[3], (dot / (norm2.sqrt() * centroid_norm)) as f32);
         }
-    }
+    })?;
     let parts = index.bm25f_parts();
     if !parts.is_empty() {
         let k1 = index.config.models.bm25f.k1;
         let model = Bm25F::weighted(&stats, &parts, field, &rm.expanded, k1)?;
-        let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let scores = ModelQuery::new(Arc::new(model)).score_docs(searcher, &docs)?;
         for (row, score) in scores.into_iter().enumerate() {
             m.set(row, cols[1], score);

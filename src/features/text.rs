@@ -11,7 +11,7 @@ use crate::text::models::{
     Bm25, Bm25Proximity, DocMatch, F2Exp, LmDirichlet, ModelKind, Stats, TextModel, TfIdf,
 };
 use crate::text::query::QueryTerms;
-use crate::text::scorer::{ModelQuery, ModelScorer};
+use crate::text::scorer::ModelQuery;
 use crate::text::search::SearchError;
 use crate::text::TextIndex;
 
@@ -24,9 +24,7 @@ pub(super) fn extract(
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
-    // Candidates in doc-id order: postings only move forward.
-    let mut order: Vec<usize> = (0..candidates.len()).collect();
-    order.sort_by_key(|&i| candidates[i].address);
+    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
     let stats = Stats::new(searcher);
     // Fields usually share an analyzer: analyse the query once per analyzer.
     let mut analysed: Vec<(Analyzer, QueryTerms)> = Vec::new();
@@ -80,20 +78,8 @@ pub(super) fn extract(
             set.col("all.min_cover"),
             set.col("all.proximity"),
         ];
-        let query = ModelQuery::new(collector);
-        let mut scorer: Option<(u32, ModelScorer)> = None;
         let mut tf = Vec::new();
-        for &row in &order {
-            let DocAddress {
-                segment_ord,
-                doc_id,
-            } = candidates[row].address;
-            if scorer.as_ref().map(|(s, _)| *s) != Some(segment_ord) {
-                let reader = searcher.segment_reader(segment_ord);
-                scorer = Some((segment_ord, query.segment_scorer(reader)?));
-            }
-            let (_, s) = scorer.as_mut().expect("set above");
-            let dm = s.doc_match(doc_id);
+        ModelQuery::new(collector).for_each_match(searcher, &docs, |row, dm| {
             for (k, model) in models.iter().enumerate() {
                 tf.clear();
                 tf.extend(remaps[k].iter().map(|&j| dm.tf[j]));
@@ -118,7 +104,7 @@ pub(super) fn extract(
                     proximity_score(p.min_dist, mp.proximity.alpha),
                 );
             }
-        }
+        })?;
     }
     bm25f(index, searcher, set, q, candidates, m)
 }

@@ -41,9 +41,22 @@ impl ModelQuery {
         searcher: &Searcher,
         docs: &[DocAddress],
     ) -> tantivy::Result<Vec<Score>> {
+        let mut out = vec![0.0; docs.len()];
+        self.for_each_match(searcher, docs, |i, m| out[i] = self.model.score(&m))?;
+        Ok(out)
+    }
+
+    /// Walks `docs` in increasing address order, postings opened once per segment and moved
+    /// only forward, and calls `f(i, m)` with each document's index in `docs` and its raw
+    /// per-document inputs: batched feature extraction over a candidate window.
+    pub fn for_each_match(
+        &self,
+        searcher: &Searcher,
+        docs: &[DocAddress],
+        mut f: impl FnMut(usize, DocMatch<'_>),
+    ) -> tantivy::Result<()> {
         let mut order: Vec<usize> = (0..docs.len()).collect();
         order.sort_by_key(|&i| docs[i]);
-        let mut out = vec![0.0; docs.len()];
         let mut current: Option<(u32, ModelScorer)> = None;
         for i in order {
             let DocAddress {
@@ -55,9 +68,9 @@ impl ModelQuery {
                 current = Some((segment_ord, self.segment_scorer(reader)?));
             }
             let (_, scorer) = current.as_mut().expect("set above");
-            out[i] = scorer.score_doc(doc_id);
+            f(i, scorer.doc_match(doc_id));
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Opens a scorer for one segment (also the entry point for batched feature extraction:
