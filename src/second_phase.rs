@@ -27,6 +27,8 @@ pub struct ActiveModel {
     pub reranker: Reranker,
     pub path: PathBuf,
     columns: Vec<usize>,
+    /// Whether serving must compute the RM3 features for this model (it reads one).
+    prf: features::Prf,
 }
 
 impl ActiveModel {
@@ -45,6 +47,7 @@ impl ActiveModel {
             return Err(RerankError::MissingFeatures { missing });
         }
         Ok(ActiveModel {
+            prf: set.prf_for(&columns),
             reranker,
             path,
             columns,
@@ -61,12 +64,7 @@ impl ActiveModel {
 
     /// Whether the model reads any RM3 feature, i.e. whether serving must compute them.
     pub fn prf(&self) -> features::Prf {
-        let set = FeatureSet::current();
-        if self.columns.iter().any(|&c| set.is_prf(c)) {
-            features::Prf::Compute
-        } else {
-            features::Prf::Skip
-        }
+        self.prf
     }
 
     /// The rows of `m` in the model's feature order.

@@ -66,25 +66,16 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         return Err(BadInput(format!("--folds must be at least 2, got {}", args.folds)).into());
     }
     let set = FeatureSet::current();
-    let mut single_cols = Vec::new();
-    for name in &args.single_features {
-        let col = set.get(name).ok_or_else(|| {
-            BadInput(format!(
-                "--single-feature: `{name}` is not a feature of {}",
-                crate::features::FEATURE_SET_VERSION
-            ))
-        })?;
-        single_cols.push((name.as_str(), col));
-    }
-    let mut train_cols = Vec::new();
-    for name in &args.features {
-        train_cols.push(set.get(name).ok_or_else(|| {
-            BadInput(format!(
-                "--features: `{name}` is not a feature of {}",
-                crate::features::FEATURE_SET_VERSION
-            ))
-        })?);
-    }
+    let single_cols: Vec<(&str, usize)> = args
+        .single_features
+        .iter()
+        .map(String::as_str)
+        .zip(super::train::feature_columns(
+            "--single-feature",
+            &args.single_features,
+        )?)
+        .collect();
+    let mut train_cols = super::train::feature_columns("--features", &args.features)?;
     if train_cols.is_empty() {
         train_cols = (0..set.len()).collect();
     }
@@ -101,15 +92,12 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         .into());
     }
     let bar = progress(queries.len() as u64, "features", args.json);
-    let needs_prf = train_cols
+    let read: Vec<usize> = train_cols
         .iter()
-        .chain(single_cols.iter().map(|(_, c)| c))
-        .any(|&c| set.is_prf(c));
-    let prf = if needs_prf {
-        crate::features::Prf::Compute
-    } else {
-        crate::features::Prf::Skip
-    };
+        .copied()
+        .chain(single_cols.iter().map(|&(_, c)| c))
+        .collect();
+    let prf = set.prf_for(&read);
     let (windows, stats) = judged_windows(
         &index,
         links.as_ref(),

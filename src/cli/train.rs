@@ -14,17 +14,6 @@ use super::BadInput;
 use crate::judgments::JudgedQuery;
 use crate::rerank::RankSet;
 
-/// `--database-url`, else the environment, else SQLite in the data directory — the precedence
-/// `rankd serve` uses.
-fn database_url(args: &TrainArgs) -> String {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    args.database_url
-        .clone()
-        .or_else(|| env("RANKD_DATABASE_URL"))
-        .or_else(|| env("DATABASE_URL"))
-        .unwrap_or_else(|| crate::db::default_url(&args.data.data_dir))
-}
-
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("source").required(true)
     .args(["letor", "queries", "judgments", "from_db"])))]
@@ -273,12 +262,7 @@ impl Source {
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
                 let (queries, name) = judged.load()?;
-                let set = crate::features::FeatureSet::current();
-                let prf = if features.iter().any(|&c| set.is_prf(c)) {
-                    crate::features::Prf::Compute
-                } else {
-                    crate::features::Prf::Skip
-                };
+                let prf = crate::features::FeatureSet::current().prf_for(features);
                 let bar = super::progress(queries.len() as u64, "features", false);
                 let (windows, _) = crate::judgments::judged_windows(
                     &index,
@@ -294,12 +278,7 @@ impl Source {
                 let all = if features.is_empty() {
                     crate::judgments::rank_set(&windows)
                 } else {
-                    let names = features.iter().map(|&c| set.names()[c].clone()).collect();
-                    let projected: Vec<_> = windows
-                        .iter()
-                        .map(|w| crate::judgments::project(w, features))
-                        .collect();
-                    crate::judgments::rank_set_named(&projected, names)
+                    crate::judgments::rank_set_columns(&windows, features)
                 }
                 .map_err(|e| BadInput(e.to_string()))?;
                 let (t, v) = all
@@ -311,21 +290,17 @@ impl Source {
     }
 }
 
-/// The columns of `--features` names, or what is not a feature.
-fn feature_columns(names: &[String]) -> anyhow::Result<Vec<usize>> {
-    let set = crate::features::FeatureSet::current();
-    names
-        .iter()
-        .map(|name| {
-            set.get(name.trim()).ok_or_else(|| {
-                BadInput(format!(
-                    "--features: `{name}` is not a feature of {}",
-                    crate::features::FEATURE_SET_VERSION
-                ))
-                .into()
-            })
+/// The columns of `--features` names, or which is not a feature.
+pub fn feature_columns(flag: &str, names: &[String]) -> anyhow::Result<Vec<usize>> {
+    crate::features::FeatureSet::current()
+        .columns_of(names)
+        .map_err(|name| {
+            BadInput(format!(
+                "{flag}: `{name}` is not a feature of {}",
+                crate::features::FEATURE_SET_VERSION
+            ))
+            .into()
         })
-        .collect()
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
@@ -337,7 +312,16 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             judgments: args.cranfield_variant,
         })),
         (_, _, Some(file)) => Some(Judged::JsonLines(file.clone())),
-        _ if args.from_db => Some(Judged::Database(database_url(&args))),
+        _ if args.from_db => {
+            // The precedence `rankd serve` uses: flag, environment, config file, SQLite in the
+            // data directory.
+            let config = crate::config::Config::load(crate::config::Flags {
+                data_dir: Some(args.data.data_dir.clone()),
+                database_url: args.database_url.clone(),
+                ..Default::default()
+            })?;
+            Some(Judged::Database(config.database_url()))
+        }
         _ => None,
     };
     let source = match (&args.letor, judged) {
@@ -351,7 +335,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             data: args.data.clone(),
             first_phase: args.first_phase.parse().map_err(BadInput)?,
             window: args.window,
-            features: feature_columns(&args.features)?,
+            features: feature_columns("--features", &args.features)?,
         },
         (None, None) => {
             return Err(BadInput(

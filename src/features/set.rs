@@ -128,6 +128,26 @@ impl FeatureSet {
         super::prf::RM3_FEATURES.contains(&self.names[col].as_str())
     }
 
+    /// Whether extraction has to compute the RM3 features for someone reading `cols`.
+    pub fn prf_for(&self, cols: &[usize]) -> super::Prf {
+        if cols.iter().any(|&c| self.is_prf(c)) {
+            super::Prf::Compute
+        } else {
+            super::Prf::Skip
+        }
+    }
+
+    /// The columns of feature names, in their order, or the first name the set lacks.
+    pub fn columns_of<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<usize>, String> {
+        names
+            .iter()
+            .map(|n| {
+                self.get(n.as_ref().trim())
+                    .ok_or_else(|| n.as_ref().to_string())
+            })
+            .collect()
+    }
+
     /// The columns a reranker trains on unless told otherwise: every feature but the RM3 ones,
     /// which a model must ask for by name (`--features`), since serving them costs
     /// milliseconds per query (docs/BENCHMARKS.md "Reranking latency").

@@ -9,6 +9,6 @@ mod windows;
 
 pub use svmlight::write_svmlight;
 pub use windows::{
-    judged_windows, project, rank_set, rank_set_named, train_on_windows, JudgedQuery, Window,
-    WindowStats,
+    judged_windows, project, rank_set, rank_set_columns, rank_set_named, train_on_windows,
+    JudgedQuery, Window, WindowStats,
 };

@@ -115,10 +115,17 @@ fn known_ids(
 /// The training set of the windows over the default training columns
 /// ([`FeatureSet::default_training_columns`]: every feature but RM3).
 pub fn rank_set(windows: &[Window]) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
+    rank_set_columns(windows, &FeatureSet::current().default_training_columns())
+}
+
+/// The training set of the windows over the feature-set columns `cols`, in that order.
+pub fn rank_set_columns<'a>(
+    windows: impl IntoIterator<Item = &'a Window>,
+    cols: &[usize],
+) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
     let set = FeatureSet::current();
-    let cols = set.default_training_columns();
     let names = cols.iter().map(|&c| set.names()[c].clone()).collect();
-    let projected: Vec<Window> = windows.iter().map(|w| project(w, &cols)).collect();
+    let projected: Vec<Window> = windows.into_iter().map(|w| project(w, cols)).collect();
     rank_set_named(&projected, names)
 }
 
