@@ -95,6 +95,14 @@ fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `rankd cv --json` with 2 folds and 5 epochs, plus `extra` flags.
+fn cv_json(data: &str, q: &str, qrels: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["cv", "--queries", q, "--qrels", qrels, "--data-dir", data];
+    args.extend_from_slice(&["--folds", "2", "--epochs", "5", "--json"]);
+    args.extend_from_slice(extra);
+    serde_json::from_slice(&ok(rankd(&args)).stdout).unwrap()
+}
+
 #[test]
 fn train_on_the_index_activate_and_evaluate() {
     let dir = tempfile::tempdir().unwrap();
@@ -139,44 +147,12 @@ fn train_on_the_index_activate_and_evaluate() {
     assert_eq!(report["queries"], 10);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
-    let out = ok(rankd(&[
-        "cv",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
-        &data,
-        "--folds",
-        "2",
-        "--epochs",
-        "5",
-        "--json",
-    ]));
-    let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cv = cv_json(&data, &q, &qrels, &[]);
     assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
 
     // With --select, every fold reports its own choice, starting from the first phase.
-    let out = ok(rankd(&[
-        "cv",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
-        &data,
-        "--folds",
-        "2",
-        "--epochs",
-        "5",
-        "--model",
-        "linear",
-        "--select",
-        "--select-k",
-        "1,2",
-        "--json",
-    ]));
-    let cv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let select = ["--model", "linear", "--select", "--select-k", "1,2"];
+    let cv = cv_json(&data, &q, &qrels, &select);
     assert_eq!(cv["selection_grid"]["rule"], "one-se");
     for fold in cv["folds"].as_array().unwrap() {
         let selection = &fold["selection"];
