@@ -360,6 +360,28 @@ fn check_models(docs: &[Document], queries: &[String], fields: &[&str], label: &
     assert!(compared > 100, "{label}: only {compared} scores compared");
 }
 
+/// Every document of the searcher as a candidate (first-phase score = doc id), in a scrambled
+/// order: reversed, then rotated left by `rotate`.
+fn scrambled_candidates(
+    searcher: &tantivy::Searcher,
+    rotate: usize,
+) -> Vec<rankd::features::Candidate> {
+    let mut candidates: Vec<rankd::features::Candidate> = searcher
+        .segment_readers()
+        .iter()
+        .enumerate()
+        .flat_map(|(s, r)| {
+            (0..r.max_doc()).map(move |d| rankd::features::Candidate {
+                address: tantivy::DocAddress::new(s as u32, d),
+                score: d as f32,
+            })
+        })
+        .collect();
+    candidates.reverse();
+    candidates.rotate_left(rotate);
+    candidates
+}
+
 #[test]
 fn random_corpora_match_the_oracle() {
     for seed in 0..3 {
@@ -462,7 +484,7 @@ fn a_cranfield_subset_matches_the_oracle() {
 /// matching and non-matching candidates, BM25F, MinDist, match counts and lengths.
 #[test]
 fn reranker_text_features_match_the_oracle() {
-    use rankd::features::{extract, Candidate, FeatureSet};
+    use rankd::features::{extract, FeatureSet};
     let docs = corpus(21, 90);
     let dir = tempfile::tempdir().unwrap();
     let config = IndexConfig::default();
@@ -473,19 +495,7 @@ fn reranker_text_features_match_the_oracle() {
     let oracle = oracle(&raws, &config);
     let set = FeatureSet::current();
     // Every document is a candidate, in a scrambled order, matching or not.
-    let mut candidates: Vec<Candidate> = searcher
-        .segment_readers()
-        .iter()
-        .enumerate()
-        .flat_map(|(s, r)| {
-            (0..r.max_doc()).map(move |d| Candidate {
-                address: tantivy::DocAddress::new(s as u32, d),
-                score: d as f32,
-            })
-        })
-        .collect();
-    candidates.reverse();
-    candidates.rotate_left(17);
+    let candidates = scrambled_candidates(&searcher, 17);
     let mut compared = 0;
     for q in [
         "vector borrow",
@@ -793,19 +803,7 @@ fn rm3_features_match_the_oracle() {
         index.upsert(docs.iter().cloned()).unwrap();
         let searcher = index.reader.searcher();
         // Every document a candidate, scrambled (the feedback documents are the first ones).
-        let mut candidates: Vec<Candidate> = searcher
-            .segment_readers()
-            .iter()
-            .enumerate()
-            .flat_map(|(s, r)| {
-                (0..r.max_doc()).map(move |d| Candidate {
-                    address: tantivy::DocAddress::new(s as u32, d),
-                    score: d as f32,
-                })
-            })
-            .collect();
-        candidates.reverse();
-        candidates.rotate_left(11);
+        let candidates = scrambled_candidates(&searcher, 11);
         let queries: Vec<String> = [
             "vector borrow",
             "rust rust trait",
