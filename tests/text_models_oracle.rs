@@ -781,7 +781,6 @@ fn check_rm3(
 /// shipped parameters and under others (few feedback documents, a short expansion, λ = 0.7).
 #[test]
 fn rm3_features_match_the_oracle() {
-    use rankd::features::Candidate;
     use rankd::text::config::Rm3Params;
     let mut compared = 0;
     for (seed, rm3) in [
