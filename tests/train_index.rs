@@ -383,6 +383,15 @@ fn default_training_leaves_rm3_out_and_features_selects_columns() {
     let report = eval_reranked(&data, &q, &qrels, &chosen);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
+    // Without --out the model goes to the data directory's model directory, named by its id.
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--epochs", "5", "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&ok(rankd(&args)).stdout).unwrap();
+    let id = summary["id"].as_str().unwrap();
+    let stored = Path::new(&data).join("models").join(format!("{id}.json"));
+    assert_eq!(summary["model"], stored.to_str().unwrap());
+    assert_eq!(names(&stored), default_names);
+
     let mut args = base.to_vec();
     args.extend_from_slice(&["--out", "/dev/null", "--features", "first_phase.score,nope"]);
     let out = rankd(&args);

@@ -70,9 +70,10 @@ pub struct TrainArgs {
     pub valid: Option<PathBuf>,
     #[arg(long)]
     pub valid_query: Option<PathBuf>,
-    /// Where to write the model file.
+    /// Where to write the model file (default: `DATA/models/<id>.json`, the model directory
+    /// the server lists).
     #[arg(long)]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     #[command(flatten)]
     pub learn: LearnArgs,
     #[command(flatten)]
@@ -377,7 +378,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             (outcome, Some(selection))
         }
     };
-    outcome.model.save(&args.out)?;
+    let out = match &args.out {
+        Some(out) => out.clone(),
+        None => {
+            let dir = crate::second_phase::models_dir(&args.data.data_dir);
+            std::fs::create_dir_all(&dir)?;
+            dir.join(format!("{}.json", outcome.model.id()))
+        }
+    };
+    outcome.model.save(&out)?;
     if args.activate {
         let path = crate::second_phase::install(&args.data.data_dir, &outcome.model)?;
         eprintln!(
@@ -389,7 +398,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let m = &outcome.model;
     if args.json {
         let summary = serde_json::json!({
-            "model": args.out,
+            "model": out,
             "id": m.id(),
             "objective": m.training.objective,
             "train_queries": train.queries.len(),
@@ -407,7 +416,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         println!(
             "model {} written to {} (best epoch {} of {}; validation MAP {:.4}, NDCG@10 {:.4})",
             m.id(),
-            args.out.display(),
+            out.display(),
             m.training.best_epoch,
             m.training.epochs_run,
             v.map_or(f64::NAN, |v| v.map),
