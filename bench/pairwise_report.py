@@ -75,21 +75,27 @@ def main():
         best = per_run(runs, lambda r: best_all_pairs_over_sorted(r, size))
         print(f"| {size} | sorted vs best all-pairs | | | | × {fmt(best)} | |")
 
-    print("\nBlock scoring s = X·w, median time per call, share of the measured FMA peak:\n")
-    print("| n | d | path | time (µs) | GFLOP/s | % of peak |")
-    print("|---|---|---|---|---|---|")
-    for n in [100, 1000]:
+    print("\nBlock scoring s = X·w, median time per call, share of the measured FMA peak and of")
+    print("the block's read bound (its bytes streamed with nothing else to do, 2 flops per 4 bytes):\n")
+    print("| n | d | block | path | time (µs) | GFLOP/s | % of peak | read bound (GFLOP/s) | % of read bound |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in [24, 100, 1000]:
         for d in [32, 136, 300]:
+            shape = f"n{n}_d{d}"
+            bound = per_run(runs, lambda r: read_bound(r, shape))
             for isa in ["scalar", "sse41", "avx2"]:
-                t = per_run(runs, lambda r: median_ns(r, "score_block", isa, f"n{n}_d{d}"))
+                t = per_run(runs, lambda r: median_ns(r, "score_block", isa, shape))
                 if t is None:
                     continue
                 gflops = 2 * n * d / t
-                # Share of the peak measured in the same run, then the median over runs.
+                # Shares of the peak and bound measured in the same run, then medians over runs.
                 share = per_run(runs, lambda r: ratio(
-                    200 * n * d / median_ns(r, "score_block", isa, f"n{n}_d{d}"),
+                    200 * n * d / median_ns(r, "score_block", isa, shape),
                     float((r / "criterion" / "peak_fma_gflops.txt").read_text())))
-                print(f"| {n} | {d} | {isa} | {fmt(t / 1e3)} | {fmt(gflops)} | {fmt(share, 0)} |")
+                of_bound = per_run(runs, lambda r: ratio(
+                    200 * n * d / median_ns(r, "score_block", isa, shape), read_bound(r, shape)))
+                print(f"| {n} | {d} | {n * d * 4 / 1024:.0f} KiB | {isa} | {fmt(t / 1e3)} "
+                      f"| {fmt(gflops)} | {fmt(share, 0)} | {fmt(bound)} | {fmt(of_bound, 0)} |")
 
     print("\nCrossover, sorted vs best all-pairs kernel (time ratio all-pairs / sorted):\n")
     print("| n⁺ × n⁻ | n⁺n⁻/(n⁺+n⁻) | all-pairs (µs) | sorted (µs) | all-pairs / sorted |")
@@ -108,14 +114,23 @@ def main():
                   f"| {fmt(t_sorted and t_sorted / 1e3, 1)} | {fmt(speedup)} |")
 
 
+def read_bound(run, shape):
+    """The block's read bound in GFLOP/s (GB/s ÷ 2), or None for runs without it."""
+    path = run / "criterion" / "score_block_read_gbs.json"
+    if not path.exists():
+        return None
+    gbs = json.loads(path.read_text()).get(shape)
+    return None if gbs is None else gbs / 2
+
+
 def ratio(a, b):
-    return None if a is None or b is None else a / b
+    return None if a is None or b is None or b == 0 else a / b
 
 
 def best_all_pairs_over_sorted(run, size):
     times = [median_ns(run, "huber_loss_grad", k, size) for k in ["scalar", "sse41", "avx2"]]
     times = [t for t in times if t is not None]
-    return ratio(min(times), median_ns(run, "huber_loss_grad", "sorted", size))
+    return ratio(min(times, default=None), median_ns(run, "huber_loss_grad", "sorted", size))
 
 
 if __name__ == "__main__":

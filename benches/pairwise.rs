@@ -7,7 +7,9 @@
 //! n{n}_d{d}` (throughput = multiply-adds), `crossover/{kernel}/{n⁺}x{n⁻}` (sorted vs the
 //! best all-pairs kernel, to place `SORTED_CROSSOVER`). The measured peak FMA
 //! throughput is printed before the scoring group and written to
-//! `target/criterion/peak_fma_gflops.txt`.
+//! `target/criterion/peak_fma_gflops.txt`; the read bound of each block (the fastest its bytes
+//! can be streamed from where they live, `measured_read_gbs`) goes to
+//! `target/criterion/score_block_read_gbs.json`.
 
 use std::hint::black_box;
 
@@ -15,7 +17,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankd::pairwise::{
-    measured_peak_gflops, pair_loss_grad_with, score_block_with, Isa, Kernel, Loss,
+    measured_peak_gflops, measured_read_gbs, pair_loss_grad_with, score_block_with, Isa, Kernel, Loss,
 };
 
 const HUBER: Loss = Loss::Huber { tau: 0.1 };
@@ -93,15 +95,25 @@ fn record_peak() {
     }
 }
 
+/// Block shapes: the n = 100 and 1000 (54 KB and more at d = 136: out of the L1 data
+/// cache, in L2 or L3), plus n = 24, which fits a 32 KiB L1D at every d.
+const BLOCK_ROWS: [usize; 3] = [24, 100, 1000];
+const BLOCK_DIMS: [usize; 3] = [32, 136, 300];
+
 fn score_block(c: &mut Criterion) {
     record_peak();
     let mut group = c.benchmark_group("score_block");
     let mut rng = ChaCha8Rng::seed_from_u64(1);
-    for n in [100usize, 1000] {
-        for d in [32usize, 136, 300] {
+    let mut read_bounds = serde_json::Map::new();
+    for n in BLOCK_ROWS {
+        for d in BLOCK_DIMS {
             let x: Vec<f32> = (0..n * d).map(|_| rng.random_range(-1.0..1.0)).collect();
             let w: Vec<f32> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
             let mut out = vec![0.0f32; n];
+            if let Some(gbs) = measured_read_gbs(n * d * 4) {
+                println!("read bound n{n}_d{d}: {gbs:.1} GB/s = {:.1} GFLOP/s", gbs / 2.0);
+                read_bounds.insert(format!("n{n}_d{d}"), gbs.into());
+            }
             group.throughput(Throughput::Elements((n * d) as u64));
             for isa in Isa::available() {
                 let id = BenchmarkId::new(format!("{isa:?}").to_lowercase(), format!("n{n}_d{d}"));
@@ -112,6 +124,10 @@ fn score_block(c: &mut Criterion) {
         }
     }
     group.finish();
+    let _ = std::fs::write(
+        "target/criterion/score_block_read_gbs.json",
+        serde_json::Value::Object(read_bounds).to_string(),
+    );
 }
 
 criterion_group!(benches, huber_loss_grad, score_block, crossover);

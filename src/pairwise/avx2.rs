@@ -512,6 +512,45 @@ pub(super) fn peak_fma_gflops() -> f64 {
     best
 }
 
+/// Best-of-`reps` read throughput in GB/s of streaming `block` once per pass with 256-bit
+/// loads into eight register accumulators (no arithmetic to wait on): the fastest any kernel
+/// that reads each element once, as `X·w` does, can take the block in from wherever it lives.
+pub(super) fn read_gbs(block: &[f32], reps: usize) -> f64 {
+    assert_supported();
+    let passes = (64 << 20) / (block.len() * 4).max(1) + 1;
+    let mut best = 0.0f64;
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        for _ in 0..passes {
+            // SAFETY: the CPU supports AVX2 and FMA (asserted above).
+            std::hint::black_box(unsafe { stream_sum(std::hint::black_box(block)) });
+        }
+        let secs = start.elapsed().as_secs_f64();
+        best = best.max((passes * block.len() * 4) as f64 / secs / 1e9);
+    }
+    best
+}
+
+#[target_feature(enable = "avx2,fma")]
+fn stream_sum(block: &[f32]) -> f32 {
+    const UNROLL: usize = 8;
+    let mut acc = [_mm256_setzero_ps(); UNROLL];
+    let full = block.len() - block.len() % (UNROLL * LANES);
+    let p = block.as_ptr();
+    let mut i = 0;
+    while i < full {
+        for (j, a) in acc.iter_mut().enumerate() {
+            // SAFETY: i + UNROLL·LANES <= full <= block.len().
+            *a = _mm256_add_ps(*a, unsafe { _mm256_loadu_ps(p.add(i + j * LANES)) });
+        }
+        i += UNROLL * LANES;
+    }
+    let sum = acc
+        .iter()
+        .fold(_mm256_setzero_ps(), |s, &c| _mm256_add_ps(s, c));
+    hsum8(sum) + block[full..].iter().sum::<f32>()
+}
+
 #[target_feature(enable = "avx2,fma")]
 fn fma_chains(iters: u64) -> f32 {
     let a = _mm256_set1_ps(std::hint::black_box(0.999_999));
