@@ -351,13 +351,13 @@ pub fn pair_counts_with(
 
 /// This core's read throughput (GB/s) for a block of `bytes` bytes streamed once per pass:
 /// the memory-side bound of [`score_block`], which reads each element of `X` once (2 flops per
-/// 4 bytes, so the bound in GFLOP/s is GB/s ÷ 2). The block stays in whichever cache level it
-/// fits, as a block being scored does. `None` without AVX2 + FMA.
+/// 4 bytes, so the bound in GFLOP/s is GB/s ÷ 2). The block is cache-line aligned and stays in
+/// whichever cache level it fits, as a block being scored does. `None` without AVX2 + FMA.
 pub fn measured_read_gbs(bytes: usize) -> Option<f64> {
     #[cfg(target_arch = "x86_64")]
     {
         if Isa::Avx2.is_available() {
-            let block = vec![1.0f32; bytes.div_ceil(4)];
+            let block = aligned_vec::AVec::<f32>::from_iter(0, (0..bytes.div_ceil(4)).map(|_| 1.0));
             return Some(avx2::read_gbs(&block, 5));
         }
     }
