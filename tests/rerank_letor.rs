@@ -61,6 +61,8 @@ fn a_short_stable_ap_run_beats_file_order() {
         epochs: 3,
         batch_queries: 16,
         patience: 3,
+        ensemble: 1,
+        average_epochs: 1,
         seed: 1,
         convention: MetricConvention::Letor,
         source: "rank.train".into(),

@@ -333,6 +333,8 @@ mod tests {
             epochs: 10,
             batch_queries: 8,
             patience: 10,
+            ensemble: 1,
+            average_epochs: 1,
             seed: 3,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
