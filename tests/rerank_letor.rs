@@ -63,6 +63,7 @@ fn a_short_stable_ap_run_beats_file_order() {
         patience: 3,
         ensemble: 1,
         average_epochs: 1,
+        lr_halve_after: 0,
         seed: 1,
         convention: MetricConvention::Letor,
         source: "rank.train".into(),

@@ -45,6 +45,7 @@ fn config() -> TrainConfig {
         patience: 8,
         ensemble: 1,
         average_epochs: 1,
+        lr_halve_after: 0,
         seed: 3,
         convention: MetricConvention::Trec,
         source: "test".into(),
@@ -198,6 +199,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
         epochs_run: 1,
         ensemble: 1,
         average_epochs: 1,
+        lr_halve_after: 0,
         member_best_epochs: vec![1],
         metrics: rankd::rerank::ModelMetrics {
             train: None,

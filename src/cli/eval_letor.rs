@@ -85,6 +85,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         "hidden": model.hidden(),
         "ensemble": model.training.ensemble,
         "average_epochs": model.training.average_epochs,
+        "lr_halve_after": model.training.lr_halve_after,
         "member_best_epochs": model.training.member_best_epochs,
         "seed": args.learn.seed,
         "id": model.id(),

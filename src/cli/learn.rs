@@ -55,6 +55,10 @@ pub struct LearnArgs {
     /// last this-many epochs (1: the parameters themselves).
     #[arg(long, default_value_t = 1)]
     pub average_epochs: usize,
+    /// Halve the learning rate after every run of this many epochs without a better
+    /// validation MAP (0: constant learning rate).
+    #[arg(long, default_value_t = 0)]
+    pub lr_halve_after: usize,
     /// Huber margin τ (stable AP, smoothed AP), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
@@ -146,6 +150,7 @@ impl LearnArgs {
             seed: self.seed,
             ensemble: self.ensemble,
             average_epochs: self.average_epochs,
+            lr_halve_after: self.lr_halve_after,
             convention: MetricConvention::Letor,
             source,
             parent: None,

@@ -53,6 +53,10 @@ pub struct TrainingInfo {
     /// this many last epochs (1: the parameters themselves; version 1 files: 1).
     #[serde(default = "one")]
     pub average_epochs: usize,
+    /// The learning rate was halved after every run of this many epochs without a better
+    /// validation MAP (0: constant; version 1 files: 0).
+    #[serde(default)]
+    pub lr_halve_after: usize,
     /// The kept epoch of every ensemble member (version 1 files: empty).
     #[serde(default)]
     pub member_best_epochs: Vec<usize>,
@@ -358,6 +362,7 @@ mod tests {
             epochs_run: 1,
             ensemble: 1,
             average_epochs: 1,
+            lr_halve_after: 0,
             member_best_epochs: vec![1],
             metrics: ModelMetrics {
                 train: None,
@@ -485,7 +490,12 @@ mod tests {
         object.insert("network".into(), network);
         object.insert("format_version".into(), serde_json::json!(1));
         let training = object["training"].as_object_mut().unwrap();
-        for field in ["ensemble", "average_epochs", "member_best_epochs"] {
+        for field in [
+            "ensemble",
+            "average_epochs",
+            "lr_halve_after",
+            "member_best_epochs",
+        ] {
             training.remove(field).unwrap();
         }
         value
@@ -503,6 +513,7 @@ mod tests {
             assert_eq!(back.id(), m.id(), "the stored id is kept");
             assert_eq!(back.training.ensemble, 1);
             assert_eq!(back.training.average_epochs, 1);
+            assert_eq!(back.training.lr_halve_after, 0);
             assert!(back.training.member_best_epochs.is_empty());
             let rows = [2.0f32, 20.0, 1.0, 10.0];
             assert_eq!(back.score(&rows, 2).unwrap(), m.score(&rows, 2).unwrap());

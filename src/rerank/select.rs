@@ -335,6 +335,7 @@ mod tests {
             patience: 10,
             ensemble: 1,
             average_epochs: 1,
+            lr_halve_after: 0,
             seed: 3,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),

@@ -46,6 +46,9 @@ pub struct TrainConfig {
     /// Tail averaging: evaluate and keep the mean of the parameters at the end of the last
     /// this-many epochs instead of the current ones. 1: no averaging.
     pub average_epochs: usize,
+    /// Learning-rate schedule: halve the learning rate after every run of this many epochs
+    /// without a better validation MAP (0: constant learning rate).
+    pub lr_halve_after: usize,
     pub convention: MetricConvention,
     /// Where the data came from (stored in the model file).
     pub source: String,
@@ -65,6 +68,9 @@ pub struct EpochLog {
     pub valid_map: f64,
     pub valid_ndcg10: f64,
     pub seconds: f64,
+    /// The learning rate the epoch ran with.
+    #[serde(default)]
+    pub lr: f64,
     pub queries_per_s: f64,
     pub pairs_per_s: f64,
     /// Queries the objective skipped (no pair to learn from) in this epoch.
@@ -216,6 +222,7 @@ pub fn train(
         epochs_run,
         ensemble: config.ensemble,
         average_epochs: config.average_epochs,
+        lr_halve_after: config.lr_halve_after,
         member_best_epochs,
         metrics,
         source: config.source.clone(),
@@ -276,6 +283,7 @@ fn train_member(
 
     'epochs: for epoch in 1..=config.epochs {
         let started = Instant::now();
+        let lr = optimizer.lr;
         order.shuffle(&mut rng);
         let (mut loss_sum, mut used, mut skipped, mut pairs) = (0.0, 0usize, 0usize, 0usize);
         for batch in order.chunks(config.batch_queries) {
@@ -332,6 +340,9 @@ fn train_member(
             since_best = 0;
         } else {
             since_best += 1;
+            if config.lr_halve_after > 0 && since_best % config.lr_halve_after == 0 {
+                optimizer.lr *= 0.5;
+            }
         }
         observer(&EpochLog {
             member,
@@ -344,6 +355,7 @@ fn train_member(
             valid_map: metrics.map,
             valid_ndcg10: metrics.ndcg10,
             seconds,
+            lr,
             queries_per_s: used as f64 / seconds.max(1e-9),
             pairs_per_s: pairs as f64 / seconds.max(1e-9),
             skipped_queries: skipped,
@@ -483,6 +495,7 @@ mod tests {
             patience: 8,
             ensemble: 1,
             average_epochs: 1,
+            lr_halve_after: 0,
             seed: 42,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
@@ -709,6 +722,41 @@ mod tests {
         assert!(err
             .to_string()
             .contains("averaged epochs must be at least 1"));
+    }
+
+    /// The learning-rate schedule, replayed from the log's improvement flags: the rate halves
+    /// after every run of `lr_halve_after` epochs without a better validation MAP.
+    #[test]
+    fn learning_rate_halves_after_epochs_without_improvement() {
+        let set = synthetic(40, 8);
+        let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
+        let cancel = AtomicBool::new(false);
+        let c = TrainConfig {
+            lr_halve_after: 2,
+            epochs: 30,
+            patience: 30,
+            ..config(ObjectiveKind::Ranknet, vec![4])
+        };
+        let out = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
+        let (mut lr, mut since_best, mut halvings) = (0.05, 0, 0);
+        for line in &out.log {
+            assert_eq!(line.lr, lr, "epoch {}", line.epoch);
+            if line.best {
+                since_best = 0;
+            } else {
+                since_best += 1;
+                if since_best % 2 == 0 {
+                    lr *= 0.5;
+                    halvings += 1;
+                }
+            }
+        }
+        assert!(halvings > 0, "the test must exercise a halving");
+        assert_eq!(out.model.training.lr_halve_after, 2);
+        assert_eq!(
+            out.model.training.optimizer.lr, 0.05,
+            "the file keeps the initial rate"
+        );
     }
 
     #[test]
