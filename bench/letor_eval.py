@@ -48,6 +48,23 @@ CONFIGS = [
      "--graded --tau 0.1 --lr 0.003 --batch 4"),
     ("naive smoothed AP, graded, MLP 32 ReLU", "smooth-ap", "mlp",
      "--graded --tau 0.1 --lr 0.01 --batch 4"),
+    # Ensembles of 5 networks over initialisation seeds (--ensemble 5), every objective,
+    # each re-tuned with the ensemble on (lr x batch, x hidden {32, 64} for the MLPs; seeds
+    # 1-10 of bench/letor_tune.py). Linear members fold into one linear model.
+    ("stable AP, graded, linear, ensemble of 5", "stable-ap", "linear",
+     "--graded --tau 0.1 --weight-a 10 --lr 0.03 --batch 4 --ensemble 5"),
+    ("stable AP, graded, MLP 64 ReLU, ensemble of 5", "stable-ap", "mlp",
+     "--graded --tau 0.1 --weight-a 10 --lr 0.03 --batch 4 --hidden 64 --ensemble 5"),
+    ("stable AP, SPEC defaults (binary, a = 0.1, t = 2), MLP 32 ReLU, ensemble of 5", "stable-ap",
+     "mlp", "--tau 0.1 --lr 0.01 --batch 16 --ensemble 5"),
+    ("RankNet, linear, ensemble of 5", "ranknet", "linear",
+     "--sigma 1 --lr 0.01 --batch 4 --ensemble 5"),
+    ("RankNet, MLP 64 ReLU, ensemble of 5", "ranknet", "mlp",
+     "--sigma 1 --lr 0.01 --batch 4 --hidden 64 --ensemble 5"),
+    ("naive smoothed AP, graded, linear, ensemble of 5", "smooth-ap", "linear",
+     "--graded --tau 0.1 --lr 0.01 --batch 4 --ensemble 5"),
+    ("naive smoothed AP, graded, MLP 64 ReLU, ensemble of 5", "smooth-ap", "mlp",
+     "--graded --tau 0.1 --lr 0.01 --batch 4 --hidden 64 --ensemble 5"),
 ]
 
 

@@ -125,7 +125,7 @@ fn main() -> anyhow::Result<()> {
     out.insert("model".into(), json!(model.id()));
     out.insert(
         "model_kind".into(),
-        json!(if model.reranker.network.is_linear() {
+        json!(if model.reranker.is_linear() {
             "linear"
         } else {
             "mlp"

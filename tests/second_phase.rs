@@ -43,6 +43,9 @@ fn config() -> TrainConfig {
         epochs: 8,
         batch_queries: 4,
         patience: 8,
+        ensemble: 1,
+        average_epochs: 1,
+        lr_halve_after: 0,
         seed: 3,
         convention: MetricConvention::Trec,
         source: "test".into(),
@@ -150,7 +153,7 @@ fn reranked_pages_follow_the_model_scores() {
                 .values()
                 .map(|v| v.as_f64().unwrap())
                 .sum();
-            let bias = outcome.model.network.linear_bias().unwrap() as f64;
+            let bias = outcome.model.linear_bias().unwrap() as f64;
             assert!((sum + bias - hit.score as f64).abs() < 1e-3 * (1.0 + sum.abs()));
         }
         // Page 2 continues page 1.
@@ -194,13 +197,17 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
         seed: 1,
         best_epoch: 1,
         epochs_run: 1,
+        ensemble: 1,
+        average_epochs: 1,
+        lr_halve_after: 0,
+        member_best_epochs: vec![1],
         metrics: rankd::rerank::ModelMetrics {
             train: None,
             valid: None,
         },
         source: "test".into(),
     };
-    let model = Reranker::new(names, norm, net, training, None).unwrap();
+    let model = Reranker::new(names, norm, vec![net], training, None).unwrap();
     let e = ActiveModel::new(model, "x.json".into()).unwrap_err();
     assert!(e.to_string().contains("clicks.last_week"), "{e}");
 }

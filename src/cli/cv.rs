@@ -430,7 +430,7 @@ mod tests {
         flip_labels(&mut test_flipped, &fold_of, 0);
         let same = fit(&test_flipped);
         assert_eq!(same.selection, original.selection);
-        assert_eq!(same.outcome.model.network, original.outcome.model.network);
+        assert_eq!(same.outcome.model.networks, original.outcome.model.networks);
         assert_eq!(
             same.outcome.model.normalization,
             original.outcome.model.normalization

@@ -81,8 +81,12 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     let metrics = evaluate_scores(&test_set, &scores, MetricConvention::Letor)?;
     let extra = serde_json::json!({
         "objective": model.training.objective,
-        "model": if model.network.is_linear() { "linear" } else { "mlp" },
-        "hidden": model.network.hidden(),
+        "model": if model.is_linear() { "linear" } else { "mlp" },
+        "hidden": model.hidden(),
+        "ensemble": model.training.ensemble,
+        "average_epochs": model.training.average_epochs,
+        "lr_halve_after": model.training.lr_halve_after,
+        "member_best_epochs": model.training.member_best_epochs,
         "seed": args.learn.seed,
         "id": model.id(),
         "lr": args.learn.lr,

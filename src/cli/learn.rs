@@ -47,6 +47,18 @@ pub struct LearnArgs {
     /// Early stopping: epochs without a better validation MAP.
     #[arg(long, default_value_t = 15)]
     pub patience: usize,
+    /// Train this many networks from different initialisation seeds (same data and
+    /// validation split) and score with their mean; linear members fold into one model.
+    #[arg(long, default_value_t = 1)]
+    pub ensemble: usize,
+    /// Tail averaging: early-stop on and keep the mean of the parameters at the end of the
+    /// last this-many epochs (1: the parameters themselves).
+    #[arg(long, default_value_t = 1)]
+    pub average_epochs: usize,
+    /// Halve the learning rate after every run of this many epochs without a better
+    /// validation MAP (0: constant learning rate).
+    #[arg(long, default_value_t = 0)]
+    pub lr_halve_after: usize,
     /// Huber margin τ (stable AP, smoothed AP), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
@@ -136,6 +148,9 @@ impl LearnArgs {
             batch_queries: self.batch,
             patience: self.patience,
             seed: self.seed,
+            ensemble: self.ensemble,
+            average_epochs: self.average_epochs,
+            lr_halve_after: self.lr_halve_after,
             convention: MetricConvention::Letor,
             source,
             parent: None,

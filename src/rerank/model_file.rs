@@ -1,6 +1,10 @@
 //! The reranker a server loads, and its file (SPEC §3.2): one JSON document with format name
-//! and version, id, parent id, creation time, feature names, normalisation, network, and how
+//! and version, id, parent id, creation time, feature names, normalisation, networks, and how
 //! it was trained (objective and every hyperparameter, seed, metrics).
+//!
+//! Version 2 holds a list of networks whose scores are averaged (an ensemble over
+//! initialisation seeds; one network without one). Version 1 files, with a single `network`,
+//! still load: they are the one-network case.
 //!
 //! `load` trusts nothing: it names the file and the field for truncated JSON, another format
 //! version, non-finite numbers, or shapes that do not fit the feature list. The id is a hash
@@ -12,10 +16,13 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::net::ensemble_score;
 use super::{Net, Normalizer, Objective, RankMetrics, RerankError, UnifiedMomentum};
 
 pub const FORMAT_NAME: &str = "rankd-reranker";
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The older layout `load` still reads (one `network` instead of `networks`).
+const FORMAT_VERSION_SINGLE_NETWORK: u32 = 1;
 
 /// Metrics stored with a model (training and validation sets at the kept epoch).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,15 +40,36 @@ pub struct TrainingInfo {
     pub batch_queries: usize,
     pub patience: usize,
     pub seed: u64,
-    /// The epoch whose parameters were kept (best validation MAP), 1-based.
+    /// The epoch whose parameters were kept (best validation MAP), 1-based; of the first
+    /// ensemble member.
     pub best_epoch: usize,
+    /// Epochs run by the first ensemble member.
     pub epochs_run: usize,
+    /// Networks trained from different initialisation seeds, scores averaged (version 1
+    /// files: 1).
+    #[serde(default = "one")]
+    pub ensemble: usize,
+    /// Early stopping and the kept parameters use the mean of the parameters at the end of
+    /// this many last epochs (1: the parameters themselves; version 1 files: 1).
+    #[serde(default = "one")]
+    pub average_epochs: usize,
+    /// The learning rate was halved after every run of this many epochs without a better
+    /// validation MAP (0: constant; version 1 files: 0).
+    #[serde(default)]
+    pub lr_halve_after: usize,
+    /// The kept epoch of every ensemble member (version 1 files: empty).
+    #[serde(default)]
+    pub member_best_epochs: Vec<usize>,
     pub metrics: ModelMetrics,
     /// Where the training data came from (e.g. the LETOR file), for people.
     pub source: String,
 }
 
-/// A trained reranker: normalisation + network + metadata.
+fn one() -> usize {
+    1
+}
+
+/// A trained reranker: normalisation + networks + metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reranker {
     pub format: String,
@@ -51,7 +79,9 @@ pub struct Reranker {
     pub created_at: String,
     pub feature_names: Vec<String>,
     pub normalization: Normalizer,
-    pub network: Net,
+    /// One network, or an ensemble whose score is the mean of the members' scores. All
+    /// members have the same layer widths.
+    pub networks: Vec<Net>,
     pub training: TrainingInfo,
 }
 
@@ -60,7 +90,7 @@ impl Reranker {
     pub fn new(
         feature_names: Vec<String>,
         normalization: Normalizer,
-        network: Net,
+        networks: Vec<Net>,
         training: TrainingInfo,
         parent: Option<String>,
     ) -> Result<Self, RerankError> {
@@ -75,7 +105,7 @@ impl Reranker {
             created_at,
             feature_names,
             normalization,
-            network,
+            networks,
             training,
         };
         model.validate().map_err(RerankError::Invalid)?;
@@ -105,6 +135,24 @@ impl Reranker {
         self.feature_names.len()
     }
 
+    /// A linear model (an ensemble of linear models is stored folded into one).
+    pub fn is_linear(&self) -> bool {
+        self.networks[0].is_linear()
+    }
+
+    /// Hidden-layer widths (empty for the linear model); the same for every member.
+    pub fn hidden(&self) -> &[usize] {
+        self.networks[0].hidden()
+    }
+
+    /// The linear model's bias; `None` for an MLP or an ensemble of them.
+    pub fn linear_bias(&self) -> Option<f32> {
+        match &self.networks[..] {
+            [one] => one.linear_bias(),
+            _ => None,
+        }
+    }
+
     /// Scores `n_rows` rows, row-major, each in this model's feature order (see
     /// [`map_features`] for rows in another order).
     pub fn score(&self, x: &[f32], n_rows: usize) -> Result<Vec<f32>, RerankError> {
@@ -125,18 +173,21 @@ impl Reranker {
         }
         let mut normalized = Vec::with_capacity(x.len());
         self.normalization.apply(x, &mut normalized);
-        self.network.score(&normalized, n_rows)
+        ensemble_score(&self.networks, &normalized, n_rows)
     }
 
     /// Per-feature contributions `w_i · norm(x_i)` of one row for a linear model (their sum
     /// plus the bias is the score); `None` for an MLP or a row of the wrong length.
     pub fn contributions(&self, row: &[f32]) -> Option<Vec<f32>> {
+        let [network] = &self.networks[..] else {
+            return None;
+        };
         if row.len() != self.num_features() {
             return None;
         }
         let mut normalized = Vec::with_capacity(row.len());
         self.normalization.apply(row, &mut normalized);
-        self.network.contributions(&normalized)
+        network.contributions(&normalized)
     }
 
     /// Writes the model atomically (temp file + fsync + rename).
@@ -162,7 +213,7 @@ impl Reranker {
     pub fn from_json(bytes: &[u8]) -> Result<Self, String> {
         // Check the format first, so a file from another version says so rather than
         // failing on whichever field changed.
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
             if e.is_eof() {
                 format!("truncated JSON ({e})")
             } else {
@@ -177,17 +228,25 @@ impl Reranker {
                 ))
             }
         }
-        match value.get("format_version").and_then(|v| v.as_u64()) {
+        let version = value.get("format_version").and_then(|v| v.as_u64());
+        match version {
             Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) if v == u64::from(FORMAT_VERSION_SINGLE_NETWORK) => {
+                value = single_network_to_list(value)?;
+            }
             other => {
                 return Err(format!(
-                    "format version {other:?} is not supported (this rankd reads version \
-                     {FORMAT_VERSION})"
+                    "format version {other:?} is not supported (this rankd reads versions \
+                     {FORMAT_VERSION_SINGLE_NETWORK} and {FORMAT_VERSION})"
                 ))
             }
         }
-        let model: Reranker = serde_json::from_value(value)
-            .map_err(|e| format!("does not match the version {FORMAT_VERSION} layout: {e}"))?;
+        let model: Reranker = serde_json::from_value(value).map_err(|e| {
+            format!(
+                "does not match the version {} layout: {e}",
+                version.unwrap_or_default()
+            )
+        })?;
         model.validate()?;
         Ok(model)
     }
@@ -203,15 +262,48 @@ impl Reranker {
             return Err(format!("feature `{dup}` is listed twice"));
         }
         self.normalization.validate(d)?;
-        self.network.validate()?;
-        if self.network.inputs() != d {
-            return Err(format!(
-                "the network takes {} inputs but the model lists {d} features",
-                self.network.inputs()
-            ));
+        if self.networks.is_empty() {
+            return Err("the model has no network".into());
+        }
+        for (k, network) in self.networks.iter().enumerate() {
+            network
+                .validate()
+                .map_err(|e| format!("network {k}: {e}"))?;
+            if network.inputs() != d {
+                return Err(format!(
+                    "network {k} takes {} inputs but the model lists {d} features",
+                    network.inputs()
+                ));
+            }
+            if network.layers != self.networks[0].layers
+                || network.activation != self.networks[0].activation
+            {
+                return Err(format!(
+                    "network {k} has layers {:?} ({:?}) but network 0 has {:?} ({:?}): \
+                     ensemble members must have the same shape",
+                    network.layers,
+                    network.activation,
+                    self.networks[0].layers,
+                    self.networks[0].activation
+                ));
+            }
         }
         Ok(())
     }
+}
+
+/// A version 1 document (one `network`) as a version 2 one (`networks: [network]`); the
+/// training fields added in version 2 take their defaults when read.
+fn single_network_to_list(mut value: serde_json::Value) -> Result<serde_json::Value, String> {
+    let object = value
+        .as_object_mut()
+        .ok_or("a version 1 model is not a JSON object")?;
+    let network = object
+        .remove("network")
+        .ok_or("a version 1 model has no `network`")?;
+    object.insert("networks".into(), serde_json::Value::Array(vec![network]));
+    object.insert("format_version".into(), FORMAT_VERSION.into());
+    Ok(value)
 }
 
 /// Maps rows given in `from` feature order (row-major, `from.len()` values each) into the
@@ -268,6 +360,10 @@ mod tests {
             seed: 1,
             best_epoch: 1,
             epochs_run: 1,
+            ensemble: 1,
+            average_epochs: 1,
+            lr_halve_after: 0,
+            member_best_epochs: vec![1],
             metrics: ModelMetrics {
                 train: None,
                 valid: None,
@@ -277,7 +373,25 @@ mod tests {
         Reranker::new(
             vec!["bm25".into(), "pagerank".into()],
             norm,
-            net,
+            vec![net],
+            training,
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Two tanh MLP members with different initialisations.
+    fn tiny_ensemble() -> Reranker {
+        let one = tiny_model(&[3]);
+        let mut networks = one.networks.clone();
+        networks.push(Net::new(2, &[3], Activation::Tanh, 2).unwrap());
+        let mut training = one.training.clone();
+        training.ensemble = 2;
+        training.member_best_epochs = vec![1, 1];
+        Reranker::new(
+            one.feature_names.clone(),
+            one.normalization.clone(),
+            networks,
             training,
             None,
         )
@@ -325,19 +439,19 @@ mod tests {
         let good = serde_json::to_string_pretty(&tiny_model(&[3])).unwrap();
         assert!(load_error(&good[..good.len() / 2]).contains("truncated JSON"));
         assert!(load_error("{ nope").contains("not valid JSON"));
-        let v2 = good.replace("\"format_version\": 1", "\"format_version\": 2");
-        assert!(load_error(&v2).contains("format version Some(2) is not supported"));
+        let v3 = good.replace("\"format_version\": 2", "\"format_version\": 3");
+        assert!(load_error(&v3).contains("format version Some(3) is not supported"));
         assert!(load_error("{\"format\":\"other\"}").contains("not a rankd model file"));
         // NaN cannot be written in JSON; a weight too large for f32 becomes inf.
         let mut value: serde_json::Value = serde_json::from_str(&good).unwrap();
-        value["network"]["params"][0] = serde_json::json!(1e300);
+        value["networks"][0]["params"][0] = serde_json::json!(1e300);
         let err = load_error(&value.to_string());
-        assert!(err.contains("parameter 0 is inf"), "{err}");
-        value["network"]["params"][0] = serde_json::Value::Null;
+        assert!(err.contains("network 0: parameter 0 is inf"), "{err}");
+        value["networks"][0]["params"][0] = serde_json::Value::Null;
         assert!(load_error(&value.to_string()).contains("does not match"));
         // Wrong shapes: one parameter short; a feature dropped from the list.
         let mut short: serde_json::Value = serde_json::from_str(&good).unwrap();
-        short["network"]["params"].as_array_mut().unwrap().pop();
+        short["networks"][0]["params"].as_array_mut().unwrap().pop();
         assert!(load_error(&short.to_string()).contains("parameters for layers [2, 3, 1]"));
         let mut fewer: serde_json::Value = serde_json::from_str(&good).unwrap();
         fewer["feature_names"].as_array_mut().unwrap().pop();
@@ -345,10 +459,95 @@ mod tests {
         let mut dup: serde_json::Value = serde_json::from_str(&good).unwrap();
         dup["feature_names"][1] = serde_json::json!("bm25");
         assert!(load_error(&dup.to_string()).contains("listed twice"));
+        // A version 2 file with no network, or with members of different shapes.
+        let mut none: serde_json::Value = serde_json::from_str(&good).unwrap();
+        none["networks"] = serde_json::json!([]);
+        assert!(load_error(&none.to_string()).contains("has no network"));
+        let mut mixed: serde_json::Value = serde_json::to_value(tiny_ensemble()).unwrap();
+        mixed["networks"][1] = serde_json::to_value(&tiny_model(&[4]).networks[0]).unwrap();
+        let err = load_error(&mixed.to_string());
+        assert!(err.contains("network 1 has layers [2, 4, 1]"), "{err}");
+        // A version 1 layout with a version 2 field name, and the reverse.
+        let mut v1_list: serde_json::Value = serde_json::from_str(&good).unwrap();
+        v1_list["format_version"] = serde_json::json!(1);
+        assert!(load_error(&v1_list.to_string()).contains("has no `network`"));
+        let mut v2_single = v1_json(&tiny_model(&[3]));
+        v2_single["format_version"] = serde_json::json!(2);
+        let err = load_error(&v2_single.to_string());
+        assert!(err.contains("does not match the version 2 layout"), "{err}");
         assert!(Reranker::load(Path::new("/nonexistent/m.json"))
             .unwrap_err()
             .to_string()
             .contains("cannot read"));
+    }
+
+    /// A model as a version 1 file had it: one `network`, none of the version 2 training
+    /// fields (written by hand from the version 1 layout, not by this code's serialiser).
+    fn v1_json(model: &Reranker) -> serde_json::Value {
+        let mut value = serde_json::to_value(model).unwrap();
+        let object = value.as_object_mut().unwrap();
+        let network = object.remove("networks").unwrap()[0].clone();
+        object.insert("network".into(), network);
+        object.insert("format_version".into(), serde_json::json!(1));
+        let training = object["training"].as_object_mut().unwrap();
+        for field in [
+            "ensemble",
+            "average_epochs",
+            "lr_halve_after",
+            "member_best_epochs",
+        ] {
+            training.remove(field).unwrap();
+        }
+        value
+    }
+
+    #[test]
+    fn version_1_files_load_as_one_network() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.json");
+        for hidden in [&[][..], &[3][..]] {
+            let m = tiny_model(hidden);
+            std::fs::write(&path, v1_json(&m).to_string()).unwrap();
+            let back = Reranker::load(&path).unwrap();
+            assert_eq!(back.networks, m.networks);
+            assert_eq!(back.id(), m.id(), "the stored id is kept");
+            assert_eq!(back.training.ensemble, 1);
+            assert_eq!(back.training.average_epochs, 1);
+            assert_eq!(back.training.lr_halve_after, 0);
+            assert!(back.training.member_best_epochs.is_empty());
+            let rows = [2.0f32, 20.0, 1.0, 10.0];
+            assert_eq!(back.score(&rows, 2).unwrap(), m.score(&rows, 2).unwrap());
+            // Saved again, it is a version 2 file.
+            back.save(&path).unwrap();
+            assert_eq!(Reranker::load(&path).unwrap().format_version, 2);
+        }
+    }
+
+    /// An ensemble scores the mean of its members' scores (oracle: each member alone, over
+    /// the same normalised rows), survives a save/load, and explains nothing per feature.
+    #[test]
+    fn ensemble_scores_are_the_members_mean() {
+        let m = tiny_ensemble();
+        let rows = [2.0f32, 20.0, 1.0, 10.0, 3.0, 35.0];
+        let got = m.score(&rows, 3).unwrap();
+        let mut normalized = Vec::new();
+        m.normalization.apply(&rows, &mut normalized);
+        let a = m.networks[0].score(&normalized, 3).unwrap();
+        let b = m.networks[1].score(&normalized, 3).unwrap();
+        assert_ne!(a, b);
+        for r in 0..3 {
+            let want = (f64::from(a[r]) + f64::from(b[r])) / 2.0;
+            assert!((f64::from(got[r]) - want).abs() < 1e-6, "{got:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.json");
+        m.save(&path).unwrap();
+        let back = Reranker::load(&path).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.score(&rows, 3).unwrap(), got);
+        assert!(m.contributions(&[3.0, 30.0]).is_none());
+        assert!(m.linear_bias().is_none() && !m.is_linear() && m.hidden() == [3]);
+        assert_ne!(m.id(), tiny_model(&[3]).id());
     }
 
     #[test]

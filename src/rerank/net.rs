@@ -268,6 +268,51 @@ impl Net {
     }
 }
 
+/// Scores of an ensemble: the mean of its members' scores `g` (one member: its scores,
+/// unchanged). Ranking by the mean is what averaging the members' votes means; the mean is
+/// taken in f64.
+pub fn ensemble_score(nets: &[Net], x: &[f32], n: usize) -> Result<Vec<f32>, RerankError> {
+    match nets {
+        [] => Err(RerankError::invalid(
+            "an ensemble needs at least one network",
+        )),
+        [one] => one.score(x, n),
+        _ => {
+            let mut sum = vec![0f64; n];
+            for net in nets {
+                for (s, v) in sum.iter_mut().zip(net.score(x, n)?) {
+                    *s += f64::from(v);
+                }
+            }
+            let k = nets.len() as f64;
+            Ok(sum.into_iter().map(|s| (s / k) as f32).collect())
+        }
+    }
+}
+
+/// The mean of parameter vectors of one shape, in f64 (one vector: itself, unchanged). Used
+/// for averaging the last epochs of a run, and for folding an ensemble of linear models into
+/// one linear model (the mean of linear functions of the same input is linear, with the mean
+/// weights and bias: the scores are the same up to rounding).
+pub fn mean_params<'a>(params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<f32> {
+    let k = params.len();
+    let mut sum: Vec<f64> = Vec::new();
+    let mut only: Option<&[f32]> = None;
+    for p in params {
+        if sum.is_empty() {
+            sum = vec![0.0; p.len()];
+        }
+        for (s, &v) in sum.iter_mut().zip(p) {
+            *s += f64::from(v);
+        }
+        only = Some(p);
+    }
+    match (k, only) {
+        (1, Some(p)) => p.to_vec(),
+        _ => sum.into_iter().map(|s| (s / k as f64) as f32).collect(),
+    }
+}
+
 fn row_of(x: &[f32], r: usize, d: usize) -> &[f32] {
     &x[r * d..(r + 1) * d]
 }
@@ -366,6 +411,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ensemble_and_parameter_means_by_hand() {
+        // Two linear members on one row (1, 2): scores 1·1 + 1·2 + 0 = 3 and
+        // 3·1 − 1·2 + 1 = 2, mean 2.5; their mean parameters (2, 0, 0.5) score 2.5 too.
+        let mut a = Net::new(2, &[], Activation::Relu, 0).unwrap();
+        a.params = vec![1.0, 1.0, 0.0];
+        let mut b = a.clone();
+        b.params = vec![3.0, -1.0, 1.0];
+        let row = [1.0, 2.0];
+        let both = [a.clone(), b.clone()];
+        assert_eq!(ensemble_score(&both, &row, 1).unwrap(), [2.5]);
+        let mean = mean_params([a.params.as_slice(), b.params.as_slice()].into_iter());
+        assert_eq!(mean, [2.0, 0.0, 0.5]);
+        // One member: its own scores and parameters, bit for bit.
+        let x = random_input(3, 2, 1);
+        assert_eq!(
+            ensemble_score(std::slice::from_ref(&b), &x, 3).unwrap(),
+            b.score(&x, 3).unwrap()
+        );
+        assert_eq!(mean_params(std::iter::once(b.params.as_slice())), b.params);
+        assert!(ensemble_score(&[], &row, 1).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `∂L_q/∂g`, average over the queries that were not skipped, backpropagate once, step.
 //! Everything is sequential and seeded, so a seed determines the model bit for bit.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -15,6 +16,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::net::{ensemble_score, mean_params};
 use super::objective::{QueryInput, QueryLoss, QueryState};
 use super::{
     evaluate_scores, Activation, MetricConvention, ModelMetrics, Net, NormKind, Normalizer,
@@ -37,6 +39,16 @@ pub struct TrainConfig {
     /// Stop after this many epochs without a better validation MAP.
     pub patience: usize,
     pub seed: u64,
+    /// Networks trained from different initialisation (and shuffle) seeds, same data and
+    /// validation split; the model scores with their mean. Linear members are folded into
+    /// one linear model. 1: a single network.
+    pub ensemble: usize,
+    /// Tail averaging: evaluate and keep the mean of the parameters at the end of the last
+    /// this-many epochs instead of the current ones. 1: no averaging.
+    pub average_epochs: usize,
+    /// Learning-rate schedule: halve the learning rate after every run of this many epochs
+    /// without a better validation MAP (0: constant learning rate).
+    pub lr_halve_after: usize,
     pub convention: MetricConvention,
     /// Where the data came from (stored in the model file).
     pub source: String,
@@ -46,6 +58,9 @@ pub struct TrainConfig {
 /// One line of the per-epoch log (also what the observer sees).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochLog {
+    /// The ensemble member being trained (0 without an ensemble).
+    #[serde(default)]
+    pub member: usize,
     pub epoch: usize,
     /// Mean per-query loss over the epoch's batches.
     pub train_loss: f64,
@@ -53,6 +68,9 @@ pub struct EpochLog {
     pub valid_map: f64,
     pub valid_ndcg10: f64,
     pub seconds: f64,
+    /// The learning rate the epoch ran with.
+    #[serde(default)]
+    pub lr: f64,
     pub queries_per_s: f64,
     pub pairs_per_s: f64,
     /// Queries the objective skipped (no pair to learn from) in this epoch.
@@ -73,10 +91,16 @@ impl TrainConfig {
     fn validate(&self) -> Result<(), RerankError> {
         self.objective.validate()?;
         self.optimizer.validate()?;
-        if self.epochs == 0 || self.batch_queries == 0 || self.patience == 0 {
+        if self.epochs == 0
+            || self.batch_queries == 0
+            || self.patience == 0
+            || self.ensemble == 0
+            || self.average_epochs == 0
+        {
             return Err(RerankError::invalid(format!(
-                "epochs, batch size and patience must be at least 1, got {}, {}, {}",
-                self.epochs, self.batch_queries, self.patience
+                "epochs, batch size, patience, ensemble size and averaged epochs must be at \
+                 least 1, got {}, {}, {}, {}, {}",
+                self.epochs, self.batch_queries, self.patience, self.ensemble, self.average_epochs
             )));
         }
         Ok(())
@@ -96,8 +120,13 @@ impl<'a> Prepared<'a> {
         Prepared { set, x }
     }
 
-    fn metrics(&self, net: &Net, convention: MetricConvention) -> Result<RankMetrics, RerankError> {
-        let scores = net.score(&self.x, self.set.num_rows())?;
+    /// Metrics of one network or of an ensemble (mean score).
+    fn metrics(
+        &self,
+        networks: &[Net],
+        convention: MetricConvention,
+    ) -> Result<RankMetrics, RerankError> {
+        let scores = ensemble_score(networks, &self.x, self.set.num_rows())?;
         evaluate_scores(self.set, &scores, convention)
     }
 }
@@ -138,21 +167,123 @@ pub fn train(
     let train_data = Prepared::new(train_set, &norm);
     let valid_data = valid_set.map(|v| Prepared::new(v, &norm));
     let select = valid_data.as_ref().unwrap_or(&train_data);
+    let mut log = Vec::new();
+    let mut members: Vec<(Net, usize)> = Vec::with_capacity(config.ensemble);
+    let mut cancelled = false;
+    for member in 0..config.ensemble {
+        let run = train_member(
+            &train_data,
+            select,
+            config,
+            member,
+            &mut |line| {
+                observer(line);
+                log.push(line.clone());
+            },
+            cancel,
+        )?;
+        cancelled = run.cancelled;
+        if let Some(kept) = run.kept {
+            members.push(kept);
+        }
+        if cancelled {
+            break;
+        }
+    }
+    if members.is_empty() {
+        return Err(RerankError::Cancelled);
+    }
+    let best_epoch = members[0].1;
+    let epochs_run = log.iter().filter(|l| l.member == 0).count();
+    let member_best_epochs = members.iter().map(|(_, e)| *e).collect();
+    let networks = if config.hidden.is_empty() {
+        // Linear members fold into one linear model with the mean weights.
+        let mut net = members[0].0.clone();
+        net.params = mean_params(members.iter().map(|(n, _)| n.params.as_slice()));
+        vec![net]
+    } else {
+        members.into_iter().map(|(n, _)| n).collect()
+    };
+    let metrics = ModelMetrics {
+        train: Some(train_data.metrics(&networks, config.convention)?),
+        valid: valid_data
+            .as_ref()
+            .map(|v| v.metrics(&networks, config.convention))
+            .transpose()?,
+    };
+    let training = TrainingInfo {
+        objective: config.objective.clone(),
+        optimizer: config.optimizer.clone(),
+        epochs: config.epochs,
+        batch_queries: config.batch_queries,
+        patience: config.patience,
+        seed: config.seed,
+        best_epoch,
+        epochs_run,
+        ensemble: config.ensemble,
+        average_epochs: config.average_epochs,
+        lr_halve_after: config.lr_halve_after,
+        member_best_epochs,
+        metrics,
+        source: config.source.clone(),
+    };
+    let model = Reranker::new(
+        train_set.feature_names.clone(),
+        norm,
+        networks,
+        training,
+        config.parent.clone(),
+    )?;
+    Ok(TrainOutcome {
+        model,
+        log,
+        cancelled,
+        coverage,
+    })
+}
 
-    let mut net = Net::new(d, &config.hidden, config.activation, config.seed)?;
+/// The seed of ensemble member `k`: the run's seed for the first member (so an ensemble of
+/// one is the plain run), distinct seeds for the others.
+fn member_seed(seed: u64, k: usize) -> u64 {
+    seed.wrapping_add((k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// What one member's run kept: its network at the best epoch and that epoch (None when
+/// cancelled before the first epoch ended).
+struct MemberRun {
+    kept: Option<(Net, usize)>,
+    cancelled: bool,
+}
+
+/// Trains one network (initialisation and query shuffles from [`member_seed`]) with early
+/// stopping on `select`'s MAP. With `average_epochs` = N > 1 the network evaluated and kept
+/// at each epoch is the mean of the parameters at the end of the last N epochs (tail
+/// averaging; the optimiser keeps walking from the raw parameters).
+fn train_member(
+    train_data: &Prepared,
+    select: &Prepared,
+    config: &TrainConfig,
+    member: usize,
+    observer: &mut dyn FnMut(&EpochLog),
+    cancel: &AtomicBool,
+) -> Result<MemberRun, RerankError> {
+    let seed = member_seed(config.seed, member);
+    let d = train_data.set.num_features();
+    let mut net = Net::new(d, &config.hidden, config.activation, seed)?;
     let decay = net.weight_mask();
     let mut optimizer = config.optimizer.clone();
-    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
-    let mut mu: Vec<QueryState> = vec![QueryState::new(); train_set.queries.len()];
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut mu: Vec<QueryState> = vec![QueryState::new(); train_data.set.queries.len()];
     let mut previous: Option<Vec<f32>> = None;
-    let mut best: Option<(f64, usize, Vec<f32>)> = None;
+    let mut recent: VecDeque<Vec<f32>> = VecDeque::with_capacity(config.average_epochs);
+    let mut best: Option<(f64, usize, Net)> = None;
     let mut since_best = 0;
-    let mut log = Vec::new();
     let mut cancelled = false;
-    let mut order: Vec<usize> = (0..train_set.queries.len()).collect();
+    let mut order: Vec<usize> = (0..train_data.set.queries.len()).collect();
 
     'epochs: for epoch in 1..=config.epochs {
         let started = Instant::now();
+        let lr = optimizer.lr;
         order.shuffle(&mut rng);
         let (mut loss_sum, mut used, mut skipped, mut pairs) = (0.0, 0usize, 0usize, 0usize);
         for batch in order.chunks(config.batch_queries) {
@@ -161,7 +292,7 @@ pub fn train(
                 break 'epochs;
             }
             let step = batch_step(
-                &train_data,
+                train_data,
                 batch,
                 &net,
                 previous.as_deref(),
@@ -194,15 +325,27 @@ pub fn train(
             }
         }
         let seconds = started.elapsed().as_secs_f64();
-        let metrics = select.metrics(&net, config.convention)?;
+        if recent.len() == config.average_epochs {
+            recent.pop_front();
+        }
+        recent.push_back(net.params.clone());
+        let candidate = Net {
+            params: mean_params(recent.iter().map(Vec::as_slice)),
+            ..net.clone()
+        };
+        let metrics = select.metrics(std::slice::from_ref(&candidate), config.convention)?;
         let improved = best.as_ref().is_none_or(|(map, _, _)| metrics.map > *map);
         if improved {
-            best = Some((metrics.map, epoch, net.params.clone()));
+            best = Some((metrics.map, epoch, candidate));
             since_best = 0;
         } else {
             since_best += 1;
+            if config.lr_halve_after > 0 && since_best % config.lr_halve_after == 0 {
+                optimizer.lr *= 0.5;
+            }
         }
-        let line = EpochLog {
+        observer(&EpochLog {
+            member,
             epoch,
             train_loss: if used > 0 {
                 loss_sum / used as f64
@@ -212,52 +355,19 @@ pub fn train(
             valid_map: metrics.map,
             valid_ndcg10: metrics.ndcg10,
             seconds,
+            lr,
             queries_per_s: used as f64 / seconds.max(1e-9),
             pairs_per_s: pairs as f64 / seconds.max(1e-9),
             skipped_queries: skipped,
             best: improved,
-        };
-        observer(&line);
-        log.push(line);
+        });
         if since_best >= config.patience {
             break;
         }
     }
-    let Some((_, best_epoch, params)) = best else {
-        return Err(RerankError::Cancelled);
-    };
-    net.params = params;
-    let metrics = ModelMetrics {
-        train: Some(train_data.metrics(&net, config.convention)?),
-        valid: valid_data
-            .as_ref()
-            .map(|v| v.metrics(&net, config.convention))
-            .transpose()?,
-    };
-    let training = TrainingInfo {
-        objective: config.objective.clone(),
-        optimizer: config.optimizer.clone(),
-        epochs: config.epochs,
-        batch_queries: config.batch_queries,
-        patience: config.patience,
-        seed: config.seed,
-        best_epoch,
-        epochs_run: log.len(),
-        metrics,
-        source: config.source.clone(),
-    };
-    let model = Reranker::new(
-        train_set.feature_names.clone(),
-        norm,
-        net,
-        training,
-        config.parent.clone(),
-    )?;
-    Ok(TrainOutcome {
-        model,
-        log,
+    Ok(MemberRun {
+        kept: best.map(|(_, epoch, net)| (net, epoch)),
         cancelled,
-        coverage,
     })
 }
 
@@ -383,6 +493,9 @@ mod tests {
             epochs: 8,
             batch_queries: 8,
             patience: 8,
+            ensemble: 1,
+            average_epochs: 1,
+            lr_halve_after: 0,
             seed: 42,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
@@ -487,7 +600,7 @@ mod tests {
                 let a = train(&train_set, Some(&valid), &c, &mut |_| seen += 1, &cancel).unwrap();
                 assert_eq!(seen, a.log.len());
                 let b = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
-                assert_eq!(a.model.network, b.model.network, "{kind:?} {hidden:?}");
+                assert_eq!(a.model.networks, b.model.networks, "{kind:?} {hidden:?}");
                 assert_eq!(a.model.id(), b.model.id());
                 // The signal is strong: validation MAP well above a random ranking's.
                 let valid_map = a.model.training.metrics.valid.as_ref().unwrap().map;
@@ -497,6 +610,153 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An ensemble's first member is the plain run with the same seed, member k is the plain
+    /// run with [`member_seed`]`(seed, k)`, and the model scores with their mean; linear
+    /// members are folded into one network with the mean parameters.
+    #[test]
+    fn ensemble_members_are_plain_runs_with_member_seeds() {
+        let set = synthetic(40, 6);
+        let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
+        let cancel = AtomicBool::new(false);
+        for hidden in [vec![], vec![6]] {
+            let plain = |seed| {
+                let c = TrainConfig {
+                    seed,
+                    ..config(ObjectiveKind::StableAp, hidden.clone())
+                };
+                train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap()
+            };
+            let (m0, m1) = (plain(42), plain(member_seed(42, 1)));
+            assert_ne!(m0.model.networks, m1.model.networks);
+            let c = TrainConfig {
+                ensemble: 2,
+                ..config(ObjectiveKind::StableAp, hidden.clone())
+            };
+            let mut members_seen = Vec::new();
+            let e = train(
+                &train_set,
+                Some(&valid),
+                &c,
+                &mut |l| members_seen.push(l.member),
+                &cancel,
+            )
+            .unwrap();
+            assert_eq!(e.log.len(), m0.log.len() + m1.log.len());
+            assert_eq!(
+                members_seen.iter().filter(|&&m| m == 1).count(),
+                m1.log.len()
+            );
+            let t = &e.model.training;
+            assert_eq!(
+                (t.ensemble, t.best_epoch),
+                (2, m0.model.training.best_epoch)
+            );
+            assert_eq!(
+                t.member_best_epochs,
+                [m0.model.training.best_epoch, m1.model.training.best_epoch]
+            );
+            if hidden.is_empty() {
+                let (p0, p1) = (&m0.model.networks[0].params, &m1.model.networks[0].params);
+                let mean: Vec<f32> = p0.iter().zip(p1).map(|(a, b)| (a + b) / 2.0).collect();
+                assert_eq!(e.model.networks.len(), 1);
+                for (got, want) in e.model.networks[0].params.iter().zip(&mean) {
+                    assert!((got - want).abs() <= 1e-6 * (1.0 + want.abs()));
+                }
+            } else {
+                assert_eq!(
+                    e.model.networks,
+                    [m0.model.networks[0].clone(), m1.model.networks[0].clone()]
+                );
+            }
+            // Scores: the mean of the two members' scores.
+            let rows = &valid.x[..valid.num_features() * 5];
+            let (s0, s1) = (
+                m0.model.score(rows, 5).unwrap(),
+                m1.model.score(rows, 5).unwrap(),
+            );
+            for (r, got) in e.model.score(rows, 5).unwrap().iter().enumerate() {
+                let want = (s0[r] + s1[r]) / 2.0;
+                assert!(
+                    (got - want).abs() < 1e-5 * (1.0 + want.abs()),
+                    "{got} vs {want}"
+                );
+            }
+        }
+    }
+
+    /// Tail averaging changes the kept network, stays deterministic, and the stored
+    /// validation MAP is that of the kept (averaged) network at its logged best epoch.
+    #[test]
+    fn averaged_epochs_are_evaluated_and_kept() {
+        let set = synthetic(40, 7);
+        let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
+        let cancel = AtomicBool::new(false);
+        let plain = config(ObjectiveKind::Ranknet, vec![6]);
+        let averaged = TrainConfig {
+            average_epochs: 3,
+            ..plain.clone()
+        };
+        let p = train(&train_set, Some(&valid), &plain, &mut |_| {}, &cancel).unwrap();
+        let a = train(&train_set, Some(&valid), &averaged, &mut |_| {}, &cancel).unwrap();
+        let again = train(&train_set, Some(&valid), &averaged, &mut |_| {}, &cancel).unwrap();
+        assert_eq!(a.model.networks, again.model.networks);
+        assert_ne!(a.model.networks, p.model.networks);
+        assert_eq!(a.model.training.average_epochs, 3);
+        let best = a.model.training.best_epoch;
+        let logged = a.log.iter().find(|l| l.epoch == best).unwrap();
+        assert!(logged.best);
+        let stored = a.model.training.metrics.valid.as_ref().unwrap().map;
+        assert!(
+            (stored - logged.valid_map).abs() < 1e-12,
+            "{stored} vs {logged:?}"
+        );
+        let bad = TrainConfig {
+            average_epochs: 0,
+            ..plain
+        };
+        let err = train(&train_set, None, &bad, &mut |_| {}, &cancel)
+            .err()
+            .unwrap();
+        assert!(err
+            .to_string()
+            .contains("averaged epochs must be at least 1"));
+    }
+
+    /// The learning-rate schedule, replayed from the log's improvement flags: the rate halves
+    /// after every run of `lr_halve_after` epochs without a better validation MAP.
+    #[test]
+    fn learning_rate_halves_after_epochs_without_improvement() {
+        let set = synthetic(40, 8);
+        let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
+        let cancel = AtomicBool::new(false);
+        let c = TrainConfig {
+            lr_halve_after: 2,
+            epochs: 30,
+            patience: 30,
+            ..config(ObjectiveKind::Ranknet, vec![4])
+        };
+        let out = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
+        let (mut lr, mut since_best, mut halvings) = (0.05, 0, 0);
+        for line in &out.log {
+            assert_eq!(line.lr, lr, "epoch {}", line.epoch);
+            if line.best {
+                since_best = 0;
+            } else {
+                since_best += 1;
+                if since_best % 2 == 0 {
+                    lr *= 0.5;
+                    halvings += 1;
+                }
+            }
+        }
+        assert!(halvings > 0, "the test must exercise a halving");
+        assert_eq!(out.model.training.lr_halve_after, 2);
+        assert_eq!(
+            out.model.training.optimizer.lr, 0.05,
+            "the file keeps the initial rate"
+        );
     }
 
     #[test]
