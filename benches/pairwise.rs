@@ -18,7 +18,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankd::pairwise::{
-    measured_peak_gflops, measured_read_gbs, pair_loss_grad_with, score_block_with, Isa, Kernel, Loss,
+    measured_peak_gflops, measured_read_gbs, pair_loss_grad_with, score_block_with, Isa, Kernel,
+    Loss,
 };
 
 const HUBER: Loss = Loss::Huber { tau: 0.1 };
@@ -114,7 +115,10 @@ fn score_block(c: &mut Criterion) {
             let w: Vec<f32> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
             let mut out = vec![0.0f32; n];
             if let Some(gbs) = measured_read_gbs(n * d * 4) {
-                println!("read bound n{n}_d{d}: {gbs:.1} GB/s = {:.1} GFLOP/s", gbs / 2.0);
+                println!(
+                    "read bound n{n}_d{d}: {gbs:.1} GB/s = {:.1} GFLOP/s",
+                    gbs / 2.0
+                );
                 read_bounds.insert(format!("n{n}_d{d}"), gbs.into());
             }
             group.throughput(Throughput::Elements((n * d) as u64));

@@ -171,8 +171,7 @@ impl Reranker {
                 x[i]
             )));
         }
-        let mut normalized = Vec::with_capacity(x.len());
-        self.normalization.apply(x, &mut normalized);
+        let normalized = self.normalization.apply(x);
         ensemble_score(&self.networks, &normalized, n_rows)
     }
 
@@ -185,9 +184,7 @@ impl Reranker {
         if row.len() != self.num_features() {
             return None;
         }
-        let mut normalized = Vec::with_capacity(row.len());
-        self.normalization.apply(row, &mut normalized);
-        network.contributions(&normalized)
+        network.contributions(&self.normalization.apply(row))
     }
 
     /// Writes the model atomically (temp file + fsync + rename).
@@ -530,8 +527,7 @@ mod tests {
         let m = tiny_ensemble();
         let rows = [2.0f32, 20.0, 1.0, 10.0, 3.0, 35.0];
         let got = m.score(&rows, 3).unwrap();
-        let mut normalized = Vec::new();
-        m.normalization.apply(&rows, &mut normalized);
+        let normalized = m.normalization.apply(&rows);
         let a = m.networks[0].score(&normalized, 3).unwrap();
         let b = m.networks[1].score(&normalized, 3).unwrap();
         assert_ne!(a, b);

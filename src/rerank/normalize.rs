@@ -4,6 +4,7 @@
 //! one loop serve both; only the fitting differs. A constant feature (zero spread) gets
 //! `scale = 0`: it normalises to 0 and contributes nothing, instead of dividing by zero.
 
+use aligned_vec::AVec;
 use serde::{Deserialize, Serialize};
 
 use super::RerankError;
@@ -61,15 +62,20 @@ impl Normalizer {
         self.shift.len()
     }
 
-    /// Normalises a row-major block into `out` (same length).
-    pub fn apply(&self, x: &[f32], out: &mut Vec<f32>) {
+    /// Normalises a row-major block (same length). The result is cache-line aligned for the
+    /// scoring kernels: an unaligned 32-byte load that straddles two lines costs two L1
+    /// reads, which halves block scoring's read rate when the block is in L1
+    /// (docs/BENCHMARKS.md, pairwise core).
+    pub fn apply(&self, x: &[f32]) -> AVec<f32> {
         let d = self.num_features();
-        out.clear();
-        out.extend(x.chunks_exact(d).flat_map(|row| {
-            row.iter()
-                .zip(self.shift.iter().zip(&self.scale))
-                .map(|(&v, (&s, &c))| (v - s) * c)
-        }));
+        AVec::from_iter(
+            0,
+            x.chunks_exact(d).flat_map(|row| {
+                row.iter()
+                    .zip(self.shift.iter().zip(&self.scale))
+                    .map(|(&v, (&s, &c))| (v - s) * c)
+            }),
+        )
     }
 
     /// Checks shapes and numbers of a normalisation read from a file.
@@ -112,12 +118,12 @@ mod tests {
         // Column 0: 1, 3 (mean 2, std 1); column 1 constant 5; column 2: -2, 6.
         let x = [1.0, 5.0, -2.0, 3.0, 5.0, 6.0];
         let z = Normalizer::fit(NormKind::ZScore, &x, 3).unwrap();
-        let mut out = Vec::new();
-        z.apply(&x, &mut out);
-        assert_eq!(out, [-1.0, 0.0, -1.0, 1.0, 0.0, 1.0]);
+        let out = z.apply(&x);
+        assert_eq!(&out[..], [-1.0, 0.0, -1.0, 1.0, 0.0, 1.0]);
+        assert_eq!(out.as_ptr() as usize % 64, 0);
         let m = Normalizer::fit(NormKind::MinMax, &x, 3).unwrap();
-        m.apply(&x, &mut out);
-        assert_eq!(out, [0.0, 0.0, 0.0, 1.0, 0.0, 1.0]);
+        let out = m.apply(&x);
+        assert_eq!(&out[..], [0.0, 0.0, 0.0, 1.0, 0.0, 1.0]);
         assert!(out.iter().all(|v| v.is_finite()));
         // A constant column with a value where f32 rounding could leave a tiny spread.
         let x = [0.1f32, 0.1, 0.1];

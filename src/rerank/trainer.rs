@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use aligned_vec::AVec;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -110,14 +111,15 @@ impl TrainConfig {
 /// A set with its features normalised once, up front.
 struct Prepared<'a> {
     set: &'a RankSet,
-    x: Vec<f32>,
+    x: AVec<f32>,
 }
 
 impl<'a> Prepared<'a> {
     fn new(set: &'a RankSet, norm: &Normalizer) -> Self {
-        let mut x = Vec::new();
-        norm.apply(&set.x, &mut x);
-        Prepared { set, x }
+        Prepared {
+            set,
+            x: norm.apply(&set.x),
+        }
     }
 
     /// Metrics of one network or of an ensemble (mean score).
