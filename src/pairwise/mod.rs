@@ -164,13 +164,28 @@ fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), Pair
 }
 
 fn check_finite(what: &'static str, values: &[f32]) -> Result<(), PairwiseError> {
-    match values.iter().position(|v| !v.is_finite()) {
+    match first_non_finite(values) {
         None => Ok(()),
         Some(index) => Err(PairwiseError::NonFinite {
             what,
             index,
             value: values[index],
         }),
+    }
+}
+
+/// Index of the first NaN or ±inf. The common all-finite case is one branch-free pass over
+/// the exponent bits (all ones ⇔ not finite), which the compiler vectorises; an early-exit
+/// search would cost a compare-and-branch per element, as much as scoring a short block.
+fn first_non_finite(values: &[f32]) -> Option<usize> {
+    const EXPONENT: u32 = 0x7f80_0000;
+    let any = values
+        .iter()
+        .fold(false, |bad, v| bad | (v.to_bits() & EXPONENT == EXPONENT));
+    if any {
+        values.iter().position(|v| !v.is_finite())
+    } else {
+        None
     }
 }
 
@@ -224,7 +239,7 @@ pub fn score_block_with(
         #[cfg(not(target_arch = "x86_64"))]
         _ => unreachable!("check_isa admits only Scalar off x86-64"),
     }
-    match out.iter().position(|s| !s.is_finite()) {
+    match first_non_finite(out) {
         None => Ok(()),
         Some(row) => Err(PairwiseError::NonFiniteScore {
             row,
