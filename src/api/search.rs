@@ -166,8 +166,9 @@ pub async fn search(
 
 const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
 
-/// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, Monte Carlo
-/// single-source estimate).
+/// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, single-source
+/// linearised SimRank with the diagonal `rankd graph` stored; error bound in
+/// `crate::graph::simrank`).
 #[utoipa::path(
     get, path = "/similar", tag = "search",
     params(
@@ -206,15 +207,15 @@ pub async fn similar(
         )));
     };
     let start = std::time::Instant::now();
-    let params = crate::graph::simrank::MonteCarloParams::default();
-    let similar = crate::graph::simrank::simrank_single_source_indexed(
-        &links.graph,
-        &links.reverse_walks,
-        node,
-        k,
-        &params,
-    )
-    .map_err(ApiError::internal)?;
+    let similar = links
+        .simrank
+        .top_k(
+            &links.graph,
+            node,
+            k,
+            &crate::graph::simrank::QueryParams::default(),
+        )
+        .map_err(ApiError::internal)?;
     let hits: Vec<Value> = similar
         .into_iter()
         .enumerate()
