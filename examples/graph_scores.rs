@@ -211,10 +211,23 @@ fn similar(
     let diagonal = simrank::simrank_diagonal(&g.csr, &dp)?;
     eprintln!("diagonal: {:.2} s", start.elapsed().as_secs_f64());
     let index = simrank::SimRankIndex::new(&g.csr, diagonal)?;
-    let query = simrank::QueryParams::default();
+    let defaults = simrank::QueryParams::default();
+    let error = |name: &str, default: f64| -> Result<f64, Box<dyn std::error::Error>> {
+        let args: Vec<String> = std::env::args().collect();
+        match args.iter().position(|a| a == name) {
+            Some(i) => Ok(args.get(i + 1).ok_or("missing value")?.parse()?),
+            None => Ok(default),
+        }
+    };
+    let query = simrank::QueryParams {
+        walk_error: error("--walk-error", defaults.walk_error)?,
+        push_error: error("--push-error", defaults.push_error)?,
+    };
+    let mut latencies = Vec::new();
     for s in top_k(&pr, 20) {
         let (secs, top) = timed(reps, || index.top_k(&g.csr, s, 10, &query).expect("valid"));
         let all = index.single_source(&g.csr, s, &query)?;
+        latencies.push(secs);
         let top: Vec<String> = top
             .iter()
             .map(|&(v, x)| format!("{}={x:.4}", g.labels[v as usize]))
@@ -228,5 +241,12 @@ fn similar(
             top.join(" ")
         );
     }
+    latencies.sort_by(f64::total_cmp);
+    eprintln!(
+        "median {:.2} ms, max {:.2} ms (error bound {} + diagonal)",
+        latencies[latencies.len() / 2] * 1e3,
+        latencies[latencies.len() - 1] * 1e3,
+        query.error_bound()
+    );
     Ok(())
 }

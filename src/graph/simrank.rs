@@ -199,6 +199,11 @@ impl SplitMix64 {
         mix64(self.0)
     }
 
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
     /// Uniform in `0..d` (d ≥ 1) by a 64×64→128-bit multiply (Lemire), which favours no value
     /// by more than 2^-64.
     fn below(&mut self, d: usize) -> usize {
@@ -213,8 +218,6 @@ pub struct DiagonalParams {
     pub decay: f64,
     /// Pairs of walks per node with at least two in-links (R).
     pub samples: usize,
-    /// Steps after which a pair of walks that has not met counts as never meeting (L).
-    pub max_steps: usize,
     /// Seed of the walks: the same seed gives the same diagonal.
     pub seed: u64,
 }
@@ -224,7 +227,6 @@ impl Default for DiagonalParams {
         DiagonalParams {
             decay: 0.8,
             samples: 10_000,
-            max_steps: 30,
             seed: 0x5eed,
         }
     }
@@ -232,19 +234,18 @@ impl Default for DiagonalParams {
 
 impl DiagonalParams {
     /// ε_D: with probability ≥ 1 − δ every estimated `D_k` of an n-node graph is within ε_D of
-    /// the exact one (Hoeffding + union bound + walk cut-off; see the module docs).
+    /// the exact one (Hoeffding + union bound; see the module docs).
     pub fn error_bound(&self, n: usize, delta: f64) -> f64 {
-        let c = self.decay;
-        c * c * ((2.0 * n.max(1) as f64 / delta).ln() / (2.0 * self.samples.max(1) as f64)).sqrt()
-            + c.powi(self.max_steps as i32 + 2)
+        self.decay
+            * ((2.0 * n.max(1) as f64 / delta).ln() / (2.0 * self.samples.max(1) as f64)).sqrt()
     }
 
     fn check(&self) -> Result<()> {
         check_decay(self.decay)?;
-        if self.samples == 0 || self.max_steps == 0 {
+        if self.samples == 0 {
             return Err(GraphError::InvalidParameter {
                 name: "SimRank diagonal",
-                message: "at least one sample of at least one step is needed".into(),
+                message: "at least one sample is needed".into(),
             });
         }
         Ok(())
@@ -275,11 +276,13 @@ pub fn simrank_diagonal(g: &Csr, params: &DiagonalParams) -> Result<SimRankDiago
             }
             let mut rng = SplitMix64::for_node(params.seed, k);
             let mut total = 0.0;
+            // E[C^τ] for the pair after the first step, τ counted from there: meeting at step
+            // τ of the pair means meeting at τ + 1 from k, hence the factor C below.
             for _ in 0..params.samples {
                 let i = rng.below(d);
                 let mut j = rng.below(d - 1);
                 j += usize::from(j >= i);
-                total += meeting_weight(g, inn[i], inn[j], c, params.max_steps, &mut rng);
+                total += f64::from(u8::from(walks_meet(g, inn[i], inn[j], c, &mut rng)));
             }
             let first = 1.0 / d as f64;
             1.0 - c * first - c * (1.0 - first) * total / params.samples as f64
@@ -291,23 +294,22 @@ pub fn simrank_diagonal(g: &Csr, params: &DiagonalParams) -> Result<SimRankDiago
     })
 }
 
-/// `C^τ` for the first meeting time τ ≤ `max_steps` of two independent reverse walks from
-/// `a ≠ b`, 0 if they do not meet by then (or one stops at a page without in-links).
-fn meeting_weight(g: &Csr, mut a: u32, mut b: u32, c: f64, max_steps: usize, rng: &mut SplitMix64) -> f64 {
-    let mut weight = 1.0;
-    for _ in 0..max_steps {
+/// 1 if two independent reverse walks from `a ≠ b` meet before the pair is stopped, which
+/// happens before each step with probability `1 − C` (and when a walk reaches a page without
+/// in-links): they meet at step τ and are still running with probability `C^τ`, so the mean
+/// is `E[C^τ]` with no cut-off bias, and a pair takes at most `C/(1 − C)` = 4 steps on average.
+fn walks_meet(g: &Csr, mut a: u32, mut b: u32, c: f64, rng: &mut SplitMix64) -> bool {
+    loop {
         let (ia, ib) = (g.inn(a), g.inn(b));
-        if ia.is_empty() || ib.is_empty() {
-            return 0.0;
+        if ia.is_empty() || ib.is_empty() || rng.unit() >= c {
+            return false;
         }
         a = ia[rng.below(ia.len())];
         b = ib[rng.below(ib.len())];
-        weight *= c;
         if a == b {
-            return weight;
+            return true;
         }
     }
-    0.0
 }
 
 /// The exact diagonal correction of a graph whose SimRank `s` is known:
@@ -340,8 +342,8 @@ pub struct QueryParams {
 impl Default for QueryParams {
     fn default() -> Self {
         QueryParams {
-            walk_error: 0.0025,
-            push_error: 0.0025,
+            walk_error: 0.01,
+            push_error: 0.005,
         }
     }
 }
@@ -445,34 +447,39 @@ impl SimRankIndex {
         let c = self.diagonal.params.decay;
         let d = &self.diagonal.values;
         let n = g.n();
-        let mut step = Step::new(n);
         let mut links_read = 0;
 
-        // Forward: π̃_0 = e_u, π̃_{t+1} = W·(π̃_t minus the dropped entries).
+        // Forward: π̃_0 = e_u, π̃_{t+1} = W·(π̃_t minus the dropped entries), dense vectors.
         let max_level = params.levels(c);
         let budget = params.walk_error / 2.0;
         let mut spent = 0.0;
-        let mut levels: Vec<Vec<(u32, f64)>> = vec![vec![(source, 1.0)]];
+        let mut first = vec![0.0; n];
+        first[source as usize] = 1.0;
+        let mut levels: Vec<Vec<f64>> = vec![first];
+        let mut y = vec![0.0; n];
         for t in 0..max_level {
             let cur = levels.last().expect("level 0 exists");
             let weight = c.powi(t as i32 + 1) / (1.0 - c);
             let allowed_mass = (budget * (t + 1) as f64 / max_level as f64 - spent) / weight;
             let (cutoff, dropped) = prune_cutoff(cur, allowed_mass);
             spent += dropped * weight;
-            // Push p/|I(k)| from each kept k to its in-neighbours.
-            let kept = cur.iter().filter(|e| bucket(e.1) < cutoff).map(|&(k, p)| {
-                (k, p * self.inv_in_degree[k as usize])
-            });
-            let next = step.run(kept, g.in_adjacency(), g.out_adjacency(), &mut links_read);
-            if std::env::var_os("SIMRANK_DEBUG").is_some() { eprintln!("fwd t={t} cutoff={cutoff} support={} links={links_read}", next.len()); }
-            if next.is_empty() {
+            // y(k) = π̃_t(k)/|I(k)| for the kept k; π̃_{t+1}(i) = Σ_{k: i ∈ I(k)} y(k).
+            for ((yk, &p), &inv) in y.iter_mut().zip(cur).zip(&self.inv_in_degree) {
+                *yk = if p > 0.0 && bucket(p) < cutoff {
+                    p * inv
+                } else {
+                    0.0
+                };
+            }
+            let next = propagate(&y, g.in_adjacency(), g.out_adjacency(), &mut links_read);
+            if next.is_none() {
                 break;
             }
-            levels.push(next);
+            levels.extend(next);
         }
         // What the cut at the last level costs (≤ ε_walk/2 by the choice of T).
         if levels.len() > max_level {
-            let mass: f64 = levels[max_level].iter().map(|e| e.1).sum();
+            let mass: f64 = levels[max_level].iter().sum();
             spent += mass * c.powi(max_level as i32 + 1) / (1.0 - c);
         }
 
@@ -481,42 +488,44 @@ impl SimRankIndex {
         // ε_push equally with θ_t = ε_push / (H·C^t): deep levels, scaled down most, are pruned
         // hardest.
         let horner_levels = levels.len() - 1;
-        let mut h: Vec<(u32, f64)> = levels
-            .last()
-            .expect("level 0 exists")
-            .iter()
-            .map(|&(k, p)| (k, d[k as usize] * p))
-            .collect();
+        let mut h = levels.pop().expect("level 0 exists");
+        h.iter_mut().zip(d).for_each(|(x, dk)| *x *= dk);
         let mut pushed_error = 0.0;
-        for t in (1..levels.len()).rev() {
+        for t in (1..=horner_levels).rev() {
             let theta = params.push_error / (horner_levels as f64 * c.powi(t as i32));
             let mut skipped: f64 = 0.0;
-            // (C·Wᵀh)(v) = C/|I(v)| · Σ_{i∈I(v)} h(i): push C·h(i) along out-links, scale by
-            // 1/|I(v)| at the end.
-            let kept = h.iter().filter_map(|&(i, x)| {
-                if x < theta {
-                    skipped = skipped.max(x);
-                    None
+            // (C·Wᵀh)(v) = C/|I(v)| · Σ_{i∈I(v)} h(i).
+            for (yi, &x) in y.iter_mut().zip(&h) {
+                *yi = if x >= theta {
+                    c * x
                 } else {
-                    Some((i, c * x))
-                }
-            });
-            let mut next = step.run(kept, g.out_adjacency(), g.in_adjacency(), &mut links_read);
-            for e in &mut next {
-                e.1 *= self.inv_in_degree[e.0 as usize];
+                    skipped = skipped.max(x);
+                    0.0
+                };
             }
             pushed_error += c.powi(t as i32) * skipped;
-            h = add_scaled(&mut step, next, &levels[t - 1], d);
-            if std::env::var_os("SIMRANK_DEBUG").is_some() { eprintln!("bwd t={t} theta={theta} support={} links={links_read}", h.len()); }
+            let prev = levels.pop().expect("one level per Horner step");
+            h = match propagate(&y, g.out_adjacency(), g.in_adjacency(), &mut links_read) {
+                Some(mut next) => {
+                    for (((x, &p), &inv), &dk) in
+                        next.iter_mut().zip(&prev).zip(&self.inv_in_degree).zip(d)
+                    {
+                        *x = *x * inv + dk * p;
+                    }
+                    next
+                }
+                None => prev.iter().zip(d).map(|(p, dk)| p * dk).collect(),
+            };
         }
-        let mut scores: Vec<(u32, f64)> = h
+        let scores: Vec<(u32, f64)> = h
             .into_iter()
-            .filter(|&(v, s)| v != source && s > 0.0)
+            .enumerate()
+            .filter(|&(v, s)| v != source as usize && s > 0.0)
+            .map(|(v, s)| (v as u32, s))
             .collect();
-        scores.sort_unstable_by_key(|e| e.0);
         Ok(SingleSource {
             scores,
-            levels: levels.len(),
+            levels: horner_levels + 1,
             links_read,
             spent_error: spent + pushed_error,
         })
@@ -536,85 +545,59 @@ impl SimRankIndex {
     }
 }
 
-/// `next(w) = Σ_{v: w ∈ adj(v)} x(v)` for a sparse `x`, with scratch reused across levels: by
-/// pushing along `adj` when x is small, or, when x covers a large part of the graph, by pulling
-/// along the transposed adjacency `rev` into a dense vector (sequential reads, no scattered
-/// writes: the PageRank-style product, several times faster per link).
-struct Step {
-    dense: Vec<f64>,
-    acc: SparseAccumulator,
-}
-
-impl Step {
-    fn new(n: usize) -> Self {
-        Step {
-            dense: vec![0.0; n],
-            acc: SparseAccumulator::new(n),
+/// `next(w) = Σ_{v: w ∈ adj(v)} x(v)` for a dense `x` (`None` when it is all zero). Pushes
+/// along `adj` from the nonzero entries when they have few links, else pulls along the
+/// transposed adjacency `rev`: sequential reads and no scattered writes, the PageRank-style
+/// product, in parallel over fixed row chunks (so the sums do not depend on the threads).
+fn propagate(
+    x: &[f64],
+    adj: (&[usize], &[u32]),
+    rev: (&[usize], &[u32]),
+    links_read: &mut usize,
+) -> Option<Vec<f64>> {
+    let n = x.len();
+    let mut pushed = 0;
+    let mut nonzero = false;
+    for (v, &xv) in x.iter().enumerate() {
+        if xv != 0.0 {
+            nonzero = true;
+            pushed += adj.0[v + 1] - adj.0[v];
         }
     }
-
-    fn run(
-        &mut self,
-        x: impl Iterator<Item = (u32, f64)>,
-        adj: (&[usize], &[u32]),
-        rev: (&[usize], &[u32]),
-        links_read: &mut usize,
-    ) -> Vec<(u32, f64)> {
-        let n = self.dense.len();
-        let x: Vec<(u32, f64)> = x.collect();
-        let pushed: usize = x
-            .iter()
-            .map(|&(v, _)| adj.0[v as usize + 1] - adj.0[v as usize])
-            .sum();
-        // A pushed link costs a scattered write, a pulled one a gathered read: pull once the
-        // push would touch more than a third of the links.
-        if pushed * 3 < adj.1.len() {
-            *links_read += pushed;
-            for &(v, xv) in &x {
-                for &w in &adj.1[adj.0[v as usize]..adj.0[v as usize + 1]] {
-                    self.acc.add(w, xv);
+    if !nonzero {
+        return None;
+    }
+    let mut out = vec![0.0; n];
+    // A pushed link costs a scattered write, a pulled one a gathered read: pull once the push
+    // would touch more than a third of the links.
+    if pushed * 3 < adj.1.len() {
+        *links_read += pushed;
+        for (v, &xv) in x.iter().enumerate() {
+            if xv != 0.0 {
+                for &w in &adj.1[adj.0[v]..adj.0[v + 1]] {
+                    out[w as usize] += xv;
                 }
             }
-            return self.acc.drain();
         }
+    } else {
         *links_read += rev.1.len();
-        for &(v, xv) in &x {
-            self.dense[v as usize] = xv;
-        }
-        // Fixed chunks, each summing its own rows: the result does not depend on the threads.
-        let dense = &self.dense;
-        let out: Vec<(u32, f64)> = (0..n.div_ceil(PULL_CHUNK))
-            .into_par_iter()
-            .flat_map_iter(|chunk| {
-                (chunk * PULL_CHUNK..((chunk + 1) * PULL_CHUNK).min(n)).filter_map(|w| {
-                    let sum: f64 = rev.1[rev.0[w]..rev.0[w + 1]]
+        out.par_chunks_mut(PULL_CHUNK)
+            .enumerate()
+            .for_each(|(chunk, rows)| {
+                for (r, slot) in rows.iter_mut().enumerate() {
+                    let w = chunk * PULL_CHUNK + r;
+                    *slot = rev.1[rev.0[w]..rev.0[w + 1]]
                         .iter()
-                        .map(|&v| dense[v as usize])
+                        .map(|&v| x[v as usize])
                         .sum();
-                    (sum > 0.0).then_some((w as u32, sum))
-                })
-            })
-            .collect();
-        for &(v, _) in &x {
-            self.dense[v as usize] = 0.0;
-        }
-        out
+                }
+            });
     }
+    Some(out)
 }
 
-/// Rows per parallel task of the dense product.
+/// Rows per parallel task of the pulled product.
 const PULL_CHUNK: usize = 4096;
-
-/// `a + D∘b` for two sparse vectors.
-fn add_scaled(step: &mut Step, a: Vec<(u32, f64)>, b: &[(u32, f64)], d: &[f64]) -> Vec<(u32, f64)> {
-    for (i, x) in a {
-        step.acc.add(i, x);
-    }
-    for &(k, p) in b {
-        step.acc.add(k, d[k as usize] * p);
-    }
-    step.acc.drain()
-}
 
 /// Probability buckets by binary exponent: bucket b holds values in [2^-(b+1), 2^-b), the last
 /// one everything smaller.
@@ -627,9 +610,9 @@ fn bucket(p: f64) -> usize {
 
 /// The smallest-value buckets whose total mass stays within `allowed_mass`: entries in bucket
 /// `cutoff` or beyond are dropped. Returns `(cutoff, dropped mass)`; O(entries).
-fn prune_cutoff(entries: &[(u32, f64)], allowed_mass: f64) -> (usize, f64) {
+fn prune_cutoff(entries: &[f64], allowed_mass: f64) -> (usize, f64) {
     let mut mass = [0.0; BUCKETS];
-    for &(_, p) in entries {
+    for &p in entries.iter().filter(|&&p| p > 0.0) {
         mass[bucket(p)] += p;
     }
     let mut dropped = 0.0;
@@ -639,42 +622,6 @@ fn prune_cutoff(entries: &[(u32, f64)], allowed_mass: f64) -> (usize, f64) {
         dropped += mass[cutoff];
     }
     (cutoff, dropped)
-}
-
-/// A dense accumulator that remembers which entries it touched, so draining costs only those.
-struct SparseAccumulator {
-    values: Vec<f64>,
-    touched: Vec<u32>,
-}
-
-impl SparseAccumulator {
-    fn new(n: usize) -> Self {
-        SparseAccumulator {
-            values: vec![0.0; n],
-            touched: Vec::new(),
-        }
-    }
-
-    #[inline]
-    fn add(&mut self, i: u32, x: f64) {
-        let slot = &mut self.values[i as usize];
-        if *slot == 0.0 {
-            self.touched.push(i);
-        }
-        *slot += x;
-    }
-
-    fn drain(&mut self) -> Vec<(u32, f64)> {
-        let mut out = Vec::with_capacity(self.touched.len());
-        for &i in &self.touched {
-            let x = std::mem::take(&mut self.values[i as usize]);
-            if x > 0.0 {
-                out.push((i, x));
-            }
-        }
-        self.touched.clear();
-        out
-    }
 }
 
 #[cfg(test)]
