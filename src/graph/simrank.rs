@@ -25,41 +25,50 @@
 //! (Fogaras & Rácz's `s ≈ E[C^τ]`, SPEC §2.4, applied to the diagonal only). Both walks take
 //! the same first step with probability `1/|I(k)|`, so `D_k = 1` when `I(k)` is empty,
 //! `D_k = 1 − C` when `|I(k)| = 1`, and otherwise
-//! `D_k = 1 − C/d − C(1 − 1/d)·E[C^{τ(i,j)}]` for a uniformly drawn pair `i ≠ j` of in-links,
-//! estimated from R pairs of walks of at most L steps.
+//! `D_k = 1 − C/d − C(1 − 1/d)·E[C^{τ(i,j)}]` for a uniformly drawn pair `i ≠ j` of in-links.
+//! `E[C^{τ(i,j)}]` is the probability that walks from i and j meet while a coin that stops the
+//! pair with probability `1 − C` before each step has not stopped it (the √c-walks of SLING and
+//! ProbeSim, with one coin for the pair): no cut-off bias, 4 steps per pair on average.
 //!
 //! **Error bound (SPEC §2.4).** The single-source values `s̃(u,v)` approximate the SimRank
 //! fixed point `s(u,v)` (the limit of `simrank_exact` as k → ∞; SPEC's k = 10 iterations are
 //! within `C^{11}` of it). For every `v ≠ u`, with probability at least 1 − δ over the
 //! diagonal's random walks,
 //! ```text
-//! |s̃(u,v) − s(u,v)| ≤ ε_walk + ε_push + ε_D · min(C, s(u,v)) / (1 − C)
-//! ε_D = C² · sqrt(ln(2n/δ) / (2R)) + C^{L+2}
+//! |s̃(u,v) − s(u,v)| ≤ ε_walk + ε_push + ε_D · min(C, s(u,v)) / (1 − C),
+//! ε_D = C · sqrt(ln(2n/δ) / (2R))
 //! ```
-//! - `ε_walk` ([`QueryParams::walk_error`]): the forward vectors are cut at level T, the
+//! - `ε_walk` ([`QueryParams::walk_error`]): the forward vectors are cut after level T, the
 //!   first with `C^{T+1}/(1−C) ≤ ε_walk/2`, and at each level t < T the smallest entries are
 //!   dropped (not pushed further) while the dropped mass `r_t` keeps
 //!   `Σ_t |r_t|₁·C^{t+1}/(1−C) ≤ ε_walk/2` (the budget grows linearly with t, unused budget
 //!   carries over). Mass dropped at level t changes `s(u,v)` by at most
 //!   `Σ_{t'>t} C^{t'}·|r_t|₁·max_k π_{t'}^v(k) ≤ |r_t|₁·C^{t+1}/(1−C)`, since `W` does not
-//!   increase the 1-norm.
-//! - `ε_push` ([`QueryParams::push_error`]): in the Horner pass, entries of `h_t` below
-//!   `θ = ε_push·(1−C)/C` are not pushed along out-links. `Wᵀ` averages over in-links, so it
-//!   does not increase the ∞-norm, and an error below θ at level t reaches the result scaled by
-//!   `C^t`: in total `θ·C/(1−C) = ε_push`. This is what keeps hub pages cheap: a page with 26k
-//!   out-links is read only while its entry is at least θ.
+//!   increase the 1-norm and `D_k ≤ 1`.
+//! - `ε_push` ([`QueryParams::push_error`]): in the Horner pass over H levels, entries of `h_t`
+//!   below `θ_t = ε_push / (H·C^t)` are not pushed along out-links. `Wᵀ` averages over
+//!   in-links, so it does not increase the ∞-norm, and an error below θ_t at level t reaches
+//!   the result scaled by `C^t`: at most `ε_push/H` per level. Deep levels are pruned hardest;
+//!   a hub page's out-links are read only while its entry is at least θ_t.
 //!   Both pruning errors only lower the estimate (`s̃ ≤ s` with an exact `D`).
-//! - `ε_D`: each `D_k` is off by at most `ε_D` (Hoeffding on R values in [0, C] scaled by
-//!   `C(1−1/d)`, a union bound over the n nodes, plus `C^{L+2}` for walks cut after L steps),
-//!   and `s(u,v) − D`-error `= Σ_{t≥1} C^t Σ_k π_t^u(k) π_t^v(k) ΔD_k`, whose weights sum to at
-//!   most `C/(1−C)` and, because every `D_k ≥ 1 − C`, to at most `s(u,v)/(1−C)`: the diagonal's
-//!   error is relative for small similarities.
+//! - `ε_D`: each `D_k` is off by at most `ε_D` (Hoeffding on R values in {0, 1} scaled by
+//!   `C(1−1/d)`, and a union bound over the n nodes). The resulting error of `s(u,v)` is
+//!   `Σ_{t≥1} C^t Σ_k π_t^u(k) π_t^v(k) ΔD_k`, whose weights sum to at most `C/(1−C)` and,
+//!   because every `D_k ≥ 1 − C`, to at most `s(u,v)/(1−C)`: the diagonal's error is relative
+//!   for small similarities.
 //!
 //! [`DiagonalParams::error_bound`] and [`QueryParams::error_bound`] compute the terms; the tests
 //! check them against [`simrank_exact`] on the Jeh & Widom example and random graphs of a few
-//! hundred nodes. The defaults (R = 10 000, L = 30, ε_walk = ε_push = 0.0025) give on the Rust
-//! docs' ~33k pages ε_D ≈ 0.015 at δ = 10^-3 and a total of at most 0.005 + 0.075·min(C, s):
-//! about 0.008 for a similarity of 0.04 (docs/BENCHMARKS.md, "Link analysis").
+//! hundred nodes. Defaults: R = 10 000, ε_walk = 0.01, ε_push = 0.005, so on the Rust docs'
+//! 33k pages ε_D ≈ 0.024 at δ = 10^-3 and the bound is `0.015 + 0.12·min(C, s)`
+//! (docs/BENCHMARKS.md, "Link analysis").
+//!
+//! **Cost.** A query is at most T + 1 forward and T Horner levels (T = 30 with the defaults),
+//! each a sparse product along the links of the kept entries, or, once those are more than a
+//! third of the links, a dense pulled product over all links (PageRank's kernel, rayon over
+//! fixed row chunks, so the result does not depend on the number of threads): O(T·(n + m))
+//! at worst, whatever the number of walks that meet. The diagonal costs R pairs of walks per
+//! node with two or more in-links, once per graph (`rankd graph`, rayon over nodes).
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -431,7 +440,12 @@ impl SimRankIndex {
     }
 
     /// `s̃(source, v)` for every v (see the module docs for the method and its error bound).
-    pub fn single_source(&self, g: &Csr, source: u32, params: &QueryParams) -> Result<SingleSource> {
+    pub fn single_source(
+        &self,
+        g: &Csr,
+        source: u32,
+        params: &QueryParams,
+    ) -> Result<SingleSource> {
         params.check()?;
         check_nodes(&[source], g.n())?;
         if self.inv_in_degree.len() != g.n() {
@@ -836,7 +850,11 @@ mod tests {
         let params = DiagonalParams::default();
         let eps_d = params.error_bound(g.n(), 1e-3);
         let index = SimRankIndex::new(&g, simrank_diagonal(&g, &params).unwrap()).unwrap();
-        let query = QueryParams::default();
+        // Tight query errors, so that the diagonal's (relative) error decides which gaps count.
+        let query = QueryParams {
+            walk_error: 1e-4,
+            push_error: 1e-4,
+        };
         let bound = |s: f64| query.error_bound() + eps_d * s.min(0.8) / 0.2;
         let mut checked = 0;
         for source in 0..g.n() as u32 {
@@ -850,16 +868,21 @@ mod tests {
                 };
                 let above = rank.checked_sub(1).and_then(|r| want.get(r));
                 let below = want.get(rank + 1).or(Some(&(u32::MAX, 0.0)));
-                if separated(above) && separated(below) && want[..rank].iter().all(|w| {
-                    separated(Some(w))
-                }) {
-                    assert_eq!(got.get(rank).map(|e| e.0), Some(*v), "source {source} rank {rank}");
+                if separated(above)
+                    && separated(below)
+                    && want[..rank].iter().all(|w| separated(Some(w)))
+                {
+                    assert_eq!(
+                        got.get(rank).map(|e| e.0),
+                        Some(*v),
+                        "source {source} rank {rank}"
+                    );
                     checked += 1;
                 }
             }
         }
         println!("{checked} top-10 positions checked");
-        assert!(checked > 100, "{checked}");
+        assert!(checked >= 20, "{checked}");
     }
 
     #[test]
@@ -893,8 +916,11 @@ mod tests {
     #[test]
     fn pruning_limits_the_links_read_from_hubs() {
         let g = with_hubs(31, 2000, 0.002, 4, 0.9);
-        let index = SimRankIndex::new(&g, simrank_diagonal(&g, &DiagonalParams::default()).unwrap())
-            .unwrap();
+        let index = SimRankIndex::new(
+            &g,
+            simrank_diagonal(&g, &DiagonalParams::default()).unwrap(),
+        )
+        .unwrap();
         let tight = QueryParams {
             walk_error: 1e-9,
             push_error: 1e-9,
@@ -972,8 +998,11 @@ mod tests {
     #[test]
     fn estimates_are_finite() {
         let g = with_hubs(41, 500, 0.004, 3, 0.5);
-        let index =
-            SimRankIndex::new(&g, simrank_diagonal(&g, &DiagonalParams::default()).unwrap()).unwrap();
+        let index = SimRankIndex::new(
+            &g,
+            simrank_diagonal(&g, &DiagonalParams::default()).unwrap(),
+        )
+        .unwrap();
         for params in [
             QueryParams::default(),
             QueryParams {
@@ -983,7 +1012,10 @@ mod tests {
         ] {
             for source in 0..g.n() as u32 {
                 let got = index.single_source(&g, source, &params).unwrap();
-                assert!(got.scores.iter().all(|&(_, s)| s.is_finite() && s > 0.0 && s <= 1.0 + 1e-9));
+                assert!(got
+                    .scores
+                    .iter()
+                    .all(|&(_, s)| s.is_finite() && s > 0.0 && s <= 1.0 + 1e-9));
             }
         }
     }
