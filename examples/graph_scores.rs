@@ -9,6 +9,10 @@
 //!     HITS, SALSA closed form, TrustRank, SimRank single-source top 10 from the 20
 //!     highest-PageRank pages, each the median of R, and SimRank's diagonal once) plus the measured
 //!     memory bandwidth and the bytes PageRank touches per iteration (bench/graph_bench.py).
+//! cargo run --release --example graph_scores -- similar FILE [--reps R] [--samples S]
+//!         [--walk-error E] [--push-error E] [--source LABEL]...
+//!     SimRank single-source top 10 per source (default: the 20 highest-PageRank pages): latency
+//!     (median of R), levels, links read and the top 10 by label; median and max on stderr.
 //! cargo run --release --example graph_scores -- pagerank FILE [--tol T]
 //!     Load and run PageRank once, nothing else: the process whose peak memory is reported.
 //! ```
@@ -30,7 +34,7 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: graph_scores dump|time|pagerank FILE [--tol T] [--reps R]";
+    let usage = "usage: graph_scores dump|time|similar|pagerank FILE [--tol T] [--reps R]";
     let (mode, file) = match args.as_slice() {
         [m, f, ..] => (m.as_str(), f.as_str()),
         _ => return Err(usage.into()),
@@ -224,7 +228,23 @@ fn similar(
         push_error: error("--push-error", defaults.push_error)?,
     };
     let mut latencies = Vec::new();
-    for s in top_k(&pr, 20) {
+    // `--source LABEL` (repeatable) instead of the 20 highest-PageRank pages.
+    let args: Vec<String> = std::env::args().collect();
+    let mut sources: Vec<u32> = args
+        .windows(2)
+        .filter(|w| w[0] == "--source")
+        .map(|w| {
+            g.labels
+                .iter()
+                .position(|l| *l == w[1])
+                .map(|i| i as u32)
+                .ok_or_else(|| format!("no node labelled {}", w[1]))
+        })
+        .collect::<Result<_, _>>()?;
+    if sources.is_empty() {
+        sources = top_k(&pr, 20);
+    }
+    for s in sources {
         let (secs, top) = timed(reps, || index.top_k(&g.csr, s, 10, &query).expect("valid"));
         let all = index.single_source(&g.csr, s, &query)?;
         latencies.push(secs);
