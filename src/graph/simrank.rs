@@ -389,6 +389,9 @@ impl QueryParams {
     }
 }
 
+/// δ of the stated bounds: the diagonal is within ε_D everywhere with probability ≥ 1 − δ.
+pub const DELTA: f64 = 1e-3;
+
 /// What a single-source query found, and what it cost.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SingleSource {
@@ -437,6 +440,25 @@ impl SimRankIndex {
 
     pub fn diagonal(&self) -> &SimRankDiagonal {
         &self.diagonal
+    }
+
+    /// The bound (module docs) on the error of an estimate `s̃` found with `params`, holding for
+    /// every node with probability at least 1 − [`DELTA`]. The true s it depends on is bounded
+    /// from `s̃` by the same inequality.
+    pub fn error_bound(&self, params: &QueryParams, estimate: f64) -> f64 {
+        let c = self.diagonal.params.decay;
+        let eps_q = params.error_bound();
+        let relative = self
+            .diagonal
+            .params
+            .error_bound(self.inv_in_degree.len(), DELTA)
+            / (1.0 - c);
+        let s_max = if relative < 1.0 {
+            ((estimate + eps_q) / (1.0 - relative)).min(c)
+        } else {
+            c
+        };
+        eps_q + relative * s_max
     }
 
     /// `s̃(source, v)` for every v (see the module docs for the method and its error bound).
@@ -856,6 +878,11 @@ mod tests {
             push_error: 1e-4,
         };
         let bound = |s: f64| query.error_bound() + eps_d * s.min(0.8) / 0.2;
+        // What `/similar` reports covers the bound at the true value.
+        for s in [0.0, 0.01, 0.1, 0.5, 0.8] {
+            assert!(index.error_bound(&query, s) >= bound(s));
+            assert!(index.error_bound(&query, (s - bound(s)).max(0.0)) >= bound(s) - 1e-12);
+        }
         let mut checked = 0;
         for source in 0..g.n() as u32 {
             let want = exact.top_k(source, 11);
