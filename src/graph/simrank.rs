@@ -284,17 +284,18 @@ pub fn simrank_diagonal(g: &Csr, params: &DiagonalParams) -> Result<SimRankDiago
                 return if d == 0 { 1.0 } else { 1.0 - c };
             }
             let mut rng = SplitMix64::for_node(params.seed, k);
-            let mut total = 0.0;
-            // E[C^τ] for the pair after the first step, τ counted from there: meeting at step
-            // τ of the pair means meeting at τ + 1 from k, hence the factor C below.
-            for _ in 0..params.samples {
-                let i = rng.below(d);
-                let mut j = rng.below(d - 1);
-                j += usize::from(j >= i);
-                total += f64::from(u8::from(walks_meet(g, inn[i], inn[j], c, &mut rng)));
-            }
+            // E[C^τ] for a pair after the first step, τ counted from there: meeting at step τ
+            // of the pair means meeting at τ + 1 from k, hence the factor C below.
+            let met = (0..params.samples)
+                .filter(|_| {
+                    let i = rng.below(d);
+                    let j = rng.below(d - 1);
+                    let j = j + usize::from(j >= i); // uniform over the others
+                    walks_meet(g, inn[i], inn[j], c, &mut rng)
+                })
+                .count();
             let first = 1.0 / d as f64;
-            1.0 - c * first - c * (1.0 - first) * total / params.samples as f64
+            1.0 - c * first - c * (1.0 - first) * met as f64 / params.samples as f64
         })
         .collect();
     Ok(SimRankDiagonal {
@@ -319,24 +320,6 @@ fn walks_meet(g: &Csr, mut a: u32, mut b: u32, c: f64, rng: &mut SplitMix64) -> 
             return true;
         }
     }
-}
-
-/// The exact diagonal correction of a graph whose SimRank `s` is known:
-/// `D_k = 1 − C/|I(k)|² · Σ_{i,j∈I(k)} s(i,j)` (1 without in-links).
-pub fn exact_diagonal(g: &Csr, s: &SimRankMatrix, c: f64) -> Vec<f64> {
-    (0..g.n() as u32)
-        .map(|k| {
-            let inn = g.inn(k);
-            if inn.is_empty() {
-                return 1.0;
-            }
-            let sum: f64 = inn
-                .iter()
-                .flat_map(|&i| inn.iter().map(move |&j| s.get(i, j)))
-                .sum();
-            1.0 - c * sum / (inn.len() * inn.len()) as f64
-        })
-        .collect()
 }
 
 /// Error targets of a single-source query (see the module docs for what each one bounds).
@@ -436,10 +419,6 @@ impl SimRankIndex {
             diagonal,
             inv_in_degree,
         })
-    }
-
-    pub fn diagonal(&self) -> &SimRankDiagonal {
-        &self.diagonal
     }
 
     /// The bound (module docs) on the error of an estimate `s̃` found with `params`, holding for
@@ -754,6 +733,24 @@ mod tests {
             }
         }
         Csr::from_edges(n, &edges).unwrap().0
+    }
+
+    /// Oracle: the exact diagonal correction of a graph whose SimRank `s` is known,
+    /// `D_k = 1 − C/|I(k)|² · Σ_{i,j∈I(k)} s(i,j)` (1 without in-links).
+    fn exact_diagonal(g: &Csr, s: &SimRankMatrix, c: f64) -> Vec<f64> {
+        (0..g.n() as u32)
+            .map(|k| {
+                let inn = g.inn(k);
+                if inn.is_empty() {
+                    return 1.0;
+                }
+                let sum: f64 = inn
+                    .iter()
+                    .flat_map(|&i| inn.iter().map(move |&j| s.get(i, j)))
+                    .sum();
+                1.0 - c * sum / (inn.len() * inn.len()) as f64
+            })
+            .collect()
     }
 
     /// The SimRank fixed point: enough iterations that `simrank_exact` is within C^{k+1} ≈ 2e-10
