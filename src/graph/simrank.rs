@@ -30,6 +30,11 @@
 //! pair with probability `1 − C` before each step has not stopped it (the √c-walks of SLING and
 //! ProbeSim, with one coin for the pair): no cut-off bias, 4 steps per pair on average.
 //!
+//! SPEC §2.4 names Fogaras & Rácz's single-source Monte Carlo (coupled reverse walks from the
+//! source, every meeting walk found backwards). rankd used it until its cost, which grows with
+//! the number of walks that meet, made `/similar` take seconds on the Rust docs; the walks now
+//! serve only the diagonal, where they run once per graph.
+//!
 //! **Error bound (SPEC §2.4).** The single-source values `s̃(u,v)` approximate the SimRank
 //! fixed point `s(u,v)` (the limit of `simrank_exact` as k → ∞; SPEC's k = 10 iterations are
 //! within `C^{11}` of it). For every `v ≠ u`, with probability at least 1 − δ over the
