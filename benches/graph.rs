@@ -53,9 +53,11 @@ fn bench(c: &mut Criterion) {
     });
     let (pr, _) = pagerank(&g, &PageRankParams::default()).unwrap();
     let source = top_k(&pr, 1)[0];
-    let mc = simrank::MonteCarloParams::default();
+    let diagonal = simrank::simrank_diagonal(&g, &simrank::DiagonalParams::default()).unwrap();
+    let index = simrank::SimRankIndex::new(&g, diagonal).unwrap();
+    let query = simrank::QueryParams::default();
     group.bench_function("simrank_single_source_top10", |b| {
-        b.iter(|| simrank::simrank_single_source(&g, source, 10, &mc).unwrap())
+        b.iter(|| index.top_k(&g, source, 10, &query).unwrap())
     });
     group.finish();
 }

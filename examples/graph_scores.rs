@@ -6,8 +6,13 @@
 //!     (what bench/graph_crosscheck.py compares with networkx).
 //! cargo run --release --example graph_scores -- time FILE [--reps R] [--tol T]
 //!     One JSON line of medians over R runs (PageRank to per-node tolerance T, default 1e-9;
-//!     HITS, SALSA closed form, TrustRank, SimRank single-source top 10) plus the measured
+//!     HITS, SALSA closed form, TrustRank, SimRank single-source top 10 from the 20
+//!     highest-PageRank pages, each the median of R, and SimRank's diagonal once) plus the measured
 //!     memory bandwidth and the bytes PageRank touches per iteration (bench/graph_bench.py).
+//! cargo run --release --example graph_scores -- similar FILE [--reps R] [--samples S]
+//!         [--walk-error E] [--push-error E] [--source LABEL]...
+//!     SimRank single-source top 10 per source (default: the 20 highest-PageRank pages): latency
+//!     (median of R), levels, links read and the top 10 by label; median and max on stderr.
 //! cargo run --release --example graph_scores -- pagerank FILE [--tol T]
 //!     Load and run PageRank once, nothing else: the process whose peak memory is reported.
 //! ```
@@ -29,7 +34,7 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage = "usage: graph_scores dump|time|pagerank FILE [--tol T] [--reps R]";
+    let usage = "usage: graph_scores dump|time|similar|pagerank FILE [--tol T] [--reps R]";
     let (mode, file) = match args.as_slice() {
         [m, f, ..] => (m.as_str(), f.as_str()),
         _ => return Err(usage.into()),
@@ -82,6 +87,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             );
         }
         "time" => time(&g.csr, &pr_params, reps)?,
+        "similar" => similar(&g, &pr_params, reps, flag("--samples")?.map(|x| x as usize))?,
         _ => return Err(usage.into()),
     }
     Ok(())
@@ -125,21 +131,29 @@ fn time(g: &Csr, params: &PageRankParams, reps: usize) -> Result<(), Box<dyn std
         trustrank::trustrank(g, &seeds, &trustrank::default_params()).expect("valid seeds")
     });
     // SimRank single-source top 10 from the 20 highest-PageRank pages (where /similar is
-    // most often asked), default parameters; median latency per query.
+    // most often asked), default parameters; median latency per query. The diagonal correction
+    // is estimated once per graph (by `rankd graph`), timed once: it is seconds, not ms.
     let sources = top_k(&pr, 20);
-    // The reverse-walk index is built once per graph (when serving loads the link scores).
-    let mc = simrank::MonteCarloParams::default();
-    let (walk_index_s, walks) = timed(reps, || simrank::ReverseWalkIndex::new(g));
+    let start = Instant::now();
+    let diagonal = simrank::simrank_diagonal(g, &simrank::DiagonalParams::default())?;
+    let diagonal_s = start.elapsed().as_secs_f64();
+    let index = simrank::SimRankIndex::new(g, diagonal)?;
+    let query = simrank::QueryParams::default();
     let mut latencies = Vec::new();
+    let mut links_read = Vec::new();
     for &s in &sources {
-        let start = Instant::now();
-        std::hint::black_box(simrank::simrank_single_source_indexed(
-            g, &walks, s, 10, &mc,
-        )?);
-        latencies.push(start.elapsed());
+        let mut times = Vec::new();
+        for _ in 0..reps.max(1) {
+            let start = Instant::now();
+            std::hint::black_box(index.top_k(g, s, 10, &query)?);
+            times.push(start.elapsed());
+        }
+        links_read.push(index.single_source(g, s, &query)?.links_read);
+        latencies.push(Duration::from_secs_f64(median(times)));
     }
     let simrank_min_s = latencies.iter().min().map_or(0.0, |d| d.as_secs_f64());
     let simrank_max_s = latencies.iter().max().map_or(0.0, |d| d.as_secs_f64());
+    let simrank_links_max = links_read.iter().max().copied().unwrap_or(0);
     let simrank_s = median(latencies);
     // Unique bytes one PageRank iteration reads or writes, each array counted once: in-offsets,
     // the previous iterate, 1/outdeg, the share array it gathers from, the new iterate and the
@@ -151,9 +165,11 @@ fn time(g: &Csr, params: &PageRankParams, reps: usize) -> Result<(), Box<dyn std
         "{{\"nodes\":{n},\"edges\":{m},\"pagerank_s\":{pr_s},\"pagerank_iterations\":{},\
          \"pagerank_tracked_s\":{tracked_s},\"top100_last_changed\":{},\
          \"hits_s\":{hits_s},\"salsa_s\":{salsa_s},\"trustrank_s\":{trust_s},\
-         \"simrank_top10_s\":{simrank_s},\"simrank_top10_min_s\":{simrank_min_s},\"simrank_top10_max_s\":{simrank_max_s},\"simrank_index_s\":{walk_index_s},\"simrank_samples\":{},\"bytes_per_iteration\":{bytes_per_iter},\
+         \"simrank_top10_s\":{simrank_s},\"simrank_top10_min_s\":{simrank_min_s},\"simrank_top10_max_s\":{simrank_max_s},\"simrank_links_read_max\":{simrank_links_max},\"simrank_diagonal_s\":{diagonal_s},\"simrank_error_bound\":{},\"bytes_per_iteration\":{bytes_per_iter},\
          \"bandwidth_dram_bytes_s\":{bandwidth_dram},\"bandwidth_cache_bytes_s\":{bandwidth_cache}}}",
-        report.iterations, tracked_report.top_order_last_changed, mc.samples
+        report.iterations,
+        tracked_report.top_order_last_changed,
+        query.error_bound()
     );
     Ok(())
 }
@@ -179,4 +195,78 @@ fn bandwidth(bytes: usize) -> f64 {
         times.push(start.elapsed() / passes as u32);
     }
     (words * 8) as f64 / median(times)
+}
+
+/// SimRank single-source for the 20 highest-PageRank pages: per source the latency (median of
+/// R), links read and the top 10 by label; the diagonal is estimated once first.
+fn similar(
+    g: &rankd::graph::LabeledGraph,
+    params: &PageRankParams,
+    reps: usize,
+    samples: Option<usize>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (pr, _) = pagerank(&g.csr, params)?;
+    let start = Instant::now();
+    let defaults = simrank::DiagonalParams::default();
+    let dp = simrank::DiagonalParams {
+        samples: samples.unwrap_or(defaults.samples),
+        ..defaults
+    };
+    let diagonal = simrank::simrank_diagonal(&g.csr, &dp)?;
+    eprintln!("diagonal: {:.2} s", start.elapsed().as_secs_f64());
+    let index = simrank::SimRankIndex::new(&g.csr, diagonal)?;
+    let defaults = simrank::QueryParams::default();
+    let error = |name: &str, default: f64| -> Result<f64, Box<dyn std::error::Error>> {
+        let args: Vec<String> = std::env::args().collect();
+        match args.iter().position(|a| a == name) {
+            Some(i) => Ok(args.get(i + 1).ok_or("missing value")?.parse()?),
+            None => Ok(default),
+        }
+    };
+    let query = simrank::QueryParams {
+        walk_error: error("--walk-error", defaults.walk_error)?,
+        push_error: error("--push-error", defaults.push_error)?,
+    };
+    let mut latencies = Vec::new();
+    // `--source LABEL` (repeatable) instead of the 20 highest-PageRank pages.
+    let args: Vec<String> = std::env::args().collect();
+    let mut sources: Vec<u32> = args
+        .windows(2)
+        .filter(|w| w[0] == "--source")
+        .map(|w| {
+            g.labels
+                .iter()
+                .position(|l| *l == w[1])
+                .map(|i| i as u32)
+                .ok_or_else(|| format!("no node labelled {}", w[1]))
+        })
+        .collect::<Result<_, _>>()?;
+    if sources.is_empty() {
+        sources = top_k(&pr, 20);
+    }
+    for s in sources {
+        let (secs, top) = timed(reps, || index.top_k(&g.csr, s, 10, &query).expect("valid"));
+        let all = index.single_source(&g.csr, s, &query)?;
+        latencies.push(secs);
+        let top: Vec<String> = top
+            .iter()
+            .map(|&(v, x)| format!("{}={x:.4}", g.labels[v as usize]))
+            .collect();
+        println!(
+            "{}\t{:.2} ms\tlevels {}\tlinks {}\t{}",
+            g.labels[s as usize],
+            secs * 1e3,
+            all.levels,
+            all.links_read,
+            top.join(" ")
+        );
+    }
+    latencies.sort_by(f64::total_cmp);
+    eprintln!(
+        "median {:.2} ms, max {:.2} ms (error bound {} + diagonal)",
+        latencies[latencies.len() / 2] * 1e3,
+        latencies[latencies.len() - 1] * 1e3,
+        query.error_bound()
+    );
+    Ok(())
 }

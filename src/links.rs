@@ -12,7 +12,7 @@ use tantivy::index::SegmentId;
 use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use crate::corpus::Document;
-use crate::graph::simrank::ReverseWalkIndex;
+use crate::graph::simrank::SimRankIndex;
 use crate::graph::{self, sidecar, BuildOptions, Csr, DocLinks, LinkScoreOptions, LinkScores};
 use crate::text::TextIndex;
 
@@ -20,8 +20,8 @@ use crate::text::TextIndex;
 pub struct LinkData {
     pub scores: LinkScores,
     pub graph: Csr,
-    /// What `/similar`'s Monte Carlo SimRank reads besides the graph (SPEC §2.4).
-    pub reverse_walks: ReverseWalkIndex,
+    /// What `/similar`'s single-source SimRank reads besides the graph (SPEC §2.4).
+    pub simrank: SimRankIndex,
     by_key: HashMap<String, u32>,
     /// Per index segment: graph node of each term ordinal of the segment's `id` column
     /// (`u32::MAX` outside the graph), built on first use. Segments never change their
@@ -32,7 +32,7 @@ pub struct LinkData {
 impl LinkData {
     pub fn new(scores: LinkScores) -> anyhow::Result<Self> {
         let graph = scores.graph()?;
-        let reverse_walks = ReverseWalkIndex::new(&graph);
+        let simrank = SimRankIndex::new(&graph, scores.simrank.clone())?;
         let by_key = scores
             .keys
             .iter()
@@ -42,7 +42,7 @@ impl LinkData {
         Ok(LinkData {
             scores,
             graph,
-            reverse_walks,
+            simrank,
             by_key,
             segment_nodes: Mutex::new(HashMap::new()),
         })

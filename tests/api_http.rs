@@ -117,6 +117,10 @@ fn search_doc_similar_and_every_bad_input() {
 
     let (status, body) = get(&format!("{b}/similar?doc=vec&k=2"));
     assert_eq!(status, 200, "{body}");
+    for hit in body["hits"].as_array().unwrap() {
+        let bound = hit["error_bound"].as_f64().unwrap();
+        assert!(bound > 0.0 && bound < 0.2, "{body}");
+    }
 
     let huge = "word+".repeat(2000);
     let cases: Vec<(String, &str)> = vec![

@@ -178,9 +178,12 @@ proptest! {
         prop_assert!(finite(&q.scores.hub) && finite(&q.scores.authority));
         let m = simrank::simrank_exact(&g, 0.8, 5, 100).unwrap();
         prop_assert!(finite(m.row(seed)));
-        let mc = simrank::MonteCarloParams { samples: 50, ..Default::default() };
-        let est = simrank::simrank_single_source_all(&g, seed, &mc).unwrap();
-        prop_assert!(est.iter().all(|&(_, s)| s.is_finite() && (0.0..=0.8).contains(&s)));
+        let dp = simrank::DiagonalParams { samples: 50, ..Default::default() };
+        let diagonal = simrank::simrank_diagonal(&g, &dp).unwrap();
+        prop_assert!(diagonal.values.iter().all(|d| (0.2 - 1e-12..=1.0).contains(d)));
+        let index = simrank::SimRankIndex::new(&g, diagonal).unwrap();
+        let est = index.single_source(&g, seed, &simrank::QueryParams::default()).unwrap();
+        prop_assert!(est.scores.iter().all(|&(_, s)| s.is_finite() && s > 0.0 && s <= 1.0));
     }
 }
 

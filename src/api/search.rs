@@ -166,8 +166,9 @@ pub async fn search(
 
 const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
 
-/// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, Monte Carlo
-/// single-source estimate).
+/// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, single-source
+/// linearised SimRank with the diagonal `rankd graph` stored; error bound in
+/// `crate::graph::simrank`).
 #[utoipa::path(
     get, path = "/similar", tag = "search",
     params(
@@ -175,7 +176,7 @@ const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
         ("k" = Option<usize>, Query, description = "1..=100 (default 10)"),
     ),
     responses(
-        (status = 200, description = "`{doc,took_ms,hits:[{rank,id,score}]}`"),
+        (status = 200, description = "`{doc,took_ms,hits:[{rank,id,score,error_bound}]}`: `score` is within `error_bound` of SimRank with probability ≥ 0.999"),
         (status = 400, description = "bad parameter, or no link scores"),
         (status = 404, description = "document not in the link graph"),
     )
@@ -206,20 +207,21 @@ pub async fn similar(
         )));
     };
     let start = std::time::Instant::now();
-    let params = crate::graph::simrank::MonteCarloParams::default();
-    let similar = crate::graph::simrank::simrank_single_source_indexed(
-        &links.graph,
-        &links.reverse_walks,
-        node,
-        k,
-        &params,
-    )
-    .map_err(ApiError::internal)?;
+    let query = crate::graph::simrank::QueryParams::default();
+    let similar = links
+        .simrank
+        .top_k(&links.graph, node, k, &query)
+        .map_err(ApiError::internal)?;
     let hits: Vec<Value> = similar
         .into_iter()
         .enumerate()
         .map(|(i, (n, score))| {
-            json!({"rank": i + 1, "id": links.scores.keys[n as usize], "score": score})
+            json!({
+                "rank": i + 1,
+                "id": links.scores.keys[n as usize],
+                "score": score,
+                "error_bound": links.simrank.error_bound(&query, score),
+            })
         })
         .collect();
     Ok(Json(json!({

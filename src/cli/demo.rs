@@ -98,7 +98,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         index
     };
     if crate::links::load(&index).ok().flatten().is_none() {
-        eprintln!("computing link scores (PageRank, HITS, SALSA, TrustRank)");
+        eprintln!("computing link scores (PageRank, HITS, SALSA, TrustRank, SimRank diagonal)");
         let (scores, edges, seconds) = super::graph::compute(&index, None, false)?;
         eprintln!(
             "link scores for {} pages and {edges} links in {seconds:.1}s",

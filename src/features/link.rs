@@ -120,6 +120,11 @@ mod tests {
             out_degree: vec![2, 1, 1, 1],
             out_offsets: vec![0, 2, 3, 4, 5],
             out_targets: vec![1, 2, 2, 0, 2],
+            // Not read by these tests; one entry per node as loading requires.
+            simrank: crate::graph::simrank::SimRankDiagonal {
+                values: vec![0.2, 0.2, 0.5, 1.0],
+                ..Default::default()
+            },
             ..Default::default()
         })
         .unwrap()

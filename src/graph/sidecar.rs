@@ -1,5 +1,5 @@
 //! The link-score file stored beside an index. Two lines:
-//! 1. a JSON header `{"format":"rankd-link-scores","version":1,"manifest_hash":..,"nodes":..,
+//! 1. a JSON header `{"format":"rankd-link-scores","version":2,"manifest_hash":..,"nodes":..,
 //!    "body_sha256":..}` — what the file is, which index it belongs to, a checksum;
 //! 2. the JSON body ([`LinkScores`]); score vectors are stored as the IEEE-754 bit patterns of
 //!    their f64 values ([`f64_bits`]), because serde_json's default float parser may be off by
@@ -18,7 +18,9 @@ use sha2::{Digest, Sha256};
 use super::{GraphError, LinkScores, Result};
 
 pub const FORMAT: &str = "rankd-link-scores";
-pub const VERSION: u32 = 1;
+/// 2: adds SimRank's diagonal correction (`LinkScores::simrank`); a version-1 file is refused
+/// with "run `rankd graph` again" (serving then starts without link scores and says so).
+pub const VERSION: u32 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Header {
@@ -188,6 +190,7 @@ fn validate(s: &LinkScores) -> std::result::Result<(), String> {
         ("hits_authority", &s.hits_authority),
         ("salsa_hub", &s.salsa_hub),
         ("salsa_authority", &s.salsa_authority),
+        ("simrank diagonal", &s.simrank.values),
     ];
     for (name, v) in vectors {
         if v.len() != n {
@@ -248,12 +251,15 @@ mod tests {
         assert!(err.contains("written for index abc123"), "{err}");
 
         let text = std::fs::read_to_string(&path).unwrap();
-        let bumped = text.replacen("\"version\":1", "\"version\":2", 1);
-        std::fs::write(&path, bumped).unwrap();
-        assert!(read(&path, None)
-            .unwrap_err()
-            .to_string()
-            .contains("version 2"));
+        // A file of the previous version (before SimRank's diagonal) asks for a recompute.
+        let old = text.replacen("\"version\":2", "\"version\":1", 1);
+        assert_ne!(old, text);
+        std::fs::write(&path, old).unwrap();
+        let err = read(&path, None).unwrap_err().to_string();
+        assert!(
+            err.contains("version 1") && err.contains("run `rankd graph` again"),
+            "{err}"
+        );
 
         let corrupt = text.replacen("\"pagerank\":[4", "\"pagerank\":[5", 1);
         assert_ne!(corrupt, text);

@@ -6,42 +6,77 @@
 //! - [`simrank_exact`]: all pairs, iterated `k` times from `s_0 = I`, with the partial-sums
 //!   optimisation (`partial_a(j) = Σ_{i∈I(a)} s(i,j)` computed once per row): O(k·n·m) time and
 //!   2·n² f64 of memory, hence a node limit (default 20 000 nodes = 6.4 GB).
-//! - [`simrank_single_source`]: Monte Carlo for any graph size (Fogaras & Rácz 2005), memory
-//!   O(n) per query plus a [`ReverseWalkIndex`] of 12 bytes per link built once per graph. After
-//!   `k` iterations, `s_k(a,b) = E[C^τ · 1{τ ≤ k}]` where τ is the first meeting time of two
-//!   reverse random walks from a and b (each step to a uniformly chosen in-neighbour; a walk
-//!   at a page without in-links stops). Walks are coupled: at step t, all walks standing on
-//!   node w move to the same random in-neighbour σ_t(w). Walks on different nodes still move
-//!   independently, so the first-meeting law is unchanged, but for one sample the set of nodes
-//!   whose walk meets a's walk by step t can be found backwards from a's walk position, for all
-//!   b at once: the walks at level t−1 that step to y are the out-neighbours w of y with
-//!   σ_t(w) = y, and so on down to level 0.
+//! - [`SimRankIndex::single_source`]: one source against every node, for any graph size, by
+//!   *linearised SimRank with a diagonal correction* (Tian & Xiao, SLING, SIGMOD 2016; Wang et
+//!   al., ExactSim, VLDB 2020). With `W` the in-link transition matrix (`W[i,a] = 1/|I(a)|` for
+//!   `i ∈ I(a)`), SimRank is the fixed point `S = C·WᵀSW + D` where the diagonal `D` puts the
+//!   ones back on the diagonal, so
+//!   ```text
+//!   S = Σ_{t≥0} C^t (Wᵀ)^t D W^t,    s(u,v) = Σ_t C^t Σ_k π_t^u(k) D_k π_t^v(k)
+//!   ```
+//!   with `π_t^u = W^t e_u` the distribution of a t-step reverse random walk from u (a walk at a
+//!   page without in-links stops, so mass is lost there, which gives `s = 0` when `I(u)` is
+//!   empty). `D` is estimated once per graph by `rankd graph` ([`simrank_diagonal`], stored with
+//!   the other link scores); a query computes `π_t^u` level by level along in-links, then
+//!   `Σ_t C^t (Wᵀ)^t D π_t^u` Horner-style along out-links. Its cost is that of a few sparse
+//!   matrix–vector products, whatever the number of walks that meet.
 //!
-//!   σ_t(w) is not stored: it is the w-th output of a SplitMix64 stream keyed by (seed,
-//!   sample, t), reduced to an in-link position by a 128-bit multiply. So σ is consistent
-//!   within a sample however often it is asked, costs nothing to reset between samples, and the
-//!   backward step reads v's out-links and the index sequentially (no random access into
-//!   in-link lists); links to heavily linked pages are pulled instead when the frontier is
-//!   large (see [`ReverseWalkIndex`]). Samples run in parallel in a fixed number of chunks,
-//!   summed in order: the estimates depend on the seed only, not on the number of threads.
+//! `D_k = 1 − E[C^τ]`, τ the first meeting time (≥ 1) of two independent reverse walks from k
+//! (Fogaras & Rácz's `s ≈ E[C^τ]`, SPEC §2.4, applied to the diagonal only). Both walks take
+//! the same first step with probability `1/|I(k)|`, so `D_k = 1` when `I(k)` is empty,
+//! `D_k = 1 − C` when `|I(k)| = 1`, and otherwise
+//! `D_k = 1 − C/d − C(1 − 1/d)·E[C^{τ(i,j)}]` for a uniformly drawn pair `i ≠ j` of in-links.
+//! `E[C^{τ(i,j)}]` is the probability that walks from i and j meet while a coin that stops the
+//! pair with probability `1 − C` before each step has not stopped it (the √c-walks of SLING and
+//! ProbeSim, with one coin for the pair): no cut-off bias, 4 steps per pair on average.
 //!
-//!   **Cost.** Per sample, every (level, node) whose walk meets a's walk is visited, so a query
-//!   costs at least R times the number of walks that meet a's walk. On graphs where walks
-//!   gather on hubs this is large: on the Rust docs, `core/all.html` (26k out-links) and the
-//!   `core::arch` indices send thousands of walks through one page at every other step, and a
-//!   query takes seconds (docs/BENCHMARKS.md, "Link analysis").
+//! SPEC §2.4 names Fogaras & Rácz's single-source Monte Carlo (coupled reverse walks from the
+//! source, every meeting walk found backwards). rankd used it until its cost, which grows with
+//! the number of walks that meet, made `/similar` take seconds on the Rust docs; the walks now
+//! serve only the diagonal, where they run once per graph.
 //!
-//! **Error bound (SPEC §2.4).** Each sample gives every b a value in [0, C], and the estimate is
-//! the mean of R independent samples, unbiased for `s_k` (the in-neighbour choices are
-//! pseudo-random, as with any PRNG; the position mapping favours no in-link by more than
-//! 2^-64). By Hoeffding and a union bound over the n nodes, with probability at least 1 − δ
-//! every estimate is within `ε = C · sqrt(ln(2n/δ) / (2R))` of `s_k`; `s_k` is itself within
-//! `C^{k+1}` of the limit SimRank (truncation at walk length k). [`MonteCarloParams::error_bound`]
-//! computes ε; the tests check it against [`simrank_exact`] on random graphs of a few hundred
-//! nodes. With the defaults (R = 1000, k = 10, C = 0.8) on the Rust docs' ~33k pages,
-//! ε ≈ 0.076 at δ = 10^-3, and C^{11} ≈ 0.086.
+//! **Error bound (SPEC §2.4).** The single-source values `s̃(u,v)` approximate the SimRank
+//! fixed point `s(u,v)` (the limit of `simrank_exact` as k → ∞; SPEC's k = 10 iterations are
+//! within `C^{11}` of it). For every `v ≠ u`, with probability at least 1 − δ over the
+//! diagonal's random walks,
+//! ```text
+//! |s̃(u,v) − s(u,v)| ≤ ε_walk + ε_push + ε_D · min(C, s(u,v)) / (1 − C),
+//! ε_D = C · sqrt(ln(2n/δ) / (2R))
+//! ```
+//! - `ε_walk` ([`QueryParams::walk_error`]): the forward vectors are cut after level T, the
+//!   first with `C^{T+1}/(1−C) ≤ ε_walk/2`, and at each level t < T the smallest entries are
+//!   dropped (not pushed further) while the dropped mass `r_t` keeps
+//!   `Σ_t |r_t|₁·C^{t+1}/(1−C) ≤ ε_walk/2` (the budget grows linearly with t, unused budget
+//!   carries over). Mass dropped at level t changes `s(u,v)` by at most
+//!   `Σ_{t'>t} C^{t'}·|r_t|₁·max_k π_{t'}^v(k) ≤ |r_t|₁·C^{t+1}/(1−C)`, since `W` does not
+//!   increase the 1-norm and `D_k ≤ 1`.
+//! - `ε_push` ([`QueryParams::push_error`]): in the Horner pass over H levels, entries of `h_t`
+//!   below `θ_t = ε_push / (H·C^t)` are not pushed along out-links. `Wᵀ` averages over
+//!   in-links, so it does not increase the ∞-norm, and an error below θ_t at level t reaches
+//!   the result scaled by `C^t`: at most `ε_push/H` per level. Deep levels are pruned hardest;
+//!   a hub page's out-links are read only while its entry is at least θ_t.
+//!   Both pruning errors only lower the estimate (`s̃ ≤ s` with an exact `D`).
+//! - `ε_D`: each `D_k` is off by at most `ε_D` (Hoeffding on R values in {0, 1} scaled by
+//!   `C(1−1/d)`, and a union bound over the n nodes). The resulting error of `s(u,v)` is
+//!   `Σ_{t≥1} C^t Σ_k π_t^u(k) π_t^v(k) ΔD_k`, whose weights sum to at most `C/(1−C)` and,
+//!   because every `D_k ≥ 1 − C`, to at most `s(u,v)/(1−C)`: the diagonal's error is relative
+//!   for small similarities.
+//!
+//! [`DiagonalParams::error_bound`] and [`QueryParams::error_bound`] compute the terms; the tests
+//! check them against [`simrank_exact`] on the Jeh & Widom example and random graphs of a few
+//! hundred nodes. Defaults: R = 10 000, ε_walk = 0.01, ε_push = 0.005, so on the Rust docs'
+//! 33k pages ε_D ≈ 0.024 at δ = 10^-3 and the bound is `0.015 + 0.12·min(C, s)`
+//! (docs/BENCHMARKS.md, "Link analysis").
+//!
+//! **Cost.** A query is at most T + 1 forward and T Horner levels (T = 30 with the defaults),
+//! each a sparse product along the links of the kept entries, or, once those are more than a
+//! third of the links, a dense pulled product over all links (PageRank's kernel, rayon over
+//! fixed row chunks, so the result does not depend on the number of threads): O(T·(n + m))
+//! at worst, whatever the number of walks that meet. The diagonal costs R pairs of walks per
+//! node with two or more in-links, once per graph (`rankd graph`, rayon over nodes).
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use super::{check_nodes, Csr, GraphError, Result};
 
@@ -156,153 +191,6 @@ pub fn simrank_exact(g: &Csr, c: f64, iterations: usize, limit: usize) -> Result
     Ok(SimRankMatrix { n, values: s })
 }
 
-/// Parameters of the Monte Carlo estimator.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MonteCarloParams {
-    /// C; SPEC default 0.8.
-    pub decay: f64,
-    /// Walk length k (the estimate is unbiased for k-iteration SimRank); SPEC default 10.
-    pub steps: usize,
-    /// Number of coupled samples R.
-    pub samples: usize,
-    /// Seed of the random in-neighbour choices: the same seed gives the same estimates.
-    pub seed: u64,
-}
-
-impl Default for MonteCarloParams {
-    fn default() -> Self {
-        MonteCarloParams {
-            decay: 0.8,
-            steps: 10,
-            samples: 1000,
-            seed: 0x5eed,
-        }
-    }
-}
-
-impl MonteCarloParams {
-    /// ε such that, with probability ≥ 1 − δ, every estimate on an n-node graph is within ε of
-    /// k-step SimRank (Hoeffding + union bound; see the module docs).
-    pub fn error_bound(&self, n: usize, delta: f64) -> f64 {
-        self.decay * ((2.0 * n.max(1) as f64 / delta).ln() / (2.0 * self.samples as f64)).sqrt()
-    }
-
-    fn check(&self, g: &Csr, source: u32) -> Result<()> {
-        check_decay(self.decay)?;
-        check_nodes(&[source], g.n())?;
-        if self.samples == 0 {
-            return Err(GraphError::InvalidParameter {
-                name: "samples",
-                message: "at least one Monte Carlo sample is needed".into(),
-            });
-        }
-        Ok(())
-    }
-}
-
-/// What the Monte Carlo estimator reads besides the graph: each node's out-links v→w with w's
-/// in-degree and v's position among w's in-links, so "does w's walk step to v" is a hash of w
-/// and a comparison, read sequentially with no look-up in w's in-link list. Each out-list is
-/// split: links to *light* targets (in-degree below [`HEAVY_IN_DEGREE`]) first, then links to
-/// *heavy* ones. A frontier of many pages that all link to the same heavy targets (rustdoc's
-/// thousands of intrinsics, each linking to `core/index.html`) would test each heavy target
-/// once per frontier page; instead the heavy targets are then *pulled*: σ(w) is drawn once per
-/// heavy w and looked up in the frontier. Built once per graph in O(n + m) time, 12 bytes per
-/// link; serving keeps it beside the graph (`crate::links::LinkData`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReverseWalkIndex {
-    n: usize,
-    /// Out-list of v: `targets[offsets[v]..offsets[v + 1]]`, light ones before `split[v]`.
-    offsets: Vec<usize>,
-    split: Vec<usize>,
-    targets: Vec<u32>,
-    /// `(|I(w)|, position of v in I(w))` per out-link v→w, aligned with `targets`.
-    slots: Vec<(u32, u32)>,
-    /// The heavy nodes, ascending.
-    heavy: Vec<u32>,
-}
-
-/// In-degree from which a page is heavy (see [`ReverseWalkIndex`]); on the Rust docs' link
-/// graph 420 of 33k pages, the targets of 70% of the links.
-pub const HEAVY_IN_DEGREE: usize = 64;
-
-impl ReverseWalkIndex {
-    pub fn new(g: &Csr) -> Self {
-        Self::with_heavy_in_degree(g, HEAVY_IN_DEGREE)
-    }
-
-    /// The index with another heavy threshold: the estimates are the same for every threshold
-    /// (it only chooses between two ways of finding the same preimages), the time is not.
-    pub fn with_heavy_in_degree(g: &Csr, heavy_in_degree: usize) -> Self {
-        let n = g.n();
-        let is_heavy = |w: u32| g.in_degree(w) >= heavy_in_degree;
-        let mut offsets = Vec::with_capacity(n + 1);
-        let mut split = Vec::with_capacity(n);
-        offsets.push(0);
-        for v in 0..n as u32 {
-            let out = g.out(v);
-            split.push(offsets[v as usize] + out.iter().filter(|&&w| !is_heavy(w)).count());
-            offsets.push(offsets[v as usize] + out.len());
-        }
-        // Light and heavy cursors of each v; visiting targets w in ascending order keeps both
-        // parts of every out-list ascending.
-        let mut light: Vec<usize> = offsets[..n].to_vec();
-        let mut heavy_cursor: Vec<usize> = split.clone();
-        let mut targets = vec![0; g.m()];
-        let mut slots = vec![(0, 0); g.m()];
-        for w in 0..n as u32 {
-            let inn = g.inn(w);
-            let cursor = if is_heavy(w) {
-                &mut heavy_cursor
-            } else {
-                &mut light
-            };
-            for (position, &v) in inn.iter().enumerate() {
-                let e = &mut cursor[v as usize];
-                targets[*e] = w;
-                slots[*e] = (inn.len() as u32, position as u32);
-                *e += 1;
-            }
-        }
-        let heavy = (0..n as u32).filter(|&w| is_heavy(w)).collect();
-        ReverseWalkIndex {
-            n,
-            offsets,
-            split,
-            targets,
-            slots,
-            heavy,
-        }
-    }
-
-    fn check(&self, g: &Csr) -> Result<()> {
-        if self.n == g.n() && self.targets.len() == g.m() {
-            Ok(())
-        } else {
-            Err(GraphError::InvalidParameter {
-                name: "reverse-walk index",
-                message: format!(
-                    "built for {} nodes and {} links, the graph has {} and {}",
-                    self.n,
-                    self.targets.len(),
-                    g.n(),
-                    g.m()
-                ),
-            })
-        }
-    }
-
-    /// Appends `{w : v→w in out[range], w ≠ skip, σ(w) = v}` for the step keyed `key`.
-    #[inline]
-    fn push(&self, range: std::ops::Range<usize>, key: u64, skip: u32, into: &mut Vec<u32>) {
-        for (&w, &(d, position)) in self.targets[range.clone()].iter().zip(&self.slots[range]) {
-            if draw(key, w, d) == position && w != skip {
-                into.push(w);
-            }
-        }
-    }
-}
-
 /// SplitMix64's output function (Steele, Lea & Flood 2014).
 fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -310,223 +198,450 @@ fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// SplitMix64's increment (2^64 / golden ratio).
-const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+/// SplitMix64: one stream per node, so the diagonal depends on the seed only, not on the
+/// number of threads.
+struct SplitMix64(u64);
 
-/// The stream key of step `t` (1-based) of sample `r`: the in-neighbour choices σ_t of one
-/// sample and step are one SplitMix64 stream, indexed by node.
-fn step_key(seed: u64, r: usize, t: usize) -> u64 {
-    mix64(mix64(seed ^ mix64(r as u64)) ^ t as u64)
+impl SplitMix64 {
+    fn for_node(seed: u64, k: u32) -> Self {
+        SplitMix64(mix64(seed ^ mix64(k as u64 + 1)))
+    }
+
+    fn next(&mut self) -> u64 {
+        // SplitMix64's increment (2^64 / golden ratio).
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix64(self.0)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in `0..d` (d ≥ 1) by a 64×64→128-bit multiply (Lemire), which favours no value
+    /// by more than 2^-64.
+    fn below(&mut self, d: usize) -> usize {
+        ((self.next() as u128 * d as u128) >> 64) as usize
+    }
 }
 
-/// σ_t(w) as a position in w's in-link list of length `d` ≥ 1: the w-th SplitMix64 output of
-/// the step's stream, mapped to `0..d` by a 64×64→128-bit multiply (Lemire), which favours
-/// no position by more than 2^-64.
-#[inline]
-fn draw(key: u64, w: u32, d: u32) -> u32 {
-    let h = mix64(key.wrapping_add((w as u64 + 1).wrapping_mul(GAMMA)));
-    ((h as u128 * d as u128) >> 64) as u32
+/// How the diagonal correction `D` is estimated (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DiagonalParams {
+    /// C; SPEC default 0.8.
+    pub decay: f64,
+    /// Pairs of walks per node with at least two in-links (R).
+    pub samples: usize,
+    /// Seed of the walks: the same seed gives the same diagonal.
+    pub seed: u64,
 }
 
-/// Samples are split into this many chunks, run in parallel and summed in chunk order, so the
-/// estimates do not depend on the number of threads.
-const CHUNKS: usize = 8;
-
-/// Estimated SimRank of `source` to every node it has positive similarity with in some sample,
-/// as `(node, estimate)` pairs sorted by node (the source itself excluded). Builds the
-/// [`ReverseWalkIndex`] first; use [`simrank_single_source_all_indexed`] to reuse one.
-pub fn simrank_single_source_all(
-    g: &Csr,
-    source: u32,
-    params: &MonteCarloParams,
-) -> Result<Vec<(u32, f64)>> {
-    params.check(g, source)?;
-    simrank_single_source_all_indexed(g, &ReverseWalkIndex::new(g), source, params)
+impl Default for DiagonalParams {
+    fn default() -> Self {
+        DiagonalParams {
+            decay: 0.8,
+            samples: 10_000,
+            seed: 0x5eed,
+        }
+    }
 }
 
-/// [`simrank_single_source_all`] with a prebuilt index of `g`.
-pub fn simrank_single_source_all_indexed(
-    g: &Csr,
-    index: &ReverseWalkIndex,
-    source: u32,
-    params: &MonteCarloParams,
-) -> Result<Vec<(u32, f64)>> {
-    params.check(g, source)?;
-    index.check(g)?;
-    let per_chunk = params.samples.div_ceil(CHUNKS);
-    let chunks: Vec<Accumulator> = (0..CHUNKS)
+impl DiagonalParams {
+    /// ε_D: with probability ≥ 1 − δ every estimated `D_k` of an n-node graph is within ε_D of
+    /// the exact one (Hoeffding + union bound; see the module docs).
+    pub fn error_bound(&self, n: usize, delta: f64) -> f64 {
+        self.decay
+            * ((2.0 * n.max(1) as f64 / delta).ln() / (2.0 * self.samples.max(1) as f64)).sqrt()
+    }
+
+    fn check(&self) -> Result<()> {
+        check_decay(self.decay)?;
+        if self.samples == 0 {
+            return Err(GraphError::InvalidParameter {
+                name: "SimRank diagonal",
+                message: "at least one sample is needed".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The diagonal correction of one graph and how it was estimated: what `rankd graph` stores
+/// for `/similar` (`LinkScores::simrank`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SimRankDiagonal {
+    #[serde(with = "super::sidecar::f64_bits")]
+    pub values: Vec<f64>,
+    pub params: DiagonalParams,
+}
+
+/// Estimates `D_k` for every node (rayon-parallel over nodes, one random stream per node).
+pub fn simrank_diagonal(g: &Csr, params: &DiagonalParams) -> Result<SimRankDiagonal> {
+    params.check()?;
+    let c = params.decay;
+    let values = (0..g.n() as u32)
         .into_par_iter()
-        .map(|c| {
-            let samples = c * per_chunk..((c + 1) * per_chunk).min(params.samples);
-            let mut acc = Accumulator::new(g.n());
-            if !samples.is_empty() {
-                Walker::new(g, index, params).run(source, samples, &mut acc);
+        .map(|k| {
+            let inn = g.inn(k);
+            let d = inn.len();
+            if d <= 1 {
+                // No in-link: nothing to meet; one: both walks take it.
+                return if d == 0 { 1.0 } else { 1.0 - c };
             }
-            acc
+            let mut rng = SplitMix64::for_node(params.seed, k);
+            // E[C^τ] for a pair after the first step, τ counted from there: meeting at step τ
+            // of the pair means meeting at τ + 1 from k, hence the factor C below.
+            let met = (0..params.samples)
+                .filter(|_| {
+                    let i = rng.below(d);
+                    let j = rng.below(d - 1);
+                    let j = j + usize::from(j >= i); // uniform over the others
+                    walks_meet(g, inn[i], inn[j], c, &mut rng)
+                })
+                .count();
+            let first = 1.0 / d as f64;
+            1.0 - c * first - c * (1.0 - first) * met as f64 / params.samples as f64
         })
         .collect();
-    let mut chunks = chunks.into_iter();
-    let mut total = chunks.next().expect("CHUNKS > 0");
-    for chunk in chunks {
-        for &b in &chunk.touched {
-            total.add(b, chunk.sum[b as usize]);
-        }
-    }
-    let r = params.samples as f64;
-    let mut out: Vec<(u32, f64)> = total
-        .touched
-        .iter()
-        .map(|&b| (b, total.sum[b as usize] / r))
-        .collect();
-    out.sort_unstable_by_key(|&(b, _)| b);
-    Ok(out)
+    Ok(SimRankDiagonal {
+        values,
+        params: *params,
+    })
 }
 
-/// Per-node sums of `C^τ` over samples, dense, with the list of nodes touched.
-struct Accumulator {
-    sum: Vec<f64>,
-    touched: Vec<u32>,
-}
-
-impl Accumulator {
-    fn new(n: usize) -> Self {
-        Accumulator {
-            sum: vec![0.0; n],
-            touched: Vec::new(),
+/// 1 if two independent reverse walks from `a ≠ b` meet before the pair is stopped, which
+/// happens before each step with probability `1 − C` (and when a walk reaches a page without
+/// in-links): they meet at step τ and are still running with probability `C^τ`, so the mean
+/// is `E[C^τ]` with no cut-off bias, and a pair takes at most `C/(1 − C)` = 4 steps on average.
+fn walks_meet(g: &Csr, mut a: u32, mut b: u32, c: f64, rng: &mut SplitMix64) -> bool {
+    loop {
+        let (ia, ib) = (g.inn(a), g.inn(b));
+        if ia.is_empty() || ib.is_empty() || rng.unit() >= c {
+            return false;
         }
-    }
-
-    fn add(&mut self, b: u32, weight: f64) {
-        let slot = &mut self.sum[b as usize];
-        if *slot == 0.0 {
-            self.touched.push(b);
+        a = ia[rng.below(ia.len())];
+        b = ib[rng.below(ib.len())];
+        if a == b {
+            return true;
         }
-        *slot += weight;
     }
 }
 
-/// One chunk's samples, with its reusable buffers.
-struct Walker<'a> {
-    g: &'a Csr,
-    index: &'a ReverseWalkIndex,
-    params: &'a MonteCarloParams,
-    keys: Vec<u64>,
-    frontier: Vec<u32>,
-    next: Vec<u32>,
-    /// `mark[v] == stamp` iff v is in the frontier being expanded (pull side).
-    mark: Vec<u32>,
-    stamp: u32,
+/// Error targets of a single-source query (see the module docs for what each one bounds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueryParams {
+    /// ε_walk: truncation and pruning of the reverse-walk distributions.
+    pub walk_error: f64,
+    /// ε_push: pruning of the Horner pass along out-links.
+    pub push_error: f64,
 }
 
-impl<'a> Walker<'a> {
-    fn new(g: &'a Csr, index: &'a ReverseWalkIndex, params: &'a MonteCarloParams) -> Self {
-        Walker {
-            g,
-            index,
-            params,
-            keys: vec![0; params.steps + 1],
-            frontier: Vec::new(),
-            next: Vec::new(),
-            mark: vec![0; g.n()],
-            stamp: 0,
+impl Default for QueryParams {
+    fn default() -> Self {
+        QueryParams {
+            walk_error: 0.01,
+            push_error: 0.005,
         }
     }
+}
 
-    fn run(&mut self, source: u32, samples: std::ops::Range<usize>, acc: &mut Accumulator) {
-        let (decay, steps) = (self.params.decay, self.params.steps);
-        for r in samples {
-            for t in 1..=steps {
-                self.keys[t] = step_key(self.params.seed, r, t);
+impl QueryParams {
+    /// The deterministic part of the bound, `ε_walk + ε_push`; add
+    /// `ε_D·min(C, s)/(1 − C)` for the diagonal ([`DiagonalParams::error_bound`]).
+    pub fn error_bound(&self) -> f64 {
+        self.walk_error + self.push_error
+    }
+
+    fn check(&self) -> Result<()> {
+        for (name, e) in [
+            ("SimRank walk error", self.walk_error),
+            ("SimRank push error", self.push_error),
+        ] {
+            if !(e.is_finite() && e > 0.0) {
+                return Err(GraphError::InvalidParameter {
+                    name,
+                    message: format!("{e} is not a positive number"),
+                });
             }
-            let mut x = source;
-            let mut weight = 1.0;
-            for t in 1..=steps {
-                let inn = self.g.inn(x);
-                if inn.is_empty() {
-                    break; // a's walk stops: it meets nobody later
-                }
-                let y = inn[draw(self.keys[t], x, inn.len() as u32) as usize];
-                weight *= decay;
-                // The walks that first meet a's walk at step t are those at y now but not at x
-                // one step earlier (those met before). Level t−1: σ_t(w) = y, w ≠ x; then
-                // follow σ_{t−1}, ..., σ_1 backwards to the start nodes. Preimages of disjoint
-                // sets are disjoint, so every (level, node) is expanded at most once per sample.
-                self.frontier.clear();
-                self.frontier.push(y);
-                self.expand(self.keys[t], x);
-                for s in (1..t).rev() {
-                    if self.frontier.is_empty() {
-                        break;
+        }
+        Ok(())
+    }
+
+    /// T: the first level with `C^{T+1}/(1−C) ≤ ε_walk/2`.
+    fn levels(&self, c: f64) -> usize {
+        let mut t = 0;
+        while c.powi(t as i32 + 1) / (1.0 - c) > self.walk_error / 2.0 && t < 10_000 {
+            t += 1;
+        }
+        t
+    }
+}
+
+/// δ of the stated bounds: the diagonal is within ε_D everywhere with probability ≥ 1 − δ.
+pub const DELTA: f64 = 1e-3;
+
+/// What a single-source query found, and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SingleSource {
+    /// `(v, s̃(u,v))` for every v ≠ u with a positive estimate, sorted by node.
+    pub scores: Vec<(u32, f64)>,
+    /// Levels of the reverse-walk distribution computed (≤ T + 1).
+    pub levels: usize,
+    /// Links read in both passes.
+    pub links_read: usize,
+    /// The pruning and truncation error this query actually spent (≤ ε_walk + ε_push).
+    pub spent_error: f64,
+}
+
+/// What a single-source query reads besides the graph: the diagonal and `1/|I(v)|`. Built
+/// once per graph (serving keeps it beside the graph, `crate::links::LinkData`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimRankIndex {
+    diagonal: SimRankDiagonal,
+    inv_in_degree: Vec<f64>,
+}
+
+impl SimRankIndex {
+    pub fn new(g: &Csr, diagonal: SimRankDiagonal) -> Result<Self> {
+        check_decay(diagonal.params.decay)?;
+        if diagonal.values.len() != g.n() {
+            return Err(GraphError::InvalidParameter {
+                name: "SimRank diagonal",
+                message: format!(
+                    "{} entries for a graph of {} nodes; run `rankd graph` again",
+                    diagonal.values.len(),
+                    g.n()
+                ),
+            });
+        }
+        let inv_in_degree = (0..g.n() as u32)
+            .map(|v| match g.in_degree(v) {
+                0 => 0.0,
+                d => 1.0 / d as f64,
+            })
+            .collect();
+        Ok(SimRankIndex {
+            diagonal,
+            inv_in_degree,
+        })
+    }
+
+    /// The bound (module docs) on the error of an estimate `s̃` found with `params`, holding for
+    /// every node with probability at least 1 − [`DELTA`]. The true s it depends on is bounded
+    /// from `s̃` by the same inequality.
+    pub fn error_bound(&self, params: &QueryParams, estimate: f64) -> f64 {
+        let c = self.diagonal.params.decay;
+        let eps_q = params.error_bound();
+        let relative = self
+            .diagonal
+            .params
+            .error_bound(self.inv_in_degree.len(), DELTA)
+            / (1.0 - c);
+        let s_max = if relative < 1.0 {
+            ((estimate + eps_q) / (1.0 - relative)).min(c)
+        } else {
+            c
+        };
+        eps_q + relative * s_max
+    }
+
+    /// `s̃(source, v)` for every v (see the module docs for the method and its error bound).
+    pub fn single_source(
+        &self,
+        g: &Csr,
+        source: u32,
+        params: &QueryParams,
+    ) -> Result<SingleSource> {
+        params.check()?;
+        check_nodes(&[source], g.n())?;
+        if self.inv_in_degree.len() != g.n() {
+            return Err(GraphError::InvalidParameter {
+                name: "SimRank index",
+                message: format!(
+                    "built for {} nodes, the graph has {}",
+                    self.inv_in_degree.len(),
+                    g.n()
+                ),
+            });
+        }
+        let c = self.diagonal.params.decay;
+        let d = &self.diagonal.values;
+        let n = g.n();
+        let mut links_read = 0;
+
+        // Forward: π̃_0 = e_u, π̃_{t+1} = W·(π̃_t minus the dropped entries), dense vectors.
+        let max_level = params.levels(c);
+        let budget = params.walk_error / 2.0;
+        let mut spent = 0.0;
+        let mut first = vec![0.0; n];
+        first[source as usize] = 1.0;
+        let mut levels: Vec<Vec<f64>> = vec![first];
+        let mut y = vec![0.0; n];
+        for t in 0..max_level {
+            let cur = levels.last().expect("level 0 exists");
+            let weight = c.powi(t as i32 + 1) / (1.0 - c);
+            let allowed_mass = (budget * (t + 1) as f64 / max_level as f64 - spent) / weight;
+            let (cutoff, dropped) = prune_cutoff(cur, allowed_mass);
+            spent += dropped * weight;
+            // y(k) = π̃_t(k)/|I(k)| for the kept k; π̃_{t+1}(i) = Σ_{k: i ∈ I(k)} y(k).
+            for ((yk, &p), &inv) in y.iter_mut().zip(cur).zip(&self.inv_in_degree) {
+                *yk = if p > 0.0 && bucket(p) < cutoff {
+                    p * inv
+                } else {
+                    0.0
+                };
+            }
+            let next = propagate(&y, g.in_adjacency(), g.out_adjacency(), &mut links_read);
+            if next.is_none() {
+                break;
+            }
+            levels.extend(next);
+        }
+        // What the cut at the last level costs (≤ ε_walk/2 by the choice of T).
+        if levels.len() > max_level {
+            let mass: f64 = levels[max_level].iter().sum();
+            spent += mass * c.powi(max_level as i32 + 1) / (1.0 - c);
+        }
+
+        // Horner: h_H = D∘π̃_H, h_{t−1} = D∘π̃_{t−1} + C·Wᵀ(h_t without entries below θ_t).
+        // An error below θ_t at level t reaches the result scaled by C^t, so the H levels share
+        // ε_push equally with θ_t = ε_push / (H·C^t): deep levels, scaled down most, are pruned
+        // hardest.
+        let horner_levels = levels.len() - 1;
+        let mut h = levels.pop().expect("level 0 exists");
+        h.iter_mut().zip(d).for_each(|(x, dk)| *x *= dk);
+        let mut pushed_error = 0.0;
+        for t in (1..=horner_levels).rev() {
+            let theta = params.push_error / (horner_levels as f64 * c.powi(t as i32));
+            let mut skipped: f64 = 0.0;
+            // (C·Wᵀh)(v) = C/|I(v)| · Σ_{i∈I(v)} h(i).
+            for (yi, &x) in y.iter_mut().zip(&h) {
+                *yi = if x >= theta {
+                    c * x
+                } else {
+                    skipped = skipped.max(x);
+                    0.0
+                };
+            }
+            pushed_error += c.powi(t as i32) * skipped;
+            let prev = levels.pop().expect("one level per Horner step");
+            h = match propagate(&y, g.out_adjacency(), g.in_adjacency(), &mut links_read) {
+                Some(mut next) => {
+                    for (((x, &p), &inv), &dk) in
+                        next.iter_mut().zip(&prev).zip(&self.inv_in_degree).zip(d)
+                    {
+                        *x = *x * inv + dk * p;
                     }
-                    self.expand(self.keys[s], u32::MAX);
+                    next
                 }
-                for &b in &self.frontier {
-                    acc.add(b, weight);
-                }
-                x = y;
-            }
-        }
-    }
-
-    /// Replaces the frontier F by its preimage `{w ≠ skip : σ(w) ∈ F}` under the step keyed
-    /// `key`: light targets pushed from F's out-lists; heavy targets pushed too when F has
-    /// fewer links to heavy pages than there are heavy pages, else pulled.
-    fn expand(&mut self, key: u64, skip: u32) {
-        let index = self.index;
-        self.next.clear();
-        let heavy_links: usize = self
-            .frontier
-            .iter()
-            .map(|&v| index.offsets[v as usize + 1] - index.split[v as usize])
-            .sum();
-        let pull = heavy_links > index.heavy.len();
-        for &v in &self.frontier {
-            let v = v as usize;
-            let end = if pull {
-                index.split[v]
-            } else {
-                index.offsets[v + 1]
+                None => prev.iter().zip(d).map(|(p, dk)| p * dk).collect(),
             };
-            index.push(index.offsets[v]..end, key, skip, &mut self.next);
         }
-        if pull {
-            self.stamp += 1;
-            for &v in &self.frontier {
-                self.mark[v as usize] = self.stamp;
-            }
-            for &w in &index.heavy {
-                let inn = self.g.inn(w);
-                let v = inn[draw(key, w, inn.len() as u32) as usize];
-                if self.mark[v as usize] == self.stamp && w != skip {
-                    self.next.push(w);
-                }
-            }
-        }
-        std::mem::swap(&mut self.frontier, &mut self.next);
+        let scores: Vec<(u32, f64)> = h
+            .into_iter()
+            .enumerate()
+            .filter(|&(v, s)| v != source as usize && s > 0.0)
+            .map(|(v, s)| (v as u32, s))
+            .collect();
+        Ok(SingleSource {
+            scores,
+            levels: horner_levels + 1,
+            links_read,
+            spent_error: spent + pushed_error,
+        })
+    }
+
+    /// The `k` nodes most similar to `source` (excluding it, positive estimates only), best
+    /// first, ties by node id: what `GET /similar` serves.
+    pub fn top_k(
+        &self,
+        g: &Csr,
+        source: u32,
+        k: usize,
+        params: &QueryParams,
+    ) -> Result<Vec<(u32, f64)>> {
+        let all = self.single_source(g, source, params)?;
+        Ok(top_positive(all.scores.into_iter(), source, k))
     }
 }
 
-/// The `k` nodes most similar to `source` by Monte Carlo SimRank ("find similar documents").
-pub fn simrank_single_source(
-    g: &Csr,
-    source: u32,
-    k: usize,
-    params: &MonteCarloParams,
-) -> Result<Vec<(u32, f64)>> {
-    let all = simrank_single_source_all(g, source, params)?;
-    Ok(top_positive(all.into_iter(), source, k))
+/// `next(w) = Σ_{v: w ∈ adj(v)} x(v)` for a dense `x` (`None` when it is all zero). Pushes
+/// along `adj` from the nonzero entries when they have few links, else pulls along the
+/// transposed adjacency `rev`: sequential reads and no scattered writes, the PageRank-style
+/// product, in parallel over fixed row chunks (so the sums do not depend on the threads).
+fn propagate(
+    x: &[f64],
+    adj: (&[usize], &[u32]),
+    rev: (&[usize], &[u32]),
+    links_read: &mut usize,
+) -> Option<Vec<f64>> {
+    let n = x.len();
+    let mut pushed = 0;
+    let mut nonzero = false;
+    for (v, &xv) in x.iter().enumerate() {
+        if xv != 0.0 {
+            nonzero = true;
+            pushed += adj.0[v + 1] - adj.0[v];
+        }
+    }
+    if !nonzero {
+        return None;
+    }
+    let mut out = vec![0.0; n];
+    // A pushed link costs a scattered write, a pulled one a gathered read: pull once the push
+    // would touch more than a third of the links.
+    if pushed * 3 < adj.1.len() {
+        *links_read += pushed;
+        for (v, &xv) in x.iter().enumerate() {
+            if xv != 0.0 {
+                for &w in &adj.1[adj.0[v]..adj.0[v + 1]] {
+                    out[w as usize] += xv;
+                }
+            }
+        }
+    } else {
+        *links_read += rev.1.len();
+        out.par_chunks_mut(PULL_CHUNK)
+            .enumerate()
+            .for_each(|(chunk, rows)| {
+                for (r, slot) in rows.iter_mut().enumerate() {
+                    let w = chunk * PULL_CHUNK + r;
+                    *slot = rev.1[rev.0[w]..rev.0[w + 1]]
+                        .iter()
+                        .map(|&v| x[v as usize])
+                        .sum();
+                }
+            });
+    }
+    Some(out)
 }
 
-/// [`simrank_single_source`] with a prebuilt index of `g` (what `/similar` serves).
-pub fn simrank_single_source_indexed(
-    g: &Csr,
-    index: &ReverseWalkIndex,
-    source: u32,
-    k: usize,
-    params: &MonteCarloParams,
-) -> Result<Vec<(u32, f64)>> {
-    let all = simrank_single_source_all_indexed(g, index, source, params)?;
-    Ok(top_positive(all.into_iter(), source, k))
+/// Rows per parallel task of the pulled product.
+const PULL_CHUNK: usize = 4096;
+
+/// Probability buckets by binary exponent: bucket b holds values in [2^-(b+1), 2^-b), the last
+/// one everything smaller.
+const BUCKETS: usize = 64;
+
+fn bucket(p: f64) -> usize {
+    let exponent = ((p.to_bits() >> 52) & 0x7ff) as i64 - 1023;
+    (-exponent - 1).clamp(0, BUCKETS as i64 - 1) as usize
+}
+
+/// The smallest-value buckets whose total mass stays within `allowed_mass`: entries in bucket
+/// `cutoff` or beyond are dropped. Returns `(cutoff, dropped mass)`; O(entries).
+fn prune_cutoff(entries: &[f64], allowed_mass: f64) -> (usize, f64) {
+    let mut mass = [0.0; BUCKETS];
+    for &p in entries.iter().filter(|&&p| p > 0.0) {
+        mass[bucket(p)] += p;
+    }
+    let mut dropped = 0.0;
+    let mut cutoff = BUCKETS;
+    while cutoff > 0 && dropped + mass[cutoff - 1] <= allowed_mass {
+        cutoff -= 1;
+        dropped += mass[cutoff];
+    }
+    (cutoff, dropped)
 }
 
 #[cfg(test)]
@@ -625,11 +740,38 @@ mod tests {
         Csr::from_edges(n, &edges).unwrap().0
     }
 
-    /// SPEC §2.4: the Monte Carlo estimates are within the documented ε of exact k-step SimRank
-    /// (an independent computation), on several random graphs of a few hundred nodes.
-    #[test]
-    fn monte_carlo_within_its_error_bound() {
-        let graphs = [
+    /// Oracle: the exact diagonal correction of a graph whose SimRank `s` is known,
+    /// `D_k = 1 − C/|I(k)|² · Σ_{i,j∈I(k)} s(i,j)` (1 without in-links).
+    fn exact_diagonal(g: &Csr, s: &SimRankMatrix, c: f64) -> Vec<f64> {
+        (0..g.n() as u32)
+            .map(|k| {
+                let inn = g.inn(k);
+                if inn.is_empty() {
+                    return 1.0;
+                }
+                let sum: f64 = inn
+                    .iter()
+                    .flat_map(|&i| inn.iter().map(move |&j| s.get(i, j)))
+                    .sum();
+                1.0 - c * sum / (inn.len() * inn.len()) as f64
+            })
+            .collect()
+    }
+
+    /// The SimRank fixed point: enough iterations that `simrank_exact` is within C^{k+1} ≈ 2e-10
+    /// of it.
+    fn fixed_point(g: &Csr) -> SimRankMatrix {
+        simrank_exact(g, 0.8, 100, DEFAULT_EXACT_LIMIT).unwrap()
+    }
+
+    fn dense(n: usize, scores: &[(u32, f64)]) -> Vec<f64> {
+        let mut v = vec![0.0; n];
+        scores.iter().for_each(|&(b, s)| v[b as usize] = s);
+        v
+    }
+
+    fn test_graphs() -> Vec<(&'static str, Csr)> {
+        vec![
             ("G(300, 0.01)", random_graph(11, 300, 0.01)),
             ("G(200, 0.03)", random_graph(12, 200, 0.03)),
             ("G(400, 0.005)", random_graph(13, 400, 0.005)),
@@ -637,139 +779,273 @@ mod tests {
                 "G(300, 0.005) + 10 hubs",
                 with_hubs(14, 300, 0.005, 10, 0.3),
             ),
-        ];
-        for (name, g) in graphs {
-            let exact = simrank_exact(&g, 0.8, 10, DEFAULT_EXACT_LIMIT).unwrap();
-            let params = MonteCarloParams {
-                samples: 4000,
-                ..MonteCarloParams::default()
+        ]
+    }
+
+    /// With the exact diagonal, the query's own error is at most ε_walk + ε_push and only ever
+    /// lowers the estimate, for every source and every node.
+    #[test]
+    fn query_with_exact_diagonal_is_within_its_bound() {
+        for (name, g) in test_graphs() {
+            let exact = fixed_point(&g);
+            let diagonal = SimRankDiagonal {
+                values: exact_diagonal(&g, &exact, 0.8),
+                params: DiagonalParams::default(),
             };
-            let eps = params.error_bound(g.n(), 1e-3);
-            assert!(eps < 0.05, "{eps}");
-            let index = ReverseWalkIndex::new(&g);
-            let mut worst: f64 = 0.0;
-            let mut above_bound = 0;
-            for source in [0u32, 17, 123, 199] {
-                let est = simrank_single_source_all_indexed(&g, &index, source, &params).unwrap();
-                let mut dense = vec![0.0; g.n()];
-                est.iter().for_each(|&(b, s)| dense[b as usize] = s);
-                for b in 0..g.n() as u32 {
-                    if b != source {
-                        let want = exact.get(source, b);
-                        worst = worst.max((dense[b as usize] - want).abs());
-                        above_bound += usize::from(want > eps);
+            let index = SimRankIndex::new(&g, diagonal).unwrap();
+            for params in [
+                QueryParams::default(),
+                QueryParams {
+                    walk_error: 0.02,
+                    push_error: 0.02,
+                },
+                QueryParams {
+                    walk_error: 1e-6,
+                    push_error: 1e-6,
+                },
+            ] {
+                let bound = params.error_bound();
+                let mut worst: f64 = 0.0;
+                for source in 0..g.n() as u32 {
+                    let got = index.single_source(&g, source, &params).unwrap();
+                    assert!(got.spent_error <= bound * (1.0 + 1e-12), "{name}");
+                    let got = dense(g.n(), &got.scores);
+                    for (v, &s) in got.iter().enumerate() {
+                        if v as u32 == source {
+                            continue;
+                        }
+                        let want = exact.get(source, v as u32);
+                        assert!(s <= want + 1e-9, "{name}: s({source},{v}) = {s} > {want}");
+                        worst = worst.max(want - s);
                     }
                 }
+                println!("{name}, ε = {bound}: worst error {worst}");
+                assert!(worst <= bound + 1e-9, "{name}: {worst} > {bound}");
             }
-            println!(
-                "{name}: Monte Carlo max error {worst}, bound {eps}, {above_bound} pairs above it"
-            );
-            assert!(worst <= eps, "{name}: max error {worst} > bound {eps}");
-            // The bound is not vacuous: some similarities are well above it.
-            assert!(above_bound > 0, "{name}");
         }
     }
 
-    /// Every in-link is chosen with probability 1/|I(w)| (the walk law the bound assumes).
+    /// The Monte Carlo diagonal is within ε_D of the exact one on every node, and the full
+    /// single-source estimate within `ε_walk + ε_push + ε_D·min(C, s)/(1 − C)` of exact SimRank.
     #[test]
-    fn in_neighbour_draws_are_uniform() {
-        for d in [1u32, 2, 3, 7, 50] {
-            let mut counts = vec![0u32; d as usize];
-            let draws = 20_000 * d as usize;
-            for r in 0..draws / 10 {
-                for t in 1..=10 {
-                    counts[draw(step_key(7, r, t), 42, d) as usize] += 1;
+    fn single_source_within_its_error_bound() {
+        let delta = 1e-3;
+        for (name, g) in test_graphs() {
+            let exact = fixed_point(&g);
+            let params = DiagonalParams::default();
+            let diagonal = simrank_diagonal(&g, &params).unwrap();
+            let eps_d = params.error_bound(g.n(), delta);
+            let want_d = exact_diagonal(&g, &exact, 0.8);
+            let worst_d = diagonal
+                .values
+                .iter()
+                .zip(&want_d)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            println!("{name}: diagonal max error {worst_d}, ε_D = {eps_d}");
+            assert!(worst_d <= eps_d, "{name}: {worst_d} > {eps_d}");
+
+            let index = SimRankIndex::new(&g, diagonal).unwrap();
+            let query = QueryParams::default();
+            let (mut worst_ratio, mut above): (f64, usize) = (0.0, 0);
+            for source in 0..g.n() as u32 {
+                let got = index.single_source(&g, source, &query).unwrap();
+                let got = dense(g.n(), &got.scores);
+                for v in (0..g.n() as u32).filter(|&v| v != source) {
+                    let want = exact.get(source, v);
+                    let bound = query.error_bound() + eps_d * want.min(0.8) / 0.2;
+                    let err = (got[v as usize] - want).abs();
+                    worst_ratio = worst_ratio.max(err / bound);
+                    above += usize::from(want > 2.0 * bound);
                 }
             }
-            let expected = draws as f64 / d as f64;
-            // 5 standard deviations of a binomial count.
-            let tol = 5.0 * (expected * (1.0 - 1.0 / d as f64)).sqrt();
-            for (i, &c) in counts.iter().enumerate() {
-                assert!(
-                    (c as f64 - expected).abs() <= tol.max(1e-9),
-                    "d={d} position {i}: {c} vs {expected}"
-                );
+            println!("{name}: worst error / bound {worst_ratio}, {above} pairs above 2·bound");
+            assert!(worst_ratio <= 1.0, "{name}: {worst_ratio}");
+            assert!(above > 0, "{name}: the bound is vacuous");
+        }
+    }
+
+    /// The top k agrees with the exact one wherever neighbouring exact values are further
+    /// apart than the two estimates' error bounds.
+    #[test]
+    fn top_k_matches_exact_where_gaps_exceed_the_bound() {
+        let g = with_hubs(21, 300, 0.01, 6, 0.3);
+        let exact = fixed_point(&g);
+        let params = DiagonalParams::default();
+        let eps_d = params.error_bound(g.n(), 1e-3);
+        let index = SimRankIndex::new(&g, simrank_diagonal(&g, &params).unwrap()).unwrap();
+        // Tight query errors, so that the diagonal's (relative) error decides which gaps count.
+        let query = QueryParams {
+            walk_error: 1e-4,
+            push_error: 1e-4,
+        };
+        let bound = |s: f64| query.error_bound() + eps_d * s.min(0.8) / 0.2;
+        // What `/similar` reports covers the bound at the true value.
+        for s in [0.0, 0.01, 0.1, 0.5, 0.8] {
+            assert!(index.error_bound(&query, s) >= bound(s));
+            assert!(index.error_bound(&query, (s - bound(s)).max(0.0)) >= bound(s) - 1e-12);
+        }
+        let mut checked = 0;
+        for source in 0..g.n() as u32 {
+            let want = exact.top_k(source, 11);
+            let got = index.top_k(&g, source, 10, &query).unwrap();
+            for (rank, (v, s)) in want.iter().take(10).enumerate() {
+                // v's rank is determined when it is separated from its neighbours above and
+                // below by more than both bounds.
+                let separated = |other: Option<&(u32, f64)>| {
+                    other.is_none_or(|o| (o.1 - s).abs() > bound(o.1) + bound(*s))
+                };
+                let above = rank.checked_sub(1).and_then(|r| want.get(r));
+                let below = want.get(rank + 1).or(Some(&(u32::MAX, 0.0)));
+                if separated(above)
+                    && separated(below)
+                    && want[..rank].iter().all(|w| separated(Some(w)))
+                {
+                    assert_eq!(
+                        got.get(rank).map(|e| e.0),
+                        Some(*v),
+                        "source {source} rank {rank}"
+                    );
+                    checked += 1;
+                }
             }
         }
+        println!("{checked} top-10 positions checked");
+        assert!(checked >= 20, "{checked}");
     }
 
     #[test]
-    fn reverse_walk_index_names_each_links_position() {
-        let g = with_hubs(3, 60, 0.05, 3, 0.5);
-        let index = ReverseWalkIndex::with_heavy_in_degree(&g, 10);
-        assert!(!index.heavy.is_empty() && index.heavy.len() < g.n());
-        for v in 0..g.n() {
-            let range = index.offsets[v]..index.offsets[v + 1];
-            let mut targets = index.targets[range.clone()].to_vec();
-            targets.sort_unstable();
-            assert_eq!(targets, g.out(v as u32), "node {v}");
-            for e in range {
-                let (d, position) = index.slots[e];
-                let inn = g.inn(index.targets[e]);
-                assert_eq!(d as usize, inn.len());
-                assert_eq!(inn[position as usize], v as u32);
-                let heavy = inn.len() >= 10;
-                assert_eq!(heavy, e >= index.split[v]);
-                assert_eq!(heavy, index.heavy.contains(&index.targets[e]));
+    fn jeh_widom_single_source() {
+        let (g, _) = Csr::from_edges(5, &[(0, 1), (0, 2), (1, 3), (2, 4), (4, 2), (3, 0)]).unwrap();
+        let exact = fixed_point(&g);
+        let params = DiagonalParams::default();
+        let diagonal = simrank_diagonal(&g, &params).unwrap();
+        // Every page has one in-link except ProfB (2): the diagonal is exact there.
+        for k in [0, 1, 3, 4] {
+            assert_eq!(diagonal.values[k], 1.0 - 0.8);
+        }
+        let index = SimRankIndex::new(&g, diagonal).unwrap();
+        let query = QueryParams::default();
+        let eps_d = params.error_bound(5, 1e-3);
+        for a in 0..5u32 {
+            let got = dense(5, &index.single_source(&g, a, &query).unwrap().scores);
+            for b in (0..5u32).filter(|&b| b != a) {
+                let want = exact.get(a, b);
+                let bound = query.error_bound() + eps_d * want.min(0.8) / 0.2;
+                assert!((got[b as usize] - want).abs() <= bound, "s({a},{b})");
             }
         }
-        let other = random_graph(4, 60, 0.05);
-        assert!(
-            simrank_single_source_indexed(&other, &index, 0, 5, &MonteCarloParams::default())
-                .is_err()
-        );
+        // ProfA's most similar page is ProfB (0.414), then StudentB (0.106).
+        let top = index.top_k(&g, 1, 2, &query).unwrap();
+        assert_eq!(top.iter().map(|e| e.0).collect::<Vec<_>>(), [2, 4]);
     }
 
-    /// Pushing and pulling find the same preimages: the estimates do not depend on the heavy
-    /// threshold (all pages heavy, the default, none heavy).
+    /// Pruning is what keeps hubs cheap: the same query with a far looser push error reads far
+    /// fewer links (and stays within its own bound, checked above).
     #[test]
-    fn estimates_do_not_depend_on_the_heavy_threshold() {
-        let g = with_hubs(8, 300, 0.01, 8, 0.4);
-        let params = MonteCarloParams::default();
-        for source in [0u32, 3, 150] {
-            let ests: Vec<_> = [1, 20, HEAVY_IN_DEGREE, usize::MAX]
-                .map(|t| {
-                    let index = ReverseWalkIndex::with_heavy_in_degree(&g, t);
-                    simrank_single_source_all_indexed(&g, &index, source, &params).unwrap()
-                })
-                .into();
-            assert!(!ests[0].is_empty());
-            assert!(ests.iter().all(|e| *e == ests[0]), "source {source}");
-        }
+    fn pruning_limits_the_links_read_from_hubs() {
+        let g = with_hubs(31, 2000, 0.002, 4, 0.9);
+        let index = SimRankIndex::new(
+            &g,
+            simrank_diagonal(&g, &DiagonalParams::default()).unwrap(),
+        )
+        .unwrap();
+        let tight = QueryParams {
+            walk_error: 1e-9,
+            push_error: 1e-9,
+        };
+        let read = |p: &QueryParams| index.single_source(&g, 7, p).unwrap().links_read;
+        let (tight, default) = (read(&tight), read(&QueryParams::default()));
+        println!("links read: tight {tight}, default {default}");
+        assert!(default * 3 < tight, "{default} vs {tight}");
     }
 
-    /// The seed alone fixes the estimates, whatever the number of threads.
+    /// The seed alone fixes the diagonal, whatever the number of threads.
     #[test]
-    fn estimates_do_not_depend_on_threads() {
+    fn diagonal_does_not_depend_on_threads() {
         let g = with_hubs(5, 300, 0.01, 5, 0.3);
-        let params = MonteCarloParams::default();
-        let many = simrank_single_source_all(&g, 1, &params).unwrap();
+        let params = DiagonalParams {
+            samples: 200,
+            ..DiagonalParams::default()
+        };
+        let many = simrank_diagonal(&g, &params).unwrap();
         let one = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .unwrap()
-            .install(|| simrank_single_source_all(&g, 1, &params).unwrap());
+            .install(|| simrank_diagonal(&g, &params).unwrap());
         assert_eq!(many, one);
-        assert!(!many.is_empty());
-        let other = MonteCarloParams { seed: 1, ..params };
-        assert_ne!(simrank_single_source_all(&g, 1, &other).unwrap(), many);
+        let other = DiagonalParams { seed: 1, ..params };
+        assert_ne!(simrank_diagonal(&g, &other).unwrap(), many);
     }
 
     #[test]
-    fn bad_input_is_an_error() {
+    fn bad_input_is_an_error_and_empty_cases_are_empty() {
         let (g, _) = Csr::from_edges(3, &[(0, 1)]).unwrap();
         assert!(simrank_exact(&g, 1.5, 10, 100).is_err());
         assert!(simrank_exact(&g, 0.8, 10, 2).is_err());
-        assert!(simrank_single_source(&g, 9, 10, &MonteCarloParams::default()).is_err());
-        let zero = MonteCarloParams {
+        let zero = DiagonalParams {
             samples: 0,
-            ..MonteCarloParams::default()
+            ..DiagonalParams::default()
         };
-        assert!(simrank_single_source(&g, 0, 10, &zero).is_err());
-        assert!(
-            simrank_single_source(&g, 2, 10, &MonteCarloParams::default())
-                .unwrap()
-                .is_empty()
-        );
+        assert!(simrank_diagonal(&g, &zero).is_err());
+        let bad_decay = DiagonalParams {
+            decay: f64::NAN,
+            ..DiagonalParams::default()
+        };
+        assert!(simrank_diagonal(&g, &bad_decay).is_err());
+        let diagonal = simrank_diagonal(&g, &DiagonalParams::default()).unwrap();
+        let index = SimRankIndex::new(&g, diagonal.clone()).unwrap();
+        let query = QueryParams::default();
+        // Unknown source.
+        assert!(index.single_source(&g, 9, &query).is_err());
+        // Bad error targets.
+        for e in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let p = QueryParams {
+                walk_error: e,
+                ..query
+            };
+            assert!(index.single_source(&g, 0, &p).is_err(), "{e}");
+        }
+        // A node without in-links is similar to nothing; 1 and 2 have no common in-link history.
+        assert!(index.top_k(&g, 0, 10, &query).unwrap().is_empty());
+        assert!(index.top_k(&g, 2, 10, &query).unwrap().is_empty());
+        // A diagonal for another graph.
+        let (other, _) = Csr::from_edges(4, &[(0, 1)]).unwrap();
+        assert!(SimRankIndex::new(&other, diagonal).is_err());
+        assert!(index.single_source(&other, 0, &query).is_err());
+        // The empty graph.
+        let (empty, _) = Csr::from_edges(0, &[]).unwrap();
+        let d = simrank_diagonal(&empty, &DiagonalParams::default()).unwrap();
+        assert!(d.values.is_empty());
+        let index = SimRankIndex::new(&empty, d).unwrap();
+        assert!(index.single_source(&empty, 0, &query).is_err());
+    }
+
+    /// Estimates are finite and in [0, 1/(1 − C)] on graphs with self-loops removed, dangling
+    /// pages, and a loose error target.
+    #[test]
+    fn estimates_are_finite() {
+        let g = with_hubs(41, 500, 0.004, 3, 0.5);
+        let index = SimRankIndex::new(
+            &g,
+            simrank_diagonal(&g, &DiagonalParams::default()).unwrap(),
+        )
+        .unwrap();
+        for params in [
+            QueryParams::default(),
+            QueryParams {
+                walk_error: 10.0,
+                push_error: 10.0,
+            },
+        ] {
+            for source in 0..g.n() as u32 {
+                let got = index.single_source(&g, source, &params).unwrap();
+                assert!(got
+                    .scores
+                    .iter()
+                    .all(|&(_, s)| s.is_finite() && s > 0.0 && s <= 1.0 + 1e-9));
+            }
+        }
     }
 }
