@@ -189,9 +189,7 @@ pub(crate) fn gather_sum(
     let run = |start: usize, out: &mut [f64]| {
         for (k, slot) in out.iter_mut().enumerate() {
             let i = start + k;
-            *slot = adj[offsets[i]..offsets[i + 1]]
-                .iter()
-                .fold(0.0, |acc, &j| acc + x[j as usize]);
+            *slot = sum_over(&adj[offsets[i]..offsets[i + 1]], x);
         }
     };
     if parallel {
@@ -201,6 +199,22 @@ pub(crate) fn gather_sum(
     } else {
         run(0, out);
     }
+}
+
+/// `Σ_{j ∈ nodes} x[j]` with four independent partial sums. A single running sum makes every
+/// edge wait for the previous addition (4 cycles of latency), which is what bound PageRank's
+/// iteration on the Rust-docs graph, not memory traffic (docs/BENCHMARKS.md).
+pub(crate) fn sum_over(nodes: &[u32], x: &[f64]) -> f64 {
+    let mut partial = [0.0f64; 4];
+    let quads = nodes.chunks_exact(4);
+    let rest = quads.remainder();
+    for quad in quads {
+        for (p, &j) in partial.iter_mut().zip(quad) {
+            *p += x[j as usize];
+        }
+    }
+    let tail: f64 = rest.iter().map(|&j| x[j as usize]).sum();
+    (partial[0] + partial[1]) + (partial[2] + partial[3]) + tail
 }
 
 /// Below this many edges an iteration is too short for rayon's fork/join to pay on the

@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use super::convergence::{Convergence, IterationReport, TopOrderTracker};
-use super::csr::PARALLEL_MIN_EDGES;
+use super::csr::{sum_over, PARALLEL_MIN_EDGES};
 use super::{check_damping, check_nodes, Csr, GraphError, Result};
 
 /// Nodes per parallel work item.
@@ -115,10 +115,7 @@ pub fn pagerank(g: &Csr, params: &PageRankParams) -> Result<(Vec<f64>, Iteration
                 for (k, (slot, slot_share)) in out.iter_mut().zip(out_share.iter_mut()).enumerate()
                 {
                     let i = start + k;
-                    let mut sum = 0.0;
-                    for &j in &in_sources[in_offsets[i]..in_offsets[i + 1]] {
-                        sum += share[j as usize];
-                    }
+                    let sum = sum_over(&in_sources[in_offsets[i]..in_offsets[i + 1]], &share);
                     let vi = teleport.as_ref().map_or(1.0 / n as f64, |t| t[i]);
                     let value = vi * (1.0 - alpha + alpha * dangling_mass) + alpha * sum;
                     err += (value - old[k]).abs();
