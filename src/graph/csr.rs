@@ -202,7 +202,7 @@ pub(crate) fn gather_sum(
 }
 
 /// `Σ_{j ∈ nodes} x[j]` with four independent partial sums. A single running sum makes every
-/// edge wait for the previous addition (4 cycles of latency), which is what bound PageRank's
+/// edge wait for the previous addition (3–4 cycles of latency), which is what bound PageRank's
 /// iteration on the Rust-docs graph, not memory traffic (docs/BENCHMARKS.md).
 pub(crate) fn sum_over(nodes: &[u32], x: &[f64]) -> f64 {
     let mut partial = [0.0f64; 4];
