@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::net::ensemble_score;
 use super::{Net, Normalizer, Objective, RankMetrics, RerankError, UnifiedMomentum};
+use crate::pairwise::first_non_finite;
 
 pub const FORMAT_NAME: &str = "rankd-reranker";
 pub const FORMAT_VERSION: u32 = 2;
@@ -163,7 +164,7 @@ impl Reranker {
                 x.len()
             )));
         }
-        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+        if let Some(i) = first_non_finite(x) {
             return Err(RerankError::invalid(format!(
                 "feature `{}` of row {} is {}",
                 self.feature_names[i % d],
@@ -393,6 +394,19 @@ mod tests {
             None,
         )
         .unwrap()
+    }
+
+    /// A NaN or infinite feature value is refused with its feature name and row.
+    #[test]
+    fn non_finite_features_are_named() {
+        let m = tiny_model(&[3]);
+        let names = m.feature_names().to_vec();
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let rows = [1.0f32, 2.0, 3.0, bad];
+            let err = m.score(&rows, 2).unwrap_err().to_string();
+            let want = format!("feature `{}` of row 1 is {bad}", names[1]);
+            assert!(err.contains(&want), "{err}");
+        }
     }
 
     #[test]
