@@ -10,25 +10,6 @@ use std::collections::BTreeSet;
 use ops_support::*;
 use serde_json::Value;
 
-/// 24 documents about six topics (every body says "basics").
-fn corpus() -> Vec<String> {
-    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
-    (0..24)
-        .map(|i| {
-            let t = topics[i % 6];
-            let other = topics[(i + 1) % 6];
-            serde_json::json!({
-                "id": format!("d{i}"),
-                "url": format!("https://x.org/{t}/{i}"),
-                "title": if i % 2 == 0 { format!("{t} guide") } else { format!("{other} notes") },
-                "body": format!("{t} {other} {t} basics and more about {other} {}", "x ".repeat(i)),
-                "links": [format!("https://x.org/{other}/{}", (i + 1) % 24)],
-            })
-            .to_string()
-        })
-        .collect()
-}
-
 fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {
     assert_eq!(a.status, status, "{}", a.body);
     assert_eq!(a.body["error"]["field"].as_str(), field, "{}", a.body);
@@ -52,7 +33,7 @@ fn pairs(batch: &Value) -> BTreeSet<(String, String)> {
 
 fn setup() -> (tempfile::TempDir, String, Server) {
     let dir = tempfile::tempdir().unwrap();
-    let docs = corpus();
+    let docs = topic_corpus(true);
     let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
     let data = ingest(dir.path(), &docs);
     let db = fresh_database(dir.path());

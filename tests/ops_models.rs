@@ -6,26 +6,6 @@ mod ops_support;
 
 use ops_support::*;
 
-/// 24 documents about six topics, and judgments: "topic word" queries whose relevant
-/// documents carry the topic in their title.
-fn corpus() -> Vec<String> {
-    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
-    (0..24)
-        .map(|i| {
-            let t = topics[i % 6];
-            let other = topics[(i + 1) % 6];
-            serde_json::json!({
-                "id": format!("d{i}"),
-                "url": format!("https://x.org/{t}/{i}"),
-                "title": if i % 2 == 0 { format!("{t} guide") } else { format!("{other} notes") },
-                "body": format!("{t} {other} {t} basics and more about {other}"),
-                "links": [format!("https://x.org/{other}/{}", (i + 1) % 24)],
-            })
-            .to_string()
-        })
-        .collect()
-}
-
 fn judgments() -> String {
     let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
     let mut rows = Vec::new();
@@ -62,7 +42,7 @@ fn train(b: &str, body: &str) -> String {
 #[test]
 fn train_activate_roll_back_and_delete() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = corpus();
+    let docs = topic_corpus(false);
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     let data = ingest(dir.path(), &refs);
     let db = fresh_database(dir.path());

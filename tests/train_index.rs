@@ -78,29 +78,28 @@ fn setup(dir: &Path) -> (String, String, String) {
 /// `rankd eval --json` of BM25F reranked by the model file.
 fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::Value {
     let model = model.to_str().unwrap();
-    let out = ok(rankd(&[
+    let out = ok(on_index(
         "eval",
-        "--queries",
-        q,
-        "--qrels",
-        qrels,
-        "--data-dir",
         data,
-        "--model",
-        "bm25f",
-        "--rerank",
-        model,
-        "--json",
-    ]));
+        q,
+        qrels,
+        &["--model", "bm25f", "--rerank", model, "--json"],
+    ));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `rankd CMD --queries Q --qrels QRELS --data-dir DATA`, then `extra`.
+fn on_index(cmd: &str, data: &str, q: &str, qrels: &str, extra: &[&str]) -> Output {
+    let mut args = vec![cmd, "--queries", q, "--qrels", qrels, "--data-dir", data];
+    args.extend_from_slice(extra);
+    rankd(&args)
 }
 
 /// `rankd cv --json` with 2 folds and 5 epochs, plus `extra` flags.
 fn cv_json(data: &str, q: &str, qrels: &str, extra: &[&str]) -> serde_json::Value {
-    let mut args = vec!["cv", "--queries", q, "--qrels", qrels, "--data-dir", data];
-    args.extend_from_slice(&["--folds", "2", "--epochs", "5", "--json"]);
+    let mut args = vec!["--folds", "2", "--epochs", "5", "--json"];
     args.extend_from_slice(extra);
-    serde_json::from_slice(&ok(rankd(&args)).stdout).unwrap()
+    serde_json::from_slice(&ok(on_index("cv", data, q, qrels, &args)).stdout).unwrap()
 }
 
 #[test]
@@ -108,39 +107,33 @@ fn train_on_the_index_activate_and_evaluate() {
     let dir = tempfile::tempdir().unwrap();
     let (data, q, qrels) = setup(dir.path());
     let svm = dir.path().join("w.svm");
-    let out = ok(rankd(&[
+    let out = ok(on_index(
         "features",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
         &data,
-        "--out",
-        svm.to_str().unwrap(),
-        "--json",
-    ]));
+        &q,
+        &qrels,
+        &["--out", svm.to_str().unwrap(), "--json"],
+    ));
     let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(stats["queries"], 10);
     assert!(std::fs::read_to_string(&svm).unwrap().contains("qid:10"));
 
     let model = dir.path().join("m.json");
-    ok(rankd(&[
+    ok(on_index(
         "train",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
         &data,
-        "--out",
-        model.to_str().unwrap(),
-        "--model",
-        "linear",
-        "--epochs",
-        "20",
-        "--activate",
-    ]));
+        &q,
+        &qrels,
+        &[
+            "--out",
+            model.to_str().unwrap(),
+            "--model",
+            "linear",
+            "--epochs",
+            "20",
+            "--activate",
+        ],
+    ));
     let active = std::fs::read_to_string(Path::new(&data).join("models/ACTIVE")).unwrap();
     assert!(active.ends_with(".json"));
     let report = eval_reranked(&data, &q, &qrels, &model);
@@ -169,17 +162,13 @@ fn bad_judgments_are_exit_2() {
     // Judgments of a query the queries file does not have.
     let bad = dir.path().join("bad.qrels");
     std::fs::write(&bad, "q99 0 d1 1\n").unwrap();
-    let out = rankd(&[
+    let out = on_index(
         "train",
-        "--queries",
-        &q,
-        "--qrels",
-        bad.to_str().unwrap(),
-        "--data-dir",
         &data,
-        "--out",
-        "/dev/null",
-    ]);
+        &q,
+        bad.to_str().unwrap(),
+        &["--out", "/dev/null"],
+    );
     assert_eq!(
         out.status.code(),
         Some(2),
@@ -188,33 +177,25 @@ fn bad_judgments_are_exit_2() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("q99"));
     // A window larger than the limit.
-    let out = rankd(&[
+    let out = on_index(
         "cv",
-        "--queries",
-        &q,
-        "--qrels",
-        bad.to_str().unwrap(),
-        "--data-dir",
         &data,
-        "--window",
-        "5000",
-    ]);
+        &q,
+        bad.to_str().unwrap(),
+        &["--window", "5000"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("window"));
     // A model file that is not JSON.
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"format\": \"rankd-reranker\", ").unwrap();
-    let out = rankd(&[
+    let out = on_index(
         "eval",
-        "--queries",
-        &q,
-        "--qrels",
-        bad.to_str().unwrap(),
-        "--data-dir",
         &data,
-        "--rerank",
-        junk.to_str().unwrap(),
-    ]);
+        &q,
+        bad.to_str().unwrap(),
+        &["--rerank", junk.to_str().unwrap()],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
 }
@@ -406,27 +387,26 @@ fn select_keeps_the_anchor_and_a_screened_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let (data, q, qrels) = setup(dir.path());
     let out_path = dir.path().join("selected.json");
-    let out = ok(rankd(&[
+    let out = ok(on_index(
         "train",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
         &data,
-        "--model",
-        "linear",
-        "--epochs",
-        "5",
-        "--select",
-        "--select-k",
-        "1,100",
-        "--select-weight-decay",
-        "0.00004,0.01",
-        "--json",
-        "--out",
-        out_path.to_str().unwrap(),
-    ]));
+        &q,
+        &qrels,
+        &[
+            "--model",
+            "linear",
+            "--epochs",
+            "5",
+            "--select",
+            "--select-k",
+            "1,100",
+            "--select-weight-decay",
+            "0.00004,0.01",
+            "--json",
+            "--out",
+            out_path.to_str().unwrap(),
+        ],
+    ));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let selection = &summary["selection"];
     let features: Vec<String> = serde_json::from_value(selection["features"].clone()).unwrap();

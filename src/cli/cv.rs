@@ -199,10 +199,14 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
     };
     let base = eval::evaluate(&baseline, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
     let rer = eval::evaluate(&reranked, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
-    let tests: Vec<(&str, PairedTest)> = ["map", "ndcg@10", "mrr"]
-        .into_iter()
-        .map(|m| (m, paired(&base, &rer, m, args.samples, args.learn.seed)))
-        .collect();
+    // Paired significance of another run against the first phase, per reported metric.
+    let against_base = |other: &Report| -> Vec<(&str, PairedTest)> {
+        ["map", "ndcg@10", "mrr"]
+            .into_iter()
+            .map(|m| (m, paired(&base, other, m, args.samples, args.learn.seed)))
+            .collect()
+    };
+    let tests = against_base(&rer);
     // Single features rank every window (ties as trec_eval breaks them, like the reranked run).
     let mut singles = Vec::new();
     for &(name, col) in &single_cols {
@@ -213,12 +217,15 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             }
         }
         let report = eval::evaluate(&run, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
-        let tests: Vec<(&str, PairedTest)> = ["map", "ndcg@10", "mrr"]
-            .into_iter()
-            .map(|m| (m, paired(&base, &report, m, args.samples, args.learn.seed)))
-            .collect();
+        let tests = against_base(&report);
         singles.push((name, report, tests));
     }
+    let significance = |tests: &[(&str, PairedTest)]| {
+        tests
+            .iter()
+            .map(|(m, t)| (m.to_string(), json!(t)))
+            .collect::<serde_json::Map<_, _>>()
+    };
     if args.json {
         let out = json!({
             "first_phase": first_phase.to_string(),
@@ -235,11 +242,11 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             })),
             "baseline": base.means,
             "reranked": rer.means,
-            "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+            "significance": significance(&tests),
             "single_features": singles.iter().map(|(name, report, tests)| {
                 (name.to_string(), json!({
                     "means": report.means,
-                    "significance": tests.iter().map(|(m, t)| (m.to_string(), json!(t))).collect::<serde_json::Map<_, _>>(),
+                    "significance": significance(tests),
                 }))
             }).collect::<serde_json::Map<_, _>>(),
         });
@@ -257,26 +264,22 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
             "diff",
             "p"
         );
-        for (m, t) in &tests {
-            println!(
-                "{m:<10} {:>10.4} {:>10.4} {:>+10.4} {:>10.4}",
-                base.means.get(m).unwrap_or(f64::NAN),
-                rer.means.get(m).unwrap_or(f64::NAN),
-                t.mean_difference,
-                t.p_value
-            );
-        }
-        for (name, report, tests) in &singles {
-            println!("single feature {name} (no training) vs {first_phase}:");
+        // One line per metric: the first phase, the other run, their difference and p.
+        let print_against = |other: &Report, tests: &[(&str, PairedTest)]| {
             for (m, t) in tests {
                 println!(
                     "{m:<10} {:>10.4} {:>10.4} {:>+10.4} {:>10.4}",
                     base.means.get(m).unwrap_or(f64::NAN),
-                    report.means.get(m).unwrap_or(f64::NAN),
+                    other.means.get(m).unwrap_or(f64::NAN),
                     t.mean_difference,
                     t.p_value
                 );
             }
+        };
+        print_against(&rer, &tests);
+        for (name, report, tests) in &singles {
+            println!("single feature {name} (no training) vs {first_phase}:");
+            print_against(report, tests);
         }
     }
     Ok(())

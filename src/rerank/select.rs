@@ -424,29 +424,24 @@ mod tests {
         );
         // The chosen model reads exactly the chosen columns, and beats the anchor alone.
         let (t, v) = data.split_validation(0.25, 1).unwrap();
-        let (sel, outcome) = select(
-            &t,
-            &v,
-            &config(),
-            &grid,
-            &mut |_| {},
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        let run = || {
+            select(
+                &t,
+                &v,
+                &config(),
+                &grid,
+                &mut |_| {},
+                &AtomicBool::new(false),
+            )
+            .unwrap()
+        };
+        let (sel, outcome) = run();
         assert_eq!(outcome.model.feature_names, sel.features);
         assert_eq!(sel.candidates.len(), 3);
         assert!(sel.features.contains(&"signal".to_string()), "{sel:?}");
         assert!(sel.valid_map >= sel.candidates[0].valid_map);
         // Deterministic for a seed.
-        let (again, _) = select(
-            &t,
-            &v,
-            &config(),
-            &grid,
-            &mut |_| {},
-            &AtomicBool::new(false),
-        )
-        .unwrap();
+        let (again, _) = run();
         assert_eq!(sel, again);
     }
 }

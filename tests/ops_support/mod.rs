@@ -313,3 +313,25 @@ pub fn wait_for_job(base: &str, id: i64) -> Value {
     }
     panic!("job {id} did not finish within 30 s");
 }
+
+/// 24 documents about six topics: "topic word" queries find the documents that carry the topic
+/// in their title, and every body says "basics". `padded` lengthens document i's body by i
+/// filler words, so that documents differ in length.
+pub fn topic_corpus(padded: bool) -> Vec<String> {
+    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
+    (0..24)
+        .map(|i| {
+            let t = topics[i % 6];
+            let other = topics[(i + 1) % 6];
+            let body = format!("{t} {other} {t} basics and more about {other}");
+            serde_json::json!({
+                "id": format!("d{i}"),
+                "url": format!("https://x.org/{t}/{i}"),
+                "title": if i % 2 == 0 { format!("{t} guide") } else { format!("{other} notes") },
+                "body": if padded { format!("{body} {}", "x ".repeat(i)) } else { body },
+                "links": [format!("https://x.org/{other}/{}", (i + 1) % 24)],
+            })
+            .to_string()
+        })
+        .collect()
+}
