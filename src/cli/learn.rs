@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::{progress, BadInput};
 use crate::corpus::letor;
-use crate::rerank::objective::StableAp;
+use crate::rerank::objective::{Soprc, StableAp};
 use crate::rerank::select::{SelectionGrid, SelectionRule};
 use crate::rerank::{
     self, Activation, MetricConvention, NormKind, Objective, ObjectiveKind, RankSet, TrainConfig,
@@ -59,7 +59,7 @@ pub struct LearnArgs {
     /// validation MAP (0: constant learning rate).
     #[arg(long, default_value_t = 0)]
     pub lr_halve_after: usize,
-    /// Huber margin τ (stable AP, smoothed AP), on sigmoid scores.
+    /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
     /// ε of stable AP's outer function h.
@@ -73,6 +73,21 @@ pub struct LearnArgs {
     /// λ of stable AP's μ̂ moving average.
     #[arg(long, default_value_t = 0.01)]
     pub lambda: f64,
+    /// SOPRC (seed 003): temperature τ₂ of the TPR surrogate (τ₁ is --tau).
+    #[arg(long, default_value_t = 0.001)]
+    pub soprc_tau2: f64,
+    /// SOPRC: rate β of the per-query quantile state's moving average.
+    #[arg(long, default_value_t = 0.1)]
+    pub soprc_beta: f64,
+    /// SOPRC: length K of the per-query quantile state.
+    #[arg(long, default_value_t = 100)]
+    pub soprc_quantiles: usize,
+    /// SOPRC: weights λ₁ (positives below their mean) and λ₂ (negatives above theirs) of the
+    /// semi-variance regulariser.
+    #[arg(long, default_value_t = 1.0)]
+    pub soprc_var_pos: f64,
+    #[arg(long, default_value_t = 5.0)]
+    pub soprc_var_neg: f64,
     /// RankNet's σ.
     #[arg(long, default_value_t = 1.0)]
     pub sigma: f32,
@@ -131,6 +146,16 @@ impl LearnArgs {
                 threshold: self.threshold,
                 graded: self.graded,
             },
+            ObjectiveKind::Soprc => Objective::Soprc(Soprc {
+                tau1: self.tau,
+                tau2: self.soprc_tau2,
+                beta: self.soprc_beta,
+                quantiles: self.soprc_quantiles,
+                lambda_pos: self.soprc_var_pos,
+                lambda_neg: self.soprc_var_neg,
+                threshold: self.threshold,
+                graded: self.graded,
+            }),
         }
     }
 

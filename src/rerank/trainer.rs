@@ -275,7 +275,7 @@ fn train_member(
     let decay = net.weight_mask();
     let mut optimizer = config.optimizer.clone();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut mu: Vec<QueryState> = vec![QueryState::new(); train_data.set.queries.len()];
+    let mut state: Vec<QueryState> = vec![QueryState::new(); train_data.set.queries.len()];
     let mut previous: Option<Vec<f32>> = None;
     let mut recent: VecDeque<Vec<f32>> = VecDeque::with_capacity(config.average_epochs);
     let mut best: Option<(f64, usize, Net)> = None;
@@ -299,7 +299,7 @@ fn train_member(
                 &net,
                 previous.as_deref(),
                 &config.objective,
-                &mut mu,
+                &mut state,
             )?;
             skipped += batch.len() - step.used;
             if step.used == 0 {
@@ -389,7 +389,7 @@ fn batch_step(
     net: &Net,
     previous: Option<&[f32]>,
     objective: &Objective,
-    mu: &mut [QueryState],
+    state: &mut [QueryState],
 ) -> Result<BatchStep, RerankError> {
     let set = data.set;
     let d = set.num_features();
@@ -427,7 +427,7 @@ fn batch_step(
             loss: l,
             grad,
             pairs: p,
-        }) = objective.query_loss(&input, &mut mu[*qi])?
+        }) = objective.query_loss(&input, &mut state[*qi])?
         {
             loss += l;
             used += 1;
@@ -532,6 +532,13 @@ mod tests {
             // parameters do not hit at this step size.
             Objective::ApHingeQs { threshold: 1 },
             Objective::NdcgHingeQs { threshold: 1 },
+            // τ₂ = 10⁶ makes the stop-gradient TPR constant to ~10⁻⁷ (soprc.rs tests), so
+            // finite differences see what backprop sees; graded, so every level is covered.
+            Objective::Soprc(crate::rerank::objective::Soprc {
+                tau2: 1e6,
+                graded: true,
+                ..Default::default()
+            }),
         ]
     }
 
@@ -557,13 +564,13 @@ mod tests {
                         params: params.to_vec(),
                         ..net.clone()
                     };
-                    let mut mu = vec![QueryState::new(); 6];
-                    batch_step(&data, &batch, &probe, None, &objective, &mut mu)
+                    let mut state = vec![QueryState::new(); 6];
+                    batch_step(&data, &batch, &probe, None, &objective, &mut state)
                         .unwrap()
                         .loss
                 };
-                let mut mu = vec![QueryState::new(); 6];
-                let step = batch_step(&data, &batch, &net, None, &objective, &mut mu).unwrap();
+                let mut state = vec![QueryState::new(); 6];
+                let step = batch_step(&data, &batch, &net, None, &objective, &mut state).unwrap();
                 let scale = step.grad.iter().fold(0f64, |m, g| m.max(g.abs()));
                 for i in 0..net.params.len() {
                     let h = 1e-3f32;
@@ -595,6 +602,7 @@ mod tests {
             ObjectiveKind::SmoothAp,
             ObjectiveKind::ApHingeQs,
             ObjectiveKind::NdcgHingeQs,
+            ObjectiveKind::Soprc,
         ] {
             for hidden in [vec![], vec![8]] {
                 let c = config(kind, hidden.clone());

@@ -7,17 +7,22 @@
 //! (such as seed 001's structured hinges, `(scores, labels) -> (loss, grad)`) is one more
 //! variant of [`Objective`] and one more arm in [`Objective::query_loss`].
 //!
-//! Only the stable AP loss keeps state between batches: its per-query mean positive score
-//! μ̂_q, which it updates from the current and the previous parameters' scores.
+//! Two objectives keep per-query state between batches ([`QueryState`]): the stable AP loss
+//! its mean positive score μ̂_q, updated from the current and the previous parameters'
+//! scores, and SOPRC a moving quantile vector of the positive scores.
 
 mod ranknet;
 mod smooth_ap;
+mod soprc;
 mod stable_ap;
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 pub use ranknet::ranknet_loss_grad;
 pub use smooth_ap::smooth_ap_loss_grad;
+pub use soprc::Soprc;
 pub use stable_ap::{stable_ap_loss_grad, stable_ap_weights, StableAp};
 
 use super::RerankError;
@@ -36,6 +41,8 @@ pub enum ObjectiveKind {
     ApHingeQs,
     /// Full-NDCG structured hinge with the same inference (SPEC §3.4).
     NdcgHingeQs,
+    /// Seed 003's AUPRC estimator with a per-query quantile state (SPEC §3.4).
+    Soprc,
 }
 
 /// An objective with all its hyperparameters (stored in model files).
@@ -65,6 +72,7 @@ pub enum Objective {
     NdcgHingeQs {
         threshold: i32,
     },
+    Soprc(Soprc),
 }
 
 /// What one query contributes to a batch.
@@ -104,6 +112,11 @@ impl Objective {
                 threshold,
                 graded: false,
             },
+            ObjectiveKind::Soprc => Objective::Soprc(Soprc {
+                tau1: tau,
+                threshold,
+                ..Soprc::default()
+            }),
         }
     }
 
@@ -114,6 +127,7 @@ impl Objective {
             Objective::SmoothAp { .. } => ObjectiveKind::SmoothAp,
             Objective::ApHingeQs { .. } => ObjectiveKind::ApHingeQs,
             Objective::NdcgHingeQs { .. } => ObjectiveKind::NdcgHingeQs,
+            Objective::Soprc(_) => ObjectiveKind::Soprc,
         }
     }
 
@@ -126,6 +140,7 @@ impl Objective {
         };
         match self {
             Objective::StableAp(p) => p.validate(),
+            Objective::Soprc(p) => p.validate(),
             Objective::Ranknet { sigma } if !(sigma.is_finite() && *sigma > 0.0) => {
                 bad("sigma", f64::from(*sigma))
             }
@@ -153,6 +168,7 @@ impl Objective {
     pub fn threshold(&self) -> Option<i32> {
         match self {
             Objective::StableAp(p) if !p.graded => Some(p.threshold),
+            Objective::Soprc(p) if !p.graded => Some(p.threshold),
             Objective::SmoothAp {
                 threshold,
                 graded: false,
@@ -165,8 +181,8 @@ impl Objective {
         }
     }
 
-    /// One query's loss and gradient, or `None` if the query is skipped. `mu` is the query's
-    /// μ̂ (stable AP only; `None` until the query is first seen).
+    /// One query's loss and gradient, or `None` if the query is skipped. `state` is the
+    /// query's state from earlier batches (empty until the query is first seen).
     pub fn query_loss(
         &self,
         input: &QueryInput,
@@ -181,6 +197,7 @@ impl Objective {
         }
         match self {
             Objective::StableAp(p) => p.query_loss(input, state),
+            Objective::Soprc(p) => p.query_loss(input, state),
             Objective::Ranknet { sigma } => ranknet_loss_grad(input.scores, input.labels, *sigma),
             Objective::SmoothAp {
                 tau,
@@ -229,8 +246,23 @@ fn hinge_loss_grad(
     }))
 }
 
-/// Per-query state kept between batches: stable AP's μ̂_q, one per relevance threshold.
-pub type QueryState = std::collections::BTreeMap<i32, f64>;
+/// Per-query state kept between batches, one entry per relevance level: stable AP's μ̂_q and
+/// SOPRC's quantile vector v_q of the positive scores.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryState {
+    pub mu: BTreeMap<i32, f64>,
+    pub quantiles: BTreeMap<i32, Vec<f32>>,
+}
+
+impl QueryState {
+    pub fn new() -> QueryState {
+        QueryState::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mu.is_empty() && self.quantiles.is_empty()
+    }
+}
 
 /// The relevance thresholds a query is scored at: `[threshold]` for the binary objectives;
 /// with `graded`, every grade ≥ `threshold` present in the query above its lowest grade
@@ -393,8 +425,8 @@ mod tests {
             labels: &labels,
         };
         stable.query_loss(&input, &mut state).unwrap().unwrap();
-        assert_eq!(state.keys().copied().collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(state.mu.keys().copied().collect::<Vec<_>>(), [1, 3]);
         // Mean of sigmoid scores of the grade-3 row alone: μ̂ at level 3 is sigmoid(2).
-        assert!((state[&3] - sigmoid(2.0)).abs() < 1e-12);
+        assert!((state.mu[&3] - sigmoid(2.0)).abs() < 1e-12);
     }
 }

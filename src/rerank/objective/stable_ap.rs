@@ -98,10 +98,10 @@ impl StableAp {
         state: &mut QueryState,
     ) -> Result<Option<QueryLoss>, RerankError> {
         graded_mean(input.labels, self.threshold, self.graded, |level| {
-            let mut mu = state.get(&level).copied();
+            let mut mu = state.mu.get(&level).copied();
             let q = self.binary_query_loss(input, level, &mut mu)?;
             if let Some(mu) = mu {
-                state.insert(level, mu);
+                state.mu.insert(level, mu);
             }
             Ok(q)
         })
