@@ -48,6 +48,10 @@ CONFIGS = [
      "--graded --tau 0.1 --lr 0.003 --batch 4"),
     ("naive smoothed AP, graded, MLP 32 ReLU", "smooth-ap", "mlp",
      "--graded --tau 0.1 --lr 0.01 --batch 4"),
+    # SOPRC (seed 003): tau1 = --tau; tau2 0.001, beta 0.1, K 100, lambda 1 / 5 (defaults,
+    # kept after a grid over beta x tau2 x regulariser on/off).
+    ("SOPRC, graded, linear", "soprc", "linear", "--graded --tau 1 --lr 0.01 --batch 4"),
+    ("SOPRC, graded, MLP 32 ReLU", "soprc", "mlp", "--graded --tau 0.1 --lr 0.01 --batch 4"),
     # Ensembles of 5 networks over initialisation seeds (--ensemble 5), every objective,
     # each re-tuned with the ensemble on (lr x batch, x hidden {32, 64} for the MLPs; seeds
     # 1-10 of bench/letor_tune.py). Linear members fold into one linear model.
@@ -65,6 +69,10 @@ CONFIGS = [
      "--graded --tau 0.1 --lr 0.01 --batch 4 --ensemble 5"),
     ("naive smoothed AP, graded, MLP 64 ReLU, ensemble of 5", "smooth-ap", "mlp",
      "--graded --tau 0.1 --lr 0.01 --batch 4 --hidden 64 --ensemble 5"),
+    ("SOPRC, graded, linear, ensemble of 5", "soprc", "linear",
+     "--graded --tau 1 --lr 0.01 --batch 4 --ensemble 5"),
+    ("SOPRC, graded, MLP 32 ReLU, ensemble of 5", "soprc", "mlp",
+     "--graded --tau 0.1 --lr 0.01 --batch 4 --hidden 32 --ensemble 5"),
 ]
 
 

@@ -212,14 +212,20 @@ pub fn quantile_grid(sorted: &[f32], k: usize, lo: f32, hi: f32) -> Vec<f32> {
 pub fn soft_tpr(f_pos: &[f32], v: &[f32], tau2: f64) -> Vec<f64> {
     let self_share = 1.0 / f_pos.len() as f64;
     let k = v.len() as f64;
+    // tanh(y) rounds to exactly 1.0 in f64 for y ≥ 20 (1 − tanh 20 ≈ 8e-18), so points more
+    // than 40τ₂ above s count 1 without evaluating it.
+    let saturated = -40.0 * tau2;
     f_pos
         .iter()
         .map(|&s| {
             let above: f64 = v
                 .iter()
                 .map(|&vk| f64::from(s) - f64::from(vk))
-                .filter(|&x| x < 0.0)
-                .map(|x| (-x / (2.0 * tau2)).tanh())
+                .map(|x| match x {
+                    x if x <= saturated => 1.0,
+                    x if x < 0.0 => (-x / (2.0 * tau2)).tanh(),
+                    _ => 0.0,
+                })
                 .sum();
             self_share + above / k
         })
@@ -369,6 +375,29 @@ mod tests {
         let b = soft_tpr(&s, &v, 1e-6);
         for (got, want) in b.iter().zip([3.0 / 4.0, 1.0 / 4.0, 1.0, 2.0 / 4.0]) {
             assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+        }
+    }
+
+    /// The saturation shortcut changes nothing: every term equals tanh's own value.
+    #[test]
+    fn tpr_shortcut_is_exact() {
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        for tau2 in [1e-4, 1e-3, 1e-2, 0.1] {
+            let s = random_scores(&mut rng, 7);
+            let v = random_scores(&mut rng, 300);
+            let direct: Vec<f64> = s
+                .iter()
+                .map(|&si| {
+                    let above: f64 = v
+                        .iter()
+                        .map(|&vk| f64::from(si) - f64::from(vk))
+                        .filter(|&x| x < 0.0)
+                        .map(|x| (-x / (2.0 * tau2)).tanh())
+                        .sum();
+                    1.0 / 7.0 + above / 300.0
+                })
+                .collect();
+            assert_eq!(soft_tpr(&s, &v, tau2), direct);
         }
     }
 
