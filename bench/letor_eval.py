@@ -3,7 +3,7 @@
 docs/BENCHMARKS.md, in one run:
 
     cargo build --release
-    bench/.venv/bin/python bench/letor_eval.py [--seeds 1,2,3,4,5] [--jobs 2]
+    bench/.venv/bin/python bench/letor_eval.py [--seeds 1,2,3,4,5] [--jobs 2] [--only LABEL] [--flags F]
 
 - `rankd eval-letor` for each objective x {linear, MLP} x seed, with the hyperparameters in
   CONFIGS (chosen by bench/letor_tune.py on a held-out split of rank.train; rank.test is only
@@ -76,11 +76,11 @@ CONFIGS = [
 ]
 
 
-def rankd_run(rankd, config, seed):
+def rankd_run(rankd, config, seed, extra=""):
     _, objective, model, flags = config
     cmd = [rankd, "eval-letor", "--train", os.path.join(DATA, "rank.train"),
            "--test", os.path.join(DATA, "rank.test"), "--objective", objective, "--model", model,
-           "--seed", str(seed), "--json"] + flags.split()
+           "--seed", str(seed), "--json"] + flags.split() + extra.split()
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -131,8 +131,13 @@ def main():
     ap.add_argument("--seeds", default="1,2,3,4,5")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--rankd", default=os.path.join(ROOT, "target", "release", "rankd"))
+    ap.add_argument("--only", action="append", default=[],
+                    help="run only the rankd rows whose label contains this (repeatable)")
+    ap.add_argument("--flags", default="", help="extra rankd flags for every rankd row, "
+                    "e.g. '--sample-rows 4'")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    configs = [c for c in CONFIGS if not args.only or any(o in c[0] for o in args.only)]
 
     lgb_runs, failures = [], []
     for seed in seeds:
@@ -140,9 +145,10 @@ def main():
         lgb_runs.append(r)
         failures += bad
 
-    jobs = [(c, s) for c in CONFIGS for s in seeds]
+    jobs = [(c, s) for c in configs for s in seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(lambda j: (j[0][0], rankd_run(args.rankd, j[0], j[1])), jobs))
+        results = list(pool.map(
+            lambda j: (j[0][0], rankd_run(args.rankd, j[0], j[1], args.flags)), jobs))
     base = baselines(args.rankd)
 
     os.makedirs(os.path.join(ROOT, "bench", "out"), exist_ok=True)
@@ -153,16 +159,16 @@ def main():
     print(f"| method | {' | '.join(n.upper() for n in METRICS)} |")
     print("|---|" + "---|" * len(METRICS))
     print("| LightGBM lambdarank (train.conf) | " + " | ".join(fmt([r[n] for r in lgb_runs]) for n in METRICS) + " |")
-    for label, *_ in CONFIGS:
+    for label, *_ in configs:
         rs = [r for lab, r in results if lab == label]
-        print(f"| rankd {label} | " + " | ".join(fmt([r['test'][n] for r in rs]) for n in METRICS) + " |")
+        print(f"| rankd {label}{' ' + args.flags if args.flags else ''} | " + " | ".join(fmt([r['test'][n] for r in rs]) for n in METRICS) + " |")
     for name, r in base.items():
         print(f"| {name} | " + " | ".join(fmt([r[n]]) for n in METRICS) + " |")
 
     print()
     print("| configuration | epochs run (mean) | best epoch (mean) | queries/s per epoch (median) | pairs/s per epoch (median) |")
     print("|---|---|---|---|---|")
-    for label, *_ in CONFIGS:
+    for label, *_ in configs:
         rs = [r for lab, r in results if lab == label]
         qps = statistics.median(e["queries_per_s"] for r in rs for e in r["log"])
         pps = statistics.median(e["pairs_per_s"] for r in rs for e in r["log"])

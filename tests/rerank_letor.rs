@@ -64,6 +64,7 @@ fn a_short_stable_ap_run_beats_file_order() {
         ensemble: 1,
         average_epochs: 1,
         lr_halve_after: 0,
+        sample_rows: None,
         seed: 1,
         convention: MetricConvention::Letor,
         source: "rank.train".into(),

@@ -46,6 +46,7 @@ fn config() -> TrainConfig {
         ensemble: 1,
         average_epochs: 1,
         lr_halve_after: 0,
+        sample_rows: None,
         seed: 3,
         convention: MetricConvention::Trec,
         source: "test".into(),
@@ -200,6 +201,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
         ensemble: 1,
         average_epochs: 1,
         lr_halve_after: 0,
+        sample_rows: None,
         member_best_epochs: vec![1],
         metrics: rankd::rerank::ModelMetrics {
             train: None,

@@ -59,6 +59,10 @@ pub struct LearnArgs {
     /// validation MAP (0: constant learning rate).
     #[arg(long, default_value_t = 0)]
     pub lr_halve_after: usize,
+    /// Train on a fresh uniform sample of at most this many rows of a query each time it is
+    /// in a batch (default: every row).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
+    pub sample_rows: Option<u64>,
     /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
@@ -176,6 +180,7 @@ impl LearnArgs {
             ensemble: self.ensemble,
             average_epochs: self.average_epochs,
             lr_halve_after: self.lr_halve_after,
+            sample_rows: self.sample_rows.map(|n| n as usize),
             convention: MetricConvention::Letor,
             source,
             parent: None,

@@ -58,6 +58,9 @@ pub struct TrainingInfo {
     /// validation MAP (0: constant; version 1 files: 0).
     #[serde(default)]
     pub lr_halve_after: usize,
+    /// Rows sampled per query and visit (absent: every row; older files never sampled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_rows: Option<usize>,
     /// The kept epoch of every ensemble member (version 1 files: empty).
     #[serde(default)]
     pub member_best_epochs: Vec<usize>,
@@ -361,6 +364,7 @@ mod tests {
             ensemble: 1,
             average_epochs: 1,
             lr_halve_after: 0,
+            sample_rows: None,
             member_best_epochs: vec![1],
             metrics: ModelMetrics {
                 train: None,

@@ -336,6 +336,7 @@ mod tests {
             ensemble: 1,
             average_epochs: 1,
             lr_halve_after: 0,
+            sample_rows: None,
             seed: 3,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),

@@ -50,6 +50,10 @@ pub struct TrainConfig {
     /// Learning-rate schedule: halve the learning rate after every run of this many epochs
     /// without a better validation MAP (0: constant learning rate).
     pub lr_halve_after: usize,
+    /// Each time a query is in a batch, train on a fresh uniform sample of at most this many
+    /// of its rows (None: every row). Objectives that know the query's own positive rate
+    /// (SOPRC) take it from the whole query; the others see only the sample.
+    pub sample_rows: Option<usize>,
     pub convention: MetricConvention,
     /// Where the data came from (stored in the model file).
     pub source: String,
@@ -225,6 +229,7 @@ pub fn train(
         ensemble: config.ensemble,
         average_epochs: config.average_epochs,
         lr_halve_after: config.lr_halve_after,
+        sample_rows: config.sample_rows,
         member_best_epochs,
         metrics,
         source: config.source.clone(),
@@ -293,6 +298,7 @@ fn train_member(
                 cancelled = true;
                 break 'epochs;
             }
+            let sampler = config.sample_rows.map(|n| (n, &mut rng));
             let step = batch_step(
                 train_data,
                 batch,
@@ -300,6 +306,7 @@ fn train_member(
                 previous.as_deref(),
                 &config.objective,
                 &mut state,
+                sampler,
             )?;
             skipped += batch.len() - step.used;
             if step.used == 0 {
@@ -382,7 +389,9 @@ pub(crate) struct BatchStep {
 }
 
 /// Loss and gradient of one batch of queries (indices into `data`'s queries) at the
-/// network's current parameters; `previous` are θ_{k−1} if the objective wants them.
+/// network's current parameters; `previous` are θ_{k−1} if the objective wants them. With a
+/// `sampler` (n, rng), a query of more than n rows contributes n of them drawn uniformly
+/// without replacement (kept in file order).
 fn batch_step(
     data: &Prepared,
     batch: &[usize],
@@ -390,6 +399,7 @@ fn batch_step(
     previous: Option<&[f32]>,
     objective: &Objective,
     state: &mut [QueryState],
+    mut sampler: Option<(usize, &mut ChaCha8Rng)>,
 ) -> Result<BatchStep, RerankError> {
     let set = data.set;
     let d = set.num_features();
@@ -397,10 +407,22 @@ fn batch_step(
     let mut labels = Vec::new();
     let mut spans = Vec::with_capacity(batch.len());
     for &qi in batch {
-        let rows = &set.queries[qi].rows;
+        let rows = set.queries[qi].rows.clone();
         let start = labels.len();
-        x.extend_from_slice(&data.x[rows.start * d..rows.end * d]);
-        labels.extend_from_slice(&set.labels[rows.clone()]);
+        match sampler.as_mut() {
+            Some((n, rng)) if rows.len() > *n => {
+                let mut picked = rand::seq::index::sample(*rng, rows.len(), *n).into_vec();
+                picked.sort_unstable();
+                for r in picked.into_iter().map(|i| rows.start + i) {
+                    x.extend_from_slice(&data.x[r * d..(r + 1) * d]);
+                    labels.push(set.labels[r]);
+                }
+            }
+            _ => {
+                x.extend_from_slice(&data.x[rows.start * d..rows.end * d]);
+                labels.extend_from_slice(&set.labels[rows]);
+            }
+        }
         spans.push((qi, start..labels.len()));
     }
     let n = labels.len();
@@ -422,6 +444,7 @@ fn batch_step(
             scores: &scores[span.clone()],
             previous_scores: previous_scores.as_ref().map(|p| &p[span.clone()]),
             labels: &labels[span.clone()],
+            query_labels: &set.labels[set.queries[*qi].rows.clone()],
         };
         if let Some(QueryLoss {
             loss: l,
@@ -498,6 +521,7 @@ mod tests {
             ensemble: 1,
             average_epochs: 1,
             lr_halve_after: 0,
+            sample_rows: None,
             seed: 42,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
@@ -565,12 +589,13 @@ mod tests {
                         ..net.clone()
                     };
                     let mut state = vec![QueryState::new(); 6];
-                    batch_step(&data, &batch, &probe, None, &objective, &mut state)
+                    batch_step(&data, &batch, &probe, None, &objective, &mut state, None)
                         .unwrap()
                         .loss
                 };
                 let mut state = vec![QueryState::new(); 6];
-                let step = batch_step(&data, &batch, &net, None, &objective, &mut state).unwrap();
+                let step =
+                    batch_step(&data, &batch, &net, None, &objective, &mut state, None).unwrap();
                 let scale = step.grad.iter().fold(0f64, |m, g| m.max(g.abs()));
                 for i in 0..net.params.len() {
                     let h = 1e-3f32;
@@ -620,6 +645,60 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `sample_rows`: deterministic, still learns, and every query's batch block holds at most
+    /// n rows drawn from its own rows.
+    #[test]
+    fn sampled_rows_train_deterministically() {
+        let set = synthetic(60, 2);
+        let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
+        let cancel = AtomicBool::new(false);
+        for kind in [ObjectiveKind::StableAp, ObjectiveKind::Soprc] {
+            let c = TrainConfig {
+                sample_rows: Some(5),
+                ..config(kind, vec![8])
+            };
+            let a = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
+            let b = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
+            assert_eq!(a.model.networks, b.model.networks);
+            assert_eq!(a.model.training.sample_rows, Some(5));
+            let full = train(
+                &train_set,
+                Some(&valid),
+                &config(kind, vec![8]),
+                &mut |_| {},
+                &cancel,
+            )
+            .unwrap();
+            assert_ne!(
+                a.model.networks, full.model.networks,
+                "{kind:?}: sampling is used"
+            );
+            let valid_map = a.model.training.metrics.valid.as_ref().unwrap().map;
+            assert!(valid_map > 0.8, "{kind:?}: valid MAP {valid_map}");
+        }
+        let norm = Normalizer::fit(NormKind::ZScore, &set.x, set.num_features()).unwrap();
+        let data = Prepared::new(&set, &norm);
+        let net = Net::new(5, &[], Activation::Tanh, 3).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        let mut state = vec![QueryState::new(); set.queries.len()];
+        let batch: Vec<usize> = (0..set.queries.len()).collect();
+        let objective = Objective::Ranknet { sigma: 1.0 };
+        let all = batch_step(&data, &batch, &net, None, &objective, &mut state, None).unwrap();
+        let sampled = batch_step(
+            &data,
+            &batch,
+            &net,
+            None,
+            &objective,
+            &mut state,
+            Some((3, &mut rng)),
+        )
+        .unwrap();
+        // RankNet counts each pair of different grades once: 3 rows give at most 3 pairs,
+        // fewer than the full lists (4–11 rows) give.
+        assert!(sampled.pairs <= 3 * set.queries.len() && sampled.pairs < all.pairs);
     }
 
     /// An ensemble's first member is the plain run with the same seed, member k is the plain

@@ -93,6 +93,9 @@ pub struct QueryInput<'a> {
     /// [`Objective::needs_previous_scores`]; `None` on the very first step).
     pub previous_scores: Option<&'a [f32]>,
     pub labels: &'a [i32],
+    /// The labels of every row of the query: `labels` itself unless the trainer sampled
+    /// rows (`--sample-rows`); SOPRC takes the query's positive rate from it.
+    pub query_labels: &'a [i32],
 }
 
 impl Objective {
@@ -398,6 +401,7 @@ mod tests {
                     scores: &scores,
                     previous_scores: None,
                     labels: &labels,
+                    query_labels: &labels,
                 },
                 &mut QueryState::new(),
             )
@@ -423,6 +427,7 @@ mod tests {
             scores: &scores,
             previous_scores: None,
             labels: &labels,
+            query_labels: &labels,
         };
         stable.query_loss(&input, &mut state).unwrap().unwrap();
         assert_eq!(state.mu.keys().copied().collect::<Vec<_>>(), [1, 3]);

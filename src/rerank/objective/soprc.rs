@@ -159,8 +159,16 @@ impl Soprc {
                 v
             }
         };
-        let tpr = soft_tpr(&f_pos, v, self.tau2);
-        let kappa = neg.len() as f64 / pos.len() as f64;
+        // The query's own positive count and rate, from all its rows even when the trainer
+        // sampled some of them (the "true prior" of eq. 8).
+        let n_all = input.query_labels.len();
+        let n_pos_all = input
+            .query_labels
+            .iter()
+            .filter(|&&l| l >= threshold)
+            .count();
+        let tpr = soft_tpr(&f_pos, v, n_pos_all.max(pos.len()), self.tau2);
+        let kappa = (n_all - n_pos_all) as f64 / n_pos_all.max(1) as f64;
         let (mut loss, mut grad_pos, mut grad_neg) =
             soprc_loss_grad(&f_pos, &f_neg, &tpr, kappa, self.tau1)?;
         for (values, lambda, below, grad) in [
@@ -208,9 +216,10 @@ pub fn quantile_grid(sorted: &[f32], k: usize, lo: f32, hi: f32) -> Vec<f32> {
         .collect()
 }
 
-/// `B_i = 1/n⁺ + (1/K) Σ_k ℓ₂(s_i − v_k)`, `ℓ₂(x) = tanh(−x/(2τ₂))` for `x < 0`, else 0.
-pub fn soft_tpr(f_pos: &[f32], v: &[f32], tau2: f64) -> Vec<f64> {
-    let self_share = 1.0 / f_pos.len() as f64;
+/// `B_i = 1/N⁺ + (1/K) Σ_k ℓ₂(s_i − v_k)`, `ℓ₂(x) = tanh(−x/(2τ₂))` for `x < 0`, else 0;
+/// N⁺ is the query's number of positives (`n_pos_all`, all rows, sampled or not).
+pub fn soft_tpr(f_pos: &[f32], v: &[f32], n_pos_all: usize, tau2: f64) -> Vec<f64> {
+    let self_share = 1.0 / n_pos_all as f64;
     let k = v.len() as f64;
     // tanh(y) rounds to exactly 1.0 in f64 for y ≥ 20 (1 − tanh 20 ≈ 8e-18), so points more
     // than 40τ₂ above s count 1 without evaluating it.
@@ -334,7 +343,7 @@ mod tests {
 
     /// The loss of given sigmoid scores and state, through the product functions.
     fn product_loss(s: &[f32], t: &[f32], v: &[f32], p: &Soprc) -> f64 {
-        let tpr = soft_tpr(s, v, p.tau2);
+        let tpr = soft_tpr(s, v, s.len(), p.tau2);
         let kappa = t.len() as f64 / s.len() as f64;
         let (mut loss, mut gp, mut gn) = soprc_loss_grad(s, t, &tpr, kappa, p.tau1).unwrap();
         loss += p.lambda_pos * semi_variance(s, true, p.lambda_pos, &mut gp);
@@ -372,7 +381,7 @@ mod tests {
         let s = [0.3f32, 0.9, 0.1, 0.6];
         let mut v = s.to_vec();
         v.sort_by(f32::total_cmp);
-        let b = soft_tpr(&s, &v, 1e-6);
+        let b = soft_tpr(&s, &v, s.len(), 1e-6);
         for (got, want) in b.iter().zip([3.0 / 4.0, 1.0 / 4.0, 1.0, 2.0 / 4.0]) {
             assert!((got - want).abs() < 1e-9, "{got} vs {want}");
         }
@@ -397,7 +406,7 @@ mod tests {
                     1.0 / 7.0 + above / 300.0
                 })
                 .collect();
-            assert_eq!(soft_tpr(&s, &v, tau2), direct);
+            assert_eq!(soft_tpr(&s, &v, 7, tau2), direct);
         }
     }
 
@@ -475,7 +484,7 @@ mod tests {
             let s = random_scores(&mut rng, np);
             let t = random_scores(&mut rng, nn);
             let v = random_scores(&mut rng, 20);
-            let tpr = soft_tpr(&s, &v, p.tau2);
+            let tpr = soft_tpr(&s, &v, np, p.tau2);
             let kappa = nn as f64 / np as f64;
             let frozen = |x: &[f32]| {
                 let (mut loss, mut gp, mut gn) =
@@ -512,6 +521,7 @@ mod tests {
                     scores: s,
                     previous_scores: None,
                     labels: &labels,
+                    query_labels: &labels,
                 };
                 p.query_loss(&input, &mut QueryState::new())
                     .unwrap()
@@ -539,6 +549,7 @@ mod tests {
                 scores: &g,
                 previous_scores: None,
                 labels: &labels,
+                query_labels: &labels,
             };
             p.query_loss(&input, state).unwrap().unwrap();
         };
@@ -557,9 +568,46 @@ mod tests {
             scores: &[0.0, 1.0],
             previous_scores: None,
             labels: &[0, 0],
+            query_labels: &[0, 0],
         };
         assert_eq!(p.query_loss(&input, &mut state).unwrap(), None);
         assert_eq!(state, before);
+    }
+
+    /// With sampled rows, κ and the TPR's self term come from the whole query: the loss equals
+    /// the equations with the whole query's n⁺ and n⁻ (regulariser off, so only eq. 8 is
+    /// compared).
+    #[test]
+    fn prior_comes_from_the_whole_query() {
+        let p = Soprc {
+            lambda_pos: 0.0,
+            lambda_neg: 0.0,
+            ..Soprc::default()
+        };
+        let scores = [0.5f32, -0.3, 1.2, 0.1];
+        let labels = [1, 0, 0, 0];
+        let query_labels = [1, 0, 0, 0, 0, 0, 0, 1, 1, 0];
+        let input = QueryInput {
+            scores: &scores,
+            previous_scores: None,
+            labels: &labels,
+            query_labels: &query_labels,
+        };
+        let got = p
+            .query_loss(&input, &mut QueryState::new())
+            .unwrap()
+            .unwrap()
+            .loss;
+        // One sampled positive s; κ = 7/3; B = 1/3 (the state is φ(s), all equal to s, ℓ₂(0) = 0).
+        let s = sigmoid(0.5);
+        let fpr: f64 = [-0.3f32, 1.2, 0.1]
+            .iter()
+            .map(|&g| huber(s - sigmoid(g), 0.1))
+            .sum::<f64>()
+            / 3.0;
+        let r = (7.0 / 3.0) * fpr / (1.0 / 3.0);
+        let want = r / (1.0 + r);
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
     }
 
     #[test]

@@ -313,6 +313,7 @@ mod tests {
                     scores: s,
                     previous_scores: None,
                     labels: &labels,
+                    query_labels: &labels,
                 };
                 p.query_loss(&input, &mut QueryState::new())
                     .unwrap()
@@ -331,6 +332,7 @@ mod tests {
                 scores: &[0.1, 0.2, 0.3],
                 previous_scores: None,
                 labels: &labels,
+                query_labels: &labels,
             };
             let mut state = QueryState::new();
             assert_eq!(p.query_loss(&input, &mut state).unwrap(), None);
