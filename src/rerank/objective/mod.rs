@@ -350,6 +350,36 @@ pub(crate) mod gradcheck {
         }
     }
 
+    /// The whole per-query path of `objective` (from raw scores g, fresh state each call)
+    /// against central differences, on 20 random queries with grades 0–2 (at least one 2 and
+    /// one 0), step 1e-3, tolerance 2e-3 of the largest component.
+    pub fn check_query_gradient(objective: &super::Objective, seed: u64) {
+        use super::{QueryInput, QueryState};
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..20 {
+            let n = rng.random_range(2..10);
+            let scores: Vec<f32> = (0..n).map(|_| rng.random_range(-2f32..2.0)).collect();
+            let mut labels: Vec<i32> = (0..n).map(|_| rng.random_range(0..3)).collect();
+            labels[0] = 2;
+            labels[1] = 0;
+            let loss_of = |s: &[f32]| {
+                let input = QueryInput {
+                    scores: s,
+                    previous_scores: None,
+                    labels: &labels,
+                    query_labels: &labels,
+                };
+                objective
+                    .query_loss(&input, &mut QueryState::new())
+                    .unwrap()
+                    .unwrap()
+            };
+            let q = loss_of(&scores);
+            check(&scores, &q.grad, 1e-3, 2e-3, |s| loss_of(s).loss);
+        }
+    }
+
     /// Checks `analytic` against central differences of `loss` at `scores`, step `h`. The
     /// tolerance is relative to the largest gradient component, because the loss is summed
     /// from f32 pair terms (relative rounding ~1e-7 of the loss, divided by the step).

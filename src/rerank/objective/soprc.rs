@@ -509,27 +509,13 @@ mod tests {
             tau2: 1e6,
             ..Soprc::default()
         });
-        let mut rng = ChaCha8Rng::seed_from_u64(8);
-        for _ in 0..20 {
-            let n = rng.random_range(2..10);
-            let scores: Vec<f32> = (0..n).map(|_| rng.random_range(-2f32..2.0)).collect();
-            let mut labels: Vec<i32> = (0..n).map(|_| rng.random_range(0..3)).collect();
-            labels[0] = 2;
-            labels[1] = 0;
-            let loss_of = |s: &[f32]| {
-                let input = QueryInput {
-                    scores: s,
-                    previous_scores: None,
-                    labels: &labels,
-                    query_labels: &labels,
-                };
-                p.query_loss(&input, &mut QueryState::new())
-                    .unwrap()
-                    .unwrap()
-            };
-            let q = loss_of(&scores);
-            gradcheck::check(&scores, &q.grad, 1e-3, 2e-3, |s| loss_of(s).loss);
-        }
+        gradcheck::check_query_gradient(&p, 8);
+        let graded = Objective::Soprc(Soprc {
+            tau2: 1e6,
+            graded: true,
+            ..Soprc::default()
+        });
+        gradcheck::check_query_gradient(&graded, 9);
     }
 
     /// First visit: v = φ(s); later visits: v ← (1 − β)v + βφ(s), per level; a one-sided query

@@ -301,27 +301,7 @@ mod tests {
             t: 0.0,
             ..StableAp::default()
         };
-        let mut rng = ChaCha8Rng::seed_from_u64(8);
-        for _ in 0..20 {
-            let n = rng.random_range(2..10);
-            let scores: Vec<f32> = (0..n).map(|_| rng.random_range(-2f32..2.0)).collect();
-            let mut labels: Vec<i32> = (0..n).map(|_| rng.random_range(0..3)).collect();
-            labels[0] = 2;
-            labels[1] = 0;
-            let loss_of = |s: &[f32]| {
-                let input = QueryInput {
-                    scores: s,
-                    previous_scores: None,
-                    labels: &labels,
-                    query_labels: &labels,
-                };
-                p.query_loss(&input, &mut QueryState::new())
-                    .unwrap()
-                    .unwrap()
-            };
-            let q = loss_of(&scores);
-            gradcheck::check(&scores, &q.grad, 1e-3, 2e-3, |s| loss_of(s).loss);
-        }
+        gradcheck::check_query_gradient(&super::super::Objective::StableAp(p), 8);
     }
 
     #[test]
