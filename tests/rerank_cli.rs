@@ -186,3 +186,56 @@ fn eval_letor_trains_and_reports_json() {
     let loaded = rankd::rerank::Reranker::load(&model).unwrap();
     assert_eq!(loaded.id(), v["id"].as_str().unwrap());
 }
+
+/// SOPRC and row sampling from the command line: trains, reports both in the JSON and the
+/// model file; out-of-range values are exit 2 naming the parameter.
+#[test]
+fn soprc_with_sampled_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("train.svm");
+    write_letor(&data);
+    let model = dir.path().join("m.json");
+    let base = [
+        "eval-letor",
+        "--train",
+        data.to_str().unwrap(),
+        "--test",
+        data.to_str().unwrap(),
+        "--objective",
+        "soprc",
+        "--graded",
+        "--epochs",
+        "5",
+    ];
+    let run = |extra: &[&str]| rankd(&[&base[..], extra].concat());
+    let o = run(&[
+        "--sample-rows",
+        "4",
+        "--out",
+        model.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["objective"]["name"], "soprc");
+    assert_eq!(v["sample_rows"], 4);
+    let loaded = rankd::rerank::Reranker::load(&model).unwrap();
+    assert_eq!(loaded.training.sample_rows, Some(4));
+    assert_eq!(
+        loaded.training.objective.kind(),
+        rankd::rerank::ObjectiveKind::Soprc
+    );
+
+    for (extra, expected) in [
+        (&["--soprc-beta", "0"][..], "beta = 0 is out of range"),
+        (
+            &["--soprc-quantiles", "0"][..],
+            "quantiles = 0 is out of range",
+        ),
+        (&["--sample-rows", "1"][..], "at least 2"),
+    ] {
+        let o = run(extra);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{extra:?}: {}", stderr(&o));
+    }
+}

@@ -61,8 +61,8 @@ pub struct LearnArgs {
     pub lr_halve_after: usize,
     /// Train on a fresh uniform sample of at most this many rows of a query each time it is
     /// in a batch (default: every row).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
-    pub sample_rows: Option<u64>,
+    #[arg(long, value_parser = parse_sample_rows)]
+    pub sample_rows: Option<usize>,
     /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
@@ -114,6 +114,17 @@ pub struct LearnArgs {
     /// file is given.
     #[arg(long, default_value_t = 0.2)]
     pub valid_fraction: f64,
+}
+
+/// `--sample-rows`: a whole number of at least 2 (a sample needs room for a positive and a
+/// negative).
+fn parse_sample_rows(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!(
+            "{text:?} is not a row count of at least 2 (a sample needs a positive and a negative)"
+        )),
+    }
 }
 
 impl LearnArgs {
@@ -180,7 +191,7 @@ impl LearnArgs {
             ensemble: self.ensemble,
             average_epochs: self.average_epochs,
             lr_halve_after: self.lr_halve_after,
-            sample_rows: self.sample_rows.map(|n| n as usize),
+            sample_rows: self.sample_rows,
             convention: MetricConvention::Letor,
             source,
             parent: None,
