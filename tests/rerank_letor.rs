@@ -65,6 +65,7 @@ fn a_short_stable_ap_run_beats_file_order() {
         average_epochs: 1,
         lr_halve_after: 0,
         sample_rows: None,
+        mixup: None,
         seed: 1,
         convention: MetricConvention::Letor,
         source: "rank.train".into(),

@@ -47,6 +47,7 @@ fn config() -> TrainConfig {
         average_epochs: 1,
         lr_halve_after: 0,
         sample_rows: None,
+        mixup: None,
         seed: 3,
         convention: MetricConvention::Trec,
         source: "test".into(),
@@ -202,6 +203,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
         average_epochs: 1,
         lr_halve_after: 0,
         sample_rows: None,
+        mixup: None,
         member_best_epochs: vec![1],
         metrics: rankd::rerank::ModelMetrics {
             train: None,

@@ -87,6 +87,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         "average_epochs": model.training.average_epochs,
         "lr_halve_after": model.training.lr_halve_after,
         "sample_rows": model.training.sample_rows,
+        "mixup": model.training.mixup,
         "member_best_epochs": model.training.member_best_epochs,
         "seed": args.learn.seed,
         "id": model.id(),

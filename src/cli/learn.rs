@@ -63,6 +63,11 @@ pub struct LearnArgs {
     /// in a batch (default: every row).
     #[arg(long, value_parser = parse_sample_rows)]
     pub sample_rows: Option<usize>,
+    /// Seed 000's deep feature mixup on the input features: each visit adds, per grade with
+    /// two or more rows in the query, one row per row, `u·x + (1 − u)·` a random convex
+    /// combination of that grade's rows (the paper's u: 0.9).
+    #[arg(long, value_parser = parse_mixup)]
+    pub mixup: Option<f32>,
     /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     #[arg(long, default_value_t = 0.1)]
     pub tau: f32,
@@ -124,6 +129,14 @@ fn parse_sample_rows(text: &str) -> Result<usize, String> {
         _ => Err(format!(
             "{text:?} is not a row count of at least 2 (a sample needs a positive and a negative)"
         )),
+    }
+}
+
+/// `--mixup`: u in [0, 1].
+fn parse_mixup(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(u) if (0.0..=1.0).contains(&u) => Ok(u),
+        _ => Err(format!("{text:?} is not a mixup weight u in [0, 1]")),
     }
 }
 
@@ -192,6 +205,7 @@ impl LearnArgs {
             average_epochs: self.average_epochs,
             lr_halve_after: self.lr_halve_after,
             sample_rows: self.sample_rows,
+            mixup: self.mixup,
             convention: MetricConvention::Letor,
             source,
             parent: None,

@@ -61,6 +61,9 @@ pub struct TrainingInfo {
     /// Rows sampled per query and visit (absent: every row; older files never sampled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_rows: Option<usize>,
+    /// Input-feature mixup weight u (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixup: Option<f32>,
     /// The kept epoch of every ensemble member (version 1 files: empty).
     #[serde(default)]
     pub member_best_epochs: Vec<usize>,
@@ -365,6 +368,7 @@ mod tests {
             average_epochs: 1,
             lr_halve_after: 0,
             sample_rows: None,
+            mixup: None,
             member_best_epochs: vec![1],
             metrics: ModelMetrics {
                 train: None,

@@ -337,6 +337,7 @@ mod tests {
             average_epochs: 1,
             lr_halve_after: 0,
             sample_rows: None,
+            mixup: None,
             seed: 3,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use aligned_vec::AVec;
 use rand::seq::SliceRandom;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,10 @@ pub struct TrainConfig {
     /// of its rows (None: every row). Objectives that know the query's own positive rate
     /// (SOPRC) take it from the whole query; the others see only the sample.
     pub sample_rows: Option<usize>,
+    /// Deep feature mixup of seed 000 §7.1.1.2, on the input features: each visit adds, per
+    /// grade with two or more of the query's rows, as many rows `u·x_i + (1 − u)·Σ_j w_j x_j`
+    /// (random convex weights w over that grade's rows), labelled with the grade.
+    pub mixup: Option<f32>,
     pub convention: MetricConvention,
     /// Where the data came from (stored in the model file).
     pub source: String,
@@ -230,6 +234,7 @@ pub fn train(
         average_epochs: config.average_epochs,
         lr_halve_after: config.lr_halve_after,
         sample_rows: config.sample_rows,
+        mixup: config.mixup,
         member_best_epochs,
         metrics,
         source: config.source.clone(),
@@ -298,7 +303,11 @@ fn train_member(
                 cancelled = true;
                 break 'epochs;
             }
-            let sampler = config.sample_rows.map(|n| (n, &mut rng));
+            let mut rows = Rows {
+                sample: config.sample_rows,
+                mixup: config.mixup,
+                rng: &mut rng,
+            };
             let step = batch_step(
                 train_data,
                 batch,
@@ -306,7 +315,7 @@ fn train_member(
                 previous.as_deref(),
                 &config.objective,
                 &mut state,
-                sampler,
+                &mut rows,
             )?;
             skipped += batch.len() - step.used;
             if step.used == 0 {
@@ -388,10 +397,74 @@ pub(crate) struct BatchStep {
     pub pairs: usize,
 }
 
+/// Which rows of a query a training step sees ([`TrainConfig::sample_rows`],
+/// [`TrainConfig::mixup`]); the generator is the member's, so without either option it is
+/// never drawn from and a run is unchanged.
+pub(crate) struct Rows<'a> {
+    pub sample: Option<usize>,
+    pub mixup: Option<f32>,
+    pub rng: &'a mut ChaCha8Rng,
+}
+
+impl<'a> Rows<'a> {
+    /// Every row, nothing added.
+    #[cfg(test)]
+    pub fn all(rng: &'a mut ChaCha8Rng) -> Rows<'a> {
+        Rows {
+            sample: None,
+            mixup: None,
+            rng,
+        }
+    }
+
+    /// Appends one query's rows to the batch block: all of them, or a uniform sample of
+    /// `sample` (kept in file order); then the mixup rows.
+    fn gather(
+        &mut self,
+        data: &Prepared,
+        query: std::ops::Range<usize>,
+        x: &mut Vec<f32>,
+        labels: &mut Vec<i32>,
+    ) {
+        let d = data.set.num_features();
+        let picked: Vec<usize> = match self.sample {
+            Some(n) if query.len() > n => {
+                let mut picked = rand::seq::index::sample(self.rng, query.len(), n).into_vec();
+                picked.sort_unstable();
+                picked.into_iter().map(|i| query.start + i).collect()
+            }
+            _ => query.collect(),
+        };
+        for &r in &picked {
+            x.extend_from_slice(&data.x[r * d..(r + 1) * d]);
+            labels.push(data.set.labels[r]);
+        }
+        let Some(u) = self.mixup else { return };
+        let mut by_grade: std::collections::BTreeMap<i32, Vec<usize>> = Default::default();
+        for &r in &picked {
+            by_grade.entry(data.set.labels[r]).or_default().push(r);
+        }
+        for (grade, members) in by_grade.into_iter().filter(|(_, m)| m.len() >= 2) {
+            for &i in &members {
+                let w: Vec<f32> = members.iter().map(|_| self.rng.random::<f32>()).collect();
+                let total: f32 = w.iter().sum::<f32>().max(f32::MIN_POSITIVE);
+                let mut row: Vec<f32> = data.x[i * d..(i + 1) * d].iter().map(|v| u * v).collect();
+                for (&j, wj) in members.iter().zip(&w) {
+                    let c = (1.0 - u) * wj / total;
+                    for (out, v) in row.iter_mut().zip(&data.x[j * d..(j + 1) * d]) {
+                        *out += c * v;
+                    }
+                }
+                x.extend_from_slice(&row);
+                labels.push(grade);
+            }
+        }
+    }
+}
+
 /// Loss and gradient of one batch of queries (indices into `data`'s queries) at the
-/// network's current parameters; `previous` are θ_{k−1} if the objective wants them. With a
-/// `sampler` (n, rng), a query of more than n rows contributes n of them drawn uniformly
-/// without replacement (kept in file order).
+/// network's current parameters; `previous` are θ_{k−1} if the objective wants them; `rows`
+/// decides which rows of each query the step sees.
 fn batch_step(
     data: &Prepared,
     batch: &[usize],
@@ -399,30 +472,15 @@ fn batch_step(
     previous: Option<&[f32]>,
     objective: &Objective,
     state: &mut [QueryState],
-    mut sampler: Option<(usize, &mut ChaCha8Rng)>,
+    rows: &mut Rows,
 ) -> Result<BatchStep, RerankError> {
     let set = data.set;
-    let d = set.num_features();
     let mut x = Vec::new();
     let mut labels = Vec::new();
     let mut spans = Vec::with_capacity(batch.len());
     for &qi in batch {
-        let rows = set.queries[qi].rows.clone();
         let start = labels.len();
-        match sampler.as_mut() {
-            Some((n, rng)) if rows.len() > *n => {
-                let mut picked = rand::seq::index::sample(*rng, rows.len(), *n).into_vec();
-                picked.sort_unstable();
-                for r in picked.into_iter().map(|i| rows.start + i) {
-                    x.extend_from_slice(&data.x[r * d..(r + 1) * d]);
-                    labels.push(set.labels[r]);
-                }
-            }
-            _ => {
-                x.extend_from_slice(&data.x[rows.start * d..rows.end * d]);
-                labels.extend_from_slice(&set.labels[rows]);
-            }
-        }
+        rows.gather(data, set.queries[qi].rows.clone(), &mut x, &mut labels);
         spans.push((qi, start..labels.len()));
     }
     let n = labels.len();
@@ -522,6 +580,7 @@ mod tests {
             average_epochs: 1,
             lr_halve_after: 0,
             sample_rows: None,
+            mixup: None,
             seed: 42,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
@@ -589,13 +648,31 @@ mod tests {
                         ..net.clone()
                     };
                     let mut state = vec![QueryState::new(); 6];
-                    batch_step(&data, &batch, &probe, None, &objective, &mut state, None)
-                        .unwrap()
-                        .loss
+                    let mut rng = ChaCha8Rng::seed_from_u64(0);
+                    batch_step(
+                        &data,
+                        &batch,
+                        &probe,
+                        None,
+                        &objective,
+                        &mut state,
+                        &mut Rows::all(&mut rng),
+                    )
+                    .unwrap()
+                    .loss
                 };
                 let mut state = vec![QueryState::new(); 6];
-                let step =
-                    batch_step(&data, &batch, &net, None, &objective, &mut state, None).unwrap();
+                let mut rng = ChaCha8Rng::seed_from_u64(0);
+                let step = batch_step(
+                    &data,
+                    &batch,
+                    &net,
+                    None,
+                    &objective,
+                    &mut state,
+                    &mut Rows::all(&mut rng),
+                )
+                .unwrap();
                 let scale = step.grad.iter().fold(0f64, |m, g| m.max(g.abs()));
                 for i in 0..net.params.len() {
                     let h = 1e-3f32;
@@ -682,23 +759,63 @@ mod tests {
         let data = Prepared::new(&set, &norm);
         let net = Net::new(5, &[], Activation::Tanh, 3).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        let mut state = vec![QueryState::new(); set.queries.len()];
         let batch: Vec<usize> = (0..set.queries.len()).collect();
         let objective = Objective::Ranknet { sigma: 1.0 };
-        let all = batch_step(&data, &batch, &net, None, &objective, &mut state, None).unwrap();
-        let sampled = batch_step(
-            &data,
-            &batch,
-            &net,
-            None,
-            &objective,
-            &mut state,
-            Some((3, &mut rng)),
-        )
-        .unwrap();
+        let mut step = |sample: Option<usize>, mixup: Option<f32>| {
+            let mut rows = Rows {
+                sample,
+                mixup,
+                rng: &mut rng,
+            };
+            let mut state = vec![QueryState::new(); set.queries.len()];
+            batch_step(&data, &batch, &net, None, &objective, &mut state, &mut rows).unwrap()
+        };
+        let all = step(None, None);
+        let sampled = step(Some(3), None);
         // RankNet counts each pair of different grades once: 3 rows give at most 3 pairs,
         // fewer than the full lists (4–11 rows) give.
         assert!(sampled.pairs <= 3 * set.queries.len() && sampled.pairs < all.pairs);
+        // Mixup adds a row per row of a grade that has two or more rows in the query, each
+        // with that grade, so every pair count grows.
+        let mixed = step(None, Some(0.9));
+        assert!(mixed.pairs > all.pairs);
+    }
+
+    /// Mixup rows by hand: two rows of grade 1 and one of grade 0; u = 1 copies the grade's
+    /// rows, u = 0 gives convex combinations of them (inside their bounding box, same grade).
+    #[test]
+    fn mixup_rows_are_convex_combinations_within_a_grade() {
+        let names = vec!["a".to_string(), "b".to_string()];
+        let x = vec![1.0, 0.0, 3.0, 2.0, 5.0, 5.0];
+        let groups = vec![crate::rerank::QueryGroup {
+            qid: "q".into(),
+            rows: 0..3,
+        }];
+        let set = RankSet::new(names, x, vec![1, 0, 1], groups, None).unwrap();
+        // Min-max: the grade-1 rows become (0, 0) and (1, 1).
+        let norm = Normalizer::fit(NormKind::MinMax, &set.x, 2).unwrap();
+        let data = Prepared::new(&set, &norm);
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        for (u, copies) in [(1.0f32, true), (0.0, false), (0.9, false)] {
+            let mut rows = Rows {
+                sample: None,
+                mixup: Some(u),
+                rng: &mut rng,
+            };
+            let (mut xs, mut labels) = (Vec::new(), Vec::new());
+            rows.gather(&data, 0..3, &mut xs, &mut labels);
+            assert_eq!(labels, [1, 0, 1, 1, 1]);
+            assert_eq!(&xs[..6], &data.x[..6]);
+            let added = &xs[6..];
+            if copies {
+                assert_eq!(added, [0.0, 0.0, 1.0, 1.0]);
+            }
+            for row in added.chunks(2) {
+                // On the segment from (0, 0) to (1, 1).
+                assert!((0.0..=1.0).contains(&row[0]), "{row:?}");
+                assert!((row[1] - row[0]).abs() < 1e-6, "{row:?}");
+            }
+        }
     }
 
     /// An ensemble's first member is the plain run with the same seed, member k is the plain
