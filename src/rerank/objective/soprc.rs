@@ -2,11 +2,12 @@
 //! eq. 9 as corrected in seed notes §B.3–§B.5, §B.9; the per-query form of §B.10a).
 //!
 //! Per query (positives = grade ≥ threshold, on bounded scores `f = sigmoid(g)` as the other AP
-//! objectives), with `n⁺` positives `s_i`, `n⁻` negatives `t_x` and the query's prior
-//! `π = n⁺/(n⁺ + n⁻)`, `κ = (1 − π)/π`:
+//! objectives), with `n⁺` positives `s_i` and `n⁻` negatives `t_x` in the batch, and the whole
+//! query's `N⁺` positives among `N` rows (the same counts unless the trainer samples rows,
+//! `--sample-rows`), prior `π = N⁺/N` and `κ = (1 − π)/π`:
 //! ```text
 //! A_i = (1/n⁻) Σ_x ℓ₁(s_i − t_x)                   soft FPR at threshold s_i (Huber, margin τ₁)
-//! B_i = 1/n⁺ + (1/K) Σ_k ℓ₂(s_i − v_k)              soft TPR from the state v (stop-gradient)
+//! B_i = 1/N⁺ + (1/K) Σ_k ℓ₂(s_i − v_k)              soft TPR from the state v (stop-gradient)
 //! L   = (1/n⁺) Σ_i σ(κ A_i / B_i) + L_var,  σ(r) = r/(1 + r)
 //! ℓ₂(x) = tanh(−x/(2τ₂)) for x < 0, else 0
 //! L_var = (λ₁/n⁺) Σ_{s_i<μ⁺} (s_i − μ⁺)² + (λ₂/n⁻) Σ_{t_x>μ⁻} (t_x − μ⁻)²      (eq. 9)
@@ -17,17 +18,16 @@
 //! (Prop. 1: initialising at the target removes the `(1 − β)^T` bias). No gradient flows through
 //! B, as in the authors' code (§B.5).
 //!
-//! Two choices differ from the authors' image-retrieval code, both because here a query's
-//! whole judged list is in the batch:
-//! - **The TPR's self term is `1/n⁺`**, not the code's `(1 + Σ_k ℓ₂)/(K + 1)`: the "1" counts
-//!   the positive itself among the positives at or above it, and `n⁺` (known exactly per
-//!   query) is its share; the code's `1/(K + 1)` assumes K ≈ N⁺. With `v` the exact sorted
-//!   positives (K = n⁺) and τ₂ → 0, `B_i` is exactly the TPR at `s_i` and `κA_i/B_i` the ratio
-//!   of negatives to positives above `s_i`, so `1 − σ(r_i)` is a smoothed precision at `s_i`.
-//! - **The prior is the query's own rate**, which equals the batch rate; the estimator's
-//!   invariance to a biased sampler therefore does not come into play, and what remains of
-//!   seed 003 here is the stop-gradient TPR from a moving state, the mean over negatives and
-//!   the semi-variance regulariser.
+//! Two choices differ from the authors' image-retrieval code, because here a query's positive
+//! count and rate are known exactly:
+//! - **The TPR's self term is `1/N⁺`**, not the code's `(1 + Σ_k ℓ₂)/(K + 1)`: the "1" counts
+//!   the positive itself among the positives at or above it, and `N⁺` is its share; the code's
+//!   `1/(K + 1)` assumes K ≈ N⁺. With `v` the exact sorted positives (K = N⁺) and τ₂ → 0, `B_i`
+//!   is exactly the TPR at `s_i` and `κA_i/B_i` the ratio of negatives to positives above
+//!   `s_i`, so `1 − σ(r_i)` is a smoothed precision at `s_i`.
+//! - **The prior is the query's own rate**, not a tuned proxy. With whole queries in every
+//!   batch it equals the batch rate, and the estimator's invariance to a biased sampler has
+//!   nothing to correct; it matters when rows are sampled.
 //!
 //! φ (Alg. 2, corrected per §B.9 item 7): the sorted scores `u_1 ≤ … ≤ u_n` are knots of a
 //! piecewise-linear function Λ with `Λ(j) = u_j`, `Λ(0) = max(2u_1 − u_2, 0)` and
