@@ -48,6 +48,10 @@ pub struct CvArgs {
     pub features: Vec<String>,
     #[command(flatten)]
     pub select: SelectArgs,
+    /// Write the cross-validated reranked run (every query scored by the model of the fold
+    /// that held it out) in TREC format, for trec_eval or a per-query comparison of runs.
+    #[arg(long)]
+    pub run: Option<std::path::PathBuf>,
     /// Random sign assignments of the significance test.
     #[arg(long, default_value_t = 100_000)]
     pub samples: u64,
@@ -197,6 +201,9 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         complete: true,
         ..EvalOptions::default()
     };
+    if let Some(path) = &args.run {
+        super::eval::save_run(path, &reranked, "rankd-cv")?;
+    }
     let base = eval::evaluate(&baseline, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
     let rer = eval::evaluate(&reranked, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
     // Paired significance of another run against the first phase, per reported metric.

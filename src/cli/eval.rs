@@ -79,6 +79,13 @@ pub struct EvalArgs {
     pub data: DataArgs,
 }
 
+/// Writes `run` in TREC format to `path` atomically (a temporary file renamed into place).
+pub(super) fn save_run(path: &Path, run: &Run, tag: &str) -> anyhow::Result<()> {
+    let mut text = Vec::new();
+    eval::trec::write_run(&mut text, run, tag)?;
+    crate::text::index::write_atomic(path, &text)
+}
+
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let model: ModelKind = args.model.parse().map_err(BadInput)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
@@ -114,8 +121,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         args.json,
     )?;
     if let Some(path) = &args.run {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-        eval::trec::write_run(&mut out, &run, &format!("rankd-{model}"))?;
+        save_run(path, &run, &format!("rankd-{model}"))?;
     }
     let options = EvalOptions {
         cutoffs: vec![1, 3, 5, 10, 20, 100],
