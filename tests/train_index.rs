@@ -140,8 +140,25 @@ fn train_on_the_index_activate_and_evaluate() {
     assert_eq!(report["queries"], 10);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
-    let cv = cv_json(&data, &q, &qrels, &[]);
+    // `--run` writes the cross-validated reranked run: scored again from the file, it has
+    // the MAP cv reports.
+    let run_path = dir.path().join("cv.run");
+    let cv = cv_json(&data, &q, &qrels, &["--run", run_path.to_str().unwrap()]);
     assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+    let run = rankd::eval::trec::read_run(&run_path).unwrap();
+    assert_eq!(run.num_queries(), 10);
+    let judged = rankd::eval::trec::read_qrels(Path::new(&qrels)).unwrap();
+    let options = rankd::eval::EvalOptions {
+        cutoffs: vec![10],
+        complete: true,
+        ..Default::default()
+    };
+    let rescored = rankd::eval::evaluate(&run, &judged, &options).unwrap();
+    let map = cv["reranked"]["map"].as_f64().unwrap();
+    assert!(
+        (rescored.means.get("map").unwrap() - map).abs() < 1e-9,
+        "{map}"
+    );
 
     // With --select, every fold reports its own choice, starting from the first phase.
     let select = ["--model", "linear", "--select", "--select-k", "1,2"];
