@@ -1,19 +1,25 @@
 #!/usr/bin/env python3
-"""Objectives compared on the Rust-docs known-item judgments, by 5-fold cross-validation:
+"""Objectives compared by 5-fold cross-validation (`rankd cv`) on judgments over an index, with
+per-query paired tests:
 
     cargo build --release
+    # Rust-docs known items (derived as docs/EVALUATION.md does: `rankd known-items --max 3000
+    # --seed 1`), the demo's cross-validation settings:
     rankd demo --no-serve --data-dir DATA
-    bench/.venv/bin/python bench/ki_objectives.py --data-dir DATA [--lrs 0.002,0.005,0.02] [--jobs 2]
+    bench/.venv/bin/python bench/cv_objectives.py --data-dir DATA [--lrs 0.002,0.005,0.02]
+    # Cranfield (variant A judgments), with the Cranfield section's settings:
+    bench/.venv/bin/python bench/cv_objectives.py --data-dir CRAN --name cranfield \
+        --queries ../shared/data/cranfield/cran.qry --qrels ../shared/data/cranfield/cranqrel \
+        --format cranfield --lrs 0.001,0.003,0.01 --cv-flags=--select
 
-- derives the known-item queries as docs/EVALUATION.md does (`rankd known-items --max 3000
-  --seed 1`);
-- runs `rankd cv` (linear model, epochs 300, patience 30, seed 1: the demo's cross-validation
-  settings) once per objective x learning rate, writing each cross-validated reranked run;
+- runs `rankd cv` (linear model, epochs 300, patience 30, seed 1, plus --cv-flags) once per
+  objective x learning rate, writing each cross-validated reranked run;
 - scores every run per query with pytrec_eval (AP and reciprocal rank; an independent
-  implementation of trec_eval's measures) and tests each objective against the first (stable
-  AP with the paper's weighting) at the same learning rate with a paired randomization test
-  over queries (100 000 sign flips).
-Prints a markdown table; writes runs and JSON to bench/out/ki/.
+  implementation of trec_eval's measures; Cranfield's relevance codes are mapped here, from
+  the data README, not by rankd) and tests each objective against the first (stable AP with
+  the paper's weighting) at the same learning rate with a paired randomization test over
+  queries (100 000 sign flips).
+Prints a markdown table; writes runs and JSON to bench/out/cv-objectives/NAME/.
 """
 import argparse
 import json
@@ -25,17 +31,24 @@ import numpy as np
 import pytrec_eval
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "bench", "out", "ki")
 # An objective with extra flags is written "name:flags" (e.g. the demo's stable AP, t = 0).
 OBJECTIVES = ["stable-ap", "stable-ap:--weight-t 0", "ranknet", "smooth-ap", "soprc"]
 
 
-def read_qrels(path):
+def read_qrels(path, fmt):
+    """TREC qrels, or Cranfield's `cranqrel` under variant A (codes 1..4 relevant with grade
+    5 − code; −1 and 5 judged non-relevant)."""
     qrels = {}
     with open(path) as f:
         for line in f:
-            q, _, doc, grade = line.split()
-            qrels.setdefault(q, {})[doc] = int(grade)
+            if fmt == "cranfield":
+                q, doc, code = line.split()
+                code = int(code)
+                grade = 5 - code if 1 <= code <= 4 else 0
+            else:
+                q, _, doc, grade = line.split()
+                grade = int(grade)
+            qrels.setdefault(q, {})[doc] = grade
     return qrels
 
 
@@ -68,24 +81,34 @@ def main():
     ap.add_argument("--objectives", default=",".join(OBJECTIVES),
                     help="comma-separated; the first is the baseline of the paired tests")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--name", default="known-items", help="output subdirectory")
+    ap.add_argument("--queries", help="judged queries (default: derive the Rust-docs known items)")
+    ap.add_argument("--qrels")
+    ap.add_argument("--format", default="trec", choices=["trec", "cranfield"])
+    ap.add_argument("--cv-flags", default="", help="extra `rankd cv` flags for every run")
     args = ap.parse_args()
-    os.makedirs(OUT, exist_ok=True)
-    queries, qrels_path = os.path.join(OUT, "ki.q"), os.path.join(OUT, "ki.qrels")
-    subprocess.run([args.rankd, "known-items", "--queries-out", queries, "--qrels-out", qrels_path,
-                    "--max", "3000", "--seed", "1"], check=True,
-                   capture_output=True)
-    qrels = read_qrels(qrels_path)
+    out_dir = os.path.join(ROOT, "bench", "out", "cv-objectives", args.name)
+    os.makedirs(out_dir, exist_ok=True)
+    if args.queries:
+        queries, qrels_path = args.queries, args.qrels
+    else:
+        queries, qrels_path = os.path.join(out_dir, "ki.q"), os.path.join(out_dir, "ki.qrels")
+        subprocess.run([args.rankd, "known-items", "--queries-out", queries, "--qrels-out",
+                        qrels_path, "--max", "3000", "--seed", "1"], check=True,
+                       capture_output=True)
+    qrels = read_qrels(qrels_path, args.format)
     lrs = args.lrs.split(",")
     objectives = args.objectives.split(",")
 
     def cv(job):
         objective, lr = job
         name, _, flags = objective.partition(":")
-        run = os.path.join(OUT, f"run-{objective.replace(' ', '').replace(':', '')}-{lr}.txt")
+        run = os.path.join(out_dir, f"run-{objective.replace(' ', '').replace(':', '')}-{lr}.txt")
         out = subprocess.run([args.rankd, "cv", "--queries", queries, "--qrels", qrels_path,
-                              "--data-dir", args.data_dir, "--model", "linear", "--objective",
-                              name, "--lr", lr, "--epochs", "300", "--patience", "30",
-                              "--seed", "1", "--run", run, "--json"] + flags.split(),
+                              "--format", args.format, "--data-dir", args.data_dir, "--model",
+                              "linear", "--objective", name, "--lr", lr, "--epochs", "300",
+                              "--patience", "30", "--seed", "1", "--run", run, "--json"]
+                             + flags.split() + args.cv_flags.split(),
                              check=True, capture_output=True, text=True).stdout
         return job, json.loads(out), run
 
@@ -100,7 +123,7 @@ def main():
         per_query[(objective, lr)] = {
             m: [scored.get(q, {}).get(m, 0.0) for q in sorted(qrels)] for m in ("map", "recip_rank")}
         rows.append((objective, lr, report))
-    with open(os.path.join(OUT, "ki_objectives.json"), "w") as f:
+    with open(os.path.join(out_dir, "cv_objectives.json"), "w") as f:
         json.dump({"rankd": [{"objective": o, "lr": lr, **r} for o, lr, r in rows],
                    "per_query": {f"{o} {lr}": v for (o, lr), v in per_query.items()}}, f)
 
