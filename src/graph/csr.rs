@@ -124,6 +124,17 @@ impl Csr {
         self.inn(v).len()
     }
 
+    /// `1/out-degree` per node, 0 where it has no out-links (the share of a random surfer's
+    /// mass each out-link carries).
+    pub fn inv_out_degrees(&self) -> Vec<f64> {
+        reciprocals(&self.out_offsets)
+    }
+
+    /// `1/in-degree` per node, 0 where it has no in-links.
+    pub fn inv_in_degrees(&self) -> Vec<f64> {
+        reciprocals(&self.in_offsets)
+    }
+
     /// The out-adjacency arrays (offsets, targets), e.g. for storage.
     pub fn out_adjacency(&self) -> (&[usize], &[u32]) {
         (&self.out_offsets, &self.out_targets)
@@ -173,6 +184,17 @@ impl Csr {
         }
         Ok(Csr::from_edges(nodes.len(), &edges)?.0)
     }
+}
+
+/// `1/(offsets[i+1] − offsets[i])` per node, 0 for an empty row.
+fn reciprocals(offsets: &[usize]) -> Vec<f64> {
+    offsets
+        .windows(2)
+        .map(|w| match w[1] - w[0] {
+            0 => 0.0,
+            d => 1.0 / d as f64,
+        })
+        .collect()
 }
 
 /// `out[i] = Σ_{j ∈ adj(i)} x[j]` for the adjacency `(offsets, adj)`: the sparse

@@ -83,12 +83,7 @@ pub fn pagerank(g: &Csr, params: &PageRankParams) -> Result<(Vec<f64>, Iteration
         .map(|v| normalised_teleport(v, n))
         .transpose()?;
     let alpha = params.damping;
-    let inv_out: Vec<f64> = (0..n as u32)
-        .map(|u| match g.out_degree(u) {
-            0 => 0.0,
-            d => 1.0 / d as f64,
-        })
-        .collect();
+    let inv_out = g.inv_out_degrees();
     let (in_offsets, in_sources) = g.in_adjacency();
     let parallel = params.parallel.unwrap_or(g.m() >= PARALLEL_MIN_EDGES);
     let conv = params.convergence;

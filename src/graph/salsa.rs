@@ -89,9 +89,8 @@ pub fn salsa_iterative(
         ));
     }
     let parallel = g.m() >= PARALLEL_MIN_EDGES;
-    let inv = |d: usize| if d == 0 { 0.0 } else { 1.0 / d as f64 };
-    let inv_in: Vec<f64> = (0..n as u32).map(|u| inv(g.in_degree(u))).collect();
-    let inv_out: Vec<f64> = (0..n as u32).map(|u| inv(g.out_degree(u))).collect();
+    let inv_in = g.inv_in_degrees();
+    let inv_out = g.inv_out_degrees();
     let start = |inv_deg: &[f64]| {
         let k = inv_deg.iter().filter(|&&x| x > 0.0).count() as f64;
         inv_deg

@@ -78,6 +78,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::csr::gather_sum;
 use super::{check_nodes, Csr, GraphError, Result};
 
 /// SPEC §2.4 default node limit for the exact all-pairs computation.
@@ -136,8 +137,17 @@ fn top_positive(
     k: usize,
 ) -> Vec<(u32, f64)> {
     let mut v: Vec<(u32, f64)> = items.filter(|&(b, s)| b != exclude && s > 0.0).collect();
-    v.sort_unstable_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
-    v.truncate(k);
+    // A total order (score, then id): selecting the top k first gives the same list as
+    // sorting everything.
+    let order = |x: &(u32, f64), y: &(u32, f64)| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0));
+    if k == 0 {
+        return Vec::new();
+    }
+    if k < v.len() {
+        v.select_nth_unstable_by(k - 1, order);
+        v.truncate(k);
+    }
+    v.sort_unstable_by(order);
     v
 }
 
@@ -414,12 +424,7 @@ impl SimRankIndex {
                 ),
             });
         }
-        let inv_in_degree = (0..g.n() as u32)
-            .map(|v| match g.in_degree(v) {
-                0 => 0.0,
-                d => 1.0 / d as f64,
-            })
-            .collect();
+        let inv_in_degree = g.inv_in_degrees();
         Ok(SimRankIndex {
             diagonal,
             inv_in_degree,
@@ -601,23 +606,10 @@ fn propagate(
         }
     } else {
         *links_read += rev.1.len();
-        out.par_chunks_mut(PULL_CHUNK)
-            .enumerate()
-            .for_each(|(chunk, rows)| {
-                for (r, slot) in rows.iter_mut().enumerate() {
-                    let w = chunk * PULL_CHUNK + r;
-                    *slot = rev.1[rev.0[w]..rev.0[w + 1]]
-                        .iter()
-                        .map(|&v| x[v as usize])
-                        .sum();
-                }
-            });
+        gather_sum(rev.0, rev.1, x, &mut out, true);
     }
     Some(out)
 }
-
-/// Rows per parallel task of the pulled product.
-const PULL_CHUNK: usize = 4096;
 
 /// Probability buckets by binary exponent: bucket b holds values in [2^-(b+1), 2^-b), the last
 /// one everything smaller.
