@@ -448,14 +448,15 @@ impl<'a> Rows<'a> {
             for &i in &members {
                 let w: Vec<f32> = members.iter().map(|_| self.rng.random::<f32>()).collect();
                 let total: f32 = w.iter().sum::<f32>().max(f32::MIN_POSITIVE);
-                let mut row: Vec<f32> = data.x[i * d..(i + 1) * d].iter().map(|v| u * v).collect();
+                // The new row is built in place at the end of the batch block.
+                let start = x.len();
+                x.extend(data.x[i * d..(i + 1) * d].iter().map(|v| u * v));
                 for (&j, wj) in members.iter().zip(&w) {
                     let c = (1.0 - u) * wj / total;
-                    for (out, v) in row.iter_mut().zip(&data.x[j * d..(j + 1) * d]) {
+                    for (out, v) in x[start..].iter_mut().zip(&data.x[j * d..(j + 1) * d]) {
                         *out += c * v;
                     }
                 }
-                x.extend_from_slice(&row);
                 labels.push(grade);
             }
         }

@@ -171,14 +171,8 @@ impl Soprc {
         let kappa = (n_all - n_pos_all) as f64 / n_pos_all.max(1) as f64;
         let (mut loss, mut grad_pos, mut grad_neg) =
             soprc_loss_grad(&f_pos, &f_neg, &tpr, kappa, self.tau1)?;
-        for (values, lambda, below, grad) in [
-            (&f_pos, self.lambda_pos, true, &mut grad_pos),
-            (&f_neg, self.lambda_neg, false, &mut grad_neg),
-        ] {
-            if lambda > 0.0 {
-                loss += lambda * semi_variance(values, below, lambda, grad);
-            }
-        }
+        loss += semi_variance(&f_pos, true, self.lambda_pos, &mut grad_pos)
+            + semi_variance(&f_neg, false, self.lambda_neg, &mut grad_neg);
         // Chain rule through the sigmoid: ∂f/∂g = f(1 − f).
         let mut grad = vec![0f64; input.scores.len()];
         for (&r, g) in pos.iter().zip(&grad_pos).chain(neg.iter().zip(&grad_neg)) {
@@ -272,8 +266,8 @@ pub fn soprc_loss_grad(
     Ok((loss, grad_pos, grad_neg))
 }
 
-/// `(1/n) Σ_{i∈A} (s_i − μ)²` with μ the mean of `values` and A the values below it (`below`)
-/// or above it; adds `weight ×` its gradient to `grad` (A held fixed: the term is C¹ where a
+/// `weight · (1/n) Σ_{i∈A} (s_i − μ)²` with μ the mean of `values` and A the values below it
+/// (`below`) or above it; adds its gradient to `grad` (A held fixed: the term is C¹ where a
 /// value crosses μ, since its summand is zero there).
 fn semi_variance(values: &[f32], below: bool, weight: f64, grad: &mut [f64]) -> f64 {
     let n = values.len() as f64;
@@ -288,7 +282,7 @@ fn semi_variance(values: &[f32], below: bool, weight: f64, grad: &mut [f64]) -> 
     for (g, d) in grad.iter_mut().zip(&deviation) {
         *g += weight * 2.0 / n * (d - sum_dev / n);
     }
-    deviation.iter().map(|d| d * d).sum::<f64>() / n
+    weight * (deviation.iter().map(|d| d * d).sum::<f64>() / n)
 }
 
 #[cfg(test)]
@@ -346,8 +340,8 @@ mod tests {
         let tpr = soft_tpr(s, v, s.len(), p.tau2);
         let kappa = t.len() as f64 / s.len() as f64;
         let (mut loss, mut gp, mut gn) = soprc_loss_grad(s, t, &tpr, kappa, p.tau1).unwrap();
-        loss += p.lambda_pos * semi_variance(s, true, p.lambda_pos, &mut gp);
-        loss += p.lambda_neg * semi_variance(t, false, p.lambda_neg, &mut gn);
+        loss += semi_variance(s, true, p.lambda_pos, &mut gp);
+        loss += semi_variance(t, false, p.lambda_neg, &mut gn);
         loss
     }
 
@@ -489,8 +483,8 @@ mod tests {
             let frozen = |x: &[f32]| {
                 let (mut loss, mut gp, mut gn) =
                     soprc_loss_grad(&x[..np], &x[np..], &tpr, kappa, p.tau1).unwrap();
-                loss += p.lambda_pos * semi_variance(&x[..np], true, p.lambda_pos, &mut gp);
-                loss += p.lambda_neg * semi_variance(&x[np..], false, p.lambda_neg, &mut gn);
+                loss += semi_variance(&x[..np], true, p.lambda_pos, &mut gp);
+                loss += semi_variance(&x[np..], false, p.lambda_neg, &mut gn);
                 (loss, gp, gn)
             };
             let all: Vec<f32> = s.iter().chain(&t).copied().collect();
