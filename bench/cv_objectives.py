@@ -15,8 +15,8 @@ per-query paired tests:
 - runs `rankd cv` (linear model, epochs 300, patience 30, seed 1, plus --cv-flags) once per
   objective x learning rate, writing each cross-validated reranked run;
 - scores every run per query with pytrec_eval (AP and reciprocal rank; an independent
-  implementation of trec_eval's measures; Cranfield's relevance codes are mapped here, from
-  the data README, not by rankd) and tests each objective against the first (stable AP with
+  implementation of trec_eval's measures; files read, and Cranfield's relevance codes mapped,
+  by bench/trec_crosscheck.py's readers, not by rankd) and tests each objective against the first (stable AP with
   the paper's weighting) at the same learning rate with a paired randomization test over
   queries (100 000 sign flips).
 Prints a markdown table; writes runs and JSON to bench/out/cv-objectives/NAME/.
@@ -25,40 +25,18 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytrec_eval
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trec_crosscheck import cranfield_qrels, read_qrels, read_run  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # An objective with extra flags is written "name:flags" (e.g. the demo's stable AP, t = 0).
 OBJECTIVES = ["stable-ap", "stable-ap:--weight-t 0", "ranknet", "smooth-ap", "soprc"]
-
-
-def read_qrels(path, fmt):
-    """TREC qrels, or Cranfield's `cranqrel` under variant A (codes 1..4 relevant with grade
-    5 − code; −1 and 5 judged non-relevant)."""
-    qrels = {}
-    with open(path) as f:
-        for line in f:
-            if fmt == "cranfield":
-                q, doc, code = line.split()
-                code = int(code)
-                grade = 5 - code if 1 <= code <= 4 else 0
-            else:
-                q, _, doc, grade = line.split()
-                grade = int(grade)
-            qrels.setdefault(q, {})[doc] = grade
-    return qrels
-
-
-def read_run(path):
-    run = {}
-    with open(path) as f:
-        for line in f:
-            q, _, doc, _, score, _ = line.split()
-            run.setdefault(q, {})[doc] = float(score)
-    return run
 
 
 def paired_p(a, b, samples=100_000, seed=1):
@@ -96,7 +74,8 @@ def main():
         subprocess.run([args.rankd, "known-items", "--queries-out", queries, "--qrels-out",
                         qrels_path, "--max", "3000", "--seed", "1"], check=True,
                        capture_output=True)
-    qrels = read_qrels(qrels_path, args.format)
+    # Cranfield's relevance codes mapped by the cross-check's own reader (variant A), not rankd.
+    qrels = cranfield_qrels("A") if args.format == "cranfield" else read_qrels(qrels_path)
     lrs = args.lrs.split(",")
     objectives = args.objectives.split(",")
 
