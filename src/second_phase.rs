@@ -149,14 +149,19 @@ pub fn model_files(data_dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     Ok(files.into_iter().map(|(_, p)| p).collect())
 }
 
-/// Stores `reranker` in the index's model directory and asks the server to activate it at
-/// its next start.
-pub fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
+/// Saves `reranker` as `<id>.json` in the index's model directory; returns the path.
+pub fn store(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
     let dir = models_dir(data_dir);
     std::fs::create_dir_all(&dir)?;
-    let name = format!("{}.json", reranker.id());
-    let path = dir.join(&name);
+    let path = dir.join(format!("{}.json", reranker.id()));
     reranker.save(&path)?;
+    Ok(path)
+}
+
+/// Stores `reranker` ([`store`]) and asks the server to activate it at its next start.
+pub fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
+    let path = store(data_dir, reranker)?;
+    let name = format!("{}.json", reranker.id());
     crate::text::index::write_atomic(&activation_request(data_dir), name.as_bytes())?;
     Ok(path)
 }

@@ -179,9 +179,7 @@ pub fn run(
         ctx.check_cancelled()?;
     }
     let model = &outcome.model;
-    let path = crate::second_phase::models_dir(&index.dir).join(format!("{}.json", model.id()));
-    std::fs::create_dir_all(crate::second_phase::models_dir(&index.dir))?;
-    model.save(&path)?;
+    let path = crate::second_phase::store(&index.dir, model)?;
     let record = super::models::record(model, &path, outcome.log.clone());
     tokio::runtime::Handle::current().block_on(db.register_model(&record))?;
     ctx.progress(1.0, "done");

@@ -378,17 +378,21 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             (outcome, Some(selection))
         }
     };
-    let out = match &args.out {
-        Some(out) => out.clone(),
-        None => {
-            let dir = crate::second_phase::models_dir(&args.data.data_dir);
-            std::fs::create_dir_all(&dir)?;
-            dir.join(format!("{}.json", outcome.model.id()))
-        }
+    // Written once each: to --out if given, and to the model directory when activated or
+    // when there is no --out.
+    if let Some(out) = &args.out {
+        outcome.model.save(out)?;
+    }
+    let installed = args
+        .activate
+        .then(|| crate::second_phase::install(&args.data.data_dir, &outcome.model))
+        .transpose()?;
+    let out = match (&args.out, &installed) {
+        (Some(out), _) => out.clone(),
+        (None, Some(path)) => path.clone(),
+        (None, None) => crate::second_phase::store(&args.data.data_dir, &outcome.model)?,
     };
-    outcome.model.save(&out)?;
-    if args.activate {
-        let path = crate::second_phase::install(&args.data.data_dir, &outcome.model)?;
+    if let Some(path) = &installed {
         eprintln!(
             "model {} is now the active reranker ({})",
             outcome.model.id(),
