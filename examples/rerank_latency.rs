@@ -123,14 +123,7 @@ fn main() -> anyhow::Result<()> {
     out.insert("queries".into(), json!(queries.len()));
     out.insert("passes".into(), json!(args.passes));
     out.insert("model".into(), json!(model.id()));
-    out.insert(
-        "model_kind".into(),
-        json!(if model.reranker.is_linear() {
-            "linear"
-        } else {
-            "mlp"
-        }),
-    );
+    out.insert("model_kind".into(), json!(model.reranker.kind()));
     println!("{}", serde_json::Value::Object(out));
     Ok(())
 }

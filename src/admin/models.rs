@@ -39,7 +39,7 @@ pub fn record(model: &Reranker, path: &Path, log: Vec<crate::rerank::EpochLog>) 
         id: model.id().to_string(),
         file_path: path.display().to_string(),
         objective: objective_name(model),
-        model_kind: if model.is_linear() { "linear" } else { "mlp" }.into(),
+        model_kind: model.kind().into(),
         metrics: json!({"metrics": model.training.metrics, "log": log}),
         created_at: crate::db::now_ms(),
         parent: model.parent.clone(),

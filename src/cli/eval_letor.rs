@@ -81,7 +81,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     let metrics = evaluate_scores(&test_set, &scores, MetricConvention::Letor)?;
     let extra = serde_json::json!({
         "objective": model.training.objective,
-        "model": if model.is_linear() { "linear" } else { "mlp" },
+        "model": model.kind(),
         "hidden": model.hidden(),
         "ensemble": model.training.ensemble,
         "average_epochs": model.training.average_epochs,

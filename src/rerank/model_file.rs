@@ -147,6 +147,15 @@ impl Reranker {
         self.networks[0].is_linear()
     }
 
+    /// `"linear"` or `"mlp"`, as reports and the admin API name the model type.
+    pub fn kind(&self) -> &'static str {
+        if self.is_linear() {
+            "linear"
+        } else {
+            "mlp"
+        }
+    }
+
     /// Hidden-layer widths (empty for the linear model); the same for every member.
     pub fn hidden(&self) -> &[usize] {
         self.networks[0].hidden()

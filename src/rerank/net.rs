@@ -272,32 +272,28 @@ impl Net {
 /// unchanged). Ranking by the mean is what averaging the members' votes means; the mean is
 /// taken in f64.
 pub fn ensemble_score(nets: &[Net], x: &[f32], n: usize) -> Result<Vec<f32>, RerankError> {
-    match nets {
-        [] => Err(RerankError::invalid(
+    if nets.is_empty() {
+        return Err(RerankError::invalid(
             "an ensemble needs at least one network",
-        )),
-        [one] => one.score(x, n),
-        _ => {
-            let mut sum = vec![0f64; n];
-            for net in nets {
-                for (s, v) in sum.iter_mut().zip(net.score(x, n)?) {
-                    *s += f64::from(v);
-                }
-            }
-            let k = nets.len() as f64;
-            Ok(sum.into_iter().map(|s| (s / k) as f32).collect())
-        }
+        ));
     }
+    let scores = nets
+        .iter()
+        .map(|net| net.score(x, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(mean_params(scores.iter().map(Vec::as_slice)))
 }
 
-/// The mean of parameter vectors of one shape, in f64 (one vector: itself, unchanged). Used
-/// for averaging the last epochs of a run, and for folding an ensemble of linear models into
-/// one linear model (the mean of linear functions of the same input is linear, with the mean
-/// weights and bias: the scores are the same up to rounding).
-pub fn mean_params<'a>(params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<f32> {
+/// The mean of vectors of one length, in f64 (one vector: itself, unchanged). Used for
+/// ensemble scores, for averaging the last epochs of a run, and for folding an ensemble of
+/// linear models into one linear model (the mean of linear functions of the same input is
+/// linear, with the mean weights and bias: the scores are the same up to rounding).
+pub fn mean_params<'a>(mut params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<f32> {
     let k = params.len();
+    if k == 1 {
+        return params.next().expect("one vector").to_vec();
+    }
     let mut sum: Vec<f64> = Vec::new();
-    let mut only: Option<&[f32]> = None;
     for p in params {
         if sum.is_empty() {
             sum = vec![0.0; p.len()];
@@ -305,12 +301,8 @@ pub fn mean_params<'a>(params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<
         for (s, &v) in sum.iter_mut().zip(p) {
             *s += f64::from(v);
         }
-        only = Some(p);
     }
-    match (k, only) {
-        (1, Some(p)) => p.to_vec(),
-        _ => sum.into_iter().map(|s| (s / k as f64) as f32).collect(),
-    }
+    sum.into_iter().map(|s| (s / k as f64) as f32).collect()
 }
 
 fn row_of(x: &[f32], r: usize, d: usize) -> &[f32] {
