@@ -355,44 +355,40 @@ fn default_training_leaves_rm3_out_and_features_selects_columns() {
         serde_json::from_value(model["feature_names"].clone()).unwrap()
     };
     let default = dir.path().join("default.json");
-    let base = [
-        "train",
-        "--queries",
-        &q,
-        "--qrels",
-        &qrels,
-        "--data-dir",
-        &data,
-    ];
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--epochs", "5", "--out", default.to_str().unwrap()]);
-    ok(rankd(&args));
+    let train = |extra: &[&str]| on_index("train", &data, &q, &qrels, extra);
+    ok(train(&[
+        "--epochs",
+        "5",
+        "--out",
+        default.to_str().unwrap(),
+    ]));
     let default_names = names(&default);
     assert!(default_names.len() > 25);
     assert!(default_names.iter().all(|n| !n.starts_with("rm3.")));
     assert!(default_names.iter().any(|n| n == "first_phase.score"));
 
     let chosen = dir.path().join("chosen.json");
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--epochs", "5", "--out", chosen.to_str().unwrap()]);
-    args.extend_from_slice(&["--features", "first_phase.score,rm3.bm25f"]);
-    ok(rankd(&args));
+    ok(train(&[
+        "--epochs",
+        "5",
+        "--out",
+        chosen.to_str().unwrap(),
+        "--features",
+        "first_phase.score,rm3.bm25f",
+    ]));
     assert_eq!(names(&chosen), ["first_phase.score", "rm3.bm25f"]);
     let report = eval_reranked(&data, &q, &qrels, &chosen);
     assert!(report["map"].as_f64().unwrap() > 0.0);
 
     // Without --out the model goes to the data directory's model directory, named by its id.
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--epochs", "5", "--json"]);
-    let summary: serde_json::Value = serde_json::from_slice(&ok(rankd(&args)).stdout).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&ok(train(&["--epochs", "5", "--json"])).stdout).unwrap();
     let id = summary["id"].as_str().unwrap();
     let stored = Path::new(&data).join("models").join(format!("{id}.json"));
     assert_eq!(summary["model"], stored.to_str().unwrap());
     assert_eq!(names(&stored), default_names);
 
-    let mut args = base.to_vec();
-    args.extend_from_slice(&["--out", "/dev/null", "--features", "first_phase.score,nope"]);
-    let out = rankd(&args);
+    let out = train(&["--out", "/dev/null", "--features", "first_phase.score,nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`nope` is not a feature"));
 }

@@ -106,7 +106,7 @@ pub(super) fn extract(
             }
         })?;
     }
-    bm25f(index, searcher, set, q, candidates, m)
+    bm25f(index, searcher, set, q, &docs, m)
 }
 
 /// BM25F over its fields at once (SPEC §1.4), through the model's own batched scorer.
@@ -115,15 +115,14 @@ fn bm25f(
     searcher: &Searcher,
     set: &FeatureSet,
     q: &str,
-    candidates: &[Candidate],
+    docs: &[DocAddress],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
     let Some(bound) = index.bind(searcher, ModelKind::Bm25F, None, q)? else {
         return Ok(());
     };
-    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
     let col = set.col("bm25f");
-    for (row, score) in bound.score_docs(searcher, &docs)?.into_iter().enumerate() {
+    for (row, score) in bound.score_docs(searcher, docs)?.into_iter().enumerate() {
         m.set(row, col, score);
     }
     Ok(())

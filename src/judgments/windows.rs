@@ -119,13 +119,13 @@ pub fn rank_set(windows: &[Window]) -> Result<crate::rerank::RankSet, crate::rer
 }
 
 /// The training set of the windows over the feature-set columns `cols`, in that order.
-pub fn rank_set_columns<'a>(
-    windows: impl IntoIterator<Item = &'a Window>,
+pub fn rank_set_columns(
+    windows: &[Window],
     cols: &[usize],
 ) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
     let set = FeatureSet::current();
     let names = cols.iter().map(|&c| set.names()[c].clone()).collect();
-    let projected: Vec<Window> = windows.into_iter().map(|w| project(w, cols)).collect();
+    let projected: Vec<Window> = windows.iter().map(|w| project(w, cols)).collect();
     rank_set_named(&projected, names)
 }
 

@@ -73,9 +73,8 @@ impl ModelQuery {
         Ok(())
     }
 
-    /// Opens a scorer for one segment (also the entry point for batched feature extraction:
-    /// `seek` it through candidates in increasing doc order).
-    pub fn segment_scorer(&self, reader: &SegmentReader) -> tantivy::Result<ModelScorer> {
+    /// Opens a scorer for one segment.
+    fn segment_scorer(&self, reader: &SegmentReader) -> tantivy::Result<ModelScorer> {
         let n_fields = self.model.fields().len();
         let option = self.model.record_option();
         let mut slots = Vec::new();
@@ -220,16 +219,9 @@ impl ModelScorer {
         self.model.explain(&self.current())
     }
 
-    /// Scores `target`, matching or not, for feature extraction. Targets must come in
-    /// increasing doc order (postings only move forward).
-    pub fn score_doc(&mut self, target: DocId) -> Score {
-        self.seek(target);
-        self.load_for(target);
-        self.model.score(&self.current())
-    }
-
-    /// The raw per-document inputs (tf matrix, lengths, positions) of `target`, under the
-    /// same ordering rule as [`Self::score_doc`].
+    /// The raw per-document inputs (tf matrix, lengths, positions) of `target`, matching or
+    /// not, for feature extraction. Targets must come in increasing doc order (postings only
+    /// move forward).
     pub fn doc_match(&mut self, target: DocId) -> DocMatch<'_> {
         self.seek(target);
         self.load_for(target);
