@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankd::corpus::Document;
+use rankd::search::{Engine, SearchQuery};
 use rankd::text::config::TEXT_FIELDS;
 use rankd::text::schema::{analyzer, tokens};
-use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+use rankd::text::{IndexConfig, ModelKind, TextIndex};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::tokenizer::TokenStream;
 
@@ -315,15 +316,16 @@ fn check_models(docs: &[Document], queries: &[String], fields: &[&str], label: &
     let config = IndexConfig::default();
     let index = TextIndex::open_or_create(dir.path(), Some(config.clone())).unwrap();
     index.upsert(docs.iter().cloned()).unwrap();
+    let engine = Engine::new(index);
     let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
     let oracle = oracle(&raws, &config);
     let mut compared = 0;
     for kind in ModelKind::ALL {
         for &field in fields {
             for q in queries {
-                let mut req = SearchRequest::new(q.clone(), kind, docs.len().min(1000));
+                let mut req = SearchQuery::new(q.clone(), docs.len().min(1000)).model(kind);
                 req.field = Some(field.to_string());
-                let got = index.search(&req).unwrap();
+                let got = engine.search(&req).unwrap();
                 let mut expected: Vec<(f64, &str)> = raws
                     .iter()
                     .filter_map(|d| Some((oracle.score(kind, field, q, d)?, d.id.as_str())))

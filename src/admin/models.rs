@@ -10,12 +10,12 @@ use serde_json::json;
 use crate::db::models::ModelRecord;
 use crate::db::Db;
 use crate::rerank::Reranker;
-use crate::second_phase::{self, ActiveModel};
+use crate::search::model::{self, ActiveModel};
 
 /// Registers the model files of `data_dir/models/`, applies a pending command-line
 /// activation, and loads the active model.
 pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Option<ActiveModel>> {
-    for path in second_phase::model_files(data_dir)? {
+    for path in model::model_files(data_dir)? {
         match Reranker::load(&path) {
             Ok(model) => {
                 db.register_model(&record(&model, &path, Vec::new()))
@@ -24,7 +24,7 @@ pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Option<Ac
             Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
         }
     }
-    if let Some(id) = second_phase::take_activation_request(data_dir)? {
+    if let Some(id) = model::take_activation_request(data_dir)? {
         db.activate_model(&id, "command line").await?;
     }
     match db.active_model().await? {

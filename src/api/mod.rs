@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
@@ -27,18 +26,12 @@ use utoipa_axum::routes;
 
 pub use error::ApiError;
 
-use crate::links::LinkData;
-use crate::text::TextIndex;
-
 /// What every handler can reach.
 pub struct AppState {
-    pub index: TextIndex,
-    /// Link scores, when `rankd graph` (or the admin graph job) has computed them for this
-    /// index; the graph job swaps in new ones while searches run.
-    pub links: ArcSwapOption<LinkData>,
-    /// The active reranker (SPEC §3), swapped atomically: a request keeps the model it
-    /// started with, so activation never drops or mixes requests.
-    pub reranker: ArcSwapOption<crate::second_phase::ActiveModel>,
+    /// The index, its link scores and the active reranker (SPEC §3), the last two swapped
+    /// atomically by the graph job and model activation: a request keeps the versions it
+    /// started with, so a swap never drops or mixes requests.
+    pub engine: crate::search::Engine,
     /// False until everything is loaded, and again while draining on shutdown.
     pub ready: AtomicBool,
     /// Database, job runner, admin token and limits.
@@ -78,17 +71,23 @@ impl utoipa::Modify for BearerAuth {
 /// The routes and the OpenAPI document describing them, built together so that neither can
 /// list a route the other lacks.
 pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(index_page))
         .routes(routes!(search::search))
-        .routes(routes!(search::doc))
         .routes(routes!(search::similar))
         .routes(routes!(livez))
         .routes(routes!(readyz))
         .routes(routes!(telemetry::metrics))
         .routes(routes!(openapi_json))
         .nest("/admin", admin::router(state))
-        .split_for_parts()
+        .split_for_parts();
+    // `/doc/{*id}` takes ids with `/` in them, which utoipa's router cannot name: the route is
+    // added to axum directly and its documentation (as `/doc/{id}`) merged in.
+    #[derive(OpenApi)]
+    #[openapi(paths(search::doc))]
+    struct DocRoute;
+    openapi.merge(DocRoute::openapi());
+    (router.route("/doc/{*id}", get(search::doc)), openapi)
 }
 
 pub fn router(state: Arc<AppState>) -> Router {

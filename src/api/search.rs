@@ -13,7 +13,11 @@ use tantivy::{TantivyDocument, Term};
 use super::error::ApiError;
 use super::params::Params;
 use super::AppState;
-use crate::text::{ModelKind, SearchRequest};
+use crate::links::NodeScores;
+use crate::search::{
+    Ranking, Returns, SearchQuery, SearchResponse, DEFAULT_BOOST_WINDOW, DEFAULT_WINDOW,
+};
+use crate::text::ModelKind;
 
 const SEARCH_PARAMS: &[&str] = &[
     "q",
@@ -26,44 +30,45 @@ const SEARCH_PARAMS: &[&str] = &[
     "boost",
     "boost_weight",
     "window",
+    "snippets",
+    "fields",
 ];
-/// The static boost is applied by re-sorting this many first-phase results.
-const BOOST_WINDOW: usize = 100;
 
-/// Ranked hits with snippets (INTERFACE.md).
+/// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
+/// [`crate::search::Engine::search`] does the rest.
 #[utoipa::path(
     get, path = "/search", tag = "search",
     params(
-        ("q" = String, Query, description = "query text (at most 2048 bytes)"),
+        ("q" = String, Query, description = "query text (at most 2048 bytes, 1024 distinct terms)"),
         ("k" = Option<usize>, Query, description = "hits to return, 1..=1000 (default 10)"),
         ("offset" = Option<usize>, Query, description = "hits to skip (default 0)"),
         ("model" = Option<String>, Query, description = "bm25, bm25f, tfidf, f2exp, lm, bm25prox"),
         ("field" = Option<String>, Query, description = "field of single-field models"),
         ("explain" = Option<bool>, Query, description = "add each hit's score breakdown"),
         ("rerank" = Option<bool>, Query, description = "apply the active reranker (default true)"),
+        ("window" = Option<usize>, Query, description = "the reranked (or boosted) first-phase window, 1..=1000 (default 100)"),
         ("boost" = Option<String>, Query, description = "none or pagerank"),
         ("boost_weight" = Option<f32>, Query, description = "λ of the PageRank boost (default 1)"),
+        ("snippets" = Option<bool>, Query, description = "return snippets (default true)"),
+        ("fields" = Option<String>, Query, description = "what each hit carries besides rank, id and score: a comma-separated subset of url, title, snippet (default all three)"),
     ),
     responses(
-        (status = 200, description = "`{query,model,total_hits,took_ms,hits:[{rank,id,url,title,snippet,score}]}`"),
+        (status = 200, description = "ranked hits", body = SearchResponse),
         (status = 400, description = "bad parameter, named in `error.field`"),
     )
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
     RawQuery(raw): RawQuery,
-) -> Result<Json<crate::text::SearchResults>, ApiError> {
+) -> Result<Json<SearchResponse>, ApiError> {
     let p = Params::parse(raw.as_deref(), SEARCH_PARAMS)?;
+    let engine = &state.engine;
     let model = match p.str("model") {
-        Some(m) => m
-            .parse::<ModelKind>()
-            .map_err(|e| ApiError::bad_request("model", e))?,
-        None => state
-            .index
-            .config
-            .default_model
-            .parse()
-            .map_err(ApiError::internal)?,
+        Some(m) => Some(
+            m.parse::<ModelKind>()
+                .map_err(|e| ApiError::bad_request("model", e))?,
+        ),
+        None => None,
     };
     let k: usize = p.parsed("k", 10usize)?;
     let offset: usize = p.parsed("offset", 0usize)?;
@@ -77,16 +82,14 @@ pub async fn search(
             ))
         }
     };
-    let links = state.links.load_full();
-    if boost.is_some() && links.is_none() {
+    if boost.is_none() && p.str("boost_weight").is_some() {
         return Err(ApiError::bad_request(
-            "boost",
-            "no link scores for this index; run `rankd graph` first",
+            "boost_weight",
+            "boost_weight sets the weight of boost=pagerank; no boost was asked for",
         ));
     }
     // The static boost re-sorts the first phase; a reranker would re-sort it again and
     // ignore it, so a boost turns reranking off unless both are asked for (an error).
-    let reranker = state.reranker.load_full();
     let rerank = match (p.str("rerank"), boost) {
         (None, Some(_)) => false,
         (_, Some(_)) if p.parsed("rerank", false)? => {
@@ -97,71 +100,69 @@ pub async fn search(
         }
         _ => p.parsed("rerank", true)?,
     };
-    let reranker = reranker.filter(|_| rerank);
-    let window: usize = p.parsed("window", crate::second_phase::DEFAULT_WINDOW)?;
-    if p.str("window").is_some() && reranker.is_none() {
-        return Err(ApiError::bad_request(
-            "window",
-            "window sets the rerank window; no reranker is active for this request",
-        ));
+    let ranking = match boost {
+        Some(weight) => Ranking::Boost {
+            weight,
+            window: p.parsed("window", DEFAULT_BOOST_WINDOW)?,
+        },
+        None if rerank && engine.model().is_some() => Ranking::Rerank {
+            window: p.parsed("window", DEFAULT_WINDOW)?,
+        },
+        None => {
+            if p.str("window").is_some() {
+                return Err(ApiError::bad_request(
+                    "window",
+                    "window sets the rerank window; no reranker is active for this request",
+                ));
+            }
+            Ranking::FirstPhase
+        }
+    };
+    let mut returns = match p.str("fields") {
+        None => Returns::ALL,
+        Some(list) => {
+            let mut r = Returns::IDS;
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                match name {
+                    "url" => r.url = true,
+                    "title" => r.title = true,
+                    "snippet" => r.snippet = true,
+                    other => {
+                        return Err(ApiError::bad_request(
+                            "fields",
+                            format!("unknown hit field `{other}` (known: url, title, snippet)"),
+                        ))
+                    }
+                }
+            }
+            r
+        }
+    };
+    if !p.parsed("snippets", true)? {
+        returns.snippet = false;
     }
-    if boost.is_some() && offset.saturating_add(k) > BOOST_WINDOW {
-        return Err(ApiError::bad_request(
-            "offset",
-            format!("with a boost, offset + k must not exceed the window of {BOOST_WINDOW}"),
-        ));
-    }
-    crate::text::search::validate_window(k, offset)?;
-    let req = SearchRequest {
-        q: p.required("q")?.to_string(),
-        k: if boost.is_some() { BOOST_WINDOW } else { k },
-        offset: if boost.is_some() { 0 } else { offset },
+    let query = SearchQuery {
+        text: p.required("q")?.to_string(),
         model,
         field: p.str("field").map(str::to_string),
+        ranking,
+        offset,
+        k,
         explain: p.parsed("explain", false)?,
-        snippets: true,
+        returns,
     };
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
-    let results = (|| {
-        use crate::metrics::{observe_search_phase, SearchPhase};
-        let mut results = match &reranker {
-            Some(active) => {
-                let (results, times) = crate::second_phase::search(
-                    &state.index,
-                    links.as_deref(),
-                    active,
-                    &req,
-                    window,
-                )?;
-                observe_search_phase(SearchPhase::Retrieve, times.retrieve);
-                observe_search_phase(SearchPhase::Features, times.features);
-                observe_search_phase(SearchPhase::Rerank, times.rerank);
-                results
-            }
-            None => {
-                let retrieve = std::time::Instant::now();
-                let results = state.index.search(&req)?;
-                observe_search_phase(SearchPhase::Retrieve, retrieve.elapsed().as_secs_f64());
-                results
-            }
-        };
-        if let (Some(weight), Some(links)) = (boost, &links) {
-            crate::links::apply_boost(&mut results, links, weight, offset, k);
-        }
-        if req.explain {
-            if let Some(links) = &links {
-                for hit in &mut results.hits {
-                    if let (Some(e), Some(n)) = (hit.explain.as_mut(), links.node(&hit.id)) {
-                        e["links"] = links.of(n);
-                    }
-                }
-            }
-        }
-        Ok::<_, crate::text::SearchError>(results)
-    })()?;
-    Ok(Json(results))
+    let response = engine.search(&query)?;
+    use crate::metrics::{observe_search_phase, SearchPhase};
+    let t = response.times;
+    observe_search_phase(SearchPhase::Retrieve, t.retrieve);
+    if matches!(query.ranking, Ranking::Rerank { .. }) {
+        observe_search_phase(SearchPhase::Features, t.features);
+        observe_search_phase(SearchPhase::Rerank, t.rerank);
+    }
+    Ok(Json(response))
 }
 
 const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
@@ -194,7 +195,7 @@ pub async fn similar(
             format!("k must be between 1 and 100, got {k}"),
         ));
     }
-    let links = state.links.load_full();
+    let links = state.engine.links();
     let Some(links) = &links else {
         return Err(ApiError::bad_request(
             "doc",
@@ -231,20 +232,40 @@ pub async fn similar(
     })))
 }
 
-/// A document's stored fields and link scores.
+/// A document as `GET /doc/{id}` answers it: its stored fields and link scores.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DocResponse {
+    pub id: String,
+    pub url: Option<String>,
+    pub title: String,
+    pub headings: String,
+    pub body: String,
+    pub anchor: String,
+    pub links: Vec<String>,
+    /// Seconds since the Unix epoch.
+    pub published_at: Option<i64>,
+    /// The other fields of its JSONL record, as given.
+    #[schema(value_type = Object)]
+    pub extra: serde_json::Map<String, Value>,
+    /// Its link scores (`null` without `rankd graph`, or outside the link graph).
+    pub link_scores: Option<NodeScores>,
+}
+
+/// A document's stored fields and link scores. Ids may contain `/` (the Rust docs' ids are
+/// paths): `/doc/std/vec/struct.Vec.html` asks for `std/vec/struct.Vec.html`.
 #[utoipa::path(
     get, path = "/doc/{id}", tag = "search",
-    params(("id" = String, Path, description = "document id")),
+    params(("id" = String, Path, description = "document id (may contain `/`)")),
     responses(
-        (status = 200, description = "stored fields and `links_scores`"),
+        (status = 200, description = "stored fields and `link_scores`", body = DocResponse),
         (status = 404, description = "no such document"),
     )
 )]
 pub async fn doc(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let index = &state.index;
+) -> Result<Json<DocResponse>, ApiError> {
+    let index = &state.engine.index;
     let searcher = index.reader.searcher();
     let query = TermQuery::new(
         Term::from_field_text(index.fields.id, &id),
@@ -258,16 +279,20 @@ pub async fn doc(
     };
     let stored: TantivyDocument = searcher.doc(*address).map_err(ApiError::internal)?;
     let d = index.stored(&stored);
-    Ok(Json(json!({
-        "id": d.id,
-        "url": d.url,
-        "title": d.title,
-        "headings": d.headings,
-        "body": d.body,
-        "anchor": d.anchor,
-        "links": d.links,
-        "published_at": d.published_at,
-        "extra": d.extra,
-        "links_scores": state.links.load().as_ref().and_then(|l| Some(l.of(l.node(&d.id)?))),
-    })))
+    let link_scores = state
+        .engine
+        .links()
+        .and_then(|l| l.scores_of(l.node(&d.id)));
+    Ok(Json(DocResponse {
+        id: d.id,
+        url: d.url,
+        title: d.title,
+        headings: d.headings,
+        body: d.body,
+        anchor: d.anchor,
+        links: d.links,
+        published_at: d.published_at,
+        extra: d.extra,
+        link_scores,
+    }))
 }

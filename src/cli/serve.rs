@@ -7,13 +7,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::Context;
-use arc_swap::ArcSwapOption;
 
-use super::BadInput;
 use crate::admin::Ops;
 use crate::api::{self, AppState};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
+use crate::error::Invalid;
 use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
@@ -44,13 +43,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         database_url: args.database_url,
     })
-    .map_err(|e| BadInput(format!("{e:#}")))?;
+    .map_err(|e| Invalid(format!("{e:#}")))?;
     let index_config = args
         .index_config
         .as_deref()
         .map(crate::text::IndexConfig::load)
         .transpose()
-        .map_err(|e| BadInput(format!("{e:#}")))?;
+        .map_err(|e| Invalid(format!("{e:#}")))?;
     let index = TextIndex::open(&config.data_dir, index_config)?;
     serve_index(index, config)
 }
@@ -102,9 +101,9 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         }
         crate::metrics::set_active_model(reranker.as_ref().map(|m| m.id()));
         let state = Arc::new(AppState {
-            index,
-            links: ArcSwapOption::new(links.map(Arc::new)),
-            reranker: ArcSwapOption::new(reranker.map(Arc::new)),
+            engine: crate::search::Engine::new(index)
+                .with_links(links)
+                .with_model(reranker),
             ready: AtomicBool::new(false),
             ops,
         });

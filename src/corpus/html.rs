@@ -153,12 +153,14 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         ));
     }
     // `links` becomes the document's out-links in the anchor pass, once redirects are known.
+    let prose = prose(&doc);
     let doc = Document {
         id,
         url: Some(strip_fragment(url).to_string()),
         title,
         headings,
         body: collapse(&body),
+        prose,
         ..Default::default()
     };
     Page::Content(doc, links)
@@ -184,20 +186,67 @@ fn meta_refresh(doc: &Html, url: &Url) -> Option<String> {
     url.join(target).ok().map(|u| strip_fragment(u).to_string())
 }
 
+/// Inline elements: their text runs on with their neighbours' in the prose.
+const INLINE: &[&str] = &[
+    "a", "abbr", "b", "cite", "code", "em", "i", "kbd", "mark", "q", "s", "samp", "small", "span",
+    "strong", "sub", "sup", "time", "u", "var", "wbr",
+];
+
+/// Elements whose text is prose a snippet can quote.
+const PROSE: &[&str] = &["p", "li", "dd", "blockquote", "figcaption"];
+
+/// The page's prose for its snippets: the visible text of each paragraph, list item and
+/// description, one per line, without code blocks; an element inside another prose element
+/// is part of that one's line. Empty for a page without such elements (the body is used).
+fn prose(doc: &Html) -> String {
+    let selector = Selector::parse(&PROSE.join(", ")).expect("static selector");
+    let mut out = String::new();
+    for element in doc.select(&selector) {
+        let nested = element.ancestors().any(|a| {
+            a.value().as_element().is_some_and(|e| {
+                PROSE.contains(&e.name()) || e.name() == "pre" || INVISIBLE.contains(&e.name())
+            })
+        });
+        if nested {
+            continue;
+        }
+        let mut text = String::new();
+        visible_text_without(element, &mut text, &["pre"]);
+        let line = collapse(&text);
+        if !line.is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 fn visible_text(element: ElementRef, out: &mut String) {
+    visible_text_without(element, out, &[]);
+}
+
+/// The visible text of `element`, leaving out the elements named in `skip` too.
+fn visible_text_without(element: ElementRef, out: &mut String, skip: &[&str]) {
     for child in element.children() {
         match child.value() {
             Node::Text(t) => {
                 out.push_str(t);
             }
             Node::Element(e) => {
-                if INVISIBLE.contains(&e.name()) {
+                if INVISIBLE.contains(&e.name()) || skip.contains(&e.name()) {
                     continue;
                 }
                 if let Some(child) = ElementRef::wrap(child) {
-                    out.push(' ');
-                    visible_text(child, out);
-                    out.push(' ');
+                    // Prose keeps inline markup inside its words ("a `Vec`." reads "a Vec.");
+                    // the body pads every element, as it always has (the index depends on it).
+                    let pad = skip.is_empty() || !INLINE.contains(&e.name());
+                    if pad {
+                        out.push(' ');
+                    }
+                    visible_text_without(child, out, skip);
+                    if pad {
+                        out.push(' ');
+                    }
                 }
             }
             _ => {}
@@ -274,6 +323,21 @@ mod tests {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, html).unwrap();
+    }
+
+    #[test]
+    fn prose_keeps_paragraphs_and_items_without_code_blocks() {
+        let doc = Html::parse_document(
+            r#"<body><nav><p>menu</p></nav><pre>fn main() {}</pre>
+            <p>Creates a <code>Vec</code>, <em>empty</em>.</p>
+            <ul><li>one <p>inner</p></li></ul><div><p>before<pre>x = 1</pre></p></div>
+            <dl><dt>Vec</dt><dd>A growable array.</dd></dl></body>"#,
+        );
+        assert_eq!(
+            prose(&doc),
+            "Creates a Vec, empty.\none inner\nbefore\nA growable array.\n"
+        );
+        assert_eq!(prose(&Html::parse_document("<body>only text</body>")), "");
     }
 
     #[test]

@@ -97,6 +97,7 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
         links,
         published_at,
         extra: object,
+        prose: String::new(),
     })
 }
 

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{OwnedValue, Value};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use super::config::IndexConfig;
@@ -19,7 +20,7 @@ use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes.
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -152,10 +153,11 @@ impl TextIndex {
     pub fn upsert(&self, docs: impl IntoIterator<Item = Document>) -> anyhow::Result<u64> {
         let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
         let mut count = 0u64;
+        let mut prose_analyzer = super::schema::analyzer(self.config.field("body").analyzer);
         let result = (|| -> anyhow::Result<()> {
             for doc in docs {
                 writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
-                writer.add_document(self.to_tantivy(&doc))?;
+                writer.add_document(self.to_tantivy(&doc, &mut prose_analyzer))?;
                 count += 1;
             }
             writer.commit()?;
@@ -194,7 +196,7 @@ impl TextIndex {
         Ok(existing)
     }
 
-    fn to_tantivy(&self, doc: &Document) -> TantivyDocument {
+    fn to_tantivy(&self, doc: &Document, prose_analyzer: &mut TextAnalyzer) -> TantivyDocument {
         let f = &self.fields;
         let mut t = TantivyDocument::new();
         t.add_text(f.id, &doc.id);
@@ -212,6 +214,12 @@ impl TextIndex {
         for link in &doc.links {
             t.add_text(f.links, link);
         }
+        let prose = if doc.prose.is_empty() {
+            &doc.body
+        } else {
+            &doc.prose
+        };
+        t.add_bytes(f.snippet, &super::snippet::encode(prose, prose_analyzer));
         t.add_u64(f.url_depth, super::schema::url_depth(url) as u64);
         t.add_u64(f.url_length, url.chars().count() as u64);
         if let Some(ts) = doc.published_at {
@@ -256,6 +264,7 @@ impl TextIndex {
                 .collect(),
             published_at: t.get_first(f.published_at).and_then(|v| v.as_i64()),
             extra,
+            prose: String::new(),
         }
     }
 }

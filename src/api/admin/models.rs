@@ -15,7 +15,7 @@ use crate::admin::train::{self, TrainParams};
 use crate::api::{ApiError, AppState};
 use crate::db::models::{Activation, Deletion};
 use crate::db::JobKind;
-use crate::second_phase::ActiveModel;
+use crate::search::model::ActiveModel;
 
 /// Every model that is not deleted, newest first, with its metrics and training log.
 #[utoipa::path(
@@ -50,7 +50,7 @@ async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
-    state.reranker.store(Some(Arc::new(model)));
+    state.engine.set_model(Some(Arc::new(model)));
     crate::metrics::set_active_model(Some(id));
     Ok(())
 }
@@ -179,8 +179,8 @@ pub async fn start(
     } else {
         body::json(&raw)?
     };
-    let (config, first_phase) = params
-        .config()
+    let (settings, first_phase) = params
+        .settings()
         .map_err(|(field, message)| ApiError::bad_request(field, message))?;
     let stored = state
         .ops
@@ -209,13 +209,11 @@ pub async fn start(
         .ops
         .jobs
         .start(JobKind::Train, params_json, move |ctx| {
-            let links = worker.links.load_full();
             train::run(
-                &worker.index,
-                links.as_deref(),
+                &worker.engine,
                 &worker.ops.db,
                 queries,
-                config,
+                settings,
                 first_phase,
                 ctx,
             )

