@@ -6,6 +6,7 @@ mod error;
 mod pages;
 mod params;
 mod search;
+mod strict;
 mod telemetry;
 
 use std::net::SocketAddr;
@@ -93,7 +94,12 @@ pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::
 pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
+    let declared = Arc::new(strict::Declared::from_openapi(&openapi));
     routes
+        // Undocumented query parameters are refused on every documented route.
+        .layer(axum::middleware::from_fn(move |request, next| {
+            strict::refuse_unknown(declared.clone(), request, next)
+        }))
         // The web UI's admin page and assets: pages, not API, so outside the OpenAPI document
         // (`/admin` itself is public; only `/admin/...` needs the token).
         .route("/admin", get(pages::admin_page))

@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tantivy::collector::TopDocs;
 use tantivy::query::TermQuery;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{TantivyDocument, Term};
 
 use super::error::ApiError;
-use super::params::Params;
+use super::params::{Query, QueryParams};
 use super::AppState;
 use crate::links::NodeScores;
 use crate::search::{
@@ -19,39 +19,60 @@ use crate::search::{
 };
 use crate::text::ModelKind;
 
-const SEARCH_PARAMS: &[&str] = &[
-    "q",
-    "k",
-    "offset",
-    "model",
-    "field",
-    "explain",
-    "rerank",
-    "boost",
-    "boost_weight",
-    "window",
-    "snippets",
-    "fields",
-];
+/// `GET /search`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// query text (at most 16 KB, 1024 distinct terms)
+    q: String,
+    /// hits to return, 1..=1000 (default 10)
+    k: Option<usize>,
+    /// hits to skip (default 0)
+    offset: Option<usize>,
+    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox (default: the index's, bm25f)
+    model: Option<String>,
+    /// field of single-field models: title, headings, body, anchor, url, all
+    field: Option<String>,
+    /// add each hit's score breakdown
+    explain: Option<bool>,
+    /// apply the active reranker (default true)
+    rerank: Option<bool>,
+    /// the reranked (or boosted) first-phase window, 1..=1000 (default 100)
+    window: Option<usize>,
+    /// none or pagerank
+    boost: Option<String>,
+    /// λ of the PageRank boost, finite, |λ| ≤ 1e6 (default 1)
+    boost_weight: Option<f32>,
+    /// return snippets (default true)
+    snippets: Option<bool>,
+    /// what each hit carries besides rank, id and score: a comma-separated subset of url,
+    /// title, snippet (default all three)
+    fields: Option<String>,
+}
+
+impl QueryParams for SearchParams {
+    const NAMES: &'static [&'static str] = &[
+        "q",
+        "k",
+        "offset",
+        "model",
+        "field",
+        "explain",
+        "rerank",
+        "window",
+        "boost",
+        "boost_weight",
+        "snippets",
+        "fields",
+    ];
+}
 
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
 /// [`crate::search::Engine::search`] does the rest.
 #[utoipa::path(
     get, path = "/search", tag = "search",
-    params(
-        ("q" = String, Query, description = "query text (at most 2048 bytes, 1024 distinct terms)"),
-        ("k" = Option<usize>, Query, description = "hits to return, 1..=1000 (default 10)"),
-        ("offset" = Option<usize>, Query, description = "hits to skip (default 0)"),
-        ("model" = Option<String>, Query, description = "bm25, bm25f, tfidf, f2exp, lm, bm25prox"),
-        ("field" = Option<String>, Query, description = "field of single-field models"),
-        ("explain" = Option<bool>, Query, description = "add each hit's score breakdown"),
-        ("rerank" = Option<bool>, Query, description = "apply the active reranker (default true)"),
-        ("window" = Option<usize>, Query, description = "the reranked (or boosted) first-phase window, 1..=1000 (default 100)"),
-        ("boost" = Option<String>, Query, description = "none or pagerank"),
-        ("boost_weight" = Option<f32>, Query, description = "λ of the PageRank boost (default 1)"),
-        ("snippets" = Option<bool>, Query, description = "return snippets (default true)"),
-        ("fields" = Option<String>, Query, description = "what each hit carries besides rank, id and score: a comma-separated subset of url, title, snippet (default all three)"),
-    ),
+    params(SearchParams),
     responses(
         (status = 200, description = "ranked hits", body = SearchResponse),
         (status = 400, description = "bad parameter, named in `error.field`"),
@@ -59,22 +80,19 @@ const SEARCH_PARAMS: &[&str] = &[
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
+    Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let p = Params::parse(raw.as_deref(), SEARCH_PARAMS)?;
     let engine = &state.engine;
-    let model = match p.str("model") {
+    let model = match &p.model {
         Some(m) => Some(
             m.parse::<ModelKind>()
                 .map_err(|e| ApiError::bad_request("model", e))?,
         ),
         None => None,
     };
-    let k: usize = p.parsed("k", 10usize)?;
-    let offset: usize = p.parsed("offset", 0usize)?;
-    let boost = match p.str("boost") {
+    let boost = match p.boost.as_deref() {
         None | Some("none") => None,
-        Some("pagerank") => Some(p.parsed("boost_weight", 1.0f32)?),
+        Some("pagerank") => Some(p.boost_weight.unwrap_or(1.0)),
         Some(other) => {
             return Err(ApiError::bad_request(
                 "boost",
@@ -82,7 +100,7 @@ pub async fn search(
             ))
         }
     };
-    if boost.is_none() && p.str("boost_weight").is_some() {
+    if boost.is_none() && p.boost_weight.is_some() {
         return Err(ApiError::bad_request(
             "boost_weight",
             "boost_weight sets the weight of boost=pagerank; no boost was asked for",
@@ -90,26 +108,26 @@ pub async fn search(
     }
     // The static boost re-sorts the first phase; a reranker would re-sort it again and
     // ignore it, so a boost turns reranking off unless both are asked for (an error).
-    let rerank = match (p.str("rerank"), boost) {
-        (None, Some(_)) => false,
-        (_, Some(_)) if p.parsed("rerank", false)? => {
+    let rerank = match (p.rerank, boost) {
+        (Some(true), Some(_)) => {
             return Err(ApiError::bad_request(
                 "boost",
                 "boost applies to first-phase results; pass rerank=false with it",
             ))
         }
-        _ => p.parsed("rerank", true)?,
+        (_, Some(_)) => false,
+        (r, None) => r.unwrap_or(true),
     };
     let ranking = match boost {
         Some(weight) => Ranking::Boost {
             weight,
-            window: p.parsed("window", DEFAULT_BOOST_WINDOW)?,
+            window: p.window.unwrap_or(DEFAULT_BOOST_WINDOW),
         },
         None if rerank && engine.model().is_some() => Ranking::Rerank {
-            window: p.parsed("window", DEFAULT_WINDOW)?,
+            window: p.window.unwrap_or(DEFAULT_WINDOW),
         },
         None => {
-            if p.str("window").is_some() {
+            if p.window.is_some() {
                 return Err(ApiError::bad_request(
                     "window",
                     "window sets the rerank window; no reranker is active for this request",
@@ -118,7 +136,7 @@ pub async fn search(
             Ranking::FirstPhase
         }
     };
-    let mut returns = match p.str("fields") {
+    let mut returns = match &p.fields {
         None => Returns::ALL,
         Some(list) => {
             let mut r = Returns::IDS;
@@ -138,17 +156,17 @@ pub async fn search(
             r
         }
     };
-    if !p.parsed("snippets", true)? {
+    if p.snippets == Some(false) {
         returns.snippet = false;
     }
     let query = SearchQuery {
-        text: p.required("q")?.to_string(),
+        text: p.q,
         model,
-        field: p.str("field").map(str::to_string),
+        field: p.field,
         ranking,
-        offset,
-        k,
-        explain: p.parsed("explain", false)?,
+        offset: p.offset.unwrap_or(0),
+        k: p.k.unwrap_or(10),
+        explain: p.explain.unwrap_or(false),
         returns,
     };
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
@@ -165,30 +183,57 @@ pub async fn search(
     Ok(Json(response))
 }
 
-const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
+/// `GET /similar`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SimilarParams {
+    /// document id
+    doc: String,
+    /// 1..=100 (default 10)
+    k: Option<usize>,
+}
+
+impl QueryParams for SimilarParams {
+    const NAMES: &'static [&'static str] = &["doc", "k"];
+}
+
+/// One document similar to the asked one.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SimilarHit {
+    pub rank: usize,
+    pub id: String,
+    /// Linearised SimRank, within `error_bound` of SimRank with probability ≥ 0.999.
+    pub score: f64,
+    pub error_bound: f64,
+}
+
+/// `GET /similar`'s answer.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SimilarResponse {
+    pub doc: String,
+    pub took_ms: f64,
+    pub hits: Vec<SimilarHit>,
+}
 
 /// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, single-source
 /// linearised SimRank with the diagonal `rankd graph` stored; error bound in
 /// `crate::graph::simrank`).
 #[utoipa::path(
     get, path = "/similar", tag = "search",
-    params(
-        ("doc" = String, Query, description = "document id"),
-        ("k" = Option<usize>, Query, description = "1..=100 (default 10)"),
-    ),
+    params(SimilarParams),
     responses(
-        (status = 200, description = "`{doc,took_ms,hits:[{rank,id,score,error_bound}]}`: `score` is within `error_bound` of SimRank with probability ≥ 0.999"),
+        (status = 200, description = "similar documents", body = SimilarResponse),
         (status = 400, description = "bad parameter, or no link scores"),
         (status = 404, description = "document not in the link graph"),
     )
 )]
 pub async fn similar(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(raw.as_deref(), SIMILAR_PARAMS)?;
-    let id = p.required("doc")?.to_string();
-    let k: usize = p.parsed("k", 10usize)?;
+    Query(p): Query<SimilarParams>,
+) -> Result<Json<SimilarResponse>, ApiError> {
+    let id = p.doc;
+    let k = p.k.unwrap_or(10);
     if k == 0 || k > 100 {
         return Err(ApiError::bad_request(
             "k",
@@ -213,23 +258,21 @@ pub async fn similar(
         .simrank
         .top_k(&links.graph, node, k, &query)
         .map_err(ApiError::internal)?;
-    let hits: Vec<Value> = similar
+    let hits = similar
         .into_iter()
         .enumerate()
-        .map(|(i, (n, score))| {
-            json!({
-                "rank": i + 1,
-                "id": links.scores.keys[n as usize],
-                "score": score,
-                "error_bound": links.simrank.error_bound(&query, score),
-            })
+        .map(|(i, (n, score))| SimilarHit {
+            rank: i + 1,
+            id: links.scores.keys[n as usize].clone(),
+            score,
+            error_bound: links.simrank.error_bound(&query, score),
         })
         .collect();
-    Ok(Json(json!({
-        "doc": id,
-        "took_ms": start.elapsed().as_secs_f64() * 1e3,
-        "hits": hits,
-    })))
+    Ok(Json(SimilarResponse {
+        doc: id,
+        took_ms: start.elapsed().as_secs_f64() * 1e3,
+        hits,
+    }))
 }
 
 /// A document as `GET /doc/{id}` answers it: its stored fields and link scores.

@@ -475,7 +475,7 @@ impl Engine {
     }
 
     /// The first-phase top `window` of `text` with its feature vectors: the rerank path's
-    /// input, and a training window (`crate::judgments`).
+    /// input, and a training window (`crate::training`).
     pub fn window(
         &self,
         searcher: &Searcher,
