@@ -232,7 +232,7 @@ fn main() -> anyhow::Result<()> {
     let out = serde_json::json!({
         "queries": queries.len(),
         "passes": args.passes,
-        "num_docs": index.num_docs(),
+        "num_docs": engine.index.num_docs(),
         "rows": rows,
     });
     println!("{}", serde_json::to_string_pretty(&out)?);

@@ -15,8 +15,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use rankd::search::model::{self, ActiveModel, PhaseTimes};
-use rankd::text::{ModelKind, SearchRequest, TextIndex};
+use rankd::search::model::{self, ActiveModel};
+use rankd::search::{Engine, PhaseTimes, Ranking, Returns, SearchQuery};
+use rankd::text::{ModelKind, TextIndex};
 use serde_json::json;
 
 #[derive(Parser)]

@@ -166,7 +166,6 @@ pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
 
     #[test]
     fn the_first_kinded_cause_decides_and_unknown_errors_are_internal() {

@@ -91,7 +91,11 @@ fn module_graph() -> (BTreeMap<String, BTreeSet<String>>, Vec<String>) {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut cli_importers = Vec::new();
     for file in files {
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
         let top = rel
             .split('/')
             .next()
@@ -203,10 +207,16 @@ fn the_checker_sees_what_it_must() {
         ["text", "eval", "links"]
     );
     assert_eq!(
-        referenced("let x = crate::search::Engine::new(crate::text::y);", "crate"),
+        referenced(
+            "let x = crate::search::Engine::new(crate::text::y);",
+            "crate"
+        ),
         ["search", "text"]
     );
-    assert_eq!(referenced("let my_crate::x = 1;", "crate"), Vec::<String>::new());
+    assert_eq!(
+        referenced("let my_crate::x = 1;", "crate"),
+        Vec::<String>::new()
+    );
     assert_eq!(
         code_lines("a(); // crate::cli\n").collect::<Vec<_>>(),
         ["a(); "]

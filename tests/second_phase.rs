@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 use rankd::corpus::Document;
 use rankd::features::{extract, Candidate, FeatureSet};
 use rankd::rerank::{MetricConvention, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum};
-use rankd::search::model::{self, ActiveModel};
+use rankd::search::model::ActiveModel;
 use rankd::search::{Engine, Ranking, SearchQuery};
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
 use rankd::training::{judged_windows, train_on_windows, JudgedQuery};

@@ -91,23 +91,25 @@ impl<T: QueryParams> Query<T> {
         }
         let encoded = encoded.finish();
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(encoded.as_bytes()));
-        serde_path_to_error::deserialize(de).map(Query).map_err(|e| {
-            let inner = e.inner().to_string();
-            if let Some(name) = inner
-                .strip_prefix("missing field `")
-                .and_then(|r| r.split('`').next())
-            {
-                return ApiError::bad_request(name, format!("parameter `{name}` is required"));
-            }
-            let name = e.path().to_string();
-            match p.str(&name) {
-                Some(v) => ApiError::bad_request(
-                    name.clone(),
-                    format!("parameter `{name}` = {v:?} is invalid: {inner}"),
-                ),
-                None => ApiError::bad_request(name, inner),
-            }
-        })
+        serde_path_to_error::deserialize(de)
+            .map(Query)
+            .map_err(|e| {
+                let inner = e.inner().to_string();
+                if let Some(name) = inner
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    return ApiError::bad_request(name, format!("parameter `{name}` is required"));
+                }
+                let name = e.path().to_string();
+                match p.str(&name) {
+                    Some(v) => ApiError::bad_request(
+                        name.clone(),
+                        format!("parameter `{name}` = {v:?} is invalid: {inner}"),
+                    ),
+                    None => ApiError::bad_request(name, inner),
+                }
+            })
     }
 }
 
@@ -173,7 +175,12 @@ mod tests {
             )
         );
         assert_eq!(err("q=x&q=y").1, "parameter `q` given twice");
-        assert_eq!(err("q=%ff").1, "`q` is not valid UTF-8 after percent-decoding");
-        assert!(err("q=x&explain=yes").1.starts_with("parameter `explain` = \"yes\""));
+        assert_eq!(
+            err("q=%ff").1,
+            "`q` is not valid UTF-8 after percent-decoding"
+        );
+        assert!(err("q=x&explain=yes")
+            .1
+            .starts_with("parameter `explain` = \"yes\""));
     }
 }

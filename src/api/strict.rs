@@ -50,16 +50,15 @@ impl Declared {
 }
 
 /// The middleware: refuses undeclared query parameters of documented routes.
-pub async fn refuse_unknown(
-    declared: Arc<Declared>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn refuse_unknown(declared: Arc<Declared>, request: Request, next: Next) -> Response {
     if let (Some(query), Some(route)) = (
         request.uri().query().filter(|q| !q.is_empty()),
         request.extensions().get::<MatchedPath>(),
     ) {
-        let key = (request.method().as_str().to_string(), route.as_str().to_string());
+        let key = (
+            request.method().as_str().to_string(),
+            route.as_str().to_string(),
+        );
         if let Some(known) = declared.routes.get(&key) {
             for pair in query.split('&').filter(|p| !p.is_empty()) {
                 let raw = pair.split('=').next().unwrap_or("");

@@ -1,0 +1,224 @@
+//! One policy everywhere: `GET /search`, `rankd eval` and `POST /admin/evaluate` rank through
+//! the same engine, so the same request gives the same ranking (first phase, boosted and
+//! reranked) and the same scores.
+
+mod ops_support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use ops_support::*;
+
+const QUERIES: &[(&str, &str)] = &[
+    ("q1", "vector iterator"),
+    ("q2", "thread basics"),
+    ("q3", "parser notes matrix"),
+];
+
+/// The hits of one `/search` request, in rank order, with their scores.
+fn search(base: &str, params: &str, q: &str) -> Vec<(String, f64)> {
+    let a = get(
+        &format!("{base}/search?q={}&{params}", q.replace(' ', "+")),
+        None,
+    );
+    assert_eq!(a.status, 200, "{params}: {}", a.body);
+    a.body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_str().unwrap().to_string(),
+                h["score"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// `rankd eval` over the queries with `args`: its run (per query, in rank order) and report.
+fn eval(
+    dir: &std::path::Path,
+    data: &std::path::Path,
+    args: &[&str],
+) -> (BTreeMap<String, Vec<(String, f64)>>, serde_json::Value) {
+    let queries = dir.join("q.txt");
+    let qrels = dir.join("qrels.txt");
+    let run = dir.join("run.trec");
+    let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args(["eval", "--queries", queries.to_str().unwrap()])
+        .args(["--qrels", qrels.to_str().unwrap()])
+        .args(["--run", run.to_str().unwrap(), "--json"])
+        .args(["--data-dir", data.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut ranked: BTreeMap<String, Vec<(usize, String, f64)>> = BTreeMap::new();
+    for line in std::fs::read_to_string(&run).unwrap().lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        ranked.entry(f[0].to_string()).or_default().push((
+            f[3].parse().unwrap(),
+            f[2].to_string(),
+            f[4].parse().unwrap(),
+        ));
+    }
+    let runs = ranked
+        .into_iter()
+        .map(|(q, mut hits)| {
+            hits.sort_by_key(|h| h.0);
+            (q, hits.into_iter().map(|(_, id, s)| (id, s)).collect())
+        })
+        .collect();
+    (runs, report)
+}
+
+fn same(a: &[(String, f64)], b: &[(String, f64)], what: &str) {
+    assert_eq!(
+        a.iter().map(|h| &h.0).collect::<Vec<_>>(),
+        b.iter().map(|h| &h.0).collect::<Vec<_>>(),
+        "{what}: different rankings"
+    );
+    for (x, y) in a.iter().zip(b) {
+        assert!(
+            (x.1 - y.1).abs() <= 1e-5 * x.1.abs().max(1.0),
+            "{what}: {x:?} vs {y:?}"
+        );
+    }
+}
+
+#[test]
+fn search_eval_and_admin_evaluate_rank_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = topic_corpus(true);
+    let data = ingest(
+        dir.path(),
+        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let graph = Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args(["graph", "--json", "--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(graph.status.success());
+    // Judgments: for each query, the documents whose title holds its first word.
+    let mut qrels = String::new();
+    let mut lines = String::new();
+    for (qid, text) in QUERIES {
+        lines.push_str(&format!("{qid} {text}\n"));
+        let word = text.split(' ').next().unwrap();
+        for (i, d) in docs.iter().enumerate() {
+            let grade = i32::from(d.contains(&format!("\"title\":\"{word}")));
+            qrels.push_str(&format!("{qid} 0 d{i} {grade}\n"));
+        }
+    }
+    std::fs::write(dir.path().join("q.txt"), &lines).unwrap();
+    std::fs::write(dir.path().join("qrels.txt"), &qrels).unwrap();
+    let db = fresh_database(dir.path());
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let t = Some(TOKEN);
+    assert_eq!(
+        post_text(&format!("{b}/admin/judgments/qrels"), t, &qrels).status,
+        200
+    );
+    assert_eq!(
+        post_text(&format!("{b}/admin/queries"), t, &lines).status,
+        200
+    );
+
+    for model in ["bm25f", "lm", "bm25prox"] {
+        let (runs, report) = eval(dir.path(), &data, &["--model", model, "--depth", "20"]);
+        for (qid, text) in QUERIES {
+            let hits = search(b, &format!("model={model}&k=20&rerank=false"), text);
+            same(&hits, &runs[*qid], &format!("{model} {qid}"));
+        }
+        let admin = post_json(
+            &format!("{b}/admin/evaluate"),
+            t,
+            &format!(r#"{{"model":"{model}","depth":20}}"#),
+        );
+        assert_eq!(admin.status, 200, "{}", admin.body);
+        for metric in ["map", "ndcg@10", "mrr"] {
+            let (x, y) = (
+                admin.body[metric].as_f64().unwrap(),
+                report[metric].as_f64().unwrap(),
+            );
+            assert!(
+                (x - y).abs() < 1e-12,
+                "{model} {metric}: admin {x}, eval {y}"
+            );
+        }
+    }
+
+    // The boost re-sorts the same window in both.
+    let (runs, _) = eval(
+        dir.path(),
+        &data,
+        &[
+            "--model",
+            "bm25f",
+            "--boost-pagerank",
+            "0.5",
+            "--window",
+            "15",
+        ],
+    );
+    for (qid, text) in QUERIES {
+        let hits = search(b, "boost=pagerank&boost_weight=0.5&window=15&k=15", text);
+        same(&hits, &runs[*qid], &format!("boost {qid}"));
+    }
+
+    // Reranked: a model trained on these judgments, activated, against `rankd eval --rerank`.
+    let train = Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args([
+            "train",
+            "--queries",
+            dir.path().join("q.txt").to_str().unwrap(),
+        ])
+        .args(["--qrels", dir.path().join("qrels.txt").to_str().unwrap()])
+        .args(["--epochs", "5", "--json", "--out"])
+        .arg(dir.path().join("m.json"))
+        .args(["--data-dir", data.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        train.status.success(),
+        "{}",
+        String::from_utf8_lossy(&train.stderr)
+    );
+    let model: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("m.json")).unwrap()).unwrap();
+    let id = model["id"].as_str().unwrap().to_string();
+    std::fs::create_dir_all(data.join("models")).unwrap();
+    std::fs::copy(
+        dir.path().join("m.json"),
+        data.join(format!("models/{id}.json")),
+    )
+    .unwrap();
+    drop(server);
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let a = post_json(&format!("{b}/admin/models/{id}/activate"), t, "{}");
+    assert_eq!(a.status, 200, "{}", a.body);
+    let m = dir.path().join("m.json");
+    let (runs, _) = eval(
+        dir.path(),
+        &data,
+        &[
+            "--model",
+            "bm25f",
+            "--rerank",
+            m.to_str().unwrap(),
+            "--window",
+            "20",
+        ],
+    );
+    for (qid, text) in QUERIES {
+        let hits = search(b, "window=20&k=20", text);
+        same(&hits, &runs[*qid], &format!("rerank {qid}"));
+    }
+}
