@@ -243,10 +243,6 @@ async function main() {
     });
     assert.equal(batch.status, 200, await batch.text());
     const searchPage = await page.goto(`${server.base}/?q=zebrafish`);
-    const csp = searchPage.headers()["content-security-policy"] || "";
-    assert.match(csp, /script-src 'self'/, `the search page's CSP: ${csp}`);
-    assert.equal(searchPage.headers()["x-frame-options"], "DENY");
-    assert.equal(searchPage.headers()["x-content-type-options"], "nosniff");
     await page.waitForFunction(() => document.querySelectorAll(".hit").length === 2);
     // Click each result's title, link or not, as a user would.
     for (const title of await page.$$(".hit > :first-child")) await title.click();
@@ -256,6 +252,10 @@ async function main() {
     assert.ok(page.url().startsWith(server.base), `navigated away to ${page.url()}`);
     assert.equal(await page.$$eval(".hit a[href^='javascript:' i], .hit a[href^='data:' i]", (as) => as.length), 0,
       "a javascript: or data: URL is rendered as a link");
+    const csp = searchPage.headers()["content-security-policy"] || "";
+    assert.match(csp, /script-src 'self'/, `the search page's CSP: ${csp}`);
+    assert.equal(searchPage.headers()["x-frame-options"], "DENY");
+    assert.equal(searchPage.headers()["x-content-type-options"], "nosniff");
     log("javascript: and data: document URLs are shown as text and run nothing");
     await admin(server.base, "POST", "/admin/documents/delete", { ids: hostile.map((d) => d.id) });
 
