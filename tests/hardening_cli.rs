@@ -170,16 +170,16 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     let out = ingest(&big);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    let index_dir = data.join("index");
-    assert!(
-        stderr.contains(&index_dir.display().to_string()),
-        "the error names the index directory: {stderr}"
-    );
     let after = bytes_under(fs.path());
     assert!(
         after < before + (1 << 20),
         "the failed ingest left {} bytes behind (before {before}, after {after})",
         after - before
+    );
+    let index_dir = data.join("index");
+    assert!(
+        stderr.contains(&index_dir.display().to_string()),
+        "the error names the index directory: {stderr}"
     );
     // The next ingest works, and the index is as before plus it.
     let out = ingest(&small);
