@@ -194,7 +194,10 @@ fn search_doc_similar_and_every_bad_input() {
     assert_eq!(get(&format!("{b}/livez")).0, 200);
     let (status, page) = get(&format!("{b}/"));
     assert_eq!(status, 200);
-    assert!(page.as_str().unwrap().contains("fetch(\"/search?"));
+    assert!(page.as_str().unwrap().contains("/static/search.js"));
+    let (status, script) = get(&format!("{b}/static/search.js"));
+    assert_eq!(status, 200);
+    assert!(script.as_str().unwrap().contains("fetch(\"/search?"));
     assert_eq!(get(&format!("{b}/readyz")).0, 200);
 }
 

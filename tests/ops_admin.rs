@@ -240,6 +240,11 @@ fn judgments_queries_and_evaluation() {
             "missing field `grade`",
         ),
         (
+            r#"{"query_id":"q1","query":"capacity","doc_id":"vec","grade":-1}"#,
+            "grade",
+            "negative",
+        ),
+        (
             r#"{"query_id":"q1","query":"capacity","doc_id":"nope","grade":1}"#,
             "doc_id",
             "no document",

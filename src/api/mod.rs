@@ -1,8 +1,12 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
-//! stay thin; the ranking lives in the library modules.
+//! stay thin; the ranking lives in the library modules. What protects the server (one
+//! concurrency limit, JSON for every error, security headers) is in `guard.rs`; the accept
+//! loop with its header-read timeout and connection cap in `listen.rs`.
 
 pub mod admin;
 mod error;
+mod guard;
+mod listen;
 mod pages;
 mod params;
 mod search;
@@ -11,13 +15,12 @@ mod telemetry;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use tower::limit::ConcurrencyLimitLayer;
 use tower::ServiceBuilder;
 use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -37,6 +40,12 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// Database, job runner, admin token and limits.
     pub ops: crate::admin::Ops,
+    /// Why the registry's active model is not the one served, when its file could not be
+    /// loaded (at start-up): the server then ranks by the first phase alone and reports this
+    /// in `GET /admin/models` until a model is activated or rolled back to.
+    pub reranker_error: Mutex<Option<String>>,
+    /// Wrong admin tokens per client address (429 after `limits.admin_auth_failures_per_minute`).
+    pub auth_failures: crate::admin::auth::FailureThrottle,
 }
 
 #[derive(OpenApi)]
@@ -95,6 +104,11 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
     let declared = Arc::new(strict::Declared::from_openapi(&openapi));
+    // `Router::layer` wraps every route on its own: the slots are one semaphore shared by
+    // all of them, so the limit is global (a per-route tower layer would not be).
+    let slots = guard::Slots(Arc::new(tokio::sync::Semaphore::new(
+        limits.max_concurrent_requests,
+    )));
     routes
         // Undocumented query parameters are refused on every documented route.
         .layer(axum::middleware::from_fn(move |request, next| {
@@ -107,15 +121,22 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(Extension(Arc::new(openapi)))
         .layer(
+            // Outermost first.
             ServiceBuilder::new()
-                // Enforced by the body extractors, so the admin routes can answer an
-                // oversized body with a JSON 413 like every other error.
-                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))
+                .layer(axum::middleware::from_fn(guard::security_headers))
+                .layer(axum::middleware::from_fn(guard::json_errors))
+                .layer(axum::middleware::from_fn(guard::request_head_limits))
+                .layer(axum::middleware::from_fn_with_state(
+                    slots,
+                    guard::shed_load,
+                ))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     Duration::from_secs(limits.request_timeout_secs),
                 ))
-                .layer(ConcurrencyLimitLayer::new(limits.max_concurrent_requests)),
+                // Enforced by the body extractors, so the admin routes can answer an
+                // oversized body with a JSON 413 like every other error.
+                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes)),
         )
         .layer(axum::middleware::from_fn(telemetry::track))
         .with_state(state)
@@ -168,21 +189,15 @@ pub async fn serve(
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
     on_bound(listener.local_addr()?);
-    // Small JSON answers must not wait for Nagle's algorithm.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            draining.ready.store(false, Ordering::SeqCst);
-            tracing::info!("shutting down: draining requests");
-        })
-        .await?;
+    let limits = state.ops.limits.clone();
+    listen::run(listener, router(state), &limits, async move {
+        shutdown_signal().await;
+        draining.ready.store(false, Ordering::SeqCst);
+        tracing::info!("shutting down: draining requests");
+    })
+    .await;
     Ok(())
 }
 

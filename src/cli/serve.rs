@@ -4,10 +4,11 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
+use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::{self, AppState};
 use crate::config::{Config, Flags};
@@ -83,6 +84,7 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         let db = Db::open(&url).await?;
         tracing::info!("database: {}", redact(&url));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
+        let auth_failures = FailureThrottle::new(config.limits.admin_auth_failures_per_minute);
         ops.link_freshness
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -90,12 +92,14 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         if ops.token.is_none() {
             eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
         }
-        let reranker = crate::admin::models::sync_and_load(&ops.db, &index.dir)
+        let loaded = crate::admin::models::sync_and_load(&ops.db, &index.dir)
             .await
-            .context("cannot load the active reranker")?;
-        match &reranker {
-            Some(m) => eprintln!("reranking with model {} ({})", m.id(), m.path.display()),
-            None => {
+            .context("cannot read the model registry")?;
+        let reranker = loaded.model;
+        match (&reranker, &loaded.error) {
+            (Some(m), _) => eprintln!("reranking with model {} ({})", m.id(), m.path.display()),
+            (None, Some(e)) => tracing::error!("{e}"),
+            (None, None) => {
                 eprintln!("note: no active reranker; `rankd train` or POST /admin/train makes one")
             }
         }
@@ -106,6 +110,8 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
                 .with_model(reranker),
             ready: AtomicBool::new(false),
             ops,
+            reranker_error: Mutex::new(loaded.error),
+            auth_failures,
         });
         api::serve(state, config.addr, |bound| {
             eprintln!(

@@ -178,6 +178,12 @@ pub fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
                 return Err(format!("line {n}: `{name}` is empty"));
             }
         }
+        if j.grade < 0 {
+            return Err(format!(
+                "line {n}: grade {} is negative; grades are 0 or more",
+                j.grade
+            ));
+        }
         let text = j.query.as_deref().map(str::trim);
         if text == Some("") {
             return Err(format!("line {n}: `query` is empty"));
@@ -430,4 +436,18 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_judgment_lines;
+
+    #[test]
+    fn judgment_lines_refuse_negative_grades_naming_the_line() {
+        let ok = r#"{"query_id":"q1","query":"vec","doc_id":"a","grade":0}"#;
+        let bad = r#"{"query_id":"q1","doc_id":"b","grade":-2}"#;
+        assert_eq!(parse_judgment_lines(ok).unwrap()[0].grades["a"], 0);
+        let e = parse_judgment_lines(&format!("{ok}\n{bad}")).unwrap_err();
+        assert_eq!(e, "line 2: grade -2 is negative; grades are 0 or more");
+    }
 }

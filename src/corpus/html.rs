@@ -4,6 +4,12 @@
 //!
 //! Pages that only redirect (`<meta http-equiv="refresh">`, e.g. rustdoc's re-export stubs)
 //! are not documents: links to them are followed to where they redirect.
+//!
+//! Without `--base-url` pages are addressed by `file://` URLs, which have no host, and the
+//! link graph keys documents by host-ful URLs (SPEC §2 normalisation) or by id: a link from
+//! one page of the ingest to another is therefore stored as the target's id (its path under
+//! the directory), so the graph keeps it whatever the base (the Rust docs: ~360k links,
+//! not 0).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -276,6 +282,15 @@ fn attach_anchors(
         .enumerate()
         .filter_map(|(i, (d, _))| Some((d.url.clone()?, i)))
         .collect();
+    let ids: Vec<String> = pages.iter().map(|(d, _)| d.id.clone()).collect();
+    // A link to a page of this ingest without a host (a file URL) is stored as the page's id.
+    let link_to = |u: &str| -> String {
+        let target = resolve(u);
+        match by_url.get(&target) {
+            Some(&j) if Url::parse(&target).is_ok_and(|t| !t.has_host()) => ids[j].clone(),
+            _ => target,
+        }
+    };
     let mut anchors: Vec<Vec<String>> = vec![Vec::new(); pages.len()];
     let mut docs = Vec::with_capacity(pages.len());
     for (i, (mut doc, links)) in pages.into_iter().enumerate() {
@@ -291,8 +306,8 @@ fn attach_anchors(
         }
         let mut resolved: Vec<String> = links
             .iter()
-            .map(|(u, _)| resolve(u))
-            .filter(|u| Some(u) != doc.url.as_ref())
+            .filter(|(u, _)| by_url.get(&resolve(u)) != Some(&i))
+            .map(|(u, _)| link_to(u))
             .collect();
         resolved.sort();
         resolved.dedup();
@@ -399,6 +414,45 @@ mod tests {
         assert_eq!(b.links, vec!["https://site.test/docs/index.html"]);
         assert_eq!(get("index.html").anchor, "home");
         assert!(get("broken.html").body.contains("unclosed bold"));
+    }
+
+    /// Without a base URL (file URLs, no host) the links between the pages of the ingest
+    /// still reach the link graph: they are stored as the target pages' ids.
+    #[test]
+    fn links_between_pages_survive_without_a_base_url() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "index.html",
+            r#"<title>Home</title><a href="b/page.html#x">B</a><a href="old.html">old</a>
+            <a href="https://other.org/x">ext</a><a href="index.html">self</a>"#,
+        );
+        write(
+            dir.path(),
+            "b/page.html",
+            r#"<title>B</title><a href="../index.html">home</a>"#,
+        );
+        write(
+            dir.path(),
+            "old.html",
+            r#"<meta http-equiv="refresh" content="0;URL=b/page.html">"#,
+        );
+        let files = html_files(dir.path()).unwrap();
+        let base = Url::from_directory_path(dir.path().canonicalize().unwrap()).unwrap();
+        let c = read_pages(dir.path(), &files, &base, &|| {});
+        let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
+        assert_eq!(
+            get("index.html").links,
+            vec!["b/page.html", "https://other.org/x"]
+        );
+        assert_eq!(get("b/page.html").links, vec!["index.html"]);
+        assert_eq!(get("b/page.html").anchor, "B\nold");
+        let graph = crate::graph::build::build_link_graph(
+            c.documents.iter().map(crate::graph::DocLinks::from),
+            &crate::graph::BuildOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(graph.stats.edges, 2, "{:?}", graph.stats);
     }
 
     #[test]

@@ -6,6 +6,12 @@
 //! DATA/index.toml      the index configuration (copied at creation, editable for scoring)
 //! DATA/manifest.json   tantivy version, index format, configuration hashes, document count
 //! ```
+//!
+//! The reader reloads by itself when another process commits (tantivy watches `meta.json`):
+//! a `rankd ingest` into the directory a server is serving becomes visible to its searches
+//! within about a second, without a restart. A write that fails (a full disk, above all)
+//! rolls back and removes the segment files it had written, so the failure leaves the index
+//! and the free space as they were and the next write can succeed.
 
 use std::path::{Path, PathBuf};
 
@@ -110,7 +116,7 @@ impl TextIndex {
         register_analyzers(index.tokenizers());
         let reader = index
             .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
             .try_into()?;
         Ok(TextIndex {
             dir: data_dir.to_path_buf(),
@@ -151,10 +157,10 @@ impl TextIndex {
     /// Adds or replaces (same `id`) `docs` in one atomic commit: either every document becomes
     /// visible or, on any error, none does.
     pub fn upsert(&self, docs: impl IntoIterator<Item = Document>) -> anyhow::Result<u64> {
-        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        let mut writer = self.writer()?;
         let mut count = 0u64;
         let mut prose_analyzer = super::schema::analyzer(self.config.field("body").analyzer);
-        let result = (|| -> anyhow::Result<()> {
+        let result = (|| -> tantivy::Result<()> {
             for doc in docs {
                 writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
                 writer.add_document(self.to_tantivy(&doc, &mut prose_analyzer))?;
@@ -164,13 +170,52 @@ impl TextIndex {
             Ok(())
         })();
         if let Err(e) = result {
-            writer.rollback()?;
-            return Err(e);
+            return Err(self.discard(writer, e));
         }
-        writer.wait_merging_threads()?;
-        self.reader.reload()?;
-        self.write_manifest()?;
+        self.after_commit(writer)?;
         Ok(count)
+    }
+
+    fn writer(&self) -> anyhow::Result<IndexWriter> {
+        self.index
+            .writer(WRITER_BUDGET_BYTES)
+            .with_context(|| format!("cannot open the index in {} for writing", self.index_dir()))
+    }
+
+    fn index_dir(&self) -> String {
+        self.dir.join("index").display().to_string()
+    }
+
+    /// After a failed write: rolls back and deletes the segment files the write left (on a
+    /// full disk they would keep it full, and every later write would fail). The error names
+    /// the index directory.
+    fn discard(&self, mut writer: IndexWriter, e: tantivy::TantivyError) -> anyhow::Error {
+        let cleanup = writer
+            .rollback()
+            .and_then(|_| writer.garbage_collect_files().wait());
+        let e = anyhow::Error::new(e).context(format!(
+            "cannot write to the index in {}; nothing was committed",
+            self.index_dir()
+        ));
+        match cleanup {
+            Ok(_) => e,
+            Err(c) => e.context(format!(
+                "and the uncommitted files in {} could not be removed ({c}); they go at the \
+                 next successful write",
+                self.index_dir()
+            )),
+        }
+    }
+
+    /// After a commit: waits for merges (a merge that fails, say on a full disk, leaves the
+    /// committed documents as they are, so it is logged, not returned), then makes searches
+    /// see the commit and records it in the manifest.
+    fn after_commit(&self, writer: IndexWriter) -> anyhow::Result<()> {
+        if let Err(e) = writer.wait_merging_threads() {
+            tracing::warn!("merging segments in {} failed: {e}", self.index_dir());
+        }
+        self.reader.reload()?;
+        self.write_manifest()
     }
 
     /// Deletes the documents with the given ids in one commit; returns how many existed.
@@ -185,14 +230,14 @@ impl TextIndex {
                     > 0
             })
             .count() as u64;
-        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        let mut writer = self.writer()?;
         for id in ids {
             writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
-        writer.commit()?;
-        writer.wait_merging_threads()?;
-        self.reader.reload()?;
-        self.write_manifest()?;
+        if let Err(e) = writer.commit() {
+            return Err(self.discard(writer, e));
+        }
+        self.after_commit(writer)?;
         Ok(existing)
     }
 
