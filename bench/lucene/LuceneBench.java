@@ -2,9 +2,14 @@
 // the same queries, one thread, BM25 k1 = 1.2, b = 0.75, top 10 and top 100.
 //
 //   java -cp FATJAR:CLASSES LuceneBench index  --docs DOCS.jsonl --index DIR [--segments N]
+//        [--stem-overrides TSV]
 //   java -cp FATJAR:CLASSES LuceneBench search --index DIR --queries FILE [--passes 5]
 //        [--warmup 3] [--api simple|lucene] [--top-out FILE] [--rankd-top FILE]
+//        [--stem-overrides TSV]
+//   java -cp FATJAR:CLASSES LuceneBench explain --index DIR --query Q --id DOC_ID [--stem-overrides TSV]
 //   java -cp FATJAR:CLASSES LuceneBench analyze TEXT...
+//   java -cp FATJAR:CLASSES LuceneBench vocab (--docs DOCS.jsonl | --queries FILE)  (unstemmed words)
+//   java -cp FATJAR:CLASSES LuceneBench stem < WORDS      (prints `word TAB stem` per line)
 //
 // Run through bench/lucene/run.sh, which sets up the runtime (bench/lucene/setup.sh) and builds
 // the index from `examples/export_text`. Prints one JSON object on stdout.
@@ -28,11 +33,14 @@
 //   RemoveLongFilter(64): keeps tokens of < 64 UTF-8 bytes   -> DropLongTokens below
 //   LowerCaser                                               -> LowerCaseFilter
 //   StopWordFilter(English): Lucene's 33-word English list   -> EnglishAnalyzer.ENGLISH_STOP_WORDS_SET
-//   Stemmer(English) = Snowball English (Porter2)            -> SnowballFilter(EnglishStemmer)
+//   Stemmer(English): Snowball English 3.1 (frostem crate)  -> SnowballFilter(EnglishStemmer), whose
+//                     older Snowball lacks some 3.x rules ("adding" -> "ad", not "add"), so a
+//                     StemmerOverrideFilter first maps every word of the collection and the queries
+//                     whose stems differ to frostem's stem (--stem-overrides, made by run.sh with
+//                     bench/lucene/stem_words.rs)
 // Residual differences (see bench/lucene/README.md): Unicode tables (Java 21: Unicode 15.0, Rust:
 // its own version) decide what is alphanumeric; Rust's lowercase uses full case mappings
-// (U+0130 becomes two chars), Java's LowerCaseFilter the one-char simple mapping; the two Snowball
-// English implementations are generated from possibly different Snowball releases.
+// (U+0130 becomes two chars), Java's LowerCaseFilter the one-char simple mapping.
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -66,6 +74,7 @@ import org.apache.lucene.analysis.StopFilter;
 import org.apache.lucene.analysis.TokenStream;
 import org.apache.lucene.analysis.Tokenizer;
 import org.apache.lucene.analysis.en.EnglishAnalyzer;
+import org.apache.lucene.analysis.miscellaneous.StemmerOverrideFilter;
 import org.apache.lucene.analysis.snowball.SnowballFilter;
 import org.apache.lucene.analysis.tokenattributes.CharTermAttribute;
 import org.apache.lucene.analysis.util.CharTokenizer;
@@ -138,15 +147,28 @@ public final class LuceneBench {
     }
   }
 
-  /** rankd's `en_stem` analyzer, as close as Lucene gets. */
+  /** rankd's `en_stem` analyzer, as close as Lucene gets (`en` when stem is false). */
   static final class RankdEnStem extends Analyzer {
+    private final boolean stem;
+    private final StemmerOverrideFilter.StemmerOverrideMap overrides;
+
+    RankdEnStem(boolean stem, StemmerOverrideFilter.StemmerOverrideMap overrides) {
+      this.stem = stem;
+      this.overrides = overrides;
+    }
+
     @Override
     protected TokenStreamComponents createComponents(String field) {
       Tokenizer source = new RankdTokenizer();
       TokenStream ts = new DropLongTokens(source, 64);
       ts = new LowerCaseFilter(ts);
       ts = new StopFilter(ts, EnglishAnalyzer.ENGLISH_STOP_WORDS_SET);
-      ts = new SnowballFilter(ts, new EnglishStemmer());
+      if (stem) {
+        if (overrides != null) {
+          ts = new StemmerOverrideFilter(ts, overrides); // marks its words as keywords
+        }
+        ts = new SnowballFilter(ts, new EnglishStemmer()); // skips keywords
+      }
       return new TokenStreamComponents(source, ts);
     }
 
@@ -154,6 +176,25 @@ public final class LuceneBench {
     protected TokenStream normalize(String field, TokenStream in) {
       return new LowerCaseFilter(in);
     }
+  }
+
+  /** The analyzer of --stem-overrides (a TSV `word TAB stem`, possibly absent). */
+  static Analyzer analyzer(Map<String, String> f) throws IOException {
+    String path = f.get("stem-overrides");
+    if (path == null || path.isEmpty()) {
+      return new RankdEnStem(true, null);
+    }
+    StemmerOverrideFilter.Builder b = new StemmerOverrideFilter.Builder(false);
+    int n = 0;
+    for (String line : Files.readAllLines(Paths.get(path), StandardCharsets.UTF_8)) {
+      int tab = line.indexOf('\t');
+      if (tab > 0) {
+        b.add(line.substring(0, tab), line.substring(tab + 1));
+        n++;
+      }
+    }
+    System.err.println("LuceneBench: " + n + " stem overrides from " + path);
+    return new RankdEnStem(true, n == 0 ? null : b.build());
   }
 
   static List<String> analyze(Analyzer analyzer, String text) throws IOException {
@@ -202,16 +243,58 @@ public final class LuceneBench {
       die("usage: LuceneBench index|search|analyze ...");
     }
     switch (args[0]) {
-      case "index" -> index(flags(args, 1, Set.of("docs", "index", "segments")));
-      case "search" -> search(flags(args, 1,
-          Set.of("index", "queries", "passes", "warmup", "api", "top-out", "rankd-top")));
+      case "index" -> index(flags(args, 1, Set.of("docs", "index", "segments", "stem-overrides")));
+      case "search" -> search(flags(args, 1, Set.of("index", "queries", "passes", "warmup", "api",
+          "top-out", "rankd-top", "stem-overrides")));
+      case "explain" -> explain(flags(args, 1, Set.of("index", "query", "id", "stem-overrides")));
+      case "vocab" -> vocab(flags(args, 1, Set.of("docs", "queries")));
+      case "stem" -> {
+        EnglishStemmer stemmer = new EnglishStemmer();
+        BufferedReader in = new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+        StringBuilder out = new StringBuilder();
+        String w;
+        while ((w = in.readLine()) != null) {
+          stemmer.setCurrent(w);
+          stemmer.stem();
+          out.append(w).append('\t').append(stemmer.getCurrent()).append('\n');
+        }
+        System.out.print(out);
+      }
       case "analyze" -> {
-        Analyzer a = new RankdEnStem();
+        Analyzer a = new RankdEnStem(true, null);
         System.out.println(JSON.writeValueAsString(
             analyze(a, String.join(" ", Arrays.copyOfRange(args, 1, args.length)))));
       }
       default -> die("unknown command " + args[0]);
     }
+  }
+
+  /** The distinct words (analysed up to, not including, stemming) of documents or queries. */
+  static void vocab(Map<String, String> f) throws Exception {
+    Analyzer en = new RankdEnStem(false, null);
+    Set<String> words = new java.util.TreeSet<>();
+    if (f.containsKey("docs")) {
+      try (BufferedReader in = Files.newBufferedReader(Paths.get(f.get("docs")), StandardCharsets.UTF_8)) {
+        String line;
+        while ((line = in.readLine()) != null) {
+          if (!line.isBlank()) {
+            JsonNode d = JSON.readTree(line);
+            for (String name : TEXT_FIELDS) {
+              words.addAll(analyze(en, d.path(name).asText("")));
+            }
+          }
+        }
+      }
+    } else {
+      for (String q : Files.readAllLines(Paths.get(need(f, "queries")), StandardCharsets.UTF_8)) {
+        words.addAll(analyze(en, q));
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    for (String w : words) {
+      out.append(w).append('\n');
+    }
+    System.out.print(out);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -225,7 +308,7 @@ public final class LuceneBench {
     // (a 256 MB buffer) and merge policy.
     int segments = Integer.parseInt(f.getOrDefault("segments", "0"));
     long t0 = System.nanoTime();
-    IndexWriterConfig cfg = new IndexWriterConfig(new RankdEnStem());
+    IndexWriterConfig cfg = new IndexWriterConfig(analyzer(f));
     cfg.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
     cfg.setSimilarity(new BM25Similarity(K1, B)); // norms: one byte per doc (SmallFloat)
     if (segments > 0) {
@@ -311,22 +394,11 @@ public final class LuceneBench {
     searcher.setSimilarity(new BM25Similarity(K1, B));
     Set<String> idOnly = Set.of(ID);
     return (q, k) -> {
-      Map<String, Integer> qtf = new LinkedHashMap<>();
-      for (String t : analyze(analyzer, q)) {
-        qtf.merge(t, 1, Integer::sum);
-      }
-      if (qtf.isEmpty()) {
+      Query query = bagOfWords(analyzer, q);
+      if (query == null) {
         return new String[0]; // only stop words: rankd returns no hits either
       }
-      BooleanQuery.Builder b = new BooleanQuery.Builder();
-      for (Map.Entry<String, Integer> e : qtf.entrySet()) {
-        Query tq = new TermQuery(new Term(CONTENTS, e.getKey()));
-        if (e.getValue() > 1) {
-          tq = new BoostQuery(tq, e.getValue());
-        }
-        b.add(tq, BooleanClause.Occur.SHOULD);
-      }
-      TopDocs top = searcher.search(b.build(), k);
+      TopDocs top = searcher.search(query, k);
       var stored = reader.storedFields();
       String[] ids = new String[top.scoreDocs.length];
       for (int i = 0; i < ids.length; i++) {
@@ -335,6 +407,42 @@ public final class LuceneBench {
       }
       return ids;
     };
+  }
+
+  static Query bagOfWords(Analyzer analyzer, String q) throws IOException {
+    Map<String, Integer> qtf = new LinkedHashMap<>();
+    for (String t : analyze(analyzer, q)) {
+      qtf.merge(t, 1, Integer::sum);
+    }
+    if (qtf.isEmpty()) {
+      return null;
+    }
+    BooleanQuery.Builder b = new BooleanQuery.Builder();
+    for (Map.Entry<String, Integer> e : qtf.entrySet()) {
+      Query tq = new TermQuery(new Term(CONTENTS, e.getKey()));
+      if (e.getValue() > 1) {
+        tq = new BoostQuery(tq, e.getValue());
+      }
+      b.add(tq, BooleanClause.Occur.SHOULD);
+    }
+    return b.build();
+  }
+
+  /** Lucene's score explanation of one document (by id) for one query: field length, tf, idf. */
+  static void explain(Map<String, String> f) throws Exception {
+    try (DirectoryReader reader = DirectoryReader.open(FSDirectory.open(Paths.get(need(f, "index"))))) {
+      IndexSearcher searcher = new IndexSearcher(reader);
+      searcher.setSimilarity(new BM25Similarity(K1, B));
+      TopDocs hit = searcher.search(new TermQuery(new Term(ID, need(f, "id"))), 1);
+      if (hit.scoreDocs.length == 0) {
+        die("no document with id " + f.get("id"));
+      }
+      Query q = bagOfWords(analyzer(f), need(f, "query"));
+      if (q == null) {
+        die("the query has no terms");
+      }
+      System.out.println(searcher.explain(q, hit.scoreDocs[0].doc));
+    }
   }
 
   /** Nearest-rank percentile, as examples/query_latency.rs and bench/bm25s_bench.py. */
@@ -368,7 +476,7 @@ public final class LuceneBench {
     if (passes < 1 || warmup < 0) {
       die("--passes must be at least 1, --warmup at least 0");
     }
-    Analyzer analyzer = new RankdEnStem();
+    Analyzer analyzer = analyzer(f);
     DirectoryReader reader = DirectoryReader.open(FSDirectory.open(dir));
     Engine engine = switch (api) {
       case "simple" -> simpleSearcher(dir, analyzer);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the Lucene peer of issue 12; idempotent (a second run only checks). Afterwards
-# bench/lucene/.cache/env.sh defines JAVA, FATJAR and CLASSES for bench/lucene/run.sh.
+# bench/lucene/.cache/env.sh defines JAVA, FATJAR, CLASSES and STEM_WORDS for bench/lucene/run.sh.
 #
 #   bench/lucene/setup.sh
 #
@@ -76,9 +76,43 @@ if [ "$(cat "$CLASSES/.source-hash" 2>/dev/null)" != "$SRC_HASH" ]; then
   echo "$SRC_HASH" >"$CLASSES/.source-hash"
 fi
 
-cat >"$CACHE/env.sh" <<EOF
-JAVA='$JAVA'
-FATJAR='$FATJAR'
-CLASSES='$CLASSES'
-EOF
+# 4. stem_words: rankd's own Snowball English stemmer (tantivy's `Stemmer` is the frostem crate,
+#    Snowball 3.1; the fatjar's Lucene 9.9.1 has an older Snowball English), at the version in
+#    rankd's Cargo.lock, as a small binary in its own cargo workspace under .cache/stem.
+ROOT="$(dirname "$BENCH")"
+FROSTEM="$(awk '$0 == "name = \"frostem\"" { getline; gsub(/"/, "", $3); print $3; exit }' "$ROOT/Cargo.lock")"
+[ -n "$FROSTEM" ] || { log "no frostem in $ROOT/Cargo.lock (which stemmer does tantivy use now?)"; exit 1; }
+STEM_DIR="$CACHE/stem"
+STEM_WORDS="$STEM_DIR/target/release/stem_words"
+STEM_KEY="$FROSTEM $(sha256sum "$HERE/stem_words.rs" | cut -c1-16)"
+if [ "$(cat "$STEM_DIR/.key" 2>/dev/null)" != "$STEM_KEY" ] || [ ! -x "$STEM_WORDS" ]; then
+  log "building stem_words with frostem $FROSTEM"
+  mkdir -p "$STEM_DIR"
+  {
+    echo '[package]'
+    echo 'name = "stem_words"'
+    echo 'version = "0.0.0"'
+    echo 'edition = "2021"'
+    echo 'publish = false'
+    echo
+    echo '[[bin]]'
+    echo 'name = "stem_words"'
+    echo "path = \"$HERE/stem_words.rs\""
+    echo
+    echo '[dependencies]'
+    echo "frostem = { version = \"=$FROSTEM\", default-features = false, features = [\"english\"] }"
+    echo
+    echo '[workspace]'
+  } >"$STEM_DIR/Cargo.toml"
+  (cd "$STEM_DIR" && CARGO_TARGET_DIR="$STEM_DIR/target" nice -n 10 cargo build --release -q)
+  echo "$STEM_KEY" >"$STEM_DIR/.key"
+fi
+
+{
+  echo "JAVA='$JAVA'"
+  echo "FATJAR='$FATJAR'"
+  echo "CLASSES='$CLASSES'"
+  echo "STEM_WORDS='$STEM_WORDS'"
+  echo "FROSTEM_VERSION='$FROSTEM'"
+} >"$CACHE/env.sh"
 log "ready: $("$JAVA" -version 2>&1 | head -n1), $JAR_NAME, classes in $CLASSES"
