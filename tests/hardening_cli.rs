@@ -223,3 +223,39 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     assert_eq!(a.body["hits"][0]["id"], "after");
     server.stop();
 }
+
+/// Item 7: HTML pages ingested without `--base-url` keep their links to one another (stored
+/// as page ids), so the link graph has their edges.
+#[test]
+fn html_without_a_base_url_keeps_its_link_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("b")).unwrap();
+    std::fs::write(
+        site.join("index.html"),
+        r#"<title>Home</title><p>home page</p><a href="b/page.html">B</a>"#,
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("b/page.html"),
+        r#"<title>B</title><p>the b page</p><a href="../index.html">home</a>"#,
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let out = rankd()
+        .args(["ingest", "--format", "html", "--input"])
+        .arg(&site)
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = rankd()
+        .args(["graph", "--json", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["edges"], 2, "{summary}");
+}

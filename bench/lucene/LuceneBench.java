@@ -5,7 +5,7 @@
 //        [--stem-overrides TSV]
 //   java -cp FATJAR:CLASSES LuceneBench search --index DIR --queries FILE [--passes 5]
 //        [--warmup 3] [--api simple|lucene] [--top-out FILE] [--rankd-top FILE]
-//        [--stem-overrides TSV]
+//        [--stem-overrides TSV] [--times-out FILE]
 //   java -cp FATJAR:CLASSES LuceneBench explain --index DIR --query Q --id DOC_ID [--stem-overrides TSV]
 //   java -cp FATJAR:CLASSES LuceneBench analyze TEXT...
 //   java -cp FATJAR:CLASSES LuceneBench vocab (--docs DOCS.jsonl | --queries FILE)  (unstemmed words)
@@ -245,7 +245,7 @@ public final class LuceneBench {
     switch (args[0]) {
       case "index" -> index(flags(args, 1, Set.of("docs", "index", "segments", "stem-overrides")));
       case "search" -> search(flags(args, 1, Set.of("index", "queries", "passes", "warmup", "api",
-          "top-out", "rankd-top", "stem-overrides")));
+          "top-out", "rankd-top", "stem-overrides", "times-out")));
       case "explain" -> explain(flags(args, 1, Set.of("index", "query", "id", "stem-overrides")));
       case "vocab" -> vocab(flags(args, 1, Set.of("docs", "queries")));
       case "stem" -> {
@@ -527,6 +527,10 @@ public final class LuceneBench {
       means.put(k, new ArrayList<>());
       hits.put(k, 0L);
     }
+    Map<Integer, double[][]> perQuery = new HashMap<>(); // k -> [query][pass] ms, for --times-out
+    for (int k : KS) {
+      perQuery.put(k, new double[queries.size()][passes]);
+    }
     for (int p = 0; p < passes; p++) {
       for (int k : KS) {
         double[] times = new double[queries.size()];
@@ -535,12 +539,33 @@ public final class LuceneBench {
           long t0 = System.nanoTime();
           String[] ids = engine.search(queries.get(i), k);
           times[i] = (System.nanoTime() - t0) / 1e6;
+          perQuery.get(k)[i][p] = times[i];
           n += ids.length;
         }
         hits.merge(k, n, Long::sum);
         p50s.get(k).add(percentile(times, 0.5));
         p99s.get(k).add(percentile(times, 0.99));
         means.get(k).add(Arrays.stream(times).average().orElse(0));
+      }
+    }
+
+    if (f.containsKey("times-out")) {
+      // Per query and k: the median over passes, to find the slow queries behind p99.
+      try (BufferedWriter w = Files.newBufferedWriter(Paths.get(f.get("times-out")), StandardCharsets.UTF_8)) {
+        for (int k : KS) {
+          for (int i = 0; i < queries.size(); i++) {
+            List<Double> ms = new ArrayList<>();
+            for (double t : perQuery.get(k)[i]) {
+              ms.add(t);
+            }
+            ObjectNode o = JSON.createObjectNode();
+            o.put("q", queries.get(i));
+            o.put("k", k);
+            o.put("median_ms", median(ms));
+            w.write(JSON.writeValueAsString(o));
+            w.write('\n');
+          }
+        }
       }
     }
 

@@ -22,7 +22,8 @@
 # TOP_OUT (write SimpleSearcher's top-10 ids per query there as JSONL {"q", "ids"}),
 # RANKD_TOP (JSONL {"q", "ids"} of rankd's bm25 top 10, e.g. from `cargo run --release --example
 # query_latency -- --top-out FILE`: adds the mean top-10 overlap), NICE (niceness of the timed
-# search, default 0; export and indexing always run under nice -n 10), SEGMENTS (see 3.).
+# search, default 0; export and indexing always run under nice -n 10), SEGMENTS (see 3.),
+# TIMES_OUT=PREFIX (per-query median times as JSONL in PREFIX.simple.jsonl / PREFIX.lucene.jsonl).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -101,6 +102,7 @@ run_api() {
   local api="$1" extra=()
   if [ "$api" = simple ] && [ -n "${TOP_OUT:-}" ]; then extra+=(--top-out "$TOP_OUT"); fi
   if [ -n "${RANKD_TOP:-}" ]; then extra+=(--rankd-top "$(realpath "$RANKD_TOP")"); fi
+  if [ -n "${TIMES_OUT:-}" ]; then extra+=(--times-out "$TIMES_OUT.$api.jsonl"); fi
   log "timing $api: $WARMUP warm-up + $PASSES timed passes over $(grep -c . "$QUERIES") queries, k = 10 and 100"
   nice -n "$NICE" "$JAVA" "${JOPTS[@]}" -cp "$FATJAR:$CLASSES" LuceneBench search --index "$INDEX" \
     --queries "$QUERIES" --api "$api" --passes "$PASSES" --warmup "$WARMUP" "${extra[@]}" \
