@@ -110,7 +110,7 @@ fn search_doc_similar_and_every_bad_input() {
     assert!(explain["links"]["pagerank"].is_number(), "{body}");
     // The typed explanation: the first phase's tree, its rank and score, and the boost.
     assert!(explain["first_phase"]["value"].is_number(), "{body}");
-    assert_eq!(explain["first_phase_rank"].as_u64().is_some(), true);
+    assert!(explain["first_phase_rank"].as_u64().is_some());
     let added = explain["boost"]["added"].as_f64().unwrap();
     let first = explain["first_phase_score"].as_f64().unwrap();
     let score = body["hits"][0]["score"].as_f64().unwrap();

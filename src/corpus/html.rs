@@ -38,7 +38,7 @@ pub struct HtmlCorpus {
 
 /// One parsed page before the anchor pass.
 enum Page {
-    Content(Document, Vec<(String, String)>),
+    Content(Box<Document>, Vec<(String, String)>),
     Redirect { from: String, to: String },
 }
 
@@ -76,7 +76,7 @@ pub fn read_pages(
     let mut redirect_to = HashMap::new();
     for p in parsed {
         match p {
-            Ok(Page::Content(doc, links)) => pages.push((doc, links)),
+            Ok(Page::Content(doc, links)) => pages.push((*doc, links)),
             Ok(Page::Redirect { from, to }) => {
                 redirect_to.insert(from, to);
             }
@@ -169,7 +169,7 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         prose,
         ..Default::default()
     };
-    Page::Content(doc, links)
+    Page::Content(Box::new(doc), links)
 }
 
 /// `<meta http-equiv="refresh" content="0;URL=target">` → the absolute target.
