@@ -11,7 +11,7 @@ use super::learn::{LearnArgs, SelectArgs};
 use super::{progress, DataArgs};
 use crate::error::Invalid;
 use crate::eval::significance::PairedTest;
-use crate::eval::{EvalOptions, Gain, Report};
+use crate::eval::Report;
 use crate::features::FeatureSet;
 use crate::text::{ModelKind, TextIndex};
 use crate::training::cv::{cross_validate, CvPlan};
@@ -96,15 +96,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         columns: columns.clone(),
         single_features,
         grid: grid.clone(),
-        eval: EvalOptions {
-            cutoffs: vec![1, 3, 5, 10, 20, 100],
-            gain: match args.gain {
-                GainArg::Linear => Gain::Linear,
-                GainArg::Exponential => Gain::Exponential,
-            },
-            complete: true,
-            ..EvalOptions::default()
-        },
+        eval: args.gain.report_options(),
         samples: args.samples,
     };
     let quiet = args.json;

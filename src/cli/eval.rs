@@ -33,6 +33,22 @@ pub enum GainArg {
     Exponential,
 }
 
+impl GainArg {
+    /// The report the evaluating commands print: cutoffs 1..100, every query counted, this
+    /// gain.
+    pub fn report_options(self) -> EvalOptions {
+        EvalOptions {
+            cutoffs: vec![1, 3, 5, 10, 20, 100],
+            gain: match self {
+                GainArg::Linear => Gain::Linear,
+                GainArg::Exponential => Gain::Exponential,
+            },
+            complete: true,
+            ..EvalOptions::default()
+        }
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct EvalArgs {
     #[arg(long)]
@@ -143,15 +159,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.run {
         save_run(path, &run, &format!("rankd-{model}"))?;
     }
-    let options = EvalOptions {
-        cutoffs: vec![1, 3, 5, 10, 20, 100],
-        gain: match args.gain {
-            GainArg::Linear => Gain::Linear,
-            GainArg::Exponential => Gain::Exponential,
-        },
-        complete: true,
-        ..EvalOptions::default()
-    };
+    let options = args.gain.report_options();
     let mut report = eval::evaluate(&run, &qrels, &options)?;
     report.model = Some(model.to_string());
     for f in &failed {
