@@ -16,6 +16,7 @@
 
 mod dataset;
 mod error;
+pub mod gbdt;
 pub mod hinge;
 mod metrics;
 mod model_file;

@@ -49,4 +49,8 @@
 //! - [`export`]: XGBoost JSON, so a rankd model can be checked (or served) by XGBoost.
 //! - [`train`]: histogram training with LambdaMART-NDCG, ΔAP LambdaMART and stable AP.
 
-// The submodules arrive with the next commits; this file records the decision first.
+pub mod compiled;
+pub mod forest;
+
+pub use compiled::CompiledForest;
+pub use forest::{Forest, Node, Tree};
