@@ -51,6 +51,7 @@
 
 pub mod compiled;
 pub mod forest;
+pub mod import;
 
 pub use compiled::CompiledForest;
 pub use forest::{Forest, Node, Tree};
