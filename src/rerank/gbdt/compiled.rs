@@ -324,7 +324,7 @@ impl CompiledForest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::forest::tests::{leaf, small_tree};
     use super::super::forest::Tree;
     use super::*;
@@ -334,6 +334,26 @@ mod tests {
     /// A random tree of `leaves` leaves grown by splitting random leaves, thresholds drawn
     /// from `grid` (so rows can hit them exactly), random NaN sides.
     pub(crate) fn random_tree(rng: &mut ChaCha8Rng, d: usize, leaves: usize, grid: &[f32]) -> Tree {
+        random_tree_with(rng, d, leaves, grid, 0.3)
+    }
+
+    /// As [`random_tree`] without LightGBM's zero band.
+    pub(crate) fn random_tree_plain(
+        rng: &mut ChaCha8Rng,
+        d: usize,
+        leaves: usize,
+        grid: &[f32],
+    ) -> Tree {
+        random_tree_with(rng, d, leaves, grid, 0.0)
+    }
+
+    fn random_tree_with(
+        rng: &mut ChaCha8Rng,
+        d: usize,
+        leaves: usize,
+        grid: &[f32],
+        zero_share: f64,
+    ) -> Tree {
         let mut nodes = vec![leaf(rng.random_range(-1.0..1.0))];
         let mut open = vec![0usize];
         while open.len() < leaves {
@@ -346,7 +366,7 @@ mod tests {
                 feature: rng.random_range(0..d as u32),
                 threshold: grid[rng.random_range(0..grid.len())],
                 nan_left: rng.random_bool(0.5),
-                zero_missing: rng.random_bool(0.3),
+                zero_missing: rng.random_bool(zero_share),
                 left: l,
                 right: r,
             };

@@ -50,8 +50,10 @@
 //! - [`train`]: histogram training with LambdaMART-NDCG, ΔAP LambdaMART and stable AP.
 
 pub mod compiled;
+pub mod export;
 pub mod forest;
 pub mod import;
+pub mod train;
 
 pub use compiled::CompiledForest;
 pub use forest::{Forest, Node, Tree};
