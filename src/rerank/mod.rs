@@ -16,6 +16,7 @@
 
 mod dataset;
 mod error;
+pub mod gbdt;
 pub mod hinge;
 mod metrics;
 mod model_file;
@@ -34,6 +35,6 @@ pub use model_file::{
 };
 pub use net::{Activation, Net};
 pub use normalize::{NormKind, Normalizer};
-pub use objective::{Objective, ObjectiveKind};
+pub use objective::{Objective, ObjectiveKind, ObjectiveName};
 pub use optimizer::UnifiedMomentum;
 pub use trainer::{train, EpochLog, TrainConfig, TrainOutcome};

@@ -11,6 +11,7 @@
 //! its mean positive score μ̂_q, updated from the current and the previous parameters'
 //! scores, and SOPRC a moving quantile vector of the positive scores.
 
+mod lambdarank;
 mod ranknet;
 mod smooth_ap;
 mod soprc;
@@ -20,10 +21,11 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use lambdarank::{lambda_grad_hess, max_dcg_at, LambdaMetric, LambdaParams};
 pub use ranknet::ranknet_loss_grad;
 pub use smooth_ap::smooth_ap_loss_grad;
 pub use soprc::Soprc;
-pub use stable_ap::{stable_ap_loss_grad, stable_ap_weights, StableAp};
+pub use stable_ap::{stable_ap_loss_grad, stable_ap_weights, StableAp, StableApHessian};
 
 use super::RerankError;
 
@@ -73,6 +75,58 @@ pub enum Objective {
         threshold: i32,
     },
     Soprc(Soprc),
+    /// LambdaMART's NDCG lambdas, LightGBM's formulas (SPEC §3.6). Trains the
+    /// gradient-boosted trees of [`crate::rerank::gbdt`]; networks can use it too.
+    LambdaNdcg(LambdaParams),
+    /// LambdaMART with |ΔAP| in place of |ΔNDCG| (XGBoost's `rank:map`; SPEC §3.6).
+    LambdaAp(LambdaParams),
+    /// The objective of a model trained by another library and imported: what that file
+    /// names it (`lambdarank`, `rank:ndcg`, …). rankd cannot train with it.
+    External {
+        library: String,
+        objective: Option<String>,
+    },
+}
+
+/// An objective's name as reports and the model registry show it: a network objective
+/// ([`ObjectiveKind`], the `--objective` values) or one of the tree-only ones. Serialises as
+/// the kebab-case name (`stable-ap`, `lambda-ndcg`, `external`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectiveName {
+    Kind(ObjectiveKind),
+    LambdaNdcg,
+    LambdaAp,
+    External,
+}
+
+impl ObjectiveName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectiveName::Kind(k) => match k {
+                ObjectiveKind::StableAp => "stable-ap",
+                ObjectiveKind::Ranknet => "ranknet",
+                ObjectiveKind::SmoothAp => "smooth-ap",
+                ObjectiveKind::ApHingeQs => "ap-hinge-qs",
+                ObjectiveKind::NdcgHingeQs => "ndcg-hinge-qs",
+                ObjectiveKind::Soprc => "soprc",
+            },
+            ObjectiveName::LambdaNdcg => "lambda-ndcg",
+            ObjectiveName::LambdaAp => "lambda-ap",
+            ObjectiveName::External => "external",
+        }
+    }
+}
+
+impl Serialize for ObjectiveName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<ObjectiveKind> for ObjectiveName {
+    fn eq(&self, other: &ObjectiveKind) -> bool {
+        *self == ObjectiveName::Kind(*other)
+    }
 }
 
 /// What one query contributes to a batch.
@@ -123,15 +177,18 @@ impl Objective {
         }
     }
 
-    pub fn kind(&self) -> ObjectiveKind {
-        match self {
+    pub fn kind(&self) -> ObjectiveName {
+        ObjectiveName::Kind(match self {
             Objective::StableAp(_) => ObjectiveKind::StableAp,
             Objective::Ranknet { .. } => ObjectiveKind::Ranknet,
             Objective::SmoothAp { .. } => ObjectiveKind::SmoothAp,
             Objective::ApHingeQs { .. } => ObjectiveKind::ApHingeQs,
             Objective::NdcgHingeQs { .. } => ObjectiveKind::NdcgHingeQs,
             Objective::Soprc(_) => ObjectiveKind::Soprc,
-        }
+            Objective::LambdaNdcg(_) => return ObjectiveName::LambdaNdcg,
+            Objective::LambdaAp(_) => return ObjectiveName::LambdaAp,
+            Objective::External { .. } => return ObjectiveName::External,
+        })
     }
 
     /// Rejects hyperparameters outside their domain, naming them.
@@ -157,6 +214,17 @@ impl Objective {
             {
                 bad("threshold", f64::from(*threshold))
             }
+            Objective::LambdaNdcg(p) | Objective::LambdaAp(p) => {
+                if !(p.sigma.is_finite() && p.sigma > 0.0) {
+                    bad("sigma", p.sigma)
+                } else if p.truncation == 0 {
+                    bad("truncation", 0.0)
+                } else if p.threshold < 1 {
+                    bad("threshold", f64::from(p.threshold))
+                } else {
+                    Ok(())
+                }
+            }
             _ => Ok(()),
         }
     }
@@ -180,6 +248,7 @@ impl Objective {
             Objective::ApHingeQs { threshold } | Objective::NdcgHingeQs { threshold } => {
                 Some(*threshold)
             }
+            Objective::LambdaAp(p) => Some(p.threshold),
             _ => None,
         }
     }
@@ -215,6 +284,22 @@ impl Objective {
             Objective::NdcgHingeQs { threshold } => {
                 hinge_loss_grad(input, *threshold, super::hinge::RankLoss::Ndcg)
             }
+            Objective::LambdaNdcg(p) => Ok(lambdarank::lambda_query_loss(
+                input.scores,
+                input.labels,
+                LambdaMetric::Ndcg,
+                p,
+            )),
+            Objective::LambdaAp(p) => Ok(lambdarank::lambda_query_loss(
+                input.scores,
+                input.labels,
+                LambdaMetric::Ap,
+                p,
+            )),
+            Objective::External { library, objective } => Err(RerankError::invalid(format!(
+                "the {library} objective {} of an imported model cannot train in rankd",
+                objective.as_deref().unwrap_or("(unnamed)")
+            ))),
         }
     }
 }

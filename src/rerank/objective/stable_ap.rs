@@ -14,6 +14,26 @@ use super::{graded_mean, sigmoid, split_by_threshold, QueryInput, QueryLoss, Que
 use crate::pairwise::{pair_loss_grad, Loss};
 use crate::rerank::RerankError;
 
+/// The curvature a gradient-boosted tree's Newton step (`leaf = −ΣG/(ΣH + λ)`) uses with the
+/// stable AP loss (SPEC §3.6).
+///
+/// The loss has no useful exact diagonal hessian: the one-sided Huber ℓ is linear below 0,
+/// so every pair in the wrong order contributes no curvature, and the concave outer h
+/// contributes negative curvature. `Bound` is the diagonal of a majoriser (an MM step):
+/// every pair's ℓ'' replaced by its maximum 2/τ², the negative `h''·(∂u)²` term dropped
+/// (Gauss–Newton), and the sigmoid's own second derivative dropped, i.e. for a positive i
+/// `H_i = h'(u)/(n⁺)² · v_i·n⁻ · 2/τ² · (f_i(1 − f_i))²` and for a negative j the same with
+/// `Σ_i v_i` in place of `v_i·n⁻` (u, v, f as in SPEC §3.3). It is positive for every row of
+/// a usable query and scales with the gradient, so leaf values are Newton-sized steps.
+/// `Constant` is `H = 1` per row (first-order boosting: a leaf is the mean negative
+/// gradient, times the learning rate), the baseline SPEC §3.6 asks the choice to beat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum StableApHessian {
+    Bound,
+    Constant,
+}
+
 /// Hyperparameters, SPEC §3.3 (paper defaults except τ and ε, which the paper leaves open).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StableAp {
@@ -103,17 +123,53 @@ impl StableAp {
             if let Some(mu) = mu {
                 state.mu.insert(level, mu);
             }
-            Ok(q)
+            Ok(q.map(|(q, _)| q))
         })
     }
 
-    /// The loss of one query with positives = grade ≥ `threshold`.
+    /// One query's loss, gradient `∂L/∂g` and the per-row curvature a Newton step of a
+    /// gradient-boosted tree divides by (SPEC §3.6; see [`StableApHessian`]), averaged over
+    /// relevance levels like the loss. Updates μ̂_q as [`Self::query_loss`] does.
+    pub fn query_newton(
+        &self,
+        input: &QueryInput,
+        state: &mut QueryState,
+        hessian: StableApHessian,
+    ) -> Result<Option<(QueryLoss, Vec<f64>)>, RerankError> {
+        let mut curvature = vec![0f64; input.scores.len()];
+        let mut used = 0usize;
+        let q = graded_mean(input.labels, self.threshold, self.graded, |level| {
+            let mut mu = state.mu.get(&level).copied();
+            let q = self.binary_query_loss(input, level, &mut mu)?;
+            if let Some(mu) = mu {
+                state.mu.insert(level, mu);
+            }
+            Ok(q.map(|(q, bound)| {
+                used += 1;
+                for (c, b) in curvature.iter_mut().zip(&bound) {
+                    *c += match hessian {
+                        StableApHessian::Bound => *b,
+                        StableApHessian::Constant => 1.0,
+                    };
+                }
+                q
+            }))
+        })?;
+        Ok(q.map(|q| {
+            let scale = 1.0 / used as f64;
+            curvature.iter_mut().for_each(|c| *c *= scale);
+            (q, curvature)
+        }))
+    }
+
+    /// The loss of one query with positives = grade ≥ `threshold`, and the bound curvature
+    /// of every row (see [`StableApHessian::Bound`]).
     fn binary_query_loss(
         &self,
         input: &QueryInput,
         threshold: i32,
         mu: &mut Option<f64>,
-    ) -> Result<Option<QueryLoss>, RerankError> {
+    ) -> Result<Option<(QueryLoss, Vec<f64>)>, RerankError> {
         let (pos, neg) = split_by_threshold(input.labels, threshold);
         if pos.is_empty() || neg.is_empty() {
             return Ok(None);
@@ -133,17 +189,32 @@ impl StableAp {
         let f_pos: Vec<f32> = pos.iter().map(|&r| f[r] as f32).collect();
         let f_neg: Vec<f32> = neg.iter().map(|&r| f[r] as f32).collect();
         let v = stable_ap_weights(&f_pos, mu_now, self);
-        let (loss, grad_pos, grad_neg) = stable_ap_loss_grad(&f_pos, &f_neg, &v, self)?;
+        let (loss, dh, grad_pos, grad_neg) = loss_grad_scale(&f_pos, &f_neg, &v, self)?;
         // Chain rule through the sigmoid: ∂f/∂g = f(1 − f).
         let mut grad = vec![0f64; input.scores.len()];
         for (&r, g) in pos.iter().zip(&grad_pos).chain(neg.iter().zip(&grad_neg)) {
             grad[r] = g * f[r] * (1.0 - f[r]);
         }
-        Ok(Some(QueryLoss {
-            loss,
-            grad,
-            pairs: pos.len() * neg.len(),
-        }))
+        // Curvature bound: h'(u)·∂²u/∂f² with ℓ'' ≤ 2/τ² for every pair, times (∂f/∂g)².
+        let l2 = 2.0 / (f64::from(self.tau) * f64::from(self.tau));
+        let sum_v: f64 = v.iter().map(|&w| f64::from(w)).sum();
+        let mut bound = vec![0f64; input.scores.len()];
+        for (k, &r) in pos.iter().enumerate() {
+            let s = f[r] * (1.0 - f[r]);
+            bound[r] = dh * f64::from(v[k]) * neg.len() as f64 * l2 * s * s;
+        }
+        for &r in &neg {
+            let s = f[r] * (1.0 - f[r]);
+            bound[r] = dh * sum_v * l2 * s * s;
+        }
+        Ok(Some((
+            QueryLoss {
+                loss,
+                grad,
+                pairs: pos.len() * neg.len(),
+            },
+            bound,
+        )))
     }
 }
 
@@ -169,6 +240,18 @@ pub fn stable_ap_loss_grad(
     v: &[f32],
     p: &StableAp,
 ) -> Result<(f64, Vec<f64>, Vec<f64>), RerankError> {
+    let (h, _, grad_pos, grad_neg) = loss_grad_scale(f_pos, f_neg, v, p)?;
+    Ok((h, grad_pos, grad_neg))
+}
+
+/// [`stable_ap_loss_grad`] and the factor `h'(u)/(n⁺)²` that turns the pairwise sum's
+/// derivatives into the loss's.
+fn loss_grad_scale(
+    f_pos: &[f32],
+    f_neg: &[f32],
+    v: &[f32],
+    p: &StableAp,
+) -> Result<(f64, f64, Vec<f64>, Vec<f64>), RerankError> {
     let mut grad_pos = vec![0f64; f_pos.len()];
     let mut grad_neg = vec![0f64; f_neg.len()];
     let sum = pair_loss_grad(
@@ -188,7 +271,7 @@ pub fn stable_ap_loss_grad(
     for g in grad_pos.iter_mut().chain(grad_neg.iter_mut()) {
         *g *= dh;
     }
-    Ok((h, grad_pos, grad_neg))
+    Ok((h, dh, grad_pos, grad_neg))
 }
 
 #[cfg(test)]
@@ -302,6 +385,90 @@ mod tests {
             ..StableAp::default()
         };
         gradcheck::check_query_gradient(&super::super::Objective::StableAp(p), 8);
+    }
+
+    /// The Newton curvature against its definition: h'(u)/(n⁺)² · ∂²S/∂f_r² · (f_r(1 − f_r))²
+    /// with S the pairwise sum (weights 1: t = 0) and ∂²S by central differences of the
+    /// brute-force sum. When every positive–negative gap lies in [0, τ), ℓ'' = 2/τ² for every
+    /// pair and the bound is exact; otherwise it is an upper bound. The constant curvature is
+    /// 1 per row.
+    #[test]
+    fn newton_curvature_is_the_bound_of_seed_loss() {
+        let p = StableAp {
+            t: 0.0,
+            ..StableAp::default()
+        };
+        let logit = |f: f64| (f / (1.0 - f)).ln() as f32;
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        for trial in 0..40 {
+            let inside = trial % 2 == 0;
+            let (np, nn) = (rng.random_range(1..5), rng.random_range(1..6));
+            let f: Vec<f64> = (0..np + nn)
+                .map(|k| match (inside, k < np) {
+                    (true, true) => rng.random_range(0.50..0.55),
+                    (true, false) => rng.random_range(0.46..0.4999),
+                    (false, _) => rng.random_range(0.05..0.95),
+                })
+                .collect();
+            let g: Vec<f32> = f.iter().map(|&v| logit(v)).collect();
+            let labels: Vec<i32> = (0..np + nn).map(|k| i32::from(k < np)).collect();
+            let input = QueryInput {
+                scores: &g,
+                previous_scores: None,
+                labels: &labels,
+                query_labels: &labels,
+            };
+            let (_, bound) = p
+                .query_newton(&input, &mut QueryState::new(), StableApHessian::Bound)
+                .unwrap()
+                .unwrap();
+            // The sigmoid of the f32 scores, as the loss sees them.
+            let f: Vec<f64> = g.iter().map(|&x| sigmoid(x)).collect();
+            let tau = f64::from(p.tau);
+            let pair_sum = |f: &[f64]| {
+                let mut s = 0.0;
+                for i in 0..np {
+                    for j in np..np + nn {
+                        s += huber(f[i] - f[j], tau);
+                    }
+                }
+                s
+            };
+            let n2 = (np * np) as f64;
+            let u = pair_sum(&f) / n2;
+            let h = (p.epsilon * p.epsilon + u / (1.0 + u)).sqrt();
+            let dh = 1.0 / (2.0 * h * (1.0 + u) * (1.0 + u)) / n2;
+            let step = 1e-4;
+            for r in 0..np + nn {
+                let at = |delta: f64| {
+                    let mut moved = f.clone();
+                    moved[r] += delta;
+                    pair_sum(&moved)
+                };
+                let second = (at(step) - 2.0 * at(0.0) + at(-step)) / (step * step);
+                let s = f[r] * (1.0 - f[r]);
+                let exact = dh * second * s * s;
+                if inside {
+                    assert!(
+                        (bound[r] - exact).abs() <= 1e-4 * exact,
+                        "row {r}: {} vs {exact}",
+                        bound[r]
+                    );
+                } else {
+                    assert!(
+                        bound[r] >= exact * (1.0 - 1e-4) - 1e-9,
+                        "row {r}: {} < {exact}",
+                        bound[r]
+                    );
+                }
+                assert!(bound[r] > 0.0);
+            }
+            let (_, constant) = p
+                .query_newton(&input, &mut QueryState::new(), StableApHessian::Constant)
+                .unwrap()
+                .unwrap();
+            assert!(constant.iter().all(|&c| c == 1.0));
+        }
     }
 
     #[test]

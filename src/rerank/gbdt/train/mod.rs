@@ -1,0 +1,750 @@
+//! Histogram gradient boosting for ranking (SPEC §3.6): each round asks the objective for
+//! every training query's per-row gradients and hessians, grows one tree on them
+//! ([`grow`]), adds it with shrinkage, and scores the validation queries for early
+//! stopping on validation MAP (SPEC §3.5), keeping the best round's trees.
+//!
+//! Objectives ([`Objective`]): `LambdaNdcg` and `LambdaAp` (LambdaMART's lambdas and
+//! hessians, `objective/lambdarank.rs`), and `StableAp` (SPEC §3.3's loss: its gradient
+//! `∂L/∂g` from `objective/stable_ap.rs`, with μ̂_q kept per query across rounds and the
+//! previous round's scores for its variance-reduction term; the Newton step's curvature is
+//! [`StableApHessian`]). Queries an objective skips get zero gradient and hessian.
+//!
+//! Row subsampling (`row_fraction`, a fresh Bernoulli sample each round, LightGBM's
+//! bagging) and feature subsampling (`feature_fraction`, per tree) draw from one ChaCha8
+//! stream seeded by `seed`; gradients are computed per query and histograms per feature in
+//! parallel (rayon) and always combined in the same order, so a seed determines the model
+//! bit for bit on any number of threads.
+
+mod bins;
+mod grow;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rand::seq::index::sample;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+pub use bins::{Binned, FeatureBins};
+use grow::{grow, GrowParams};
+
+use super::forest::{Forest, Tree};
+use crate::rerank::objective::{
+    lambda_grad_hess, LambdaMetric, QueryInput, QueryState, StableApHessian,
+};
+use crate::rerank::{
+    evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
+};
+
+/// The trees' hyperparameters (LightGBM's meaning and, where it has one, its default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GbdtParams {
+    /// Boosting rounds (trees) at most.
+    pub rounds: usize,
+    /// Shrinkage η, folded into every leaf value.
+    pub learning_rate: f64,
+    /// Leaves per tree (leaf-wise growth).
+    pub num_leaves: usize,
+    /// Depth limit (0: none).
+    pub max_depth: usize,
+    /// Quantile bins per feature, at most 255 (plus one for missing values).
+    pub max_bins: usize,
+    pub min_data_in_leaf: usize,
+    pub min_sum_hessian: f64,
+    /// λ: L2 penalty on leaf values.
+    pub lambda_l2: f64,
+    /// γ: a split must gain more than this.
+    pub min_split_gain: f64,
+    /// Fraction of rows each tree is grown on (bagging; 1: all).
+    pub row_fraction: f64,
+    /// Fraction of features each tree may split on (1: all).
+    pub feature_fraction: f64,
+    /// Stop after this many rounds without a better validation MAP, keeping the best round
+    /// (0: run every round and keep them all).
+    pub early_stopping_rounds: usize,
+    /// Stable AP only: the Newton step's curvature.
+    pub stable_ap_hessian: StableApHessian,
+    pub seed: u64,
+}
+
+impl Default for GbdtParams {
+    fn default() -> Self {
+        GbdtParams {
+            rounds: 100,
+            learning_rate: 0.1,
+            num_leaves: 31,
+            max_depth: 0,
+            max_bins: 255,
+            min_data_in_leaf: 20,
+            min_sum_hessian: 1e-3,
+            lambda_l2: 0.0,
+            min_split_gain: 0.0,
+            row_fraction: 1.0,
+            feature_fraction: 1.0,
+            early_stopping_rounds: 0,
+            stable_ap_hessian: StableApHessian::Bound,
+            seed: 1,
+        }
+    }
+}
+
+impl GbdtParams {
+    pub fn validate(&self) -> Result<(), RerankError> {
+        let fraction = |v: f64| v > 0.0 && v <= 1.0;
+        let checks = [
+            ("rounds", self.rounds as f64, self.rounds >= 1),
+            (
+                "learning_rate",
+                self.learning_rate,
+                self.learning_rate.is_finite() && self.learning_rate > 0.0,
+            ),
+            ("num_leaves", self.num_leaves as f64, self.num_leaves >= 2),
+            (
+                "max_bins",
+                self.max_bins as f64,
+                (2..=255).contains(&self.max_bins),
+            ),
+            (
+                "min_sum_hessian",
+                self.min_sum_hessian,
+                self.min_sum_hessian >= 0.0,
+            ),
+            ("lambda_l2", self.lambda_l2, self.lambda_l2 >= 0.0),
+            (
+                "min_split_gain",
+                self.min_split_gain,
+                self.min_split_gain >= 0.0,
+            ),
+            (
+                "row_fraction",
+                self.row_fraction,
+                fraction(self.row_fraction),
+            ),
+            (
+                "feature_fraction",
+                self.feature_fraction,
+                fraction(self.feature_fraction),
+            ),
+        ];
+        match checks.iter().find(|c| !c.2) {
+            None => Ok(()),
+            Some((name, value, _)) => Err(RerankError::invalid(format!(
+                "tree parameter {name} = {value} is out of range"
+            ))),
+        }
+    }
+}
+
+/// One boosting round, as the log and the observer see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundLog {
+    /// 1-based.
+    pub round: usize,
+    /// Mean over the training queries of the objective's loss (LambdaMART: 1 − the metric
+    /// its lambdas follow; stable AP: its loss) before the round's tree.
+    pub train_loss: f64,
+    /// Validation MAP and NDCG@10 after the round (training set without validation set).
+    pub valid_map: f64,
+    pub valid_ndcg10: f64,
+    pub leaves: usize,
+    pub seconds: f64,
+    pub best: bool,
+}
+
+/// A trained forest over the training set's features, and how training went.
+#[derive(Debug, Clone)]
+pub struct TrainedForest {
+    pub forest: Forest,
+    /// The kept round (best validation MAP), 1-based.
+    pub best_round: usize,
+    pub rounds_run: usize,
+    pub metrics: ModelMetrics,
+    pub log: Vec<RoundLog>,
+    pub cancelled: bool,
+}
+
+/// One query's loss, per-row gradients and per-row hessians.
+struct QueryNewton {
+    loss: f64,
+    grad: Vec<f64>,
+    hess: Vec<f64>,
+}
+
+/// The objective's loss, gradient and hessian for one query, or `None` if it is skipped.
+fn query_grad_hess(
+    objective: &Objective,
+    hessian: StableApHessian,
+    scores: &[f64],
+    previous: Option<&[f64]>,
+    labels: &[i32],
+    state: &mut QueryState,
+) -> Result<Option<QueryNewton>, RerankError> {
+    let n = scores.len();
+    match objective {
+        Objective::LambdaNdcg(p) | Objective::LambdaAp(p) => {
+            let metric = if matches!(objective, Objective::LambdaNdcg(_)) {
+                LambdaMetric::Ndcg
+            } else {
+                LambdaMetric::Ap
+            };
+            let mut g = vec![0.0; n];
+            let mut h = vec![0.0; n];
+            Ok(
+                lambda_grad_hess(scores, labels, metric, p, &mut g, &mut h).map(|v| QueryNewton {
+                    loss: 1.0 - v,
+                    grad: g,
+                    hess: h,
+                }),
+            )
+        }
+        Objective::StableAp(p) => {
+            let narrow = |s: &[f64]| s.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+            let now = narrow(scores);
+            let before = previous.map(narrow);
+            let input = QueryInput {
+                scores: &now,
+                previous_scores: before.as_deref(),
+                labels,
+                query_labels: labels,
+            };
+            Ok(p.query_newton(&input, state, hessian)?
+                .map(|(q, h)| QueryNewton {
+                    loss: q.loss,
+                    grad: q.grad,
+                    hess: h,
+                }))
+        }
+        other => Err(RerankError::invalid(format!(
+            "objective {} does not train trees; use lambda-ndcg, lambda-ap or stable-ap",
+            other.kind().as_str()
+        ))),
+    }
+}
+
+/// Trains a forest on `train`, early-stopping on `valid` (see the module doc). `on_round`
+/// sees every round's log line; `cancel` stops after the current round, keeping the best
+/// round so far.
+pub fn train_forest(
+    train: &RankSet,
+    valid: Option<&RankSet>,
+    objective: &Objective,
+    params: &GbdtParams,
+    convention: MetricConvention,
+    on_round: &mut dyn FnMut(&RoundLog),
+    cancel: &AtomicBool,
+) -> Result<TrainedForest, RerankError> {
+    objective.validate()?;
+    params.validate()?;
+    let d = train.num_features();
+    let n = train.num_rows();
+    if n == 0 || train.queries.is_empty() {
+        return Err(RerankError::invalid("the training set has no rows"));
+    }
+    if let Some(v) = valid {
+        if v.feature_names != train.feature_names {
+            return Err(RerankError::invalid(
+                "the validation set's features differ from the training set's",
+            ));
+        }
+    }
+    let binned = Binned::new(&train.x, d, params.max_bins);
+    let usable: Vec<usize> = (0..d)
+        .filter(|&f| !binned.features[f].thresholds.is_empty() || has_missing(&binned, f))
+        .collect();
+    let grow_params = GrowParams {
+        num_leaves: params.num_leaves,
+        max_depth: params.max_depth,
+        min_data_in_leaf: params.min_data_in_leaf,
+        min_sum_hessian: params.min_sum_hessian,
+        lambda_l2: params.lambda_l2,
+        min_split_gain: params.min_split_gain,
+        learning_rate: params.learning_rate,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut scores = vec![0f64; n];
+    let mut previous: Option<Vec<f64>> = None;
+    let mut states: Vec<QueryState> = vec![QueryState::new(); train.queries.len()];
+    let mut valid_scores = valid.map(|v| vec![0f64; v.num_rows()]);
+    let mut trees: Vec<Tree> = Vec::new();
+    let mut log = Vec::new();
+    let mut best: Option<(usize, f64)> = None;
+    let mut cancelled = false;
+    for round in 1..=params.rounds {
+        let started = Instant::now();
+        // Gradients and hessians, query by query in parallel (each query writes its rows).
+        let per_query: Vec<Option<QueryNewton>> = train
+            .queries
+            .par_iter()
+            .zip(states.par_iter_mut())
+            .map(|(q, state)| {
+                let rows = q.rows.clone();
+                query_grad_hess(
+                    objective,
+                    params.stable_ap_hessian,
+                    &scores[rows.clone()],
+                    previous.as_ref().map(|p| &p[rows.clone()]),
+                    &train.labels[rows],
+                    state,
+                )
+            })
+            .collect::<Result<_, _>>()?;
+        let mut grad = vec![0f64; n];
+        let mut hess = vec![0f64; n];
+        let mut loss_sum = 0.0;
+        let mut used = 0usize;
+        for (q, result) in train.queries.iter().zip(per_query) {
+            if let Some(r) = result {
+                grad[q.rows.clone()].copy_from_slice(&r.grad);
+                hess[q.rows.clone()].copy_from_slice(&r.hess);
+                loss_sum += r.loss;
+                used += 1;
+            }
+        }
+        if used == 0 {
+            return Err(RerankError::invalid(
+                "no training query has two rows the objective can tell apart",
+            ));
+        }
+        // Bagging and feature sampling, from one seeded stream.
+        let rows: Vec<u32> = if params.row_fraction < 1.0 {
+            (0..n as u32)
+                .filter(|_| rng.random_bool(params.row_fraction))
+                .collect()
+        } else {
+            (0..n as u32).collect()
+        };
+        let features: Vec<usize> = if params.feature_fraction < 1.0 && !usable.is_empty() {
+            let k = ((usable.len() as f64 * params.feature_fraction).round() as usize).max(1);
+            let mut picked: Vec<usize> = sample(&mut rng, usable.len(), k)
+                .into_iter()
+                .map(|i| usable[i])
+                .collect();
+            picked.sort_unstable();
+            picked
+        } else {
+            usable.clone()
+        };
+        let tree = grow(&binned, &grad, &hess, rows, &features, &grow_params);
+        previous = Some(scores.clone());
+        add_tree(&tree, &train.x, d, &mut scores);
+        if let (Some(v), Some(vs)) = (valid, valid_scores.as_mut()) {
+            add_tree(&tree, &v.x, d, vs);
+        }
+        let leaves = tree.num_leaves();
+        trees.push(tree);
+        let (eval_set, eval_scores) = match (valid, &valid_scores) {
+            (Some(v), Some(vs)) => (v, vs),
+            _ => (train, &scores),
+        };
+        let m = metrics_of(eval_set, eval_scores, convention)?;
+        let improved = best.is_none_or(|(_, b)| m.map > b);
+        if improved {
+            best = Some((round, m.map));
+        }
+        let line = RoundLog {
+            round,
+            train_loss: loss_sum / used as f64,
+            valid_map: m.map,
+            valid_ndcg10: m.ndcg10,
+            leaves,
+            seconds: started.elapsed().as_secs_f64(),
+            best: improved,
+        };
+        on_round(&line);
+        log.push(line);
+        if cancel.load(Ordering::Relaxed) {
+            cancelled = true;
+            break;
+        }
+        let best_round = best.map_or(round, |b| b.0);
+        if params.early_stopping_rounds > 0
+            && valid.is_some()
+            && round - best_round >= params.early_stopping_rounds
+        {
+            break;
+        }
+    }
+    let rounds_run = trees.len();
+    let best_round = if params.early_stopping_rounds > 0 && valid.is_some() {
+        best.map_or(rounds_run, |b| b.0)
+    } else {
+        rounds_run
+    };
+    trees.truncate(best_round);
+    let forest = Forest {
+        num_features: d,
+        base_score: 0.0,
+        trees,
+    };
+    forest.validate().map_err(RerankError::Invalid)?;
+    let train_scores = predict_set(&forest, train);
+    let metrics = ModelMetrics {
+        train: Some(metrics_of(train, &train_scores, convention)?),
+        valid: valid
+            .map(|v| metrics_of(v, &predict_set(&forest, v), convention))
+            .transpose()?,
+    };
+    Ok(TrainedForest {
+        forest,
+        best_round,
+        rounds_run,
+        metrics,
+        log,
+        cancelled,
+    })
+}
+
+fn has_missing(binned: &Binned, f: usize) -> bool {
+    let missing = binned.features[f].missing() as u8;
+    binned.column(f).contains(&missing)
+}
+
+/// Adds one tree's output to every row's score (rows in parallel, each on its own score).
+fn add_tree(tree: &Tree, x: &[f32], d: usize, scores: &mut [f64]) {
+    scores
+        .par_iter_mut()
+        .enumerate()
+        .for_each(|(r, s)| *s += tree.predict_row(&x[r * d..(r + 1) * d]));
+}
+
+fn predict_set(forest: &Forest, set: &RankSet) -> Vec<f64> {
+    let d = set.num_features();
+    (0..set.num_rows())
+        .into_par_iter()
+        .map(|r| forest.predict_row(&set.x[r * d..(r + 1) * d]))
+        .collect()
+}
+
+fn metrics_of(
+    set: &RankSet,
+    scores: &[f64],
+    convention: MetricConvention,
+) -> Result<RankMetrics, RerankError> {
+    let narrow: Vec<f32> = scores.iter().map(|&s| s as f32).collect();
+    evaluate_scores(set, &narrow, convention)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rerank::gbdt::forest::Node;
+    use crate::rerank::objective::{LambdaParams, StableAp};
+    use crate::rerank::QueryGroup;
+
+    /// Queries of 8..20 rows, 5 features (feature 1 NaN in a tenth of the rows, feature 3
+    /// on a grid of 6 values), grades 0..3 from a noisy function of the features.
+    pub(crate) fn synthetic(queries: usize, seed: u64) -> RankSet {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let d = 5;
+        let (mut x, mut labels, mut groups) = (Vec::new(), Vec::new(), Vec::new());
+        for q in 0..queries {
+            let start = labels.len();
+            for _ in 0..rng.random_range(8..20) {
+                let row: Vec<f32> = (0..d)
+                    .map(|f| match f {
+                        1 if rng.random_bool(0.1) => f32::NAN,
+                        3 => f32::from(rng.random_range(0u8..6)) / 5.0,
+                        _ => rng.random_range(0.0..1.0),
+                    })
+                    .collect();
+                let signal = 2.0 * row[0] + row[3] + if row[1].is_nan() { 0.5 } else { row[1] }
+                    - row[2] * row[4]
+                    + rng.random_range(-0.4..0.4);
+                labels.push((signal.floor() as i32).clamp(0, 3));
+                x.extend(row);
+            }
+            groups.push(QueryGroup {
+                qid: format!("q{q}"),
+                rows: start..labels.len(),
+            });
+        }
+        let names = (1..=d).map(|i| format!("f{i}")).collect();
+        // RankSet::new refuses NaN features (the networks cannot read them); trees can.
+        RankSet {
+            feature_names: names,
+            x,
+            labels,
+            queries: groups,
+            doc_ids: None,
+        }
+    }
+
+    fn ndcg() -> Objective {
+        Objective::LambdaNdcg(LambdaParams::default())
+    }
+
+    fn quiet(
+        train: &RankSet,
+        valid: Option<&RankSet>,
+        objective: &Objective,
+        params: &GbdtParams,
+    ) -> TrainedForest {
+        train_forest(
+            train,
+            valid,
+            objective,
+            params,
+            MetricConvention::Letor,
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap()
+    }
+
+    /// The root split and leaves of a two-leaf tree against a brute-force scan of every
+    /// (feature, value boundary, missing side) with sums taken row by row.
+    #[test]
+    fn first_split_is_the_brute_force_best() {
+        let set = synthetic(30, 3);
+        let d = set.num_features();
+        let n = set.num_rows();
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        for trial in 0..20 {
+            let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let hess: Vec<f64> = (0..n).map(|_| rng.random_range(0.01..1.0)).collect();
+            let p = GrowParams {
+                num_leaves: 2,
+                max_depth: 0,
+                min_data_in_leaf: [1, 5, 40][trial % 3],
+                min_sum_hessian: 0.5,
+                lambda_l2: [0.0, 1.0][trial % 2],
+                min_split_gain: 0.0,
+                learning_rate: 0.3,
+            };
+            // Few distinct values per feature (rounded to 1/64): every boundary is a bin.
+            let x: Vec<f32> = set.x.iter().map(|v| (v * 64.0).round() / 64.0).collect();
+            let binned = Binned::new(&x, d, 255);
+            let tree = grow(
+                &binned,
+                &grad,
+                &hess,
+                (0..n as u32).collect(),
+                &(0..d).collect::<Vec<_>>(),
+                &p,
+            );
+            // Brute force.
+            let score = |g: f64, h: f64| g * g / (h + p.lambda_l2);
+            let (gt, ht): (f64, f64) = (grad.iter().sum(), hess.iter().sum());
+            let mut best: Option<(f64, Vec<bool>)> = None;
+            for f in 0..d {
+                let mut values: Vec<f32> = (0..n)
+                    .map(|r| x[r * d + f])
+                    .filter(|v| !v.is_nan())
+                    .collect();
+                values.sort_by(f32::total_cmp);
+                values.dedup();
+                for &t in &values {
+                    for missing_left in [false, true] {
+                        let left: Vec<bool> = (0..n)
+                            .map(|r| {
+                                let v = x[r * d + f];
+                                if v.is_nan() {
+                                    missing_left
+                                } else {
+                                    v <= t
+                                }
+                            })
+                            .collect();
+                        let (mut gl, mut hl, mut cl) = (0.0, 0.0, 0);
+                        for r in 0..n {
+                            if left[r] {
+                                gl += grad[r];
+                                hl += hess[r];
+                                cl += 1;
+                            }
+                        }
+                        let (gr, hr, cr) = (gt - gl, ht - hl, n - cl);
+                        if cl < p.min_data_in_leaf.max(1)
+                            || cr < p.min_data_in_leaf.max(1)
+                            || hl < p.min_sum_hessian
+                            || hr < p.min_sum_hessian
+                        {
+                            continue;
+                        }
+                        let gain = 0.5 * (score(gl, hl) + score(gr, hr) - score(gt, ht));
+                        if gain > 1e-9 && best.as_ref().is_none_or(|b| gain > b.0 + 1e-9) {
+                            best = Some((gain, left));
+                        }
+                    }
+                }
+            }
+            let Some((_, want_left)) = best else {
+                assert_eq!(tree.nodes.len(), 1, "trial {trial}: no valid split");
+                continue;
+            };
+            let Node::Split { left, .. } = tree.nodes[0] else {
+                panic!("trial {trial}: no split, brute force found one");
+            };
+            // The same partition, and each leaf = −G/(H + λ)·η over its rows.
+            let mut sums = [(0.0, 0.0); 2];
+            for r in 0..n {
+                let goes_left = tree.predict_row(&x[r * d..(r + 1) * d])
+                    == match tree.nodes[left as usize] {
+                        Node::Leaf { value } => value,
+                        _ => unreachable!(),
+                    };
+                assert_eq!(goes_left, want_left[r], "trial {trial} row {r}");
+                let s = &mut sums[usize::from(!goes_left)];
+                s.0 += grad[r];
+                s.1 += hess[r];
+            }
+            for (k, (g, h)) in sums.iter().enumerate() {
+                let want = -g / (h + p.lambda_l2) * p.learning_rate;
+                let Node::Leaf { value } = tree.nodes[1 + k] else {
+                    unreachable!()
+                };
+                assert!((value - want).abs() < 1e-12, "trial {trial} leaf {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn deterministic_on_any_number_of_threads() {
+        let set = synthetic(40, 5);
+        let params = GbdtParams {
+            rounds: 8,
+            num_leaves: 7,
+            min_data_in_leaf: 3,
+            row_fraction: 0.8,
+            feature_fraction: 0.6,
+            ..GbdtParams::default()
+        };
+        let run = |threads: usize, objective: &Objective| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| quiet(&set, None, objective, &params).forest)
+        };
+        let stable = Objective::StableAp(StableAp {
+            graded: true,
+            ..StableAp::default()
+        });
+        for objective in [ndcg(), stable] {
+            let one = run(1, &objective);
+            assert_eq!(one, run(2, &objective));
+            assert_eq!(one, run(3, &objective));
+        }
+        let other_seed = quiet(
+            &set,
+            None,
+            &ndcg(),
+            &GbdtParams {
+                seed: 2,
+                ..params.clone()
+            },
+        );
+        assert_ne!(run(1, &ndcg()), other_seed.forest);
+    }
+
+    #[test]
+    fn every_objective_learns() {
+        let set = synthetic(60, 7);
+        let before = metrics_of(&set, &vec![0.0; set.num_rows()], MetricConvention::Letor).unwrap();
+        let params = GbdtParams {
+            rounds: 30,
+            num_leaves: 8,
+            min_data_in_leaf: 5,
+            ..GbdtParams::default()
+        };
+        let stable = |hessian| {
+            (
+                Objective::StableAp(StableAp {
+                    graded: true,
+                    ..StableAp::default()
+                }),
+                GbdtParams {
+                    stable_ap_hessian: hessian,
+                    // A constant hessian of 1 makes much smaller steps than Newton's.
+                    learning_rate: if hessian == StableApHessian::Constant {
+                        50.0
+                    } else {
+                        0.1
+                    },
+                    ..params.clone()
+                },
+            )
+        };
+        for (objective, p) in [
+            (ndcg(), params.clone()),
+            (Objective::LambdaAp(LambdaParams::default()), params.clone()),
+            stable(StableApHessian::Bound),
+            stable(StableApHessian::Constant),
+        ] {
+            let out = quiet(&set, None, &objective, &p);
+            let after = out.metrics.train.unwrap();
+            assert!(
+                after.ndcg10 > before.ndcg10 + 0.1 && after.map > before.map + 0.05,
+                "{}: NDCG@10 {} → {}, MAP {} → {}",
+                objective.kind().as_str(),
+                before.ndcg10,
+                after.ndcg10,
+                before.map,
+                after.map
+            );
+        }
+    }
+
+    #[test]
+    fn early_stopping_keeps_the_best_round() {
+        let train = synthetic(40, 11);
+        let valid = synthetic(15, 12);
+        let params = GbdtParams {
+            rounds: 60,
+            num_leaves: 16,
+            min_data_in_leaf: 1,
+            learning_rate: 0.5,
+            early_stopping_rounds: 5,
+            ..GbdtParams::default()
+        };
+        let out = quiet(&train, Some(&valid), &ndcg(), &params);
+        let best = out.log.iter().rfind(|l| l.best).unwrap();
+        assert_eq!(out.best_round, best.round);
+        assert_eq!(out.forest.trees.len(), out.best_round);
+        assert!(out.rounds_run == params.rounds || out.rounds_run == out.best_round + 5);
+        let kept = out.metrics.valid.unwrap().map;
+        assert!(
+            (kept - best.valid_map).abs() < 1e-12,
+            "{kept} vs {}",
+            best.valid_map
+        );
+        let max = out.log.iter().map(|l| l.valid_map).fold(0.0, f64::max);
+        assert_eq!(best.valid_map, max);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let set = synthetic(5, 1);
+        let bad = GbdtParams {
+            max_bins: 300,
+            ..GbdtParams::default()
+        };
+        let err = train_forest(
+            &set,
+            None,
+            &ndcg(),
+            &bad,
+            MetricConvention::Letor,
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("max_bins = 300"), "{err}");
+        let err = train_forest(
+            &set,
+            None,
+            &Objective::Ranknet { sigma: 1.0 },
+            &GbdtParams::default(),
+            MetricConvention::Letor,
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("ranknet does not train trees"),
+            "{err}"
+        );
+    }
+}
