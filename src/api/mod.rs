@@ -188,12 +188,15 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    // The signal handlers are installed before the address is announced: a SIGTERM that
+    // arrives as soon as the server answers must drain it, not kill it.
+    let shutdown = shutdown_signal()?;
     on_bound(listener.local_addr()?);
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
     let limits = state.ops.limits.clone();
     listen::run(listener, router(state), &limits, async move {
-        shutdown_signal().await;
+        shutdown.await;
         draining.ready.store(false, Ordering::SeqCst);
         tracing::info!("shutting down: draining requests");
     })
@@ -201,23 +204,25 @@ pub async fn serve(
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that completes on SIGTERM or Ctrl-C; the handlers are registered when this is
+/// called, not when the future is first polled.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = interrupt.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+        })
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
