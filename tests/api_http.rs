@@ -192,8 +192,8 @@ fn search_doc_similar_and_every_bad_input() {
     assert_eq!(status, 200);
     assert_eq!(body["hits"][0]["id"], "iter");
     assert_eq!(get(&format!("{b}/livez")).0, 200);
-    let (status, page) = get(&format!("{b}/"));
-    assert_eq!(status, 200);
+    let (status, page) = get(&format!("{b}/?q=capacity"));
+    assert_eq!(status, 200, "the search page takes a shareable ?q=");
     assert!(page.as_str().unwrap().contains("/static/search.js"));
     let (status, script) = get(&format!("{b}/static/search.js"));
     assert_eq!(status, 200);

@@ -223,7 +223,7 @@ async function main() {
     await shot(page, "search-explain");
 
     // An error from the API is shown, not swallowed.
-    await page.fill("#q", "x".repeat(3000));
+    await page.fill("#q", "x".repeat(17000)); // over the 16 KB query limit
     await page.click("form#f button");
     await page.waitForSelector("#error");
     assert.match(await page.textContent("#error"), /\S/);
