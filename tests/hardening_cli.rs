@@ -242,28 +242,17 @@ fn html_without_a_base_url_keeps_its_link_graph() {
     )
     .unwrap();
     let data = dir.path().join("data");
-    let out = rankd()
-        .args(["ingest", "--format", "html", "--input"])
-        .arg(&site)
-        .arg("--data-dir")
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = rankd()
-        .args(["graph", "--json", "--data-dir"])
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (site, data) = (site.to_str().unwrap(), data.to_str().unwrap());
+    rankd_ok([
+        "ingest",
+        "--format",
+        "html",
+        "--input",
+        site,
+        "--data-dir",
+        data,
+    ]);
+    let out = rankd_ok(["graph", "--json", "--data-dir", data]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["edges"], 2, "{summary}");
 }

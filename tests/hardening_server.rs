@@ -321,23 +321,6 @@ fn server_sees_commits_of_another_process() {
     assert_eq!(get(&format!("{b}/doc/fresh"), None).status, 200);
 }
 
-fn judgments() -> String {
-    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
-    let mut rows = Vec::new();
-    for (q, t) in topics.iter().enumerate() {
-        for (n, second) in ["basics", "notes"].iter().enumerate() {
-            for i in 0..24 {
-                let relevant = (i % 2 == 0 && i % 6 == q) || (i % 2 == 1 && (i + 1) % 6 == q);
-                rows.push(serde_json::json!({
-                    "query_id": format!("q{q}-{n}"), "query": format!("{t} {second}"),
-                    "doc_id": format!("d{i}"), "grade": i32::from(relevant),
-                }));
-            }
-        }
-    }
-    serde_json::Value::Array(rows).to_string()
-}
-
 fn train(b: &str, body: &str) -> String {
     let a = post_json(&format!("{b}/admin/train"), Some(TOKEN), body);
     assert_eq!(a.status, 202, "{}", a.body);
@@ -360,7 +343,7 @@ fn corrupt_active_model_serves_first_phase_and_can_be_rolled_back() {
     let b = server.base.clone();
     let t = Some(TOKEN);
     assert_eq!(
-        post_json(&format!("{b}/admin/judgments"), t, &judgments()).status,
+        post_json(&format!("{b}/admin/judgments"), t, &topic_judgments()).status,
         200
     );
     let first = train(&b, r#"{"model":"linear","epochs":5,"lr":0.01}"#);

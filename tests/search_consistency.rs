@@ -5,7 +5,6 @@
 mod ops_support;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use ops_support::*;
 
@@ -44,19 +43,20 @@ fn eval(
     let queries = dir.join("q.txt");
     let qrels = dir.join("qrels.txt");
     let run = dir.join("run.trec");
-    let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(["eval", "--queries", queries.to_str().unwrap()])
-        .args(["--qrels", qrels.to_str().unwrap()])
-        .args(["--run", run.to_str().unwrap(), "--json"])
-        .args(["--data-dir", data.to_str().unwrap()])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut all = vec![
+        "eval",
+        "--queries",
+        queries.to_str().unwrap(),
+        "--qrels",
+        qrels.to_str().unwrap(),
+        "--run",
+        run.to_str().unwrap(),
+        "--json",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = rankd_ok(all);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut ranked: BTreeMap<String, Vec<(usize, String, f64)>> = BTreeMap::new();
     for line in std::fs::read_to_string(&run).unwrap().lines() {
@@ -99,11 +99,7 @@ fn search_eval_and_admin_evaluate_rank_alike() {
         dir.path(),
         &docs.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let graph = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(["graph", "--json", "--data-dir", data.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(graph.status.success());
+    rankd_ok(["graph", "--json", "--data-dir", data.to_str().unwrap()]);
     // Judgments: for each query, the documents whose title holds its first word.
     let mut qrels = String::new();
     let mut lines = String::new();
@@ -173,23 +169,26 @@ fn search_eval_and_admin_evaluate_rank_alike() {
     }
 
     // Reranked: a model trained on these judgments, activated, against `rankd eval --rerank`.
-    let train = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args([
-            "train",
-            "--queries",
-            dir.path().join("q.txt").to_str().unwrap(),
-        ])
-        .args(["--qrels", dir.path().join("qrels.txt").to_str().unwrap()])
-        .args(["--epochs", "5", "--json", "--out"])
-        .arg(dir.path().join("m.json"))
-        .args(["--data-dir", data.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        train.status.success(),
-        "{}",
-        String::from_utf8_lossy(&train.stderr)
+    let (q, r, m) = (
+        dir.path().join("q.txt"),
+        dir.path().join("qrels.txt"),
+        dir.path().join("m.json"),
     );
+    let files = [&q, &r, &m, &data].map(|p| p.to_str().unwrap());
+    rankd_ok([
+        "train",
+        "--queries",
+        files[0],
+        "--qrels",
+        files[1],
+        "--epochs",
+        "5",
+        "--json",
+        "--out",
+        files[2],
+        "--data-dir",
+        files[3],
+    ]);
     let model: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("m.json")).unwrap()).unwrap();
     let id = model["id"].as_str().unwrap().to_string();
