@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::db::judgments::StoredJudgment;
 use crate::eval::{self, EvalOptions, Qrels};
 use crate::search::{Engine, SearchQuery};
-use crate::text::{ModelKind, SearchError};
+use crate::text::ModelKind;
 
 /// Why an evaluation could not run, for a 4xx answer.
 #[derive(Debug, thiserror::Error)]
@@ -76,25 +76,11 @@ pub fn evaluate(
             judged.insert(qid, doc, *grade);
         }
     }
-    let mut run = eval::Run::new();
-    let mut failed = Vec::new();
-    for (qid, text) in &queries {
-        let mut query = SearchQuery::new(text.as_str(), depth).model(model);
-        query.field = field.map(str::to_string);
-        match engine.search(&query) {
-            Ok(results) => {
-                for hit in results.hits {
-                    run.push(qid, hit.id, f64::from(hit.score));
-                }
-            }
-            Err(e @ SearchError::Internal(_)) => {
-                return Err(EvaluateError::Internal(
-                    anyhow::Error::from(e).context(format!("query {qid}")),
-                ))
-            }
-            Err(e) => failed.push(json!({"qid": qid, "error": e.to_string()})),
-        }
-    }
+    let mut query = SearchQuery::new("", depth).model(model);
+    query.field = field.map(str::to_string);
+    let (run, failed) = engine
+        .run_queries(&queries, &query, false, &|| {})
+        .map_err(EvaluateError::Internal)?;
     let options = EvalOptions {
         complete: true,
         ..EvalOptions::default()

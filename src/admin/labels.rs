@@ -69,25 +69,19 @@ pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError
     for (qi, (qid, text)) in spec.queries.iter().enumerate() {
         let prf = reranker.map_or(features::Prf::Skip, ActiveModel::prf);
         let window = match engine.window(&searcher, text, spec.first_phase, spec.window, prf) {
-            Ok(w) => w,
+            Ok(Some(w)) => w,
             // No searchable term, or a text the query parser refuses: nothing to retrieve.
-            Err(SearchError::Query(_)) => {
+            Ok(None) | Err(SearchError::Query(_)) => {
                 skipped.push(qid.clone());
                 continue;
             }
             Err(e) => return Err(e),
         };
+        searched += 1;
         let (candidates, m) = (window.candidates, window.features);
         if candidates.is_empty() {
-            // Only stop words: nothing retrieved.
-            if has_terms(engine, &searcher, spec.first_phase, text)? {
-                searched += 1;
-            } else {
-                skipped.push(qid.clone());
-            }
             continue;
         }
-        searched += 1;
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let scores = match reranker {
             Some(model) => model.score(&m).map_err(|e| {
@@ -133,14 +127,4 @@ pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError
         skipped_queries: skipped,
         model: reranker.map(|m| m.id().to_string()),
     })
-}
-
-/// Whether `text` has any searchable term for `kind` (a query of stop words has none).
-fn has_terms(
-    engine: &Engine,
-    searcher: &tantivy::Searcher,
-    kind: crate::text::ModelKind,
-    text: &str,
-) -> Result<bool, SearchError> {
-    Ok(engine.index.bind(searcher, kind, None, text)?.is_some())
 }

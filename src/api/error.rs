@@ -116,12 +116,6 @@ impl From<SearchError> for ApiError {
     }
 }
 
-impl From<anyhow::Error> for ApiError {
-    fn from(e: anyhow::Error) -> Self {
-        ApiError::of_kind(crate::error::kind_of(&e), format!("{e:#}"), None)
-    }
-}
-
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::metrics::count_error(self.code);

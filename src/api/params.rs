@@ -56,7 +56,8 @@ impl Params {
     }
 }
 
-fn decode(s: &str, what: &str) -> Result<String, ApiError> {
+/// One percent-decoded name or value of a query string; `what` names it in the error.
+pub(super) fn decode(s: &str, what: &str) -> Result<String, ApiError> {
     let s = s.replace('+', " ");
     percent_encoding::percent_decode_str(&s)
         .decode_utf8()

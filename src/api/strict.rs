@@ -15,6 +15,7 @@ use utoipa::openapi::path::ParameterIn;
 use utoipa::openapi::OpenApi;
 
 use super::error::ApiError;
+use super::params::decode;
 
 /// (method, route template) → the query parameters it takes.
 #[derive(Debug, Default)]
@@ -66,9 +67,10 @@ pub async fn refuse_unknown(declared: Arc<Declared>, request: Request, next: Nex
         if let Some(known) = declared.routes.get(&key).filter(|_| !page) {
             for pair in query.split('&').filter(|p| !p.is_empty()) {
                 let raw = pair.split('=').next().unwrap_or("");
-                let name = percent_encoding::percent_decode_str(&raw.replace('+', " "))
-                    .decode_utf8_lossy()
-                    .into_owned();
+                let name = match decode(raw, "query string") {
+                    Ok(name) => name,
+                    Err(e) => return e.into_response(),
+                };
                 if !known.contains(&name) {
                     let mut names: Vec<&str> = known.iter().map(String::as_str).collect();
                     names.sort_unstable();

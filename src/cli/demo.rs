@@ -64,9 +64,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     // A demo index built by an older rankd (another index format) is the demo's own: rebuild
     // it rather than send the user to delete it by hand.
     if existing.as_ref() == Some(&marker) {
-        let format = std::fs::read_to_string(data_dir.join("manifest.json"))
+        let format = crate::text::index::read_manifest(data_dir)
             .ok()
-            .and_then(|s| serde_json::from_str::<crate::text::index::Manifest>(&s).ok())
             .map(|m| m.index_format);
         if let Some(format) = format.filter(|&f| f != crate::text::index::INDEX_FORMAT) {
             eprintln!(

@@ -8,8 +8,8 @@ use crate::corpus::cranfield::{self, Judgments};
 use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
 use crate::search::model::ActiveModel;
-use crate::search::{Engine, Ranking, Returns, SearchQuery};
-use crate::text::{ModelKind, SearchError, TextIndex};
+use crate::search::{Engine, Ranking, SearchQuery};
+use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryFormat {
@@ -144,18 +144,16 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         Ranking::FirstPhase => args.depth,
         Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
     };
-    let (run, failed) = run_queries(
-        &engine,
-        &queries,
-        &QueryTemplate {
-            model,
-            field: args.field.clone(),
-            ranking,
-            depth,
-        },
-        args.json,
-        args.strict,
-    )?;
+    let query = SearchQuery {
+        model: Some(model),
+        field: args.field.clone(),
+        ranking,
+        k: depth,
+        ..SearchQuery::new("", depth)
+    };
+    let bar = progress(queries.len() as u64, "queries", args.json);
+    let (run, failed) = engine.run_queries(&queries, &query, args.strict, &|| bar.inc(1))?;
+    bar.finish_and_clear();
     if let Some(path) = &args.run {
         save_run(path, &run, &format!("rankd-{model}"))?;
     }
@@ -180,68 +178,6 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// How every query of a run is searched: the same [`SearchQuery`] with each query's text.
-#[derive(Debug, Clone)]
-pub struct QueryTemplate {
-    pub model: ModelKind,
-    pub field: Option<String>,
-    pub ranking: Ranking,
-    /// Documents ranked per query (the window, for boosted and reranked runs).
-    pub depth: usize,
-}
-
-/// A query that could not be run, and why.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FailedQuery {
-    pub qid: String,
-    pub error: String,
-}
-
-/// Runs each `(qid, text)` through the engine and collects the ranking of every query.
-/// A query the engine refuses (bad input: too many terms, say) is reported and left out of
-/// the run, unless `strict`, which stops at it; an internal failure always stops.
-pub fn run_queries(
-    engine: &Engine,
-    queries: &[(String, String)],
-    template: &QueryTemplate,
-    quiet: bool,
-    strict: bool,
-) -> anyhow::Result<(Run, Vec<FailedQuery>)> {
-    let bar = progress(queries.len() as u64, "queries", quiet);
-    let mut run = Run::new();
-    let mut failed = Vec::new();
-    for (qid, text) in queries {
-        let query = SearchQuery {
-            text: text.clone(),
-            model: Some(template.model),
-            field: template.field.clone(),
-            ranking: template.ranking,
-            offset: 0,
-            k: template.depth,
-            explain: false,
-            returns: Returns::IDS,
-        };
-        match engine.search(&query) {
-            Ok(results) => {
-                for hit in results.hits {
-                    run.push(qid, hit.id, f64::from(hit.score));
-                }
-            }
-            Err(e @ SearchError::Internal(_)) => {
-                return Err(anyhow::Error::from(e).context(format!("query {qid}")))
-            }
-            Err(e) if strict => return Err(Invalid(format!("query {qid}: {e}")).into()),
-            Err(e) => failed.push(FailedQuery {
-                qid: qid.clone(),
-                error: e.to_string(),
-            }),
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok((run, failed))
 }
 
 pub(super) fn read_queries(

@@ -80,7 +80,7 @@ pub struct FeaturesArgs {
 
 pub fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
     let model: ModelKind = args.model.parse().map_err(Invalid)?;
-    crate::text::search::validate_window(args.window, 0)?;
+    crate::search::check_window(args.window)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
     let engine = crate::search::Engine::new(index).with_links(links);

@@ -20,6 +20,7 @@ use serde::Serialize;
 use tantivy::query::Query;
 use tantivy::{DocAddress, Score, Searcher, Term};
 
+use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::columns::DocColumns;
@@ -256,14 +257,19 @@ pub struct FeatureWindow {
     pub features: FeatureMatrix,
 }
 
+/// A query of a batch that could not be run, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedQuery {
+    pub qid: String,
+    pub error: String,
+}
+
 /// One entry of the final page before it becomes a hit.
 struct Ranked {
     address: DocAddress,
     score: f32,
     first_rank: usize,
     first_score: f32,
-    /// Row of the feature matrix (reranked pages).
-    row: Option<usize>,
     boost: Option<BoostExplanation>,
 }
 
@@ -325,17 +331,6 @@ impl Engine {
             .map_err(|e: String| SearchError::Internal(anyhow::anyhow!("index configuration: {e}")))
     }
 
-    /// The ranking a plain request gets: the active reranker over the default window, or the
-    /// first phase when no reranker is active.
-    pub fn default_ranking(&self) -> Ranking {
-        match self.model.load().as_ref() {
-            Some(_) => Ranking::Rerank {
-                window: DEFAULT_WINDOW,
-            },
-            None => Ranking::FirstPhase,
-        }
-    }
-
     /// Runs one search.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
@@ -376,61 +371,43 @@ impl Engine {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
-        let page_end = q.offset + q.k;
-        let page: Vec<Ranked> = match q.ranking {
-            Ranking::FirstPhase => {
-                let top = bound.top(&searcher, q.k, q.offset)?;
-                response.total_hits = bound.count(&searcher)?;
-                response.times.retrieve = start.elapsed().as_secs_f64();
-                top.into_iter()
-                    .enumerate()
-                    .map(|(i, (score, address))| Ranked {
-                        address,
-                        score,
-                        first_rank: q.offset + i + 1,
-                        first_score: score,
-                        row: None,
-                        boost: None,
-                    })
-                    .collect()
-            }
-            Ranking::Boost { weight, window } => {
+        // The first phase: the page itself, or the window the boost or the reranker reorders.
+        let (limit, skip) = match q.ranking {
+            Ranking::FirstPhase => (q.k, q.offset),
+            Ranking::Boost { window, .. } | Ranking::Rerank { window } => (window, 0),
+        };
+        let top = bound.top(&searcher, limit, skip)?;
+        response.total_hits = bound.count(&searcher)?;
+        response.times.retrieve = start.elapsed().as_secs_f64();
+        let mut ranked: Vec<Ranked> = top
+            .iter()
+            .enumerate()
+            .map(|(i, &(score, address))| Ranked {
+                address,
+                score,
+                first_rank: skip + i + 1,
+                first_score: score,
+                boost: None,
+            })
+            .collect();
+        // The reranker's inputs and scores, kept for the explanations.
+        let mut reranked = None;
+        match q.ranking {
+            Ranking::FirstPhase => {}
+            Ranking::Boost { weight, .. } => {
                 let links = links.as_deref().expect("checked above");
-                let top = bound.top(&searcher, window, 0)?;
-                response.total_hits = bound.count(&searcher)?;
-                response.times.retrieve = start.elapsed().as_secs_f64();
                 let addresses: Vec<DocAddress> = top.iter().map(|&(_, a)| a).collect();
-                let nodes = links.nodes_of(&searcher, &addresses)?;
-                let mut ranked: Vec<Ranked> = top
-                    .iter()
-                    .zip(&nodes)
-                    .enumerate()
-                    .map(|(i, (&(score, address), &node))| {
-                        let added = links.pagerank_boost_of(node, weight);
-                        Ranked {
-                            address,
-                            score: score + added,
-                            first_rank: i + 1,
-                            first_score: score,
-                            row: None,
-                            boost: Some(BoostExplanation { weight, added }),
-                        }
-                    })
-                    .collect();
-                ranked.sort_by(|a, b| {
-                    b.score
-                        .total_cmp(&a.score)
-                        .then(a.first_rank.cmp(&b.first_rank))
-                });
-                ranked.truncate(page_end);
-                ranked.drain(..q.offset.min(ranked.len()));
-                ranked
+                for (r, node) in ranked
+                    .iter_mut()
+                    .zip(links.nodes_of(&searcher, &addresses)?)
+                {
+                    let added = links.pagerank_boost_of(node, weight);
+                    r.score += added;
+                    r.boost = Some(BoostExplanation { weight, added });
+                }
             }
-            Ranking::Rerank { window } => {
+            Ranking::Rerank { .. } => {
                 let active = model.as_deref().expect("checked above");
-                let top = bound.top(&searcher, window, 0)?;
-                response.total_hits = bound.count(&searcher)?;
-                response.times.retrieve = start.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let w = self.features(&searcher, links.as_deref(), &q.text, &top, active.prf())?;
                 response.times.features = t.elapsed().as_secs_f64();
@@ -438,44 +415,84 @@ impl Engine {
                 let scores = active.score(&w.features).map_err(|e| {
                     SearchError::Internal(anyhow::anyhow!("reranker {}: {e}", active.id()))
                 })?;
-                let mut order: Vec<usize> = (0..scores.len()).collect();
-                order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-                response.times.rerank = t.elapsed().as_secs_f64();
-                let page: Vec<Ranked> = order
-                    .into_iter()
-                    .skip(q.offset)
-                    .take(q.k)
-                    .map(|row| Ranked {
-                        address: w.candidates[row].address,
-                        score: scores[row],
-                        first_rank: row + 1,
-                        first_score: w.candidates[row].score,
-                        row: Some(row),
-                        boost: None,
-                    })
-                    .collect();
-                if q.explain {
-                    let t = Instant::now();
-                    let hits = self.hits(&searcher, &bound, q, &page, links.as_deref(), |row| {
-                        Some(active.explain(&w.features, row, scores[row]))
-                    })?;
-                    response.times.hits = t.elapsed().as_secs_f64();
-                    response.hits = hits;
-                    response.took_ms = start.elapsed().as_secs_f64() * 1e3;
-                    return Ok(response);
+                for (r, &s) in ranked.iter_mut().zip(&scores) {
+                    r.score = s;
                 }
-                page
+                response.times.rerank = t.elapsed().as_secs_f64();
+                reranked = Some((active, w.features, scores));
             }
-        };
+        }
+        if q.ranking != Ranking::FirstPhase {
+            // Re-sorted by the new score, ties in first-phase order, then the page is cut.
+            let t = Instant::now();
+            ranked.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then(a.first_rank.cmp(&b.first_rank))
+            });
+            ranked.truncate(q.offset + q.k);
+            ranked.drain(..q.offset.min(ranked.len()));
+            response.times.rerank += t.elapsed().as_secs_f64();
+        }
         let t = Instant::now();
-        response.hits = self.hits(&searcher, &bound, q, &page, links.as_deref(), |_| None)?;
+        // A window's row is its first-phase rank − 1.
+        let explain_rerank = |r: &Ranked| {
+            let (active, features, scores) = reranked.as_ref()?;
+            let row = r.first_rank - 1;
+            Some(active.explain(features, row, scores[row]))
+        };
+        response.hits = self.hits(
+            &searcher,
+            &bound,
+            q,
+            &ranked,
+            links.as_deref(),
+            explain_rerank,
+        )?;
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
     }
 
+    /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
+    /// TREC run (what `rankd eval` and `POST /admin/evaluate` score). A query the engine
+    /// refuses (bad input: too many terms, say) is listed in the second value and left out of
+    /// the run, unless `strict`, which stops at it; an internal failure always stops. The
+    /// error names the query. `on_query` is called after each query.
+    pub fn run_queries(
+        &self,
+        queries: &[(String, String)],
+        template: &SearchQuery,
+        strict: bool,
+        on_query: &dyn Fn(),
+    ) -> anyhow::Result<(Run, Vec<FailedQuery>)> {
+        let mut run = Run::new();
+        let mut failed = Vec::new();
+        let mut query = template.clone();
+        for (qid, text) in queries {
+            query.text.clone_from(text);
+            match self.search(&query) {
+                Ok(results) => {
+                    for hit in results.hits {
+                        run.push(qid, hit.id, f64::from(hit.score));
+                    }
+                }
+                Err(e) if strict || matches!(e, SearchError::Internal(_)) => {
+                    return Err(anyhow::Error::from(e).context(format!("query {qid}")))
+                }
+                Err(e) => failed.push(FailedQuery {
+                    qid: qid.clone(),
+                    error: e.to_string(),
+                }),
+            }
+            on_query();
+        }
+        Ok((run, failed))
+    }
+
     /// The first-phase top `window` of `text` with its feature vectors: the rerank path's
-    /// input, and a training window (`crate::training`).
+    /// input, and a training window (`crate::training`). `None` when the query has no
+    /// searchable term (only stop words).
     pub fn window(
         &self,
         searcher: &Searcher,
@@ -483,13 +500,14 @@ impl Engine {
         kind: ModelKind,
         window: usize,
         prf: features::Prf,
-    ) -> Result<FeatureWindow, SearchError> {
-        let links = self.links.load_full();
-        let top = match self.index.bind(searcher, kind, None, text)? {
-            Some(bound) => bound.top(searcher, window, 0)?,
-            None => Vec::new(),
+    ) -> Result<Option<FeatureWindow>, SearchError> {
+        let Some(bound) = self.index.bind(searcher, kind, None, text)? else {
+            return Ok(None);
         };
+        let top = bound.top(searcher, window, 0)?;
+        let links = self.links.load_full();
         self.features(searcher, links.as_deref(), text, &top, prf)
+            .map(Some)
     }
 
     fn features(
@@ -528,7 +546,7 @@ impl Engine {
         q: &SearchQuery,
         page: &[Ranked],
         links: Option<&LinkData>,
-        rerank_explanation: impl Fn(usize) -> Option<RerankExplanation>,
+        rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
     ) -> Result<Vec<Hit>, SearchError> {
         let index = &self.index;
         // One weight for every explained hit; explaining is opt-in and off the hot path.
@@ -578,7 +596,7 @@ impl Engine {
                     )?,
                     first_phase_rank: r.first_rank,
                     first_phase_score: r.first_score,
-                    rerank: r.row.and_then(&rerank_explanation),
+                    rerank: rerank_explanation(r),
                     boost: r.boost,
                     links: match (links, &nodes) {
                         (Some(l), Some(n)) => l.scores_of(n[i]),

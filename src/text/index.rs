@@ -314,7 +314,8 @@ impl TextIndex {
     }
 }
 
-fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
+/// The manifest of the index in `data_dir`.
+pub fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
     let path = data_dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(

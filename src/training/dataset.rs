@@ -61,10 +61,14 @@ pub fn judged_windows(
         stats.queries += 1;
         stats.relevant_judged += q.grades.values().filter(|&&g| g >= 1).count();
         stats.unknown_documents += q.grades.keys().filter(|id| !known[*id]).count();
-        let crate::search::FeatureWindow {
-            candidates,
-            features,
-        } = engine.window(&searcher, &q.text, model, window, prf)?;
+        // A query of stop words retrieves nothing: an empty window.
+        let (candidates, features) = match engine.window(&searcher, &q.text, model, window, prf)? {
+            Some(w) => (w.candidates, w.features),
+            None => (
+                Vec::new(),
+                FeatureMatrix::empty(FeatureSet::current().len()),
+            ),
+        };
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let labels: Vec<i32> = ids
             .iter()
