@@ -142,8 +142,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// The search page, compiled into the binary so rankd serves it from anywhere.
+/// The search page, compiled into the binary so rankd serves it from anywhere. Its
+/// parameters make a search shareable as a link; the page reads them in the browser.
 #[utoipa::path(get, path = "/", tag = "search",
+    params(
+        ("q" = Option<String>, Query, description = "search at once for this text"),
+        ("model" = Option<String>, Query, description = "first-phase model to select"),
+        ("boost" = Option<String>, Query, description = "`pagerank` ticks the PageRank boost"),
+        ("rerank" = Option<bool>, Query, description = "`false` unticks reranking"),
+    ),
     responses((status = 200, description = "the search page", content_type = "text/html")))]
 async fn index_page() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("../../static/index.html"))

@@ -2,8 +2,8 @@
 //! document generated from the handlers lists each operation's parameters, and a request
 //! naming another one gets a 400 that names it, before its handler runs. The document is the
 //! single source of truth, so a parameter a handler reads but does not document is refused
-//! too (the API tests would show it). `/doc/{id}` ignores parameters (INTERFACE.md), and so do
-//! the pages: the search page `/` reads its own (`/?q=...`, a shareable search) in the browser.
+//! too (the API tests would show it). `/doc/{id}` ignores parameters (INTERFACE.md); the search
+//! page `/` documents the ones its script reads (`/?q=...`, a shareable search).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -50,9 +50,6 @@ impl Declared {
     }
 }
 
-/// Routes whose query string is not the server's to check: the web pages.
-const PAGES: &[&str] = &["/"];
-
 /// The middleware: refuses undeclared query parameters of documented routes.
 pub async fn refuse_unknown(declared: Arc<Declared>, request: Request, next: Next) -> Response {
     if let (Some(query), Some(route)) = (
@@ -63,8 +60,7 @@ pub async fn refuse_unknown(declared: Arc<Declared>, request: Request, next: Nex
             request.method().as_str().to_string(),
             route.as_str().to_string(),
         );
-        let page = PAGES.contains(&route.as_str());
-        if let Some(known) = declared.routes.get(&key).filter(|_| !page) {
+        if let Some(known) = declared.routes.get(&key) {
             for pair in query.split('&').filter(|p| !p.is_empty()) {
                 let raw = pair.split('=').next().unwrap_or("");
                 let name = match decode(raw, "query string") {
