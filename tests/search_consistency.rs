@@ -221,3 +221,54 @@ fn search_eval_and_admin_evaluate_rank_alike() {
         same(&hits, &runs[*qid], &format!("rerank {qid}"));
     }
 }
+
+/// A query the engine refuses (here: over Lucene's 1024-term limit) is reported and scored 0
+/// by `rankd eval`, not the end of the run; `--strict` stops at it, naming the query, as bad
+/// input (exit 2).
+#[test]
+fn eval_reports_a_query_it_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = topic_corpus(false);
+    let data = ingest(
+        dir.path(),
+        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let long: String = (0..1025).map(|i| format!("w{i} ")).collect();
+    std::fs::write(
+        dir.path().join("q.txt"),
+        format!("q1 vector basics\nq2 {long}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("qrels.txt"), "q1 0 d0 1\nq2 0 d1 1\n").unwrap();
+    let (runs, report) = eval(dir.path(), &data, &["--model", "bm25f"]);
+    assert_eq!(runs.keys().collect::<Vec<_>>(), ["q1"]);
+    assert_eq!(report["queries"], 2, "{report}");
+    let failed = report["failed_queries"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{report}");
+    assert_eq!(failed[0]["qid"], "q2");
+    assert!(
+        failed[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("1025 distinct terms"),
+        "{report}"
+    );
+    // q2 counts, with AP 0: the mean is half of q1's AP, which finds its document.
+    let map = report["map"].as_f64().unwrap();
+    assert!(map > 0.0 && map <= 0.5, "{report}");
+    let strict = std::process::Command::new(env!("CARGO_BIN_EXE_rankd"))
+        .args(["eval", "--strict", "--model", "bm25f", "--queries"])
+        .arg(dir.path().join("q.txt"))
+        .arg("--qrels")
+        .arg(dir.path().join("qrels.txt"))
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(strict.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        stderr.contains("query q2") && stderr.contains("1025"),
+        "{stderr}"
+    );
+}
