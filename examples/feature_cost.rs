@@ -78,7 +78,7 @@ fn main() -> anyhow::Result<()> {
                 set,
                 q,
                 &candidates,
-                features::Prf::Compute,
+                features::Extraction::full(features::Prf::Compute),
             )?;
             all.push(t.elapsed().as_secs_f64() * 1e3);
             let mut m = FeatureMatrix {

@@ -31,6 +31,9 @@ struct Args {
     /// A model file (default: the newest in the index's model directory).
     #[arg(long)]
     model: Option<PathBuf>,
+    /// Rerank windows to time (e.g. `--windows 100` alone, for a profile of the default).
+    #[arg(long, value_delimiter = ',', default_values_t = [100, 1000])]
+    windows: Vec<usize>,
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -75,27 +78,20 @@ fn main() -> anyhow::Result<()> {
         .filter(|l| !l.is_empty())
         .map(String::from)
         .collect();
-    // name → per-pass (p50, p99) in ms
-    let names = [
-        "first_phase_total",
-        "w100_total",
-        "w100_retrieve",
-        "w100_features",
-        "w100_rerank",
-        "w100_hits",
-        "w1000_total",
-        "w1000_retrieve",
-        "w1000_features",
-        "w1000_rerank",
-        "w1000_hits",
-        "first_phase_retrieve",
-        "w100_added",
-        "w1000_added",
+    // name → per-pass (p50, p99) in ms: the first phase's two, then six per window.
+    let mut names = vec![
+        "first_phase_total".to_string(),
+        "first_phase_retrieve".to_string(),
     ];
+    for w in &args.windows {
+        for part in ["total", "retrieve", "features", "rerank", "hits", "added"] {
+            names.push(format!("w{w}_{part}"));
+        }
+    }
     let mut per_pass: Vec<Vec<(f64, f64)>> = vec![Vec::new(); names.len()];
     // One warm-up pass over every configuration (postings, columns, snippet passages).
     for q in &queries {
-        for window in [100, 1000] {
+        for &window in &args.windows {
             let req = query(q, Ranking::Rerank { window }, Returns::ALL);
             engine.search(&req)?;
         }
@@ -113,8 +109,9 @@ fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             engine.search(&bare)?;
             let first_ms = t.elapsed().as_secs_f64() * 1e3;
-            samples[11].push(first_ms);
-            for (base, window, added) in [(1usize, 100usize, 12usize), (6, 1000, 13)] {
+            samples[1].push(first_ms);
+            for (i, &window) in args.windows.iter().enumerate() {
+                let base = 2 + 6 * i;
                 let req = query(q, Ranking::Rerank { window }, Returns::ALL);
                 let t = Instant::now();
                 let times: PhaseTimes = engine.search(&req)?.times;
@@ -123,7 +120,7 @@ fn main() -> anyhow::Result<()> {
                 samples[base + 2].push(times.features * 1e3);
                 samples[base + 3].push(times.rerank * 1e3);
                 samples[base + 4].push(times.hits * 1e3);
-                samples[added]
+                samples[base + 5]
                     .push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
             }
         }
@@ -134,7 +131,7 @@ fn main() -> anyhow::Result<()> {
     let mut out = serde_json::Map::new();
     for (i, name) in names.iter().enumerate() {
         out.insert(
-            name.to_string(),
+            name.clone(),
             json!({
                 "p50_ms": median(per_pass[i].iter().map(|p| p.0).collect()),
                 "p99_ms": median(per_pass[i].iter().map(|p| p.1).collect()),

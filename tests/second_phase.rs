@@ -126,7 +126,7 @@ fn reranked_pages_follow_the_model_scores() {
             FeatureSet::current(),
             q,
             &cands,
-            rankd::features::Prf::Skip,
+            rankd::features::Extraction::full(rankd::features::Prf::Skip),
         )
         .unwrap();
         let ids = rankd::features::candidate_ids(&searcher, &cands).unwrap();

@@ -513,7 +513,7 @@ fn reranker_text_features_match_the_oracle() {
             set,
             q,
             &candidates,
-            rankd::features::Prf::Compute,
+            rankd::features::Extraction::full(rankd::features::Prf::Compute),
         )
         .unwrap();
         let ids = rankd::features::candidate_ids(&searcher, &candidates).unwrap();
@@ -721,7 +721,7 @@ fn check_rm3(
             set,
             q,
             candidates,
-            rankd::features::Prf::Compute,
+            rankd::features::Extraction::full(rankd::features::Prf::Compute),
         )
         .unwrap();
         let rm = rm3_oracle(&oracle, q, &feedback);
@@ -921,4 +921,76 @@ fn pruned_top_k_equals_the_exhaustive_ranking() {
         }
     }
     assert!(pruned_pages > 200, "only {pruned_pages} pages could prune");
+}
+
+/// A BM25F first phase hands its scores to feature extraction as the `bm25f` feature
+/// (`Extraction::scores_are_bm25f`): the copied matrix equals the one that walks the postings
+/// again, bit for bit, over segments with deletions.
+#[test]
+fn bm25f_first_phase_scores_are_the_bm25f_feature() {
+    use rankd::features::{extract, FeatureSet};
+    let docs = corpus(23, 120);
+    let dir = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+    index.upsert(docs[..60].iter().cloned()).unwrap();
+    index.upsert(docs[60..].iter().cloned()).unwrap();
+    index
+        .delete(&[docs[3].id.clone(), docs[70].id.clone()])
+        .unwrap();
+    index.reader.reload().unwrap();
+    let searcher = index.reader.searcher();
+    let set = FeatureSet::current();
+    let col = set.get("bm25f").unwrap();
+    let mut nonzero = 0;
+    for q in [
+        "vector borrow",
+        "rust rust trait",
+        "graph",
+        "rank score index",
+    ] {
+        let bound = index
+            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .unwrap()
+            .unwrap();
+        let candidates: Vec<rankd::features::Candidate> = bound
+            .top(&searcher, 40, 0)
+            .unwrap()
+            .into_iter()
+            .map(|(score, address)| rankd::features::Candidate { address, score })
+            .collect();
+        let prf = rankd::features::Prf::Skip;
+        let walked = extract(
+            &index,
+            &searcher,
+            None,
+            set,
+            q,
+            &candidates,
+            rankd::features::Extraction::full(prf),
+        )
+        .unwrap();
+        let copied = extract(
+            &index,
+            &searcher,
+            None,
+            set,
+            q,
+            &candidates,
+            rankd::features::Extraction {
+                prf,
+                scores_are_bm25f: true,
+            },
+        )
+        .unwrap();
+        for row in 0..walked.rows {
+            assert_eq!(
+                walked.row(row)[col].to_bits(),
+                copied.row(row)[col].to_bits(),
+                "{q}: row {row}"
+            );
+            nonzero += usize::from(walked.row(row)[col] > 0.0);
+        }
+        assert_eq!(walked, copied, "{q}");
+    }
+    assert!(nonzero > 20);
 }

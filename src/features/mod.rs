@@ -73,6 +73,26 @@ pub enum Prf {
     Skip,
 }
 
+/// What [`extract`] computes and what it may take from the candidates instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extraction {
+    pub prf: Prf,
+    /// The candidates' scores are the `bm25f` feature itself (the first phase was BM25F,
+    /// which always reads its configured fields): the feature is copied from them instead of
+    /// walking every field's postings again, bit for bit the same value.
+    pub scores_are_bm25f: bool,
+}
+
+impl Extraction {
+    /// Computes everything but what `prf` skips.
+    pub fn full(prf: Prf) -> Self {
+        Extraction {
+            prf,
+            scores_are_bm25f: false,
+        }
+    }
+}
+
 pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
@@ -80,7 +100,7 @@ pub fn extract(
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
-    prf: Prf,
+    how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
     let mut m = FeatureMatrix {
         rows: candidates.len(),
@@ -103,10 +123,18 @@ pub fn extract(
         m.set(row, rank_col, (row + 1) as f32);
     }
     text::extract(index, searcher, set, q, candidates, &mut m)?;
-    if prf == Prf::Compute {
+    let bm25f_col = set.col("bm25f");
+    if how.scores_are_bm25f {
+        for (row, c) in candidates.iter().enumerate() {
+            m.set(row, bm25f_col, c.score);
+        }
+    } else {
+        text::bm25f(index, searcher, bm25f_col, q, candidates, &mut m)?;
+    }
+    if how.prf == Prf::Compute {
         prf::extract(index, searcher, set, q, candidates, &mut m)?;
     }
-    columns(searcher, set, candidates, now, &mut m)?;
+    columns(&*index.doc_columns(searcher)?, set, candidates, now, &mut m)?;
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let nodes = links.nodes_of(searcher, &docs)?;
@@ -130,7 +158,7 @@ pub fn candidate_ids(
 /// Features read from fast-field columns: URL shape (computed at indexing) and SPEC §1.8
 /// freshness, `exp(−ln 2 · age / half-life)` from `published_at` where it exists.
 fn columns(
-    searcher: &Searcher,
+    columns: &DocColumns,
     set: &FeatureSet,
     candidates: &[Candidate],
     now: i64,
@@ -143,21 +171,11 @@ fn columns(
         set.col("fresh.age_days"),
         set.col("fresh.decay"),
     );
-    let mut per_segment = Vec::new();
-    for r in searcher.segment_readers() {
-        let ff = r.fast_fields();
-        per_segment.push((
-            ff.u64("url_depth")?,
-            ff.u64("url_length")?,
-            ff.i64("published_at").ok(),
-        ));
-    }
     for (row, c) in candidates.iter().enumerate() {
-        let (depth, length, published) = &per_segment[c.address.segment_ord as usize];
-        let doc = c.address.doc_id;
-        m.set(row, depth_col, depth.first(doc).unwrap_or(0) as f32);
-        m.set(row, length_col, length.first(doc).unwrap_or(0) as f32);
-        if let Some(published) = published.as_ref().and_then(|p| p.first(doc)) {
+        let shape = columns.shape(c.address);
+        m.set(row, depth_col, shape.url_depth as f32);
+        m.set(row, length_col, shape.url_length as f32);
+        if let Some(published) = shape.published_at {
             let age_days = ((now - published).max(0) as f64) / 86_400.0;
             m.set(row, dated_col, 1.0);
             m.set(row, age_col, age_days as f32);

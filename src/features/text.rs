@@ -86,6 +86,7 @@ pub(super) fn extract(
                 let sub = DocMatch {
                     tf: &tf,
                     len: dm.len,
+                    norm_ids: dm.norm_ids,
                     positions: &[],
                 };
                 m.set(row, cols[k], model.score(&sub));
@@ -106,23 +107,24 @@ pub(super) fn extract(
             }
         })?;
     }
-    bm25f(index, searcher, set, q, &docs, m)
+    Ok(())
 }
 
-/// BM25F over its fields at once (SPEC §1.4), through the model's own batched scorer.
-fn bm25f(
+/// BM25F over its fields at once (SPEC §1.4), through the model's own batched scorer, into
+/// column `col`.
+pub(super) fn bm25f(
     index: &TextIndex,
     searcher: &Searcher,
-    set: &FeatureSet,
+    col: usize,
     q: &str,
-    docs: &[DocAddress],
+    candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
     let Some(bound) = index.bind(searcher, ModelKind::Bm25F, None, q)? else {
         return Ok(());
     };
-    let col = set.col("bm25f");
-    for (row, score) in bound.score_docs(searcher, docs)?.into_iter().enumerate() {
+    let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
+    for (row, score) in bound.score_docs(searcher, &docs)?.into_iter().enumerate() {
         m.set(row, col, score);
     }
     Ok(())

@@ -7,8 +7,8 @@
 //! [`SearchQuery`] and render the [`SearchResponse`]; the explanation is a typed value
 //! ([`Explanation`]) until it is serialised.
 //!
-//! Hits cost what they show: id, title and URL come from fast-field columns, the snippet from
-//! the encoded prose passages of `crate::text::snippet`; no stored document is read.
+//! Hits cost what they show: id, title, URL and the snippet's encoded prose passages come from
+//! one fast-field value per hit (`crate::text::columns`); no stored document is read.
 
 pub mod model;
 
@@ -23,7 +23,6 @@ use tantivy::{DocAddress, Score, Searcher, Term};
 use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
-use crate::text::columns::DocColumns;
 use crate::text::query::QueryTerms;
 use crate::text::search::{validate_window, BoundModel, SearchError};
 use crate::text::snippet::SnippetQuery;
@@ -409,7 +408,11 @@ impl Engine {
             Ranking::Rerank { .. } => {
                 let active = model.as_deref().expect("checked above");
                 let t = Instant::now();
-                let w = self.features(&searcher, links.as_deref(), &q.text, &top, active.prf())?;
+                let how = features::Extraction {
+                    prf: active.prf(),
+                    scores_are_bm25f: kind == ModelKind::Bm25F,
+                };
+                let w = self.features(&searcher, links.as_deref(), &q.text, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
@@ -506,7 +509,11 @@ impl Engine {
         };
         let top = bound.top(searcher, window, 0)?;
         let links = self.links.load_full();
-        self.features(searcher, links.as_deref(), text, &top, prf)
+        let how = features::Extraction {
+            prf,
+            scores_are_bm25f: kind == ModelKind::Bm25F,
+        };
+        self.features(searcher, links.as_deref(), text, &top, how)
             .map(Some)
     }
 
@@ -516,7 +523,7 @@ impl Engine {
         links: Option<&LinkData>,
         text: &str,
         top: &[(Score, DocAddress)],
-        prf: features::Prf,
+        how: features::Extraction,
     ) -> Result<FeatureWindow, SearchError> {
         let candidates: Vec<Candidate> = top
             .iter()
@@ -529,7 +536,7 @@ impl Engine {
             FeatureSet::current(),
             text,
             &candidates,
-            prf,
+            how,
         )?;
         Ok(FeatureWindow {
             candidates,
@@ -537,8 +544,8 @@ impl Engine {
         })
     }
 
-    /// Turns the page into hits: id, title and URL from the columns, the snippet from the
-    /// encoded passages, the explanation when asked.
+    /// Turns the page into hits: id, title, URL and snippet passages from one `hit` column
+    /// value each, the explanation when asked.
     fn hits(
         &self,
         searcher: &Searcher,
@@ -565,7 +572,6 @@ impl Engine {
             Some((
                 self.snippet_query(searcher, &q.text)?,
                 crate::text::schema::analyzer(index.config.field("body").analyzer),
-                Vec::new(),
             ))
         } else {
             None
@@ -577,17 +583,15 @@ impl Engine {
             }
             _ => None,
         };
-        let columns = DocColumns::new(searcher)?;
+        let columns = index.doc_columns(searcher)?;
         let mut hits = Vec::with_capacity(page.len());
+        let mut buf = Vec::new();
         for (i, r) in page.iter().enumerate() {
-            let head = columns.head(r.address)?;
-            let snippet = match &mut snippets {
-                Some((query, analyzer, buf)) => {
-                    columns.snippet(r.address, buf)?;
-                    Some(query.snippet(buf, analyzer).unwrap_or_default())
-                }
-                None => None,
-            };
+            let value = columns.hit(r.address, &mut buf)?;
+            let head = value.head();
+            let snippet = snippets.as_mut().map(|(query, analyzer)| {
+                query.snippet(value.passages, analyzer).unwrap_or_default()
+            });
             let explain = match &explainer {
                 Some(w) => Some(Explanation {
                     first_phase: w.explain(

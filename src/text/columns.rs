@@ -1,20 +1,69 @@
-//! A document's id, title and URL read from fast-field columns: what a hit and the reranker's
-//! URL features need, without decompressing the stored document (a Rust API page's stored
-//! body is up to a megabyte; reading whole documents cost 37% of a top-10 query).
+//! What a hit shows of its document — id, title, URL, snippet passages — and the reranker's
+//! URL and date features, read from fast-field columns without decompressing the stored
+//! document (a Rust API page's stored body is up to a megabyte; reading whole documents cost
+//! 37% of a top-10 query).
+//!
+//! A hit's id, title, URL and passages sit together in one value of the `hit` bytes column
+//! ([`encode_hit`]): reading a value of a string column decodes its dictionary block up to
+//! the value's ordinal — blocks of ~4 KB hold hundreds of ids or titles, ~30k instructions per
+//! read and three reads per hit, which were 10% of a default search — whereas a block of
+//! the `hit` column holds one or two values.
+//!
+//! Opening the columns parses each segment's column directory, which cost ~3% of a default
+//! search when done per query, so [`ColumnCache`] keeps the columns of the searcher last
+//! asked for (segments are immutable: a searcher with the same segments reads the same
+//! columns).
 
-use tantivy::columnar::{BytesColumn, StrColumn};
-use tantivy::{DocAddress, Searcher};
+use std::sync::{Arc, Mutex};
+
+use tantivy::columnar::{BytesColumn, Column};
+use tantivy::index::SegmentId;
+use tantivy::{DocAddress, Searcher, TantivyError};
 
 /// The columns of every segment of one searcher.
 pub struct DocColumns {
     segments: Vec<SegmentColumns>,
 }
 
+/// The [`DocColumns`] of the most recent searcher, keyed by its segments in order.
+#[derive(Default)]
+pub struct ColumnCache {
+    current: Mutex<Option<(Vec<SegmentId>, Arc<DocColumns>)>>,
+}
+
+impl ColumnCache {
+    /// The columns of `searcher`, opened only when its segments differ from the last ones.
+    pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
+        let key: Vec<SegmentId> = searcher
+            .segment_readers()
+            .iter()
+            .map(|r| r.segment_id())
+            .collect();
+        if let Some((k, columns)) = self.current.lock().expect("not poisoned").as_ref() {
+            if *k == key {
+                return Ok(columns.clone());
+            }
+        }
+        let columns = Arc::new(DocColumns::new(searcher)?);
+        *self.current.lock().expect("not poisoned") = Some((key, columns.clone()));
+        Ok(columns)
+    }
+}
+
 struct SegmentColumns {
-    id: Option<StrColumn>,
-    title: Option<StrColumn>,
-    url: Option<StrColumn>,
-    snippet: Option<BytesColumn>,
+    hit: Option<BytesColumn>,
+    url_depth: Column<u64>,
+    url_length: Column<u64>,
+    published_at: Option<Column<i64>>,
+}
+
+/// The URL shape and date of a document (reranker features).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct DocShape {
+    pub url_depth: u64,
+    pub url_length: u64,
+    /// Unix seconds, where the document has a date.
+    pub published_at: Option<i64>,
 }
 
 /// What a hit shows of its document.
@@ -25,6 +74,58 @@ pub struct DocHead {
     pub url: Option<String>,
 }
 
+/// The `hit` column's value of a document: its id, title and URL, each as a little-endian
+/// `u32` byte length and the UTF-8 text, then its encoded snippet passages
+/// (`crate::text::snippet::encode`).
+pub fn encode_hit(id: &str, title: &str, url: &str, passages: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + id.len() + title.len() + url.len() + passages.len());
+    for s in [id, title, url] {
+        out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    }
+    out.extend_from_slice(passages);
+    out
+}
+
+/// A decoded `hit` value, borrowing its bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HitValue<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    /// Empty for a document without a URL.
+    pub url: &'a str,
+    /// The encoded snippet passages.
+    pub passages: &'a [u8],
+}
+
+impl<'a> HitValue<'a> {
+    /// Decodes a value written by [`encode_hit`]; `None` when it is malformed.
+    pub fn parse(bytes: &'a [u8]) -> Option<Self> {
+        let mut rest = bytes;
+        let mut text = || -> Option<&'a str> {
+            let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+            let s = std::str::from_utf8(rest.get(4..4 + len)?).ok()?;
+            rest = &rest[4 + len..];
+            Some(s)
+        };
+        let (id, title, url) = (text()?, text()?, text()?);
+        Some(HitValue {
+            id,
+            title,
+            url,
+            passages: rest,
+        })
+    }
+
+    pub fn head(&self) -> DocHead {
+        DocHead {
+            id: self.id.to_string(),
+            title: self.title.to_string(),
+            url: (!self.url.is_empty()).then(|| self.url.to_string()),
+        }
+    }
+}
+
 impl DocColumns {
     pub fn new(searcher: &Searcher) -> tantivy::Result<Self> {
         let segments = searcher
@@ -33,45 +134,83 @@ impl DocColumns {
             .map(|r| {
                 let ff = r.fast_fields();
                 Ok(SegmentColumns {
-                    id: ff.str("id")?,
-                    title: ff.str("title")?,
-                    url: ff.str("url")?,
-                    snippet: ff.bytes("snippet")?,
+                    hit: ff.bytes("hit")?,
+                    url_depth: ff.u64("url_depth")?,
+                    url_length: ff.u64("url_length")?,
+                    published_at: ff.i64("published_at").ok(),
                 })
             })
             .collect::<tantivy::Result<_>>()?;
         Ok(DocColumns { segments })
     }
 
-    pub fn head(&self, address: DocAddress) -> tantivy::Result<DocHead> {
+    /// Reads the `hit` value of a document into `buf` (cleared first) and decodes it.
+    pub fn hit<'b>(
+        &self,
+        address: DocAddress,
+        buf: &'b mut Vec<u8>,
+    ) -> tantivy::Result<HitValue<'b>> {
+        buf.clear();
         let s = &self.segments[address.segment_ord as usize];
-        let read = |column: &Option<StrColumn>| -> tantivy::Result<String> {
-            let mut out = String::new();
-            if let Some(c) = column {
-                if let Some(ord) = c.term_ords(address.doc_id).next() {
-                    c.ord_to_str(ord, &mut out)?;
-                }
-            }
-            Ok(out)
+        let found = match &s.hit {
+            Some(c) => match c.term_ords(address.doc_id).next() {
+                Some(ord) => c.ord_to_bytes(ord, buf)?,
+                None => false,
+            },
+            None => false,
         };
-        let url = read(&s.url)?;
-        Ok(DocHead {
-            id: read(&s.id)?,
-            title: read(&s.title)?,
-            url: (!url.is_empty()).then_some(url),
+        if !found {
+            return Err(TantivyError::InternalError(format!(
+                "document {address:?} has no `hit` value"
+            )));
+        }
+        HitValue::parse(buf).ok_or_else(|| {
+            TantivyError::DataCorruption(tantivy::error::DataCorruption::comment_only(format!(
+                "document {address:?}: malformed `hit` value"
+            )))
         })
     }
 
-    /// The encoded snippet passages of a document (`crate::text::snippet`) into `out`
-    /// (cleared first; left empty for a document without any).
-    pub fn snippet(&self, address: DocAddress, out: &mut Vec<u8>) -> tantivy::Result<()> {
-        out.clear();
+    /// The id, title and URL of a document.
+    pub fn head(&self, address: DocAddress) -> tantivy::Result<DocHead> {
+        let mut buf = Vec::new();
+        Ok(self.hit(address, &mut buf)?.head())
+    }
+
+    pub fn shape(&self, address: DocAddress) -> DocShape {
         let s = &self.segments[address.segment_ord as usize];
-        if let Some(c) = &s.snippet {
-            if let Some(ord) = c.term_ords(address.doc_id).next() {
-                c.ord_to_bytes(ord, out)?;
-            }
+        let doc = address.doc_id;
+        DocShape {
+            url_depth: s.url_depth.first(doc).unwrap_or(0),
+            url_length: s.url_length.first(doc).unwrap_or(0),
+            published_at: s.published_at.as_ref().and_then(|p| p.first(doc)),
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hit_values_round_trip_and_malformed_ones_are_refused() {
+        let passages = [1u8, 2, 3, 0, 255];
+        let v = encode_hit("std/vec/struct.Vec.html", "Vec in std::vec", "", &passages);
+        let hit = HitValue::parse(&v).unwrap();
+        assert_eq!(hit.id, "std/vec/struct.Vec.html");
+        assert_eq!(hit.title, "Vec in std::vec");
+        assert_eq!(hit.head().url, None);
+        assert_eq!(hit.passages, &passages);
+        let v = encode_hit("a", "", "https://x.org/é", &[]);
+        let hit = HitValue::parse(&v).unwrap();
+        assert_eq!(hit.head().url.as_deref(), Some("https://x.org/é"));
+        assert!(hit.passages.is_empty());
+        // Truncated anywhere inside the three strings, or not UTF-8: refused.
+        for cut in 0..v.len() {
+            assert!(HitValue::parse(&v[..cut]).is_none(), "cut at {cut}");
+        }
+        let mut bad = encode_hit("a", "b", "c", &[]);
+        bad[4] = 0xff;
+        assert!(HitValue::parse(&bad).is_none());
     }
 }

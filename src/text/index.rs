@@ -14,19 +14,22 @@
 //! and the free space as they were and the next write can succeed.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{OwnedValue, Value};
 use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+use super::columns::{ColumnCache, DocColumns};
 use super::config::IndexConfig;
 use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
-/// Bumped whenever the schema or the meaning of a stored field changes.
-pub const INDEX_FORMAT: u32 = 3;
+/// Bumped whenever the schema or the meaning of a stored field changes (4: the `hit` column
+/// replaced `snippet`).
+pub const INDEX_FORMAT: u32 = 4;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -50,6 +53,7 @@ pub struct TextIndex {
     pub reader: IndexReader,
     pub fields: Fields,
     pub config: IndexConfig,
+    columns: ColumnCache,
 }
 
 impl TextIndex {
@@ -124,7 +128,14 @@ impl TextIndex {
             reader,
             fields,
             config,
+            columns: ColumnCache::default(),
         })
+    }
+
+    /// The fast-field columns hits are built from, for `searcher` (cached while its segments
+    /// stay the same).
+    pub fn doc_columns(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
+        self.columns.get(searcher)
     }
 
     pub fn num_docs(&self) -> u64 {
@@ -264,7 +275,11 @@ impl TextIndex {
         } else {
             &doc.prose
         };
-        t.add_bytes(f.snippet, &super::snippet::encode(prose, prose_analyzer));
+        let passages = super::snippet::encode(prose, prose_analyzer);
+        t.add_bytes(
+            f.hit,
+            &super::columns::encode_hit(&doc.id, &doc.title, url, &passages),
+        );
         t.add_u64(f.url_depth, super::schema::url_depth(url) as u64);
         t.add_u64(f.url_length, url.chars().count() as u64);
         if let Some(ts) = doc.published_at {

@@ -26,8 +26,9 @@ pub struct Fields {
     pub url_depth: Field,
     pub url_length: Field,
     pub extra: Field,
-    /// Encoded snippet passages (`crate::text::snippet`), a fast bytes column.
-    pub snippet: Field,
+    /// What a hit shows of the document, encoded by `crate::text::columns::encode_hit`: id,
+    /// title, URL and snippet passages, a fast bytes column.
+    pub hit: Field,
 }
 
 impl Fields {
@@ -77,7 +78,7 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let url_depth = b.add_u64_field("url_depth", FAST);
     let url_length = b.add_u64_field("url_length", FAST);
     let extra = b.add_json_field("extra", STORED);
-    let snippet = b.add_bytes_field("snippet", FAST);
+    let hit = b.add_bytes_field("hit", FAST);
     let fields = Fields {
         id,
         title,
@@ -91,7 +92,7 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         url_depth,
         url_length,
         extra,
-        snippet,
+        hit,
     };
     (b.build(), fields)
 }

@@ -100,6 +100,7 @@ impl ModelQuery {
             doc: TERMINATED,
             tf: vec![0; n_terms * n_fields],
             len: vec![0; n_fields],
+            norm_ids: vec![0; n_fields],
             positions: vec![
                 Vec::new();
                 if self.model.needs_positions() {
@@ -192,6 +193,7 @@ pub struct ModelScorer {
     doc: DocId,
     tf: Vec<u32>,
     len: Vec<u32>,
+    norm_ids: Vec<u8>,
     positions: Vec<Vec<u32>>,
     /// Multiplier tantivy may ask for (a boosted clause); 1 otherwise.
     boost: Score,
@@ -228,7 +230,9 @@ impl ModelScorer {
             }
         }
         for (u, norms) in self.fieldnorms.iter().enumerate() {
-            self.len[u] = norms.fieldnorm(doc);
+            let id = norms.fieldnorm_id(doc);
+            self.norm_ids[u] = id;
+            self.len[u] = FieldNormReader::id_to_fieldnorm(id);
         }
     }
 
@@ -236,6 +240,7 @@ impl ModelScorer {
         DocMatch {
             tf: &self.tf,
             len: &self.len,
+            norm_ids: &self.norm_ids,
             positions: &self.positions,
         }
     }

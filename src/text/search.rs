@@ -48,6 +48,9 @@ pub struct BoundModel {
     pub query: ModelQuery,
     /// tantivy's own BM25 query when it computes exactly this model (block-max WAND).
     native: Option<Box<dyn Query>>,
+    /// A single field whose postings hold the model's match set (see [`TextIndex::bind`]),
+    /// counted instead of every (term, field) pair.
+    count_field: Option<Field>,
 }
 
 impl TextIndex {
@@ -64,6 +67,25 @@ impl TextIndex {
                 })
             })
             .collect()
+    }
+
+    /// Whether the BM25F `parts` are exactly the fields `all` concatenates, each analysed as
+    /// `all` is: then a document holds a query term in some part if and only if it holds
+    /// it in `all` (each part's text is indexed into `all` as a separate value, so its
+    /// tokens are the same), and BM25F's match set can be counted on `all` alone — one
+    /// postings list per term instead of one per (term, part).
+    fn parts_make_all(&self, parts: &[Bm25fField]) -> bool {
+        let all = self.config.field("all").analyzer;
+        super::config::TEXT_FIELDS
+            .iter()
+            .filter(|&&name| name != "all")
+            .all(|&name| {
+                self.config.field(name).analyzer == all
+                    && parts
+                        .iter()
+                        .any(|p| Some(p.field) == self.fields.text(name))
+            })
+            && parts.len() == super::config::TEXT_FIELDS.len() - 1
     }
 
     /// The field a single-field model ranks by.
@@ -104,6 +126,7 @@ impl TextIndex {
         let m = &self.config.models;
         let Bm25Params { k1, b } = fc.bm25;
         let mut native = None;
+        let mut count_field = None;
         let model: Arc<dyn TextModel> = match kind {
             ModelKind::TfIdf => Arc::new(TfIdf::new(&stats, field, t)?),
             ModelKind::Bm25 => {
@@ -114,6 +137,9 @@ impl TextIndex {
             }
             ModelKind::Bm25F => {
                 let parts = self.bm25f_parts();
+                if self.parts_make_all(&parts) {
+                    count_field = Some(self.fields.all);
+                }
                 Arc::new(Bm25F::new(&stats, &parts, self.fields.all, t, m.bm25f.k1)?)
             }
             ModelKind::F2Exp => Arc::new(F2Exp::new(&stats, field, t, m.f2exp.k, m.f2exp.s)?),
@@ -133,6 +159,7 @@ impl TextIndex {
             kind,
             query: ModelQuery::new(model),
             native,
+            count_field,
         }))
     }
 }
@@ -160,12 +187,20 @@ impl BoundModel {
     /// counted on tantivy's fast union without scoring.
     pub fn count(&self, searcher: &Searcher) -> tantivy::Result<usize> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        self.query.query_terms(&mut |term, _| {
+        let mut add = |term: Term| {
             clauses.push((
                 Occur::Should,
-                Box::new(TermQuery::new(term.clone(), IndexRecordOption::Basic)),
-            ));
-        });
+                Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
+            ))
+        };
+        match self.count_field {
+            Some(field) => {
+                for t in self.model().terms() {
+                    add(Term::from_field_text(field, t));
+                }
+            }
+            None => self.query.query_terms(&mut |term, _| add(term.clone())),
+        }
         BooleanQuery::new(clauses).count(searcher)
     }
 

@@ -7,8 +7,8 @@
 //! sources) is cut into passages of at most [`PASSAGE_CHARS`] characters at sentence or word
 //! boundaries, at most [`SOURCE_BYTES`] of them are kept, and each passage gets a 64-bit
 //! signature: one bit per analysed term (SPEC §1.1's analysis, so stems match the query's).
-//! The encoded passages live in a fast bytes column (`snippet`), read per hit without touching
-//! the stored document.
+//! The encoded passages end each document's value of the fast bytes column `hit`
+//! (`crate::text::columns`), read per hit without touching the stored document.
 //!
 //! At query time the best passage is the one whose signature covers the most query weight
 //! (rarer terms weigh more, as in tantivy's `SnippetGenerator`: `1 / (1 + df)`), earliest on

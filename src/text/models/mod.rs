@@ -18,6 +18,8 @@ mod lm;
 pub mod proximity;
 mod tfidf;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::str::FromStr;
 
 use tantivy::query::Explanation;
@@ -38,6 +40,9 @@ pub struct DocMatch<'a> {
     pub tf: &'a [u32],
     /// Quantised length of each of the model's fields.
     pub len: &'a [u32],
+    /// tantivy's one-byte code of each of those lengths (`len[u]` is its decoded value), for
+    /// models that tabulate their length normalisation per code.
+    pub norm_ids: &'a [u8],
     /// Positions of each query term in the model's first field (only for models that ask).
     pub positions: &'a [Vec<u32>],
 }
@@ -137,13 +142,26 @@ impl std::fmt::Display for ModelKind {
 
 /// Collection statistics for one searcher, in the conventions of tantivy's BM25: document
 /// counts include deleted documents not yet merged away, as `df` does.
+///
+/// Built once per query and shared by every model of that query, it remembers what it has
+/// looked up: feature extraction builds four models per field over the same terms, and
+/// repeating their term-dictionary lookups (and the collection-frequency walks) cost ~5% of
+/// a default search.
 pub struct Stats<'a> {
     searcher: &'a Searcher,
+    df: RefCell<HashMap<Term, u64>>,
+    cf: RefCell<HashMap<Term, u64>>,
+    total_tokens: RefCell<HashMap<Field, u64>>,
 }
 
 impl<'a> Stats<'a> {
     pub fn new(searcher: &'a Searcher) -> Self {
-        Stats { searcher }
+        Stats {
+            searcher,
+            df: RefCell::default(),
+            cf: RefCell::default(),
+            total_tokens: RefCell::default(),
+        }
     }
 
     /// N.
@@ -157,10 +175,14 @@ impl<'a> Stats<'a> {
 
     /// |C| for one field: the total number of tokens.
     pub fn total_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        if let Some(&total) = self.total_tokens.borrow().get(&field) {
+            return Ok(total);
+        }
         let mut total = 0;
         for r in self.searcher.segment_readers() {
             total += r.inverted_index(field)?.total_num_tokens();
         }
+        self.total_tokens.borrow_mut().insert(field, total);
         Ok(total)
     }
 
@@ -175,27 +197,36 @@ impl<'a> Stats<'a> {
     }
 
     pub fn df(&self, field: Field, term: &str) -> tantivy::Result<u64> {
-        self.searcher.doc_freq(&Term::from_field_text(field, term))
+        let term = Term::from_field_text(field, term);
+        if let Some(&df) = self.df.borrow().get(&term) {
+            return Ok(df);
+        }
+        let df = self.searcher.doc_freq(&term)?;
+        self.df.borrow_mut().insert(term, df);
+        Ok(df)
     }
 
     /// cf(t): occurrences of the term in the field over the collection. tantivy keeps no
-    /// collection frequency, so this walks the term's postings once.
+    /// collection frequency, so this sums the term's frequency blocks once (128 decoded
+    /// frequencies at a time, without stepping document by document).
     pub fn cf(&self, field: Field, term: &str) -> tantivy::Result<u64> {
-        use tantivy::postings::Postings;
-        use tantivy::DocSet;
         let term = Term::from_field_text(field, term);
+        if let Some(&cf) = self.cf.borrow().get(&term) {
+            return Ok(cf);
+        }
         let mut cf = 0u64;
         for r in self.searcher.segment_readers() {
             let inverted = r.inverted_index(field)?;
-            if let Some(mut postings) =
-                inverted.read_postings(&term, IndexRecordOption::WithFreqs)?
+            if let Some(mut block) =
+                inverted.read_block_postings(&term, IndexRecordOption::WithFreqs)?
             {
-                while postings.doc() != tantivy::TERMINATED {
-                    cf += u64::from(postings.term_freq());
-                    postings.advance();
+                while !block.docs().is_empty() {
+                    cf += block.freqs().iter().map(|&f| u64::from(f)).sum::<u64>();
+                    block.advance();
                 }
             }
         }
+        self.cf.borrow_mut().insert(term, cf);
         Ok(cf)
     }
 }

@@ -24,16 +24,12 @@ pub struct Proximity {
 
 /// Computes the measures. `positions[t]` are the sorted positions of term `t`;
 /// `doc_len` is the length used when MinDist is undefined.
+///
+/// Every occurrence is visited once in position order: a long page holds thousands of
+/// occurrences of a query's terms, and this runs for every candidate of a reranking window.
 pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
-    // All occurrences, tagged with their term, in position order.
-    let mut occ: Vec<(u32, usize)> = positions
-        .iter()
-        .enumerate()
-        .flat_map(|(t, ps)| ps.iter().map(move |&p| (p, t)))
-        .collect();
-    occ.sort_unstable();
     let matched = positions.iter().filter(|p| !p.is_empty()).count();
-    if occ.is_empty() {
+    if matched == 0 {
         return Proximity {
             min_dist: doc_len,
             span: 0,
@@ -41,14 +37,19 @@ pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
             matched: 0,
         };
     }
-    let span = occ[occ.len() - 1].0 - occ[0].0 + 1;
+    let occ = merged(positions);
+    let (pos, term) = (
+        |o: u64| (o >> 32) as u32,
+        |o: u64| (o & 0xffff_ffff) as usize,
+    );
+    let span = pos(occ[occ.len() - 1]) - pos(occ[0]) + 1;
     // Adjacent occurrences of different terms realise the minimum distance.
     let min_dist = if matched < 2 {
         doc_len
     } else {
         occ.windows(2)
-            .filter(|w| w[0].1 != w[1].1)
-            .map(|w| w[1].0 - w[0].0)
+            .filter(|w| term(w[0]) != term(w[1]))
+            .map(|w| pos(w[1]) - pos(w[0]))
             .min()
             .unwrap_or(doc_len)
     };
@@ -56,15 +57,15 @@ pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
     let mut count = vec![0u32; positions.len()];
     let (mut covered, mut left) = (0usize, 0usize);
     let mut min_cover = u32::MAX;
-    for right in 0..occ.len() {
-        let t = occ[right].1;
+    for &o in &occ {
+        let t = term(o);
         count[t] += 1;
         if count[t] == 1 {
             covered += 1;
         }
         while covered == matched {
-            min_cover = min_cover.min(occ[right].0 - occ[left].0 + 1);
-            let lt = occ[left].1;
+            min_cover = min_cover.min(pos(o) - pos(occ[left]) + 1);
+            let lt = term(occ[left]);
             count[lt] -= 1;
             if count[lt] == 0 {
                 covered -= 1;
@@ -78,6 +79,39 @@ pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
         min_cover,
         matched: matched as u32,
     }
+}
+
+/// Every occurrence as `position << 32 | term`, in (position, term) order: a k-way merge of
+/// the sorted per-term lists for the few terms of a usual query, a sort for many.
+fn merged(positions: &[Vec<u32>]) -> Vec<u64> {
+    const MERGE_UP_TO: usize = 8;
+    let total = positions.iter().map(Vec::len).sum();
+    let mut occ = Vec::with_capacity(total);
+    let tag = |p: u32, t: usize| (u64::from(p) << 32) | t as u64;
+    if positions.len() > MERGE_UP_TO {
+        for (t, ps) in positions.iter().enumerate() {
+            occ.extend(ps.iter().map(|&p| tag(p, t)));
+        }
+        occ.sort_unstable();
+        return occ;
+    }
+    let mut heads = [0usize; MERGE_UP_TO];
+    for _ in 0..total {
+        let mut best = u64::MAX;
+        let mut best_t = 0;
+        for (t, ps) in positions.iter().enumerate() {
+            if let Some(&p) = ps.get(heads[t]) {
+                let o = tag(p, t);
+                if o < best {
+                    best = o;
+                    best_t = t;
+                }
+            }
+        }
+        heads[best_t] += 1;
+        occ.push(best);
+    }
+    occ
 }
 
 /// π(q,d) = ln(α + exp(−MinDist)).
@@ -170,7 +204,7 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         for _ in 0..500 {
-            let terms = rng.random_range(1..4);
+            let terms = rng.random_range(1..12);
             let positions: Vec<Vec<u32>> = (0..terms)
                 .map(|_| {
                     let mut v: Vec<u32> = (0..rng.random_range(0..4))
@@ -213,7 +247,11 @@ mod tests {
                 assert_eq!(got.min_cover, 0);
             } else {
                 assert_eq!(got.min_cover, best_cover, "{positions:?}");
+                let all: Vec<u32> = positions.iter().flatten().copied().collect();
+                let span = all.iter().max().unwrap() - all.iter().min().unwrap() + 1;
+                assert_eq!(got.span, span, "{positions:?}");
             }
+            assert_eq!(got.matched as usize, matched.len());
             let expected_dist = if matched.len() < 2 { 30 } else { best_dist };
             assert_eq!(got.min_dist, expected_dist, "{positions:?}");
         }
