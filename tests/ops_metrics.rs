@@ -238,6 +238,64 @@ fn openapi_lists_public_and_admin_routes() {
     }
     assert!(paths["/admin/jobs"]["get"]["security"].is_array());
     assert!(paths["/search"]["get"].get("security").is_none());
+    // Responses with a documented schema, down to the listed items' fields.
+    let schemas = &doc.body["components"]["schemas"];
+    for (path, schema, list, item_fields) in [
+        (
+            "/search",
+            "SearchResponse",
+            "hits",
+            &["rank", "id", "score"][..],
+        ),
+        ("/similar", "SimilarResponse", "hits", &["id"][..]),
+        ("/doc/{id}", "DocResponse", "", &[][..]),
+        (
+            "/admin/jobs",
+            "JobList",
+            "jobs",
+            &["id", "kind", "status", "seconds"][..],
+        ),
+        (
+            "/admin/judgments",
+            "JudgmentList",
+            "judgments",
+            &["query_id", "doc_id", "grade"][..],
+        ),
+        (
+            "/admin/reservations",
+            "ReservationList",
+            "reservations",
+            &["batch_id", "pos"][..],
+        ),
+        (
+            "/admin/seeds",
+            "SeedList",
+            "seeds",
+            &["doc_id", "added_at"][..],
+        ),
+    ] {
+        let reference = &paths[path]["get"]["responses"]["200"]["content"]["application/json"]
+            ["schema"]["$ref"];
+        assert_eq!(
+            reference.as_str(),
+            Some(format!("#/components/schemas/{schema}").as_str()),
+            "{path}"
+        );
+        if list.is_empty() {
+            continue;
+        }
+        let items = &schemas[schema]["properties"][list]["items"]["$ref"];
+        let item = items
+            .as_str()
+            .unwrap_or_else(|| panic!("{path}: {list} items"));
+        let item = &schemas[item.trim_start_matches("#/components/schemas/")];
+        for field in item_fields {
+            assert!(
+                item["properties"].get(*field).is_some(),
+                "{path}: {field} missing from {item}"
+            );
+        }
+    }
     assert_eq!(
         doc.body["components"]["securitySchemes"]["bearer"]["scheme"],
         "bearer"

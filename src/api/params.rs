@@ -73,7 +73,7 @@ pub(super) fn decode(s: &str, what: &str) -> Result<String, ApiError> {
 /// A typed query string: `T` is deserialised (serde, with `serde_path_to_error` naming the
 /// parameter) after [`Params::parse`] has refused unknown, repeated and non-UTF-8 parameters
 /// with its precise messages. `T` lists its parameter names in [`QueryParams::NAMES`] (a test
-/// per type checks the list against serde's view of it).
+/// checks each type's list against the parameters its OpenAPI derive documents).
 pub struct Query<T>(pub T);
 
 /// A query-string type: serde's `Deserialize` with `deny_unknown_fields`, and its names.
@@ -183,5 +183,28 @@ mod tests {
         assert!(err("q=x&explain=yes")
             .1
             .starts_with("parameter `explain` = \"yes\""));
+    }
+
+    /// `NAMES` of every typed query string equals the parameters its `IntoParams` derive
+    /// puts in the OpenAPI document (the same struct fields serde reads): a field added to one
+    /// and not the other is refused by `Params::parse` or by the strict check.
+    #[test]
+    fn every_query_type_names_its_documented_parameters() {
+        fn check<T: QueryParams + utoipa::IntoParams>() {
+            let mut documented: Vec<String> = T::into_params(|| None)
+                .into_iter()
+                .map(|p| p.name)
+                .collect();
+            let mut names: Vec<String> = T::NAMES.iter().map(|n| n.to_string()).collect();
+            documented.sort();
+            names.sort();
+            assert_eq!(names, documented, "{}", std::any::type_name::<T>());
+        }
+        check::<crate::api::search::SearchParams>();
+        check::<crate::api::search::SimilarParams>();
+        check::<crate::api::admin::jobs::JobsParams>();
+        check::<crate::api::admin::judgments::JudgmentsParams>();
+        check::<crate::api::admin::judgments::QrelsParams>();
+        check::<crate::api::admin::labels::ReservationsParams>();
     }
 }

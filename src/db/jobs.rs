@@ -3,7 +3,7 @@
 //! only reads and writes rows, each state change in one conditional `UPDATE` so two requests
 //! racing (a cancel and the job finishing, two cancels) cannot both win.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::Row;
 
 use super::{now_ms, rfc3339, Db};
@@ -99,27 +99,58 @@ pub struct Job {
     pub finished_at: Option<i64>,
 }
 
+/// A job as the admin API shows it (`GET /admin/jobs`, `GET /admin/jobs/{id}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct JobView {
+    pub id: i64,
+    /// train, graph or eval
+    pub kind: String,
+    /// the parameters the job was started with
+    #[schema(value_type = Object)]
+    pub params: Value,
+    /// queued, running, succeeded, failed or cancelled
+    pub status: String,
+    /// 0..=1
+    pub progress: f64,
+    pub message: String,
+    pub cancel_requested: bool,
+    /// what a succeeded job produced (per kind)
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    /// RFC 3339
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// run time of a finished job
+    pub seconds: Option<f64>,
+}
+
 impl Job {
-    pub fn to_json(&self) -> Value {
+    pub fn view(&self) -> JobView {
         let seconds = match (self.started_at, self.finished_at) {
             (Some(s), Some(f)) => Some((f - s) as f64 / 1e3),
             _ => None,
         };
-        json!({
-            "id": self.id,
-            "kind": self.kind.as_str(),
-            "params": self.params,
-            "status": self.status.as_str(),
-            "progress": self.progress,
-            "message": self.message,
-            "cancel_requested": self.cancel_requested,
-            "result": self.result,
-            "error": self.error,
-            "created_at": rfc3339(self.created_at),
-            "started_at": self.started_at.map(rfc3339),
-            "finished_at": self.finished_at.map(rfc3339),
-            "seconds": seconds,
-        })
+        JobView {
+            id: self.id,
+            kind: self.kind.as_str().to_string(),
+            params: self.params.clone(),
+            status: self.status.as_str().to_string(),
+            progress: self.progress,
+            message: self.message.clone(),
+            cancel_requested: self.cancel_requested,
+            result: self.result.clone(),
+            error: self.error.clone(),
+            created_at: rfc3339(self.created_at),
+            started_at: self.started_at.map(rfc3339),
+            finished_at: self.finished_at.map(rfc3339),
+            seconds,
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.view()).expect("a job view serialises")
     }
 }
 

@@ -2,7 +2,6 @@
 //! lives in its own table (`queries`) and may arrive before or after its judgments; evaluation
 //! runs the queries that have both.
 
-use serde_json::{json, Value};
 use sqlx::Row;
 
 use super::{now_ms, rfc3339, Db};
@@ -25,17 +24,31 @@ pub struct StoredJudgment {
     pub created_at: i64,
 }
 
+/// A judgment as `GET /admin/judgments` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct JudgmentView {
+    pub query_id: String,
+    /// the query's text, when known
+    pub query: Option<String>,
+    pub doc_id: String,
+    pub grade: i32,
+    /// who judged: `api`, `qrels`, a labeller's name, ...
+    pub source: String,
+    /// RFC 3339
+    pub created_at: String,
+}
+
 impl StoredJudgment {
-    pub fn to_json(&self) -> Value {
+    pub fn view(&self) -> JudgmentView {
         let j = &self.judgment;
-        json!({
-            "query_id": j.query_id,
-            "query": self.query,
-            "doc_id": j.doc_id,
-            "grade": j.grade,
-            "source": j.source,
-            "created_at": rfc3339(self.created_at),
-        })
+        JudgmentView {
+            query_id: j.query_id.clone(),
+            query: self.query.clone(),
+            doc_id: j.doc_id.clone(),
+            grade: j.grade,
+            source: j.source.clone(),
+            created_at: rfc3339(self.created_at),
+        }
     }
 }
 

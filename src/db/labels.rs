@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::Row;
 
 use super::{now_ms, rfc3339, Db};
@@ -43,17 +43,32 @@ pub struct Reservation {
     pub expires_at: i64,
 }
 
+/// A reservation as `GET /admin/reservations` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ReservationView {
+    pub query_id: String,
+    pub doc_id: String,
+    pub batch_id: String,
+    /// position in its batch
+    pub pos: i64,
+    pub assessor: String,
+    /// RFC 3339
+    pub reserved_at: String,
+    /// RFC 3339
+    pub expires_at: String,
+}
+
 impl Reservation {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "query_id": self.query_id,
-            "doc_id": self.doc_id,
-            "batch_id": self.batch_id,
-            "pos": self.position,
-            "assessor": self.reserved_by,
-            "reserved_at": rfc3339(self.reserved_at),
-            "expires_at": rfc3339(self.expires_at),
-        })
+    pub fn view(&self) -> ReservationView {
+        ReservationView {
+            query_id: self.query_id.clone(),
+            doc_id: self.doc_id.clone(),
+            batch_id: self.batch_id.clone(),
+            pos: self.position,
+            assessor: self.reserved_by.clone(),
+            reserved_at: rfc3339(self.reserved_at),
+            expires_at: rfc3339(self.expires_at),
+        }
     }
 }
 

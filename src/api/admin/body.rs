@@ -60,9 +60,8 @@ pub fn id(field: &str, value: &str) -> Result<String, ApiError> {
 }
 
 /// `limit` (1..=1000, default 100) and `offset` (default 0) of a listing.
-pub fn page(p: &crate::api::params::Params) -> Result<(i64, i64), ApiError> {
-    let limit: i64 = p.parsed("limit", 100)?;
-    let offset: i64 = p.parsed("offset", 0)?;
+pub fn page(limit: Option<i64>, offset: Option<i64>) -> Result<(i64, i64), ApiError> {
+    let (limit, offset) = (limit.unwrap_or(100), offset.unwrap_or(0));
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad_request(
             "limit",

@@ -3,16 +3,17 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::graph;
-use crate::api::params::Params;
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
+use crate::db::jobs::{Job, JobView};
 use crate::db::{CancelOutcome, JobKind, JobStatus};
 
 /// A job id from the path: a positive integer.
@@ -29,17 +30,38 @@ pub fn create_error(e: CreateError) -> ApiError {
     }
 }
 
+/// `GET /admin/jobs`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct JobsParams {
+    /// train, graph or eval
+    kind: Option<String>,
+    /// queued, running, succeeded, failed or cancelled
+    status: Option<String>,
+    /// 1..=1000, default 100
+    limit: Option<i64>,
+    /// default 0
+    offset: Option<i64>,
+}
+
+impl QueryParams for JobsParams {
+    const NAMES: &'static [&'static str] = &["kind", "status", "limit", "offset"];
+}
+
+/// A page of jobs and how many match in all.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct JobList {
+    pub total: i64,
+    pub jobs: Vec<JobView>,
+}
+
 /// Lists jobs, newest first.
 #[utoipa::path(
     get, path = "/jobs", tag = "admin",
-    params(
-        ("kind" = Option<String>, Query, description = "train, graph or eval"),
-        ("status" = Option<String>, Query, description = "queued, running, succeeded, failed or cancelled"),
-        ("limit" = Option<i64>, Query, description = "1..=1000, default 100"),
-        ("offset" = Option<i64>, Query, description = "default 0"),
-    ),
+    params(JobsParams),
     responses(
-        (status = 200, description = "`{\"total\":N,\"jobs\":[..]}`"),
+        (status = 200, description = "a page of jobs", body = JobList),
         (status = 400, description = "bad parameter (named)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -47,19 +69,18 @@ pub fn create_error(e: CreateError) -> ApiError {
 )]
 pub async fn list(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(raw.as_deref(), &["kind", "status", "limit", "offset"])?;
-    let (limit, offset) = body::page(&p)?;
+    Query(p): Query<JobsParams>,
+) -> Result<Json<JobList>, ApiError> {
+    let (limit, offset) = body::page(p.limit, p.offset)?;
     let kind = p
-        .str("kind")
+        .kind
         .map(|k| {
             k.parse::<JobKind>()
                 .map_err(|e| ApiError::bad_request("kind", e))
         })
         .transpose()?;
     let status = p
-        .str("status")
+        .status
         .map(|s| {
             s.parse::<JobStatus>()
                 .map_err(|e| ApiError::bad_request("status", e))
@@ -71,8 +92,10 @@ pub async fn list(
         .jobs(kind, status, limit, offset)
         .await
         .map_err(ApiError::internal)?;
-    let jobs: Vec<Value> = jobs.iter().map(|j| j.to_json()).collect();
-    Ok(Json(json!({"total": total, "jobs": jobs})))
+    Ok(Json(JobList {
+        total,
+        jobs: jobs.iter().map(Job::view).collect(),
+    }))
 }
 
 /// One job with its progress, result or error, and log lines.

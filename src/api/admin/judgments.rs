@@ -11,15 +11,16 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::exists;
-use crate::api::params::Params;
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
+use crate::db::judgments::{JudgmentView, StoredJudgment};
 use crate::db::{Judgment, JudgmentFilter};
 
 #[derive(Deserialize)]
@@ -148,11 +149,24 @@ pub async fn add(
     Ok(Json(json!({"stored": judgments.len()})))
 }
 
+/// `POST /admin/judgments/qrels`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct QrelsParams {
+    /// store the judgments of known documents and skip the others (default false: reject the
+    /// import)
+    skip_unknown: Option<bool>,
+}
+
+impl QueryParams for QrelsParams {
+    const NAMES: &'static [&'static str] = &["skip_unknown"];
+}
+
 /// Imports TREC qrels (`qid iter docid grade` per line), all or none.
 #[utoipa::path(
     post, path = "/judgments/qrels", tag = "admin",
-    params(("skip_unknown" = Option<bool>, Query,
-            description = "store the judgments of known documents and skip the others (default false: reject the import)")),
+    params(QrelsParams),
     request_body(content = String, content_type = "text/plain", description = "TREC qrels"),
     responses(
         (status = 200, description = "`{\"stored\":N,\"skipped_unknown\":M,\"queries\":Q,\"queries_without_text\":[..]}`"),
@@ -163,12 +177,11 @@ pub async fn add(
 )]
 pub async fn import_qrels(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw_query): RawQuery,
+    Query(p): Query<QrelsParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let raw = body::bytes(raw)?;
-    let p = Params::parse(raw_query.as_deref(), &["skip_unknown"])?;
-    let skip_unknown: bool = p.parsed("skip_unknown", false)?;
+    let skip_unknown = p.skip_unknown.unwrap_or(false);
     let text = body::text(&raw)?;
     let qrels = crate::eval::trec::parse_qrels(text.as_bytes(), std::path::Path::new("qrels"))
         .map_err(|e| ApiError::bad_request("body", format!("{e}; nothing was stored")))?;
@@ -230,16 +243,36 @@ pub async fn import_qrels(
     })))
 }
 
+/// `GET /admin/judgments`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct JudgmentsParams {
+    /// only this query's judgments
+    query_id: Option<String>,
+    /// 1..=1000, default 100
+    limit: Option<i64>,
+    /// default 0
+    offset: Option<i64>,
+}
+
+impl QueryParams for JudgmentsParams {
+    const NAMES: &'static [&'static str] = &["query_id", "limit", "offset"];
+}
+
+/// A page of judgments and how many match in all.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct JudgmentList {
+    pub total: i64,
+    pub judgments: Vec<JudgmentView>,
+}
+
 /// Lists judgments in (query, document) order, optionally of one query.
 #[utoipa::path(
     get, path = "/judgments", tag = "admin",
-    params(
-        ("query_id" = Option<String>, Query, description = "only this query's judgments"),
-        ("limit" = Option<i64>, Query, description = "1..=1000, default 100"),
-        ("offset" = Option<i64>, Query, description = "default 0"),
-    ),
+    params(JudgmentsParams),
     responses(
-        (status = 200, description = "`{\"total\":N,\"judgments\":[{query_id,query,doc_id,grade,source,created_at}]}`"),
+        (status = 200, description = "a page of judgments", body = JudgmentList),
         (status = 400, description = "bad parameter (named)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -247,12 +280,11 @@ pub async fn import_qrels(
 )]
 pub async fn list(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(raw.as_deref(), &["query_id", "limit", "offset"])?;
-    let (limit, offset) = body::page(&p)?;
+    Query(p): Query<JudgmentsParams>,
+) -> Result<Json<JudgmentList>, ApiError> {
+    let (limit, offset) = body::page(p.limit, p.offset)?;
     let filter = JudgmentFilter {
-        query_id: p.str("query_id").map(str::to_string),
+        query_id: p.query_id,
         limit,
         offset,
     };
@@ -262,8 +294,10 @@ pub async fn list(
         .judgments(&filter)
         .await
         .map_err(ApiError::internal)?;
-    let judgments: Vec<Value> = list.iter().map(|j| j.to_json()).collect();
-    Ok(Json(json!({"total": total, "judgments": judgments})))
+    Ok(Json(JudgmentList {
+        total,
+        judgments: list.iter().map(StoredJudgment::view).collect(),
+    }))
 }
 
 /// Sets query texts: one `qid text` per line (the `rankd eval --format trec` queries file).

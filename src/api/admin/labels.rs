@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -14,9 +14,9 @@ use serde_json::{json, Value};
 use super::body;
 use crate::active::DEFAULT_LAMBDA;
 use crate::admin::labels::{self, PoolSpec};
-use crate::api::params::Params;
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
-use crate::db::labels::{NewBatch, ReservationFilter, Reserved};
+use crate::db::labels::{NewBatch, Reservation, ReservationFilter, ReservationView, Reserved};
 use crate::db::{now_ms, rfc3339};
 use crate::search::model::{DEFAULT_WINDOW, MAX_WINDOW};
 use crate::text::ModelKind;
@@ -228,17 +228,38 @@ pub async fn create(
     })))
 }
 
+/// `GET /admin/reservations`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ReservationsParams {
+    /// only this assessor's
+    assessor: Option<String>,
+    /// only this batch's
+    batch_id: Option<String>,
+    /// 1..=1000, default 100
+    limit: Option<i64>,
+    /// default 0
+    offset: Option<i64>,
+}
+
+impl QueryParams for ReservationsParams {
+    const NAMES: &'static [&'static str] = &["assessor", "batch_id", "limit", "offset"];
+}
+
+/// A page of live reservations and how many there are in all.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ReservationList {
+    pub total: i64,
+    pub reservations: Vec<ReservationView>,
+}
+
 /// Lists live (unexpired) reservations, oldest batch first.
 #[utoipa::path(
     get, path = "/reservations", tag = "admin",
-    params(
-        ("assessor" = Option<String>, Query, description = "only this assessor's"),
-        ("batch_id" = Option<String>, Query, description = "only this batch's"),
-        ("limit" = Option<i64>, Query, description = "1..=1000, default 100"),
-        ("offset" = Option<i64>, Query, description = "default 0"),
-    ),
+    params(ReservationsParams),
     responses(
-        (status = 200, description = "`{\"total\":N,\"reservations\":[{query_id,doc_id,batch_id,pos,assessor,reserved_at,expires_at}]}`"),
+        (status = 200, description = "a page of live reservations", body = ReservationList),
         (status = 400, description = "bad parameter (named)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -246,13 +267,12 @@ pub async fn create(
 )]
 pub async fn reservations(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(raw.as_deref(), &["assessor", "batch_id", "limit", "offset"])?;
-    let (limit, offset) = body::page(&p)?;
+    Query(p): Query<ReservationsParams>,
+) -> Result<Json<ReservationList>, ApiError> {
+    let (limit, offset) = body::page(p.limit, p.offset)?;
     let filter = ReservationFilter {
-        assessor: p.str("assessor").map(str::to_string),
-        batch_id: p.str("batch_id").map(str::to_string),
+        assessor: p.assessor,
+        batch_id: p.batch_id,
         limit,
         offset,
     };
@@ -262,8 +282,10 @@ pub async fn reservations(
         .reservations(&filter)
         .await
         .map_err(ApiError::internal)?;
-    let list: Vec<Value> = list.iter().map(|r| r.to_json()).collect();
-    Ok(Json(json!({"total": total, "reservations": list})))
+    Ok(Json(ReservationList {
+        total,
+        reservations: list.iter().map(Reservation::view).collect(),
+    }))
 }
 
 /// Releases the pairs of a batch that are still reserved, so later batches may offer them.

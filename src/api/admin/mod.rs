@@ -9,9 +9,9 @@ mod auth;
 mod body;
 mod documents;
 mod evaluate;
-mod jobs;
-mod judgments;
-mod labels;
+pub(super) mod jobs;
+pub(super) mod judgments;
+pub(super) mod labels;
 mod models;
 mod seeds;
 

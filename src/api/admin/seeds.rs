@@ -13,25 +13,39 @@ use super::body;
 use crate::admin::documents::first_missing;
 use crate::api::{ApiError, AppState};
 
+/// One TrustRank seed.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct Seed {
+    pub doc_id: String,
+    /// when it was added (RFC 3339)
+    pub added_at: String,
+}
+
+/// Every seed.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SeedList {
+    pub seeds: Vec<Seed>,
+}
+
 #[utoipa::path(
     get, path = "/seeds", tag = "admin",
     responses(
-        (status = 200, description = "`{\"seeds\":[{\"doc_id\":..,\"added_at\":..}]}`"),
+        (status = 200, description = "every TrustRank seed", body = SeedList),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
 )]
-pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
-    let seeds: Vec<Value> = state
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<SeedList>, ApiError> {
+    let seeds = state
         .ops
         .db
         .seeds()
         .await
         .map_err(ApiError::internal)?
         .into_iter()
-        .map(|(doc_id, added_at)| json!({"doc_id": doc_id, "added_at": added_at}))
+        .map(|(doc_id, added_at)| Seed { doc_id, added_at })
         .collect();
-    Ok(Json(json!({"seeds": seeds})))
+    Ok(Json(SeedList { seeds }))
 }
 
 #[derive(Deserialize)]
