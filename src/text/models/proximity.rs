@@ -37,23 +37,92 @@ pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
             matched: 0,
         };
     }
-    let occ = merged(positions);
+    let first = positions.iter().filter_map(|p| p.first()).min();
+    let last = positions.iter().filter_map(|p| p.last()).max();
+    let span = last.expect("a term matched") - first.expect("a term matched") + 1;
+    let (min_dist, min_cover) = if positions.len() <= MERGE_UP_TO {
+        merged_scan(positions, matched)
+    } else {
+        sorted_scan(positions, matched)
+    };
+    Proximity {
+        min_dist: if matched < 2 {
+            doc_len
+        } else {
+            min_dist.unwrap_or(doc_len)
+        },
+        span,
+        min_cover,
+        matched: matched as u32,
+    }
+}
+
+/// Queries with at most this many terms merge the position lists on the fly; longer ones
+/// sort all occurrences.
+const MERGE_UP_TO: usize = 8;
+
+/// MinDist (`None` when no two different terms occur) and MinCover in one k-way merge of the
+/// sorted lists, without materialising the occurrences. Adjacent occurrences of different
+/// terms realise MinDist; the shortest window covering every matched term and ending at an
+/// occurrence starts at the latest occurrence, so far, of the term seen longest ago.
+fn merged_scan(positions: &[Vec<u32>], matched: usize) -> (Option<u32>, u32) {
+    let k = positions.len();
+    let mut heads = [0usize; MERGE_UP_TO];
+    // The latest position of each term so far (u32::MAX: not yet seen).
+    let mut latest = [u32::MAX; MERGE_UP_TO];
+    let (mut seen, mut min_dist, mut min_cover) = (0usize, None::<u32>, u32::MAX);
+    let mut previous: Option<(u32, usize)> = None;
+    loop {
+        let mut best: Option<(u32, usize)> = None;
+        for (t, ps) in positions.iter().enumerate() {
+            if let Some(&p) = ps.get(heads[t]) {
+                if best.is_none_or(|(bp, _)| p < bp) {
+                    best = Some((p, t));
+                }
+            }
+        }
+        let Some((p, t)) = best else {
+            break;
+        };
+        heads[t] += 1;
+        if let Some((pp, pt)) = previous {
+            if pt != t {
+                min_dist = Some(min_dist.map_or(p - pp, |d| d.min(p - pp)));
+            }
+        }
+        previous = Some((p, t));
+        if latest[t] == u32::MAX {
+            seen += 1;
+        }
+        latest[t] = p;
+        if seen == matched {
+            let start = latest[..k]
+                .iter()
+                .filter(|&&l| l != u32::MAX)
+                .min()
+                .expect("every matched term was seen");
+            min_cover = min_cover.min(p - start + 1);
+        }
+    }
+    (min_dist, min_cover)
+}
+
+/// The same measures for many terms: all occurrences sorted, then a two-pointer pass.
+fn sorted_scan(positions: &[Vec<u32>], matched: usize) -> (Option<u32>, u32) {
+    let mut occ: Vec<u64> = Vec::with_capacity(positions.iter().map(Vec::len).sum());
+    for (t, ps) in positions.iter().enumerate() {
+        occ.extend(ps.iter().map(|&p| (u64::from(p) << 32) | t as u64));
+    }
+    occ.sort_unstable();
     let (pos, term) = (
         |o: u64| (o >> 32) as u32,
         |o: u64| (o & 0xffff_ffff) as usize,
     );
-    let span = pos(occ[occ.len() - 1]) - pos(occ[0]) + 1;
-    // Adjacent occurrences of different terms realise the minimum distance.
-    let min_dist = if matched < 2 {
-        doc_len
-    } else {
-        occ.windows(2)
-            .filter(|w| term(w[0]) != term(w[1]))
-            .map(|w| pos(w[1]) - pos(w[0]))
-            .min()
-            .unwrap_or(doc_len)
-    };
-    // Minimum window holding every matched term: two pointers over the occurrences.
+    let min_dist = occ
+        .windows(2)
+        .filter(|w| term(w[0]) != term(w[1]))
+        .map(|w| pos(w[1]) - pos(w[0]))
+        .min();
     let mut count = vec![0u32; positions.len()];
     let (mut covered, mut left) = (0usize, 0usize);
     let mut min_cover = u32::MAX;
@@ -73,45 +142,7 @@ pub fn proximity(positions: &[Vec<u32>], doc_len: u32) -> Proximity {
             left += 1;
         }
     }
-    Proximity {
-        min_dist,
-        span,
-        min_cover,
-        matched: matched as u32,
-    }
-}
-
-/// Every occurrence as `position << 32 | term`, in (position, term) order: a k-way merge of
-/// the sorted per-term lists for the few terms of a usual query, a sort for many.
-fn merged(positions: &[Vec<u32>]) -> Vec<u64> {
-    const MERGE_UP_TO: usize = 8;
-    let total = positions.iter().map(Vec::len).sum();
-    let mut occ = Vec::with_capacity(total);
-    let tag = |p: u32, t: usize| (u64::from(p) << 32) | t as u64;
-    if positions.len() > MERGE_UP_TO {
-        for (t, ps) in positions.iter().enumerate() {
-            occ.extend(ps.iter().map(|&p| tag(p, t)));
-        }
-        occ.sort_unstable();
-        return occ;
-    }
-    let mut heads = [0usize; MERGE_UP_TO];
-    for _ in 0..total {
-        let mut best = u64::MAX;
-        let mut best_t = 0;
-        for (t, ps) in positions.iter().enumerate() {
-            if let Some(&p) = ps.get(heads[t]) {
-                let o = tag(p, t);
-                if o < best {
-                    best = o;
-                    best_t = t;
-                }
-            }
-        }
-        heads[best_t] += 1;
-        occ.push(best);
-    }
-    occ
+    (min_dist, min_cover)
 }
 
 /// π(q,d) = ln(α + exp(−MinDist)).
