@@ -1,12 +1,14 @@
 //! `rankd eval-letor`: train on a LETOR file, score the test file, report NDCG@{1,3,5,10} and
 //! MAP under LightGBM's convention (INTERFACE.md). With `--scores`, skip training and
 //! evaluate given scores (one per test row) — how peers' predictions are scored with the
-//! same metric code.
+//! same metric code. `--model gbdt` trains gradient-boosted trees and `--import` scores
+//! with another library's trees (both in `gbdt.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
+use super::gbdt::{GbdtArgs, LearnOrTrees};
+use super::learn::{rank_sets, read_letor, run_training};
 use super::BadInput;
 use crate::rerank::{evaluate_scores, MetricConvention, RankMetrics};
 
@@ -34,7 +36,9 @@ pub struct EvalLetorArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
-    pub learn: LearnArgs,
+    pub learn: LearnOrTrees,
+    #[command(flatten)]
+    pub gbdt: GbdtArgs,
     #[arg(long)]
     pub json: bool,
 }
@@ -48,11 +52,22 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
             .map_err(|e| BadInput(e.to_string()))?;
         return report(&args, &metrics, serde_json::json!({ "scores": path }));
     }
+    if args.gbdt.import.is_some() {
+        let (metrics, extra) = super::gbdt::eval_imported(&args, &test)?;
+        return report(&args, &metrics, extra);
+    }
     let Some(train_path) = &args.train else {
-        return Err(
-            BadInput("give --train FILE to train on, or --scores FILE to evaluate".into()).into(),
-        );
+        return Err(BadInput(
+            "give --train FILE to train on, --scores FILE or --import FILE to evaluate".into(),
+        )
+        .into());
     };
+    if args.learn.trees {
+        let (all_train, test_set, valid) = super::gbdt::read_sets(&args, train_path)?;
+        let (metrics, extra) =
+            super::gbdt::eval_trees(&args, train_path, &test_set, all_train, valid)?;
+        return report(&args, &metrics, extra);
+    }
     let train = read_letor(train_path, args.train_query.as_deref())?;
     let valid = args
         .valid

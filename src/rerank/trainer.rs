@@ -223,7 +223,7 @@ pub fn train(
     };
     let training = TrainingInfo {
         objective: config.objective.clone(),
-        optimizer: config.optimizer.clone(),
+        optimizer: Some(config.optimizer.clone()),
         epochs: config.epochs,
         batch_queries: config.batch_queries,
         patience: config.patience,
@@ -961,7 +961,8 @@ mod tests {
         assert!(halvings > 0, "the test must exercise a halving");
         assert_eq!(out.model.training.lr_halve_after, 2);
         assert_eq!(
-            out.model.training.optimizer.lr, 0.05,
+            out.model.training.optimizer.as_ref().unwrap().lr,
+            0.05,
             "the file keeps the initial rate"
         );
     }

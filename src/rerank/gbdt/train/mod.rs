@@ -31,11 +31,13 @@ pub use bins::{Binned, FeatureBins};
 use grow::{grow, GrowParams};
 
 use super::forest::{Forest, Tree};
+use crate::rerank::gbdt::model::GbdtModel;
 use crate::rerank::objective::{
     lambda_grad_hess, LambdaMetric, QueryInput, QueryState, StableApHessian,
 };
 use crate::rerank::{
     evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
+    Reranker, TrainingInfo,
 };
 
 /// The trees' hyperparameters (LightGBM's meaning and, where it has one, its default).
@@ -170,6 +172,58 @@ struct QueryNewton {
     loss: f64,
     grad: Vec<f64>,
     hess: Vec<f64>,
+}
+
+/// A trained tree reranker and its training log.
+pub struct GbdtOutcome {
+    pub model: Reranker,
+    pub log: Vec<RoundLog>,
+    /// Stopped by the cancel flag (the model is the best round up to then).
+    pub cancelled: bool,
+}
+
+/// Trains a tree reranker ([`train_forest`]) and wraps it as a model file (format version
+/// 3) over the training set's features, recording the parameters, rounds and metrics.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    train: &RankSet,
+    valid: Option<&RankSet>,
+    objective: &Objective,
+    params: &GbdtParams,
+    convention: MetricConvention,
+    source: String,
+    parent: Option<String>,
+    on_round: &mut dyn FnMut(&RoundLog),
+    cancel: &AtomicBool,
+) -> Result<GbdtOutcome, RerankError> {
+    let trained = train_forest(
+        train, valid, objective, params, convention, on_round, cancel,
+    )?;
+    let training = TrainingInfo {
+        objective: objective.clone(),
+        optimizer: None,
+        epochs: params.rounds,
+        batch_queries: train.queries.len(),
+        patience: params.early_stopping_rounds,
+        seed: params.seed,
+        best_epoch: trained.best_round,
+        epochs_run: trained.rounds_run,
+        ensemble: 1,
+        average_epochs: 1,
+        lr_halve_after: 0,
+        sample_rows: None,
+        mixup: None,
+        member_best_epochs: vec![trained.best_round],
+        metrics: trained.metrics,
+        source,
+    };
+    let gbdt = GbdtModel::new(trained.forest, Some(params.clone()), None);
+    let model = Reranker::new_gbdt(train.feature_names.clone(), gbdt, training, parent)?;
+    Ok(GbdtOutcome {
+        model,
+        log: trained.log,
+        cancelled: trained.cancelled,
+    })
 }
 
 /// The objective's loss, gradient and hessian for one query, or `None` if it is skipped.
