@@ -41,7 +41,7 @@ DATA = os.path.join(ROOT, "..", "shared", "data", "letor-lightgbm")
 TRAIN, TEST = os.path.join(DATA, "rank.train"), os.path.join(DATA, "rank.test")
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map"]
 
-COMMON = ["--trees", "100", "--gbdt-lr", "0.1", "--leaves", "31", "--max-bins", "255",
+COMMON = ["--trees", "100", "--leaves", "31", "--max-bins", "255",
           "--min-data-in-leaf", "50", "--min-sum-hessian", "5", "--row-fraction", "0.9"]
 STABLE = "--graded --tau 0.1 --weight-a 10 --weight-t 2"
 
@@ -150,6 +150,7 @@ def main():
     ap.add_argument("--stable-ap-flags", default=STABLE)
     ap.add_argument("--stable-ap-lr", default="0.1")
     ap.add_argument("--stable-ap-const-lr", default="0.1")
+    ap.add_argument("--rankd-flags", default="", help="extra flags for every rankd row")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -173,9 +174,9 @@ def main():
                 scores = lightgbm_scores(seed)
                 m = rankd_eval_scores(args.rankd, scores)
             else:
-                lr = {"stable-ap": args.stable_ap_lr, "stable-ap-const": args.stable_ap_const_lr}.get(name)
-                extra = ["--gbdt-lr", lr] if lr else []
-                m, scores, secs = rankd_trees(args.rankd, seed, flags + extra)
+                lr = {"stable-ap": args.stable_ap_lr, "stable-ap-const": args.stable_ap_const_lr}.get(name, "0.1")
+                extra = ["--gbdt-lr", lr]
+                m, scores, secs = rankd_trees(args.rankd, seed, flags + extra + args.rankd_flags.split())
                 seconds[name].append(secs)
             results[name].append(m)
             aps[name].append(per_query_ap(scores))

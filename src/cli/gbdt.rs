@@ -144,6 +144,10 @@ pub struct GbdtArgs {
     pub max_bins: usize,
     #[arg(long, default_value_t = 20)]
     pub min_data_in_leaf: usize,
+    /// Check --min-data-in-leaf against LightGBM's hessian-based estimate of a leaf's rows,
+    /// as LightGBM does (for parity comparisons).
+    #[arg(long)]
+    pub count_from_hessian: bool,
     #[arg(long, default_value_t = 1e-3)]
     pub min_sum_hessian: f64,
     /// L2 penalty λ on leaf values.
@@ -196,6 +200,7 @@ impl GbdtArgs {
             max_depth: self.max_depth,
             max_bins: self.max_bins,
             min_data_in_leaf: self.min_data_in_leaf,
+            count_from_hessian: self.count_from_hessian,
             min_sum_hessian: self.min_sum_hessian,
             lambda_l2: self.lambda_l2,
             min_split_gain: self.min_split_gain,
