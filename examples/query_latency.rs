@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use rankd::text::{ModelKind, SearchRequest, TextIndex};
+use rankd::search::{Engine, Returns, SearchQuery};
+use rankd::text::{ModelKind, TextIndex};
 use serde::Serialize;
 
 #[derive(Parser)]
@@ -81,7 +82,7 @@ fn main() -> anyhow::Result<()> {
     if queries.is_empty() {
         anyhow::bail!("{}: no queries", args.queries.display());
     }
-    let index = TextIndex::open(&args.data_dir, None)?;
+    let engine = Engine::new(TextIndex::open(&args.data_dir, None)?);
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(30)))
         .build()
@@ -102,9 +103,11 @@ fn main() -> anyhow::Result<()> {
     let run = |model: ModelKind, mode: Mode, q: &str| -> anyhow::Result<(usize, Option<f64>)> {
         match mode {
             Mode::InProcess { k, snippets } => {
-                let mut req = SearchRequest::new(q, model, k);
-                req.snippets = snippets;
-                Ok((index.search(&req)?.hits.len(), None))
+                let mut req = SearchQuery::new(q, k).model(model);
+                if snippets {
+                    req.returns = Returns::ALL;
+                }
+                Ok((engine.search(&req)?.hits.len(), None))
             }
             Mode::Http => {
                 let addr = args.http.expect("Http mode only with --http");
@@ -128,8 +131,8 @@ fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.top_out {
         let mut lines = String::new();
         for q in &queries {
-            let hits = index
-                .search(&SearchRequest::new(*q, ModelKind::Bm25, 10))?
+            let hits = engine
+                .search(&SearchQuery::new(*q, 10).model(ModelKind::Bm25))?
                 .hits;
             let ids: Vec<String> = hits.into_iter().map(|h| h.id).collect();
             lines.push_str(&serde_json::json!({ "q": q, "ids": ids }).to_string());
@@ -229,7 +232,7 @@ fn main() -> anyhow::Result<()> {
     let out = serde_json::json!({
         "queries": queries.len(),
         "passes": args.passes,
-        "num_docs": index.num_docs(),
+        "num_docs": engine.index.num_docs(),
         "rows": rows,
     });
     println!("{}", serde_json::to_string_pretty(&out)?);

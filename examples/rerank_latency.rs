@@ -15,8 +15,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use rankd::second_phase::{self, ActiveModel, PhaseTimes};
-use rankd::text::{ModelKind, SearchRequest, TextIndex};
+use rankd::search::model::{self, ActiveModel};
+use rankd::search::{Engine, PhaseTimes, Ranking, Returns, SearchQuery};
+use rankd::text::{ModelKind, TextIndex};
 use serde_json::json;
 
 #[derive(Parser)]
@@ -38,6 +39,15 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
     values[i]
 }
 
+/// The demo's search of `q` (BM25F, page of 10) with the given ranking and returned fields.
+fn query(q: &str, ranking: Ranking, returns: Returns) -> SearchQuery {
+    let mut req = SearchQuery::new(q, 10)
+        .model(ModelKind::Bm25F)
+        .ranking(ranking);
+    req.returns = returns;
+    req
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     percentile(&mut v, 0.5)
 }
@@ -49,13 +59,16 @@ fn main() -> anyhow::Result<()> {
     let model = match &args.model {
         Some(p) => ActiveModel::load(p)?,
         None => {
-            let newest = second_phase::model_files(&args.data_dir)?
+            let newest = model::model_files(&args.data_dir)?
                 .into_iter()
                 .next()
                 .ok_or_else(|| anyhow::anyhow!("no model in {}", args.data_dir.display()))?;
             ActiveModel::load(&newest)?
         }
     };
+    let model_id = model.id().to_string();
+    let model_kind = model.reranker.kind();
+    let engine = Engine::new(index).with_links(links).with_model(Some(model));
     let queries: Vec<String> = std::fs::read_to_string(&args.queries)?
         .lines()
         .map(str::trim)
@@ -69,39 +82,47 @@ fn main() -> anyhow::Result<()> {
         "w100_retrieve",
         "w100_features",
         "w100_rerank",
+        "w100_hits",
         "w1000_total",
         "w1000_retrieve",
         "w1000_features",
         "w1000_rerank",
+        "w1000_hits",
         "first_phase_retrieve",
         "w100_added",
         "w1000_added",
     ];
     let mut per_pass: Vec<Vec<(f64, f64)>> = vec![Vec::new(); names.len()];
+    // One warm-up pass over every configuration (postings, columns, snippet passages).
+    for q in &queries {
+        for window in [100, 1000] {
+            let req = query(q, Ranking::Rerank { window }, Returns::ALL);
+            engine.search(&req)?;
+        }
+    }
     for _ in 0..args.passes {
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
         for q in &queries {
-            let mut req = SearchRequest::new(q.clone(), ModelKind::Bm25F, 10);
-            req.snippets = true;
+            let req = query(q, Ranking::FirstPhase, Returns::ALL);
             let t = Instant::now();
-            index.search(&req)?;
+            engine.search(&req)?;
             samples[0].push(t.elapsed().as_secs_f64() * 1e3);
             // The first phase's ranking alone (no snippets): what the second phase's
             // retrieve + features + rerank replace, so their difference is what it adds.
-            let mut bare = req.clone();
-            bare.snippets = false;
+            let bare = query(q, Ranking::FirstPhase, Returns::IDS);
             let t = Instant::now();
-            index.search(&bare)?;
+            engine.search(&bare)?;
             let first_ms = t.elapsed().as_secs_f64() * 1e3;
-            samples[9].push(first_ms);
-            for (base, window, added) in [(1usize, 100usize, 10usize), (5, 1000, 11)] {
+            samples[11].push(first_ms);
+            for (base, window, added) in [(1usize, 100usize, 12usize), (6, 1000, 13)] {
+                let req = query(q, Ranking::Rerank { window }, Returns::ALL);
                 let t = Instant::now();
-                let (_, times): (_, PhaseTimes) =
-                    second_phase::search(&index, links.as_ref(), &model, &req, window)?;
+                let times: PhaseTimes = engine.search(&req)?.times;
                 samples[base].push(t.elapsed().as_secs_f64() * 1e3);
                 samples[base + 1].push(times.retrieve * 1e3);
                 samples[base + 2].push(times.features * 1e3);
                 samples[base + 3].push(times.rerank * 1e3);
+                samples[base + 4].push(times.hits * 1e3);
                 samples[added]
                     .push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
             }
@@ -122,8 +143,8 @@ fn main() -> anyhow::Result<()> {
     }
     out.insert("queries".into(), json!(queries.len()));
     out.insert("passes".into(), json!(args.passes));
-    out.insert("model".into(), json!(model.id()));
-    out.insert("model_kind".into(), json!(model.reranker.kind()));
+    out.insert("model".into(), json!(model_id));
+    out.insert("model_kind".into(), json!(model_kind));
     println!("{}", serde_json::Value::Object(out));
     Ok(())
 }

@@ -9,8 +9,11 @@
 //! admin_token = "a long random string"                # default: admin API disabled
 //! [limits]
 //! max_body_bytes = 16777216
-//! max_concurrent_requests = 256
+//! max_concurrent_requests = 256      # over it: 503 at once (load shedding)
 //! request_timeout_secs = 30
+//! max_connections = 512               # open connections; over it: 503 and close
+//! header_read_timeout_secs = 10       # a request's headers must arrive within this
+//! admin_auth_failures_per_minute = 60 # wrong admin tokens per address, then 429
 //! ```
 
 use std::net::SocketAddr;
@@ -37,10 +40,20 @@ pub struct Config {
 pub struct Limits {
     /// Largest request body accepted (document batches, qrels imports).
     pub max_body_bytes: usize,
-    /// Requests served at once; more wait in line.
+    /// Requests served at once, over every route together; one more is answered 503 at
+    /// once (load shedding) rather than queued.
     pub max_concurrent_requests: usize,
     /// A request running longer than this is answered with 408.
     pub request_timeout_secs: u64,
+    /// Open client connections; a connection over the cap is answered 503 and closed.
+    pub max_connections: usize,
+    /// A connection whose request line and headers have not fully arrived this long after
+    /// it opened (or after its previous answer) is closed: slow or idle clients cannot hold
+    /// connections open (slowloris).
+    pub header_read_timeout_secs: u64,
+    /// Wrong admin tokens accepted from one address within a minute; after that the address
+    /// gets 429 on every admin route until the minute is over.
+    pub admin_auth_failures_per_minute: u32,
 }
 
 impl Default for Limits {
@@ -49,6 +62,9 @@ impl Default for Limits {
             max_body_bytes: 16 << 20,
             max_concurrent_requests: 256,
             request_timeout_secs: 30,
+            max_connections: 512,
+            header_read_timeout_secs: 10,
+            admin_auth_failures_per_minute: 60,
         }
     }
 }
@@ -130,8 +146,27 @@ impl Config {
             &env,
             &mut limits.request_timeout_secs,
         )?;
-        if limits.max_concurrent_requests == 0 || limits.request_timeout_secs == 0 {
-            anyhow::bail!("limits.max_concurrent_requests and request_timeout_secs must be > 0");
+        env_number("RANKD_MAX_CONNECTIONS", &env, &mut limits.max_connections)?;
+        env_number(
+            "RANKD_HEADER_READ_TIMEOUT_SECS",
+            &env,
+            &mut limits.header_read_timeout_secs,
+        )?;
+        env_number(
+            "RANKD_ADMIN_AUTH_FAILURES_PER_MINUTE",
+            &env,
+            &mut limits.admin_auth_failures_per_minute,
+        )?;
+        if limits.max_concurrent_requests == 0
+            || limits.request_timeout_secs == 0
+            || limits.max_connections == 0
+            || limits.header_read_timeout_secs == 0
+            || limits.admin_auth_failures_per_minute == 0
+        {
+            anyhow::bail!(
+                "limits.max_concurrent_requests, request_timeout_secs, max_connections, \
+                 header_read_timeout_secs and admin_auth_failures_per_minute must be > 0"
+            );
         }
         Ok(Config {
             addr,

@@ -107,28 +107,28 @@ impl LinkData {
         Ok(table)
     }
 
-    /// The stored scores of one node, by name.
-    pub fn of(&self, node: u32) -> serde_json::Value {
-        let i = node as usize;
+    /// The stored scores of one node (`None` outside the graph).
+    pub fn scores_of(&self, node: Option<u32>) -> Option<NodeScores> {
+        let i = node? as usize;
         let s = &self.scores;
-        serde_json::json!({
-            "pagerank": s.pagerank[i],
-            "inverse_pagerank": s.inverse_pagerank[i],
-            "trustrank": s.trustrank[i],
-            "spam_mass": s.spam_mass[i],
-            "hits_hub": s.hits_hub[i],
-            "hits_authority": s.hits_authority[i],
-            "salsa_hub": s.salsa_hub[i],
-            "salsa_authority": s.salsa_authority[i],
-            "in_degree": s.in_degree[i],
-            "out_degree": s.out_degree[i],
+        Some(NodeScores {
+            pagerank: s.pagerank[i],
+            inverse_pagerank: s.inverse_pagerank[i],
+            trustrank: s.trustrank[i],
+            spam_mass: s.spam_mass[i],
+            hits_hub: s.hits_hub[i],
+            hits_authority: s.hits_authority[i],
+            salsa_hub: s.salsa_hub[i],
+            salsa_authority: s.salsa_authority[i],
+            in_degree: s.in_degree[i],
+            out_degree: s.out_degree[i],
         })
     }
 
     /// SPEC §1.8 static boost: `λ·ln(ε + pagerank·N)` (0 for documents outside the graph).
-    pub fn pagerank_boost(&self, doc_id: &str, weight: f32) -> f32 {
+    pub fn pagerank_boost_of(&self, node: Option<u32>, weight: f32) -> f32 {
         const EPSILON: f64 = 1e-3;
-        match self.node(doc_id) {
+        match node {
             Some(n) => {
                 let pr = self.scores.pagerank[n as usize] * self.scores.n() as f64;
                 weight * (EPSILON + pr).ln() as f32
@@ -136,6 +136,21 @@ impl LinkData {
             None => 0.0,
         }
     }
+}
+
+/// One document's stored link scores (SPEC §2), as `/doc` and explanations show them.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeScores {
+    pub pagerank: f64,
+    pub inverse_pagerank: f64,
+    pub trustrank: f64,
+    pub spam_mass: f64,
+    pub hits_hub: f64,
+    pub hits_authority: f64,
+    pub salsa_hub: f64,
+    pub salsa_authority: f64,
+    pub in_degree: u32,
+    pub out_degree: u32,
 }
 
 pub fn sidecar_path(index: &TextIndex) -> PathBuf {
@@ -218,7 +233,7 @@ pub fn compute(
             .iter()
             .map(|id| {
                 node.get(id.as_str()).copied().ok_or_else(|| {
-                    crate::cli::BadInput(format!(
+                    crate::error::Invalid(format!(
                         "TrustRank seed {id:?} is not a document of the index"
                     ))
                 })
@@ -293,26 +308,5 @@ impl LinkData {
             uncovered_documents: uncovered,
             removed_documents: covered.iter().filter(|&&c| !c).count(),
         })
-    }
-}
-
-/// SPEC §1.8: `score + λ·ln(ε + pagerank·N)` over the first-phase window, re-sorted (ties by
-/// the first-phase order), then cut to `offset..offset + k`.
-pub fn apply_boost(
-    results: &mut crate::text::SearchResults,
-    links: &LinkData,
-    weight: f32,
-    offset: usize,
-    k: usize,
-) {
-    for hit in &mut results.hits {
-        hit.score += links.pagerank_boost(&hit.id, weight);
-    }
-    results
-        .hits
-        .sort_by(|a, b| b.score.total_cmp(&a.score).then(a.rank.cmp(&b.rank)));
-    results.hits = results.hits.drain(..).skip(offset).take(k).collect();
-    for (i, hit) in results.hits.iter_mut().enumerate() {
-        hit.rank = offset + i + 1;
     }
 }

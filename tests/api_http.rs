@@ -61,6 +61,7 @@ fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
         r#"{"id":"vec","url":"https://x.org/vec","title":"Vec","body":"A contiguous growable array type, with capacity and length.","links":["https://x.org/iter"]}"#,
         r#"{"id":"iter","url":"https://x.org/iter","title":"Iterator","body":"An interface for dealing with iterators: map, filter, fold.","links":["https://x.org/vec"]}"#,
         r#"{"id":"map","url":"https://x.org/map","title":"HashMap","body":"A hash map with capacity, implemented with quadratic probing.","links":["https://x.org/vec","https://x.org/iter"]}"#,
+        r#"{"id":"std/slash/page.html","title":"Nested","body":"An id with slashes in it."}"#,
     ];
     std::fs::write(&f, docs.join("\n")).unwrap();
     let run = |args: &[&str]| {
@@ -105,15 +106,33 @@ fn search_doc_similar_and_every_bad_input() {
         "{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"
     ));
     assert_eq!(status, 200, "{body}");
-    assert!(
-        body["hits"][0]["explain"]["links"]["pagerank"].is_number(),
-        "{body}"
-    );
+    let explain = &body["hits"][0]["explain"];
+    assert!(explain["links"]["pagerank"].is_number(), "{body}");
+    // The typed explanation: the first phase's tree, its rank and score, and the boost.
+    assert!(explain["first_phase"]["value"].is_number(), "{body}");
+    assert!(explain["first_phase_rank"].as_u64().is_some());
+    let added = explain["boost"]["added"].as_f64().unwrap();
+    let first = explain["first_phase_score"].as_f64().unwrap();
+    let score = body["hits"][0]["score"].as_f64().unwrap();
+    assert!((first + added - score).abs() < 1e-4, "{body}");
 
-    let (status, body) = get(&format!("{b}/doc/vec"));
+    // What hits carry: everything by default, less on request.
+    let (_, body) = get(&format!("{b}/search?q=capacity&snippets=false"));
+    let hit = body["hits"][0].as_object().unwrap();
+    assert!(hit.contains_key("title") && hit.contains_key("url") && !hit.contains_key("snippet"));
+    let (_, body) = get(&format!("{b}/search?q=capacity&fields=url"));
+    let hit = body["hits"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = hit.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["id", "rank", "score", "url"], "{body}");
+
+    let (status, body) = get(&format!("{b}/doc/vec?ignored=1"));
     assert_eq!(status, 200);
     assert_eq!(body["title"], "Vec");
-    assert!(body["links_scores"]["pagerank"].as_f64().unwrap() > 0.0);
+    assert!(body["link_scores"]["pagerank"].as_f64().unwrap() > 0.0);
+    let (status, body) = get(&format!("{b}/doc/std/slash/page.html"));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], "std/slash/page.html");
 
     let (status, body) = get(&format!("{b}/similar?doc=vec&k=2"));
     assert_eq!(status, 200, "{body}");
@@ -122,7 +141,7 @@ fn search_doc_similar_and_every_bad_input() {
         assert!(bound > 0.0 && bound < 0.2, "{body}");
     }
 
-    let huge = "word+".repeat(2000);
+    let huge = "word+".repeat(4000);
     let cases: Vec<(String, &str)> = vec![
         ("search?q=".into(), "q"),
         ("search?q=+++%09".into(), "q"),
@@ -138,6 +157,24 @@ fn search_doc_similar_and_every_bad_input() {
         ("search?q=a&field=nope".into(), "field"),
         ("search?q=a&boost=pagerank&k=200".into(), "offset"),
         ("similar?doc=vec&k=0".into(), "k"),
+        ("similar?doc=vec&k=2&colour=red".into(), "colour"),
+        (
+            "search?q=a&boost=pagerank&boost_weight=NaN".into(),
+            "boost_weight",
+        ),
+        (
+            "search?q=a&boost=pagerank&boost_weight=inf".into(),
+            "boost_weight",
+        ),
+        (
+            "search?q=a&boost=pagerank&boost_weight=1e308".into(),
+            "boost_weight",
+        ),
+        ("search?q=a&boost_weight=2".into(), "boost_weight"),
+        ("search?q=a&fields=body".into(), "fields"),
+        ("search?q=a&window=0&boost=pagerank".into(), "window"),
+        ("livez?verbose=1".into(), "verbose"),
+        ("openapi.json?x=1".into(), "x"),
     ];
     for (path, field) in cases {
         let (status, body) = get(&format!("{b}/{path}"));
@@ -155,9 +192,12 @@ fn search_doc_similar_and_every_bad_input() {
     assert_eq!(status, 200);
     assert_eq!(body["hits"][0]["id"], "iter");
     assert_eq!(get(&format!("{b}/livez")).0, 200);
-    let (status, page) = get(&format!("{b}/"));
+    let (status, page) = get(&format!("{b}/?q=capacity"));
+    assert_eq!(status, 200, "the search page takes a shareable ?q=");
+    assert!(page.as_str().unwrap().contains("/static/search.js"));
+    let (status, script) = get(&format!("{b}/static/search.js"));
     assert_eq!(status, 200);
-    assert!(page.as_str().unwrap().contains("fetch(\"/search?"));
+    assert!(script.as_str().unwrap().contains("fetch(\"/search?"));
     assert_eq!(get(&format!("{b}/readyz")).0, 200);
 }
 

@@ -86,10 +86,13 @@ fn same_id_replaces_the_document() {
     .unwrap();
     assert_eq!(total_documents(&ingest_jsonl(&data, &f, &[])), 2);
     let index = rankd::text::TextIndex::open(&data, None).unwrap();
-    let req = rankd::text::SearchRequest::new("title", rankd::text::ModelKind::Bm25, 10);
-    let hits = index.search(&req).unwrap().hits;
+    let engine = rankd::search::Engine::new(index);
+    let mut query =
+        rankd::search::SearchQuery::new("title", 10).model(rankd::text::ModelKind::Bm25);
+    query.returns = rankd::search::Returns::ALL;
+    let hits = engine.search(&query).unwrap().hits;
     assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].title, "new title");
+    assert_eq!(hits[0].title.as_deref(), Some("new title"));
 }
 
 #[test]

@@ -1,21 +1,19 @@
 //! A gradient-boosted tree reranker serves like the networks (issue 15): trained on judged
 //! windows of an index, written as a model file, loaded by the second phase, it reorders
 //! the first-phase window by its own scores of independently extracted features.
-//!
-//! (Uses the second phase's current entry points, `rankd::second_phase`; the search
-//! refactor moves them.)
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 use rankd::corpus::Document;
 use rankd::features::{extract, Candidate, FeatureSet};
-use rankd::judgments::{judged_windows, rank_set, JudgedQuery};
 use rankd::rerank::gbdt::train::{self, GbdtParams};
 use rankd::rerank::objective::LambdaParams;
 use rankd::rerank::{MetricConvention, Objective, Reranker};
-use rankd::second_phase::{self, ActiveModel};
-use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+use rankd::search::model::ActiveModel;
+use rankd::search::{Engine, Ranking, SearchQuery};
+use rankd::text::{IndexConfig, ModelKind, TextIndex};
+use rankd::training::{judged_windows, rank_set, JudgedQuery};
 
 const WORDS: &[&str] = &[
     "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
@@ -59,9 +57,9 @@ fn tree_model_reranks_the_window() {
             }
         })
         .collect();
+    let engine = Engine::new(index);
     let (windows, _) = judged_windows(
-        &index,
-        None,
+        &engine,
         &queries,
         ModelKind::Bm25F,
         40,
@@ -103,14 +101,17 @@ fn tree_model_reranks_the_window() {
         .iter()
         .map(|t| t.num_leaves() - 1);
     assert!(splits.sum::<usize>() > 20, "the trees learned splits");
-    let model = ActiveModel::load(&path).unwrap();
-
+    let model = ActiveModel::new(loaded.clone(), path.clone()).unwrap();
+    let engine = engine.with_model(Some(model));
+    let index = &engine.index;
     let searcher = index.reader.searcher();
     for q in ["rust vector", "graph score index", "thread"] {
-        let mut req = SearchRequest::new(q, ModelKind::Bm25F, 10);
-        req.explain = true;
         let window = 30;
-        let (res, _) = second_phase::search(&index, None, &model, &req, window).unwrap();
+        let mut req = SearchQuery::new(q, 10)
+            .model(ModelKind::Bm25F)
+            .ranking(Ranking::Rerank { window });
+        req.explain = true;
+        let res = engine.search(&req).unwrap();
         assert_eq!(res.reranker.as_deref(), Some(loaded.id()));
         // Recompute: first phase top 30, features, the forest's reference walk, stable sort.
         let bound = index
@@ -124,7 +125,7 @@ fn tree_model_reranks_the_window() {
             .map(|&(score, address)| Candidate { address, score })
             .collect();
         let m = extract(
-            &index,
+            index,
             &searcher,
             None,
             FeatureSet::current(),
@@ -154,7 +155,7 @@ fn tree_model_reranks_the_window() {
         assert_eq!(got, want, "{q}");
         for (hit, &row) in res.hits.iter().zip(&order) {
             assert_eq!(hit.score, scores[row]);
-            let e = hit.explain.as_ref().unwrap();
+            let e = serde_json::to_value(hit.explain.as_ref().unwrap()).unwrap();
             assert!(
                 e.get("contributions").is_none(),
                 "trees have no linear contributions"

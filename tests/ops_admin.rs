@@ -240,6 +240,11 @@ fn judgments_queries_and_evaluation() {
             "missing field `grade`",
         ),
         (
+            r#"{"query_id":"q1","query":"capacity","doc_id":"vec","grade":-1}"#,
+            "grade",
+            "negative",
+        ),
+        (
             r#"{"query_id":"q1","query":"capacity","doc_id":"nope","grade":1}"#,
             "doc_id",
             "no document",
@@ -434,7 +439,7 @@ fn seeds_graph_job_and_cancellation() {
     let t = Some(TOKEN);
 
     // No link scores until the graph job has run.
-    assert!(get(&format!("{b}/doc/vec"), None).body["links_scores"].is_null());
+    assert!(get(&format!("{b}/doc/vec"), None).body["link_scores"].is_null());
 
     let before = snapshot(&db);
     let seeds = |body: &str| post_json(&format!("{b}/admin/seeds"), t, body);
@@ -487,10 +492,10 @@ fn seeds_graph_job_and_cancellation() {
     assert_eq!(job["result"]["nodes"], 3);
     assert_eq!(job["result"]["edges"], 4);
     assert!(job["logs"].as_array().unwrap().len() >= 2, "{job}");
-    let scores = get(&format!("{b}/doc/vec"), None).body["links_scores"].clone();
+    let scores = get(&format!("{b}/doc/vec"), None).body["link_scores"].clone();
     assert!(scores["pagerank"].as_f64().unwrap() > 0.0, "{scores}");
     // The only seed has all the trust mass it keeps after propagation.
-    let trust_iter = get(&format!("{b}/doc/iter"), None).body["links_scores"]["trustrank"]
+    let trust_iter = get(&format!("{b}/doc/iter"), None).body["link_scores"]["trustrank"]
         .as_f64()
         .unwrap();
     assert!(scores["trustrank"].as_f64().unwrap() > trust_iter);

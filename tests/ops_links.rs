@@ -47,7 +47,7 @@ fn start_graph(b: &str) -> i64 {
 }
 
 fn trust(b: &str, doc: &str) -> f64 {
-    get(&format!("{b}/doc/{doc}"), None).body["links_scores"]["trustrank"]
+    get(&format!("{b}/doc/{doc}"), None).body["link_scores"]["trustrank"]
         .as_f64()
         .unwrap()
 }
@@ -183,8 +183,8 @@ fn document_batches_mark_link_scores_stale_until_recomputed() {
     assert_eq!(gauge(&b, "rankd_link_scores_stale"), 1.0);
     assert_eq!(gauge(&b, "rankd_link_scores_uncovered_documents"), 1.0);
     // The old scores are still served for the documents they cover.
-    assert!(get(&format!("{b}/doc/vec"), None).body["links_scores"]["pagerank"].is_f64());
-    assert!(get(&format!("{b}/doc/set"), None).body["links_scores"].is_null());
+    assert!(get(&format!("{b}/doc/vec"), None).body["link_scores"]["pagerank"].is_f64());
+    assert!(get(&format!("{b}/doc/set"), None).body["link_scores"].is_null());
 
     // A deletion with recompute_links=true: the graph job follows and the scores are fresh.
     let a = post_json(
@@ -207,7 +207,7 @@ fn document_batches_mark_link_scores_stale_until_recomputed() {
     );
     assert_eq!(s["batches_since"], 0);
     assert_eq!(gauge(&b, "rankd_link_scores_stale"), 0.0);
-    assert!(get(&format!("{b}/doc/set"), None).body["links_scores"]["pagerank"].is_f64());
+    assert!(get(&format!("{b}/doc/set"), None).body["link_scores"]["pagerank"].is_f64());
 
     // A batch, then a restart: the stale scores are still served, and reported stale.
     let a = post_json(
@@ -225,5 +225,5 @@ fn document_batches_mark_link_scores_stale_until_recomputed() {
     assert_eq!(s["stale"], true, "{s}");
     assert_eq!(s["stale_at_start"], true, "{s}");
     assert_eq!(s["removed_documents"], 1);
-    assert!(get(&format!("{b}/doc/vec"), None).body["links_scores"]["pagerank"].is_f64());
+    assert!(get(&format!("{b}/doc/vec"), None).body["link_scores"]["pagerank"].is_f64());
 }

@@ -92,7 +92,7 @@ fn metrics_cover_requests_index_and_the_dashboard() {
     assert_eq!(
         sample(
             &text,
-            r#"rankd_http_requests_total{method="GET",route="/doc/{id}",status="404"}"#
+            r#"rankd_http_requests_total{method="GET",route="/doc/{*id}",status="404"}"#
         ),
         Some(1.0),
         "{text}"
@@ -100,7 +100,7 @@ fn metrics_cover_requests_index_and_the_dashboard() {
     assert_eq!(
         sample(
             &text,
-            r#"rankd_http_requests_total{method="GET",route="/doc/{id}",status="200"}"#
+            r#"rankd_http_requests_total{method="GET",route="/doc/{*id}",status="200"}"#
         ),
         Some(1.0)
     );

@@ -6,24 +6,6 @@ mod ops_support;
 
 use ops_support::*;
 
-fn judgments() -> String {
-    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
-    let mut rows = Vec::new();
-    for (q, t) in topics.iter().enumerate() {
-        for (n, second) in ["basics", "notes"].iter().enumerate() {
-            for i in 0..24 {
-                // Documents whose title names the topic.
-                let relevant = (i % 2 == 0 && i % 6 == q) || (i % 2 == 1 && (i + 1) % 6 == q);
-                rows.push(serde_json::json!({
-                    "query_id": format!("q{q}-{n}"), "query": format!("{t} {second}"),
-                    "doc_id": format!("d{i}"), "grade": i32::from(relevant),
-                }));
-            }
-        }
-    }
-    serde_json::Value::Array(rows).to_string()
-}
-
 fn assert_error(a: &Answer, status: u16, says: &str) {
     assert_eq!(a.status, status, "{}", a.body);
     let message = a.body["error"]["message"].as_str().unwrap_or("");
@@ -77,7 +59,7 @@ fn train_activate_roll_back_and_delete() {
     }
     assert_eq!(snapshot(&db), before);
 
-    let a = post_json(&format!("{b}/admin/judgments"), t, &judgments());
+    let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
     assert_eq!(a.status, 200, "{}", a.body);
     let first = train(b, r#"{"model":"linear","epochs":15,"lr":0.01}"#);
     let second = train(

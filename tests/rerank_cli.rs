@@ -230,7 +230,7 @@ fn soprc_with_sampled_rows() {
         (&["--soprc-beta", "0"][..], "beta = 0 is out of range"),
         (
             &["--soprc-quantiles", "0"][..],
-            "quantiles = 0 is out of range",
+            "--soprc-quantiles must be at least 1",
         ),
         (&["--sample-rows", "1"][..], "at least 2"),
     ] {

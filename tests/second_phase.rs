@@ -7,10 +7,11 @@ use std::sync::atomic::AtomicBool;
 
 use rankd::corpus::Document;
 use rankd::features::{extract, Candidate, FeatureSet};
-use rankd::judgments::{judged_windows, train_on_windows, JudgedQuery};
 use rankd::rerank::{MetricConvention, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum};
-use rankd::second_phase::{self, ActiveModel};
-use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+use rankd::search::model::ActiveModel;
+use rankd::search::{Engine, Ranking, SearchQuery};
+use rankd::text::{IndexConfig, ModelKind, TextIndex};
+use rankd::training::{judged_windows, train_on_windows, JudgedQuery};
 
 const WORDS: &[&str] = &[
     "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
@@ -76,9 +77,9 @@ fn reranked_pages_follow_the_model_scores() {
             }
         })
         .collect();
+    let engine = Engine::new(index);
     let (windows, stats) = judged_windows(
-        &index,
-        None,
+        &engine,
         &queries,
         ModelKind::Bm25F,
         40,
@@ -96,14 +97,17 @@ fn reranked_pages_follow_the_model_scores() {
     )
     .unwrap();
     let model = ActiveModel::new(outcome.model.clone(), "m.json".into()).unwrap();
-
+    let engine = engine.with_model(Some(model));
+    let index = &engine.index;
     let searcher = index.reader.searcher();
     for q in ["rust vector", "graph score index", "thread"] {
-        let mut req = SearchRequest::new(q, ModelKind::Bm25F, 10);
-        req.explain = true;
         let window = 30;
-        let (res, times) = second_phase::search(&index, None, &model, &req, window).unwrap();
-        assert!(times.features >= 0.0 && times.rerank >= 0.0);
+        let mut req = SearchQuery::new(q, 10)
+            .model(ModelKind::Bm25F)
+            .ranking(Ranking::Rerank { window });
+        req.explain = true;
+        let res = engine.search(&req).unwrap();
+        assert!(res.times.features >= 0.0 && res.times.rerank >= 0.0);
         assert_eq!(res.reranker.as_deref(), Some(outcome.model.id()));
         // Recompute: first phase top 30, features, model scores, stable sort.
         let bound = index
@@ -116,7 +120,7 @@ fn reranked_pages_follow_the_model_scores() {
             .map(|&(score, address)| Candidate { address, score })
             .collect();
         let m = extract(
-            &index,
+            index,
             &searcher,
             None,
             FeatureSet::current(),
@@ -146,8 +150,9 @@ fn reranked_pages_follow_the_model_scores() {
         assert_eq!(got, want, "{q}");
         for (hit, &row) in res.hits.iter().zip(&order) {
             assert_eq!(hit.score, scores[row]);
-            let e = hit.explain.as_ref().unwrap();
+            let e = serde_json::to_value(hit.explain.as_ref().unwrap()).unwrap();
             assert_eq!(e["first_phase_rank"], row + 1);
+            assert_eq!(e["first_phase_score"].as_f64().unwrap() as f32, top[row].0);
             // Linear model: contributions + bias = score.
             let sum: f64 = e["contributions"]
                 .as_object()
@@ -159,9 +164,11 @@ fn reranked_pages_follow_the_model_scores() {
             assert!((sum + bias - hit.score as f64).abs() < 1e-3 * (1.0 + sum.abs()));
         }
         // Page 2 continues page 1.
-        let mut req2 = SearchRequest::new(q, ModelKind::Bm25F, 10);
+        let mut req2 = SearchQuery::new(q, 10)
+            .model(ModelKind::Bm25F)
+            .ranking(Ranking::Rerank { window });
         req2.offset = 10;
-        let (page2, _) = second_phase::search(&index, None, &model, &req2, window).unwrap();
+        let page2 = engine.search(&req2).unwrap();
         let want2: Vec<&str> = order
             .iter()
             .skip(10)
@@ -173,13 +180,13 @@ fn reranked_pages_follow_the_model_scores() {
         assert_eq!(page2.hits[0].rank, 11);
     }
     // offset + k beyond the window, and windows outside 1..=1000, are errors naming the field.
-    let mut req = SearchRequest::new("rust", ModelKind::Bm25F, 10);
+    let mut req = SearchQuery::new("rust", 10).ranking(Ranking::Rerank { window: 100 });
     req.offset = 95;
-    let e = second_phase::search(&index, None, &model, &req, 100).unwrap_err();
+    let e = engine.search(&req).unwrap_err();
     assert!(e.to_string().contains("window"), "{e}");
     for w in [0, 1001] {
-        let req = SearchRequest::new("rust", ModelKind::Bm25F, 10);
-        let e = second_phase::search(&index, None, &model, &req, w).unwrap_err();
+        let req = SearchQuery::new("rust", 10).ranking(Ranking::Rerank { window: w });
+        let e = engine.search(&req).unwrap_err();
         assert!(e.to_string().starts_with("window"), "{e}");
     }
 }

@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rankd::corpus::Document;
+use rankd::search::{Engine, SearchQuery};
 use rankd::text::config::TEXT_FIELDS;
 use rankd::text::schema::{analyzer, tokens};
-use rankd::text::{IndexConfig, ModelKind, SearchRequest, TextIndex};
+use rankd::text::{IndexConfig, ModelKind, TextIndex};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::tokenizer::TokenStream;
 
@@ -315,15 +316,16 @@ fn check_models(docs: &[Document], queries: &[String], fields: &[&str], label: &
     let config = IndexConfig::default();
     let index = TextIndex::open_or_create(dir.path(), Some(config.clone())).unwrap();
     index.upsert(docs.iter().cloned()).unwrap();
+    let engine = Engine::new(index);
     let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
     let oracle = oracle(&raws, &config);
     let mut compared = 0;
     for kind in ModelKind::ALL {
         for &field in fields {
             for q in queries {
-                let mut req = SearchRequest::new(q.clone(), kind, docs.len().min(1000));
+                let mut req = SearchQuery::new(q.clone(), docs.len().min(1000)).model(kind);
                 req.field = Some(field.to_string());
-                let got = index.search(&req).unwrap();
+                let got = engine.search(&req).unwrap();
                 let mut expected: Vec<(f64, &str)> = raws
                     .iter()
                     .filter_map(|d| Some((oracle.score(kind, field, q, d)?, d.id.as_str())))
@@ -865,4 +867,58 @@ fn rm3_features_match_the_oracle_on_cranfield() {
         );
     }
     assert!(compared > 1000, "only {compared} features compared");
+}
+
+/// The first phase's top k with MaxScore pruning (BM25F, and BM25 off tantivy's own path)
+/// equals the first k of the exhaustive ranking, scores and ties included, over several
+/// segments with deleted documents.
+#[test]
+fn pruned_top_k_equals_the_exhaustive_ranking() {
+    let docs = corpus(21, 300);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = IndexConfig::default();
+    // BM25 with other parameters than tantivy's: ranked by rankd's own scorer.
+    for field in config.fields.values_mut() {
+        field.bm25.k1 = 1.5;
+        field.bm25.b = 0.6;
+    }
+    let index = TextIndex::open_or_create(dir.path(), Some(config)).unwrap();
+    for chunk in docs.chunks(100) {
+        index.upsert(chunk.iter().cloned()).unwrap();
+    }
+    let deleted: Vec<String> = docs.iter().step_by(7).map(|d| d.id.clone()).collect();
+    index.delete(&deleted).unwrap();
+    assert!(index.reader.searcher().segment_readers().len() > 1);
+    let engine = Engine::new(index);
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let mut pruned_pages = 0;
+    for _ in 0..60 {
+        let n = rng.random_range(1..=5);
+        let q = (0..n)
+            .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+            .collect::<Vec<_>>()
+            .join(" ");
+        for kind in [ModelKind::Bm25F, ModelKind::Bm25] {
+            let all = engine
+                .search(&SearchQuery::new(q.clone(), 1000).model(kind))
+                .unwrap();
+            for k in [1, 2, 5, 10, 30] {
+                let top = engine
+                    .search(&SearchQuery::new(q.clone(), k).model(kind))
+                    .unwrap();
+                let got: Vec<(&str, f32)> =
+                    top.hits.iter().map(|h| (h.id.as_str(), h.score)).collect();
+                let want: Vec<(&str, f32)> = all
+                    .hits
+                    .iter()
+                    .take(k)
+                    .map(|h| (h.id.as_str(), h.score))
+                    .collect();
+                assert_eq!(got, want, "{kind} k={k} q={q:?}");
+                assert_eq!(top.total_hits, all.total_hits);
+                pruned_pages += usize::from(all.hits.len() > k);
+            }
+        }
+    }
+    assert!(pruned_pages > 200, "only {pruned_pages} pages could prune");
 }

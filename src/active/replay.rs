@@ -346,8 +346,8 @@ pub fn replay(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::learn::{LearnArgs, ModelArg};
     use crate::rerank::QueryGroup;
+    use crate::training::{ModelChoice, TrainSettings};
     use rand::Rng;
 
     /// 30 queries of 12 rows; feature 0 carries the label, feature 1 is noise.
@@ -372,10 +372,10 @@ mod tests {
 
     #[test]
     fn replay_adds_a_batch_per_round_and_reports_every_strategy() {
-        let learn = LearnArgs {
-            model: ModelArg::Linear,
+        let learn = TrainSettings {
+            model: ModelChoice::Linear,
             epochs: 5,
-            ..LearnArgs::defaults()
+            ..TrainSettings::letor()
         };
         let config = ReplayConfig {
             folds: 5,
@@ -383,7 +383,7 @@ mod tests {
             batch: 7,
             rounds: 2,
             lambdas: vec![0.5],
-            train: learn.config("synthetic".into()),
+            train: learn.config("synthetic".into(), crate::rerank::MetricConvention::Letor),
         };
         let ticks = std::sync::atomic::AtomicUsize::new(0);
         let report = replay(&synthetic(), &config, &[1], &|| {

@@ -1,6 +1,18 @@
 //! The admin bearer token, compared in constant time: the comparison is between SHA-256
 //! digests, so neither the content nor the length of the configured token leaks through
-//! response timing.
+//! response timing. And the throttle on failed attempts: an address that sends more wrong
+//! tokens than the limit within a minute is refused (429) until that minute is over, whatever
+//! token it sends, so the token cannot be guessed at network speed.
+//!
+//! The throttle is a fixed window per address, written here rather than taken from
+//! `governor`: governor's keyed limiter counts every check it is asked, while this one must
+//! count only failures and still refuse a blocked address's next attempt, right or wrong,
+//! which needs a look at the count without adding to it.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -23,9 +35,94 @@ impl AdminToken {
     }
 }
 
+/// Failed admin authentications per client address, in fixed windows of [`WINDOW`].
+pub struct FailureThrottle {
+    /// Failures allowed per address and window; the next attempt is refused.
+    limit: u32,
+    windows: Mutex<HashMap<IpAddr, (Instant, u32)>>,
+}
+
+/// The throttle's window.
+pub const WINDOW: Duration = Duration::from_secs(60);
+
+/// Addresses tracked at once. Beyond, expired windows are dropped; if every tracked address is
+/// still within its window, a new address is not tracked (logged), so a flood of addresses
+/// cannot exhaust memory or lock the operator out.
+const MAX_TRACKED: usize = 100_000;
+
+impl FailureThrottle {
+    pub fn new(limit: u32) -> FailureThrottle {
+        FailureThrottle {
+            limit,
+            windows: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `Some(wait)` when `ip` has used up its failures in the current window: refuse it for
+    /// `wait`.
+    pub fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
+        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let &(start, failures) = windows.get(&ip)?;
+        let ends = start + WINDOW;
+        (failures >= self.limit && now < ends).then(|| ends - now)
+    }
+
+    /// Counts one failed attempt of `ip`.
+    pub fn failed(&self, ip: IpAddr, now: Instant) {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        if windows.len() >= MAX_TRACKED && !windows.contains_key(&ip) {
+            windows.retain(|_, (start, _)| now < *start + WINDOW);
+            if windows.len() >= MAX_TRACKED {
+                tracing::warn!("admin authentication failures from too many addresses to track");
+                return;
+            }
+        }
+        let entry = windows.entry(ip).or_insert((now, 0));
+        if now >= entry.0 + WINDOW {
+            *entry = (now, 0);
+        }
+        entry.1 += 1;
+        if entry.1 == self.limit {
+            tracing::warn!(
+                "{ip} sent {} wrong admin tokens within {} s: refusing its admin requests until \
+                 the window ends",
+                self.limit,
+                WINDOW.as_secs()
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_address_is_refused_after_the_limit_until_its_window_ends() {
+        let t = FailureThrottle::new(3);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..2 {
+            t.failed(a, t0);
+            assert_eq!(t.blocked(a, t0), None);
+        }
+        t.failed(a, t0);
+        let later = t0 + Duration::from_secs(20);
+        assert_eq!(t.blocked(a, later), Some(Duration::from_secs(40)));
+        assert_eq!(
+            t.blocked(b, later),
+            None,
+            "other addresses are not affected"
+        );
+        assert_eq!(
+            t.blocked(a, t0 + WINDOW),
+            None,
+            "a new window starts afresh"
+        );
+        t.failed(a, t0 + WINDOW);
+        assert_eq!(t.blocked(a, t0 + WINDOW), None);
+    }
 
     #[test]
     fn only_the_exact_token_matches() {

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 
 use crate::db::judgments::StoredJudgment;
 use crate::eval::{self, EvalOptions, Qrels};
-use crate::text::{ModelKind, TextIndex};
+use crate::search::{Engine, SearchQuery};
+use crate::text::ModelKind;
 
 /// Why an evaluation could not run, for a 4xx answer.
 #[derive(Debug, thiserror::Error)]
@@ -22,10 +23,25 @@ pub enum EvaluateError {
     Internal(#[from] anyhow::Error),
 }
 
-/// Runs the judged queries with `model` (ranking `depth` documents each) and scores them.
-/// Queries without a text are listed in `skipped_queries`.
+impl crate::error::Kinded for EvaluateError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        use crate::error::ErrorKind;
+        // The request was fine; the stored judgments are what cannot be evaluated.
+        match self {
+            EvaluateError::NoJudgments
+            | EvaluateError::NoQueryTexts(_)
+            | EvaluateError::Eval(_) => ErrorKind::Conflict,
+            EvaluateError::Internal(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+/// Runs the judged queries through the engine's first phase with `model` (ranking `depth`
+/// documents each, as `rankd eval` does) and scores them. Queries without a text are listed
+/// in `skipped_queries`; queries the engine refuses (too many terms, say) in
+/// `failed_queries`, scored 0.
 pub fn evaluate(
-    index: &TextIndex,
+    engine: &Engine,
     judgments: &[StoredJudgment],
     model: ModelKind,
     field: Option<&str>,
@@ -60,9 +76,11 @@ pub fn evaluate(
             judged.insert(qid, doc, *grade);
         }
     }
-    let ranking = crate::cli::eval::Ranking::FirstPhase { depth, boost: None };
-    let run = crate::cli::eval::run_queries(index, &queries, model, field, &ranking, true)
-        .map_err(|e| EvaluateError::Eval(format!("{e:#}")))?;
+    let mut query = SearchQuery::new("", depth).model(model);
+    query.field = field.map(str::to_string);
+    let (run, failed) = engine
+        .run_queries(&queries, &query, false, &|| {})
+        .map_err(EvaluateError::Internal)?;
     let options = EvalOptions {
         complete: true,
         ..EvalOptions::default()
@@ -72,6 +90,7 @@ pub fn evaluate(
     report.model = Some(model.to_string());
     let mut value = serde_json::to_value(&report).map_err(anyhow::Error::from)?;
     value["skipped_queries"] = json!(skipped);
+    value["failed_queries"] = json!(failed);
     value["depth"] = json!(depth);
     Ok(value)
 }

@@ -5,13 +5,12 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use arc_swap::ArcSwapOption;
 use serde_json::{json, Value};
 
 use super::{Cancelled, JobContext};
 use crate::graph::{GraphError, LinkScoreOptions};
 use crate::links::{self, LinkData};
-use crate::text::TextIndex;
+use crate::search::Engine;
 
 /// Runs inside a job. `seeds` are document ids (SPEC §2.5); `None` uses the default choice
 /// (top inverse-PageRank candidates). The caller holds the index write lock, so the index
@@ -22,12 +21,12 @@ use crate::text::TextIndex;
 /// cancelled job leaves the stored file and the served scores exactly as they were. A cancel
 /// that arrives after that point is too late: the job succeeds.
 pub fn recompute(
-    index: &TextIndex,
+    engine: &Engine,
     seeds: Option<Vec<String>>,
-    serving: &ArcSwapOption<LinkData>,
     freshness: &Mutex<Freshness>,
     ctx: &JobContext,
 ) -> anyhow::Result<Value> {
+    let index = &engine.index;
     ctx.check_cancelled()?;
     let start = Instant::now();
     ctx.log(&format!(
@@ -60,7 +59,7 @@ pub fn recompute(
     let data = LinkData::new(scores)?;
     ctx.check_cancelled()?;
     links::store(index, &generation, &data.scores)?;
-    serving.store(Some(std::sync::Arc::new(data)));
+    engine.set_links(Some(std::sync::Arc::new(data)));
     freshness
         .lock()
         .unwrap_or_else(|p| p.into_inner())

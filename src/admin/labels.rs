@@ -7,11 +7,11 @@
 use std::collections::HashSet;
 
 use crate::active::{self, Pick};
-use crate::features::{self, Candidate, FeatureSet};
-use crate::links::LinkData;
-use crate::second_phase::ActiveModel;
+use crate::features::{self, FeatureSet};
+use crate::search::model::ActiveModel;
+use crate::search::Engine;
 use crate::text::search::SearchError;
-use crate::text::{ModelKind, TextIndex};
+use crate::text::ModelKind;
 
 /// What the pool is drawn from and how the batch is chosen.
 #[derive(Debug, Clone)]
@@ -53,13 +53,10 @@ pub struct Selection {
 }
 
 /// Builds the pool and picks the batch.
-pub fn select(
-    index: &TextIndex,
-    links: Option<&LinkData>,
-    reranker: Option<&ActiveModel>,
-    spec: &PoolSpec,
-) -> Result<Selection, SearchError> {
-    let searcher = index.reader.searcher();
+pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError> {
+    let reranker = engine.model();
+    let reranker = reranker.as_deref();
+    let searcher = engine.index.reader.searcher();
     let set = FeatureSet::current();
     let d = set.len();
     let mut lists: Vec<Vec<f32>> = Vec::new();
@@ -70,8 +67,9 @@ pub fn select(
     let mut skipped = Vec::new();
     let mut searched = 0;
     for (qi, (qid, text)) in spec.queries.iter().enumerate() {
-        let bound = match index.bind(&searcher, spec.first_phase, None, text) {
-            Ok(Some(b)) => b,
+        let prf = reranker.map_or(features::Prf::Skip, ActiveModel::prf);
+        let window = match engine.window(&searcher, text, spec.first_phase, spec.window, prf) {
+            Ok(Some(w)) => w,
             // No searchable term, or a text the query parser refuses: nothing to retrieve.
             Ok(None) | Err(SearchError::Query(_)) => {
                 skipped.push(qid.clone());
@@ -80,16 +78,10 @@ pub fn select(
             Err(e) => return Err(e),
         };
         searched += 1;
-        let candidates: Vec<Candidate> = bound
-            .top(&searcher, spec.window, 0)?
-            .into_iter()
-            .map(|(score, address)| Candidate { address, score })
-            .collect();
+        let (candidates, m) = (window.candidates, window.features);
         if candidates.is_empty() {
             continue;
         }
-        let prf = reranker.map_or(features::Prf::Skip, ActiveModel::prf);
-        let m = features::extract(index, &searcher, links, set, text, &candidates, prf)?;
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let scores = match reranker {
             Some(model) => model.score(&m).map_err(|e| {

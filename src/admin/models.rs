@@ -2,6 +2,11 @@
 //! written by the command line (`rankd train --activate`, `rankd demo`) are registered at
 //! start-up, and the activation the command line asked for (`models/ACTIVE`) is carried
 //! into the registry once, then the request file is removed.
+//!
+//! An active model whose file cannot be loaded (corrupt, deleted, from an incompatible rankd)
+//! does not stop the server: it serves first-phase results and says why
+//! ([`Loaded::error`], shown by `GET /admin/models`), so the operator can roll back or
+//! activate another model through the running server.
 
 use std::path::Path;
 
@@ -10,12 +15,21 @@ use serde_json::json;
 use crate::db::models::ModelRecord;
 use crate::db::Db;
 use crate::rerank::Reranker;
-use crate::second_phase::{self, ActiveModel};
+use crate::search::model::{self, ActiveModel};
+
+/// What start-up found for the reranker.
+pub struct Loaded {
+    /// The active model, when there is one and its file loads.
+    pub model: Option<ActiveModel>,
+    /// Why the registry's active model is not served.
+    pub error: Option<String>,
+}
 
 /// Registers the model files of `data_dir/models/`, applies a pending command-line
-/// activation, and loads the active model.
-pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Option<ActiveModel>> {
-    for path in second_phase::model_files(data_dir)? {
+/// activation, and loads the active model. Only database failures are errors; an active
+/// model that cannot be loaded is reported in [`Loaded::error`].
+pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Loaded> {
+    for path in model::model_files(data_dir)? {
         match Reranker::load(&path) {
             Ok(model) => {
                 db.register_model(&record(&model, &path, Vec::new()))
@@ -24,13 +38,29 @@ pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Option<Ac
             Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
         }
     }
-    if let Some(id) = second_phase::take_activation_request(data_dir)? {
+    if let Some(id) = model::take_activation_request(data_dir)? {
         db.activate_model(&id, "command line").await?;
     }
-    match db.active_model().await? {
-        Some(m) => Ok(Some(ActiveModel::load(Path::new(&m.file_path))?)),
-        None => Ok(None),
-    }
+    let Some(m) = db.active_model().await? else {
+        return Ok(Loaded {
+            model: None,
+            error: None,
+        });
+    };
+    Ok(match ActiveModel::load(Path::new(&m.file_path)) {
+        Ok(model) => Loaded {
+            model: Some(model),
+            error: None,
+        },
+        Err(e) => Loaded {
+            model: None,
+            error: Some(format!(
+                "the active model {} cannot be loaded from {}: {e}; serving first-phase \
+                 results until POST /admin/models/rollback or /admin/models/{{id}}/activate",
+                m.id, m.file_path
+            )),
+        },
+    })
 }
 
 /// The registry row of a model file.

@@ -9,14 +9,15 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::JobContext;
-use crate::cli::learn::{LearnArgs, ModelArg};
 use crate::db::Db;
-use crate::judgments::{judged_windows, train_on_windows, JudgedQuery};
-use crate::links::LinkData;
-use crate::rerank::{MetricConvention, ObjectiveKind, TrainConfig};
-use crate::text::{ModelKind, TextIndex};
+use crate::rerank::{MetricConvention, ObjectiveKind};
+use crate::search::Engine;
+use crate::text::ModelKind;
+use crate::training::{judged_windows, train_on_windows, JudgedQuery};
+use crate::training::{ModelChoice, TrainSettings};
 
-/// What `POST /admin/train` accepts; absent fields take `rankd train`'s defaults.
+/// What `POST /admin/train` accepts; absent fields take the defaults of training on the
+/// index ([`TrainSettings::on_index`], as `rankd train` on judgments).
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TrainParams {
@@ -41,21 +42,17 @@ pub struct TrainParams {
 }
 
 impl TrainParams {
-    /// The trainer's configuration, or what is wrong with a parameter.
-    pub fn config(&self) -> Result<(TrainConfig, ModelKind), (String, String)> {
-        let mut learn = LearnArgs {
-            model: ModelArg::Linear,
-            lr: 0.005,
-            epochs: 100,
-            patience: 50,
-            ..LearnArgs::defaults()
-        };
+    /// The training settings ([`TrainSettings::on_index`] with the given fields) and the
+    /// first-phase model, or the parameter at fault and what is wrong with it.
+    pub fn settings(&self) -> Result<(TrainSettings, ModelKind), (String, String)> {
+        let mut settings = TrainSettings::on_index();
         if let Some(o) = self.objective {
-            learn.objective = o;
+            settings.objective = o;
         }
         match self.model.as_deref() {
-            None | Some("linear") => learn.model = ModelArg::Linear,
-            Some("mlp") => learn.model = ModelArg::Mlp,
+            None => {}
+            Some("linear") => settings.model = ModelChoice::Linear,
+            Some("mlp") => settings.model = ModelChoice::Mlp,
             Some(other) => {
                 return Err((
                     "model".into(),
@@ -63,53 +60,32 @@ impl TrainParams {
                 ))
             }
         }
-        let positive = |name: &str, v: f64| -> Result<(), (String, String)> {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err((
-                    name.to_string(),
-                    format!("{name} must be a positive number, got {v}"),
-                ))
-            }
-        };
         if let Some(lr) = self.lr {
-            positive("lr", lr)?;
-            learn.lr = lr;
+            settings.lr = lr;
         }
         if let Some(e) = self.epochs {
-            if e == 0 || e > 10_000 {
-                return Err((
-                    "epochs".into(),
-                    format!("epochs must be in 1..=10000, got {e}"),
-                ));
-            }
-            learn.epochs = e;
+            settings.epochs = e;
         }
         if let Some(b) = self.batch {
-            if b == 0 {
-                return Err(("batch".into(), "batch must be at least 1".into()));
-            }
-            learn.batch = b;
+            settings.batch = b;
         }
         if let Some(s) = self.seed {
-            learn.seed = s;
+            settings.seed = s;
         }
         if let Some(t) = self.tau {
-            positive("tau", f64::from(t))?;
-            learn.tau = t;
+            settings.tau = t;
         }
+        settings.validate().map_err(|crate::error::Invalid(m)| {
+            let field = m.split_whitespace().next().unwrap_or("").to_string();
+            (field, m)
+        })?;
         let first_phase: ModelKind = self
             .first_phase
             .as_deref()
             .unwrap_or("bm25f")
             .parse()
             .map_err(|e| ("first_phase".to_string(), e))?;
-        let config = TrainConfig {
-            convention: MetricConvention::Trec,
-            ..learn.config("stored judgments".into())
-        };
-        Ok((config, first_phase))
+        Ok((settings, first_phase))
     }
 }
 
@@ -134,24 +110,23 @@ pub fn judged_queries(stored: &[crate::db::judgments::StoredJudgment]) -> Vec<Ju
 
 /// Runs inside a job: trains, writes the model file, registers it (inactive).
 pub fn run(
-    index: &TextIndex,
-    links: Option<&LinkData>,
+    engine: &Engine,
     db: &Db,
     queries: Vec<JudgedQuery>,
-    config: TrainConfig,
+    settings: TrainSettings,
     first_phase: ModelKind,
     ctx: &JobContext,
 ) -> anyhow::Result<Value> {
+    let config = settings.config("stored judgments".into(), MetricConvention::Trec);
     ctx.check_cancelled()?;
     ctx.log(&format!(
         "computing the {first_phase} windows of {} judged queries",
         queries.len()
     ));
-    let window = crate::second_phase::DEFAULT_WINDOW;
+    let window = crate::search::model::DEFAULT_WINDOW;
     // The model trains on the default columns, which leave RM3 out: no need to compute it.
     let (windows, stats) = judged_windows(
-        index,
-        links,
+        engine,
         &queries,
         first_phase,
         window,
@@ -164,7 +139,7 @@ pub fn run(
     let outcome = train_on_windows(
         &windows,
         &config,
-        0.2,
+        settings.valid_fraction,
         &mut |e| {
             ctx.progress(e.epoch as f64 / epochs, &format!("epoch {}", e.epoch));
             if let Ok(line) = serde_json::to_string(e) {
@@ -179,7 +154,7 @@ pub fn run(
         ctx.check_cancelled()?;
     }
     let model = &outcome.model;
-    let path = crate::second_phase::store(&index.dir, model)?;
+    let path = crate::search::model::store(&engine.index.dir, model)?;
     let record = super::models::record(model, &path, outcome.log.clone());
     tokio::runtime::Handle::current().block_on(db.register_model(&record))?;
     ctx.progress(1.0, "done");

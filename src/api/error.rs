@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+use crate::error::{ErrorKind, Kinded};
 use crate::text::SearchError;
 
 #[derive(Debug)]
@@ -77,13 +78,41 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The answer to an error of `kind` (`crate::error`): its status and code follow from the
+    /// kind, the message is the whole chain.
+    pub fn of_kind(kind: ErrorKind, message: String, field: Option<String>) -> Self {
+        if kind == ErrorKind::Internal {
+            return ApiError::internal(message);
+        }
+        ApiError {
+            status: StatusCode::from_u16(kind.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            code: match kind {
+                ErrorKind::Invalid => "bad_request",
+                ErrorKind::NotFound => "not_found",
+                ErrorKind::Conflict => "conflict",
+                ErrorKind::Cancelled => "cancelled",
+                ErrorKind::Internal => "internal",
+            },
+            message,
+            field,
+        }
+    }
+}
+
 impl From<SearchError> for ApiError {
     fn from(e: SearchError) -> Self {
-        match e {
-            SearchError::Query(q) => ApiError::bad_request("q", q.to_string()),
-            SearchError::Param { field, message } => ApiError::bad_request(field, message),
-            SearchError::Internal(e) => ApiError::internal(format!("{e:#}")),
-        }
+        let field = match &e {
+            SearchError::Query(_) => Some("q".to_string()),
+            SearchError::Param { field, .. } => Some(field.to_string()),
+            SearchError::Internal(_) => None,
+        };
+        let message = match &e {
+            SearchError::Param { message, .. } => message.clone(),
+            other => format!("{other:#}"),
+        };
+        ApiError::of_kind(e.kind(), message, field)
     }
 }
 

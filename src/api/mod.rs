@@ -1,23 +1,26 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
-//! stay thin; the ranking lives in the library modules.
+//! stay thin; the ranking lives in the library modules. What protects the server (one
+//! concurrency limit, JSON for every error, security headers) is in `guard.rs`; the accept
+//! loop with its header-read timeout and connection cap in `listen.rs`.
 
 pub mod admin;
 mod error;
+mod guard;
+mod listen;
 mod pages;
 mod params;
 mod search;
+mod strict;
 mod telemetry;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use arc_swap::ArcSwapOption;
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use tower::limit::ConcurrencyLimitLayer;
 use tower::ServiceBuilder;
 use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
@@ -27,22 +30,22 @@ use utoipa_axum::routes;
 
 pub use error::ApiError;
 
-use crate::links::LinkData;
-use crate::text::TextIndex;
-
 /// What every handler can reach.
 pub struct AppState {
-    pub index: TextIndex,
-    /// Link scores, when `rankd graph` (or the admin graph job) has computed them for this
-    /// index; the graph job swaps in new ones while searches run.
-    pub links: ArcSwapOption<LinkData>,
-    /// The active reranker (SPEC §3), swapped atomically: a request keeps the model it
-    /// started with, so activation never drops or mixes requests.
-    pub reranker: ArcSwapOption<crate::second_phase::ActiveModel>,
+    /// The index, its link scores and the active reranker (SPEC §3), the last two swapped
+    /// atomically by the graph job and model activation: a request keeps the versions it
+    /// started with, so a swap never drops or mixes requests.
+    pub engine: crate::search::Engine,
     /// False until everything is loaded, and again while draining on shutdown.
     pub ready: AtomicBool,
     /// Database, job runner, admin token and limits.
     pub ops: crate::admin::Ops,
+    /// Why the registry's active model is not the one served, when its file could not be
+    /// loaded (at start-up): the server then ranks by the first phase alone and reports this
+    /// in `GET /admin/models` until a model is activated or rolled back to.
+    pub reranker_error: Mutex<Option<String>>,
+    /// Wrong admin tokens per client address (429 after `limits.admin_auth_failures_per_minute`).
+    pub auth_failures: crate::admin::auth::FailureThrottle,
 }
 
 #[derive(OpenApi)]
@@ -78,23 +81,39 @@ impl utoipa::Modify for BearerAuth {
 /// The routes and the OpenAPI document describing them, built together so that neither can
 /// list a route the other lacks.
 pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(index_page))
         .routes(routes!(search::search))
-        .routes(routes!(search::doc))
         .routes(routes!(search::similar))
         .routes(routes!(livez))
         .routes(routes!(readyz))
         .routes(routes!(telemetry::metrics))
         .routes(routes!(openapi_json))
         .nest("/admin", admin::router(state))
-        .split_for_parts()
+        .split_for_parts();
+    // `/doc/{*id}` takes ids with `/` in them, which utoipa's router cannot name: the route is
+    // added to axum directly and its documentation (as `/doc/{id}`) merged in.
+    #[derive(OpenApi)]
+    #[openapi(paths(search::doc))]
+    struct DocRoute;
+    openapi.merge(DocRoute::openapi());
+    (router.route("/doc/{*id}", get(search::doc)), openapi)
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
+    let declared = Arc::new(strict::Declared::from_openapi(&openapi));
+    // `Router::layer` wraps every route on its own: the slots are one semaphore shared by
+    // all of them, so the limit is global (a per-route tower layer would not be).
+    let slots = guard::Slots(Arc::new(tokio::sync::Semaphore::new(
+        limits.max_concurrent_requests,
+    )));
     routes
+        // Undocumented query parameters are refused on every documented route.
+        .layer(axum::middleware::from_fn(move |request, next| {
+            strict::refuse_unknown(declared.clone(), request, next)
+        }))
         // The web UI's admin page and assets: pages, not API, so outside the OpenAPI document
         // (`/admin` itself is public; only `/admin/...` needs the token).
         .route("/admin", get(pages::admin_page))
@@ -102,22 +121,36 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(Extension(Arc::new(openapi)))
         .layer(
+            // Outermost first.
             ServiceBuilder::new()
-                // Enforced by the body extractors, so the admin routes can answer an
-                // oversized body with a JSON 413 like every other error.
-                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes))
+                .layer(axum::middleware::from_fn(guard::security_headers))
+                .layer(axum::middleware::from_fn(guard::json_errors))
+                .layer(axum::middleware::from_fn(guard::request_head_limits))
+                .layer(axum::middleware::from_fn_with_state(
+                    slots,
+                    guard::shed_load,
+                ))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     Duration::from_secs(limits.request_timeout_secs),
                 ))
-                .layer(ConcurrencyLimitLayer::new(limits.max_concurrent_requests)),
+                // Enforced by the body extractors, so the admin routes can answer an
+                // oversized body with a JSON 413 like every other error.
+                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes)),
         )
         .layer(axum::middleware::from_fn(telemetry::track))
         .with_state(state)
 }
 
-/// The search page, compiled into the binary so rankd serves it from anywhere.
+/// The search page, compiled into the binary so rankd serves it from anywhere. Its
+/// parameters make a search shareable as a link; the page reads them in the browser.
 #[utoipa::path(get, path = "/", tag = "search",
+    params(
+        ("q" = Option<String>, Query, description = "search at once for this text"),
+        ("model" = Option<String>, Query, description = "first-phase model to select"),
+        ("boost" = Option<String>, Query, description = "`pagerank` ticks the PageRank boost"),
+        ("rerank" = Option<bool>, Query, description = "`false` unticks reranking"),
+    ),
     responses((status = 200, description = "the search page", content_type = "text/html")))]
 async fn index_page() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("../../static/index.html"))
@@ -162,42 +195,41 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    // The signal handlers are installed before the address is announced: a SIGTERM that
+    // arrives as soon as the server answers must drain it, not kill it.
+    let shutdown = shutdown_signal()?;
     on_bound(listener.local_addr()?);
-    // Small JSON answers must not wait for Nagle's algorithm.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            draining.ready.store(false, Ordering::SeqCst);
-            tracing::info!("shutting down: draining requests");
-        })
-        .await?;
+    let limits = state.ops.limits.clone();
+    listen::run(listener, router(state), &limits, async move {
+        shutdown.await;
+        draining.ready.store(false, Ordering::SeqCst);
+        tracing::info!("shutting down: draining requests");
+    })
+    .await;
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that completes on SIGTERM or Ctrl-C; the handlers are registered when this is
+/// called, not when the future is first polled.
+fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = interrupt.recv() => {},
             }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
+        })
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }

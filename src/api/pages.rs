@@ -18,6 +18,7 @@ pub async fn asset(Path(file): Path<String>) -> Result<impl IntoResponse, ApiErr
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
     let (body, content_type) = match file.as_str() {
+        "search.js" => (include_str!("../../static/search.js"), JS),
         "admin.js" => (include_str!("../../static/admin.js"), JS),
         "charts.js" => (include_str!("../../static/charts.js"), JS),
         "admin.css" => (include_str!("../../static/admin.css"), CSS),

@@ -2,74 +2,97 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::Json;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tantivy::collector::TopDocs;
 use tantivy::query::TermQuery;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{TantivyDocument, Term};
 
 use super::error::ApiError;
-use super::params::Params;
+use super::params::{Query, QueryParams};
 use super::AppState;
-use crate::text::{ModelKind, SearchRequest};
+use crate::links::NodeScores;
+use crate::search::{
+    Ranking, Returns, SearchQuery, SearchResponse, DEFAULT_BOOST_WINDOW, DEFAULT_WINDOW,
+};
+use crate::text::ModelKind;
 
-const SEARCH_PARAMS: &[&str] = &[
-    "q",
-    "k",
-    "offset",
-    "model",
-    "field",
-    "explain",
-    "rerank",
-    "boost",
-    "boost_weight",
-    "window",
-];
-/// The static boost is applied by re-sorting this many first-phase results.
-const BOOST_WINDOW: usize = 100;
+/// `GET /search`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SearchParams {
+    /// query text (at most 16 KB, 1024 distinct terms)
+    q: String,
+    /// hits to return, 1..=1000 (default 10)
+    k: Option<usize>,
+    /// hits to skip (default 0)
+    offset: Option<usize>,
+    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox (default: the index's, bm25f)
+    model: Option<String>,
+    /// field of single-field models: title, headings, body, anchor, url, all
+    field: Option<String>,
+    /// add each hit's score breakdown
+    explain: Option<bool>,
+    /// apply the active reranker (default true)
+    rerank: Option<bool>,
+    /// the reranked (or boosted) first-phase window, 1..=1000 (default 100)
+    window: Option<usize>,
+    /// none or pagerank
+    boost: Option<String>,
+    /// λ of the PageRank boost, finite, |λ| ≤ 1e6 (default 1)
+    boost_weight: Option<f32>,
+    /// return snippets (default true)
+    snippets: Option<bool>,
+    /// what each hit carries besides rank, id and score: a comma-separated subset of url,
+    /// title, snippet (default all three)
+    fields: Option<String>,
+}
 
-/// Ranked hits with snippets (INTERFACE.md).
+impl QueryParams for SearchParams {
+    const NAMES: &'static [&'static str] = &[
+        "q",
+        "k",
+        "offset",
+        "model",
+        "field",
+        "explain",
+        "rerank",
+        "window",
+        "boost",
+        "boost_weight",
+        "snippets",
+        "fields",
+    ];
+}
+
+/// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
+/// [`crate::search::Engine::search`] does the rest.
 #[utoipa::path(
     get, path = "/search", tag = "search",
-    params(
-        ("q" = String, Query, description = "query text (at most 2048 bytes)"),
-        ("k" = Option<usize>, Query, description = "hits to return, 1..=1000 (default 10)"),
-        ("offset" = Option<usize>, Query, description = "hits to skip (default 0)"),
-        ("model" = Option<String>, Query, description = "bm25, bm25f, tfidf, f2exp, lm, bm25prox"),
-        ("field" = Option<String>, Query, description = "field of single-field models"),
-        ("explain" = Option<bool>, Query, description = "add each hit's score breakdown"),
-        ("rerank" = Option<bool>, Query, description = "apply the active reranker (default true)"),
-        ("boost" = Option<String>, Query, description = "none or pagerank"),
-        ("boost_weight" = Option<f32>, Query, description = "λ of the PageRank boost (default 1)"),
-    ),
+    params(SearchParams),
     responses(
-        (status = 200, description = "`{query,model,total_hits,took_ms,hits:[{rank,id,url,title,snippet,score}]}`"),
+        (status = 200, description = "ranked hits", body = SearchResponse),
         (status = 400, description = "bad parameter, named in `error.field`"),
     )
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<crate::text::SearchResults>, ApiError> {
-    let p = Params::parse(raw.as_deref(), SEARCH_PARAMS)?;
-    let model = match p.str("model") {
-        Some(m) => m
-            .parse::<ModelKind>()
-            .map_err(|e| ApiError::bad_request("model", e))?,
-        None => state
-            .index
-            .config
-            .default_model
-            .parse()
-            .map_err(ApiError::internal)?,
+    Query(p): Query<SearchParams>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let engine = &state.engine;
+    let model = match &p.model {
+        Some(m) => Some(
+            m.parse::<ModelKind>()
+                .map_err(|e| ApiError::bad_request("model", e))?,
+        ),
+        None => None,
     };
-    let k: usize = p.parsed("k", 10usize)?;
-    let offset: usize = p.parsed("offset", 0usize)?;
-    let boost = match p.str("boost") {
+    let boost = match p.boost.as_deref() {
         None | Some("none") => None,
-        Some("pagerank") => Some(p.parsed("boost_weight", 1.0f32)?),
+        Some("pagerank") => Some(p.boost_weight.unwrap_or(1.0)),
         Some(other) => {
             return Err(ApiError::bad_request(
                 "boost",
@@ -77,124 +100,147 @@ pub async fn search(
             ))
         }
     };
-    let links = state.links.load_full();
-    if boost.is_some() && links.is_none() {
+    if boost.is_none() && p.boost_weight.is_some() {
         return Err(ApiError::bad_request(
-            "boost",
-            "no link scores for this index; run `rankd graph` first",
+            "boost_weight",
+            "boost_weight sets the weight of boost=pagerank; no boost was asked for",
         ));
     }
     // The static boost re-sorts the first phase; a reranker would re-sort it again and
     // ignore it, so a boost turns reranking off unless both are asked for (an error).
-    let reranker = state.reranker.load_full();
-    let rerank = match (p.str("rerank"), boost) {
-        (None, Some(_)) => false,
-        (_, Some(_)) if p.parsed("rerank", false)? => {
+    let rerank = match (p.rerank, boost) {
+        (Some(true), Some(_)) => {
             return Err(ApiError::bad_request(
                 "boost",
                 "boost applies to first-phase results; pass rerank=false with it",
             ))
         }
-        _ => p.parsed("rerank", true)?,
+        (_, Some(_)) => false,
+        (r, None) => r.unwrap_or(true),
     };
-    let reranker = reranker.filter(|_| rerank);
-    let window: usize = p.parsed("window", crate::second_phase::DEFAULT_WINDOW)?;
-    if p.str("window").is_some() && reranker.is_none() {
-        return Err(ApiError::bad_request(
-            "window",
-            "window sets the rerank window; no reranker is active for this request",
-        ));
+    let ranking = match boost {
+        Some(weight) => Ranking::Boost {
+            weight,
+            window: p.window.unwrap_or(DEFAULT_BOOST_WINDOW),
+        },
+        None if rerank && engine.model().is_some() => Ranking::Rerank {
+            window: p.window.unwrap_or(DEFAULT_WINDOW),
+        },
+        None => {
+            if p.window.is_some() {
+                return Err(ApiError::bad_request(
+                    "window",
+                    "window sets the rerank window; no reranker is active for this request",
+                ));
+            }
+            Ranking::FirstPhase
+        }
+    };
+    let mut returns = match &p.fields {
+        None => Returns::ALL,
+        Some(list) => {
+            let mut r = Returns::IDS;
+            for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                match name {
+                    "url" => r.url = true,
+                    "title" => r.title = true,
+                    "snippet" => r.snippet = true,
+                    other => {
+                        return Err(ApiError::bad_request(
+                            "fields",
+                            format!("unknown hit field `{other}` (known: url, title, snippet)"),
+                        ))
+                    }
+                }
+            }
+            r
+        }
+    };
+    if p.snippets == Some(false) {
+        returns.snippet = false;
     }
-    if boost.is_some() && offset.saturating_add(k) > BOOST_WINDOW {
-        return Err(ApiError::bad_request(
-            "offset",
-            format!("with a boost, offset + k must not exceed the window of {BOOST_WINDOW}"),
-        ));
-    }
-    crate::text::search::validate_window(k, offset)?;
-    let req = SearchRequest {
-        q: p.required("q")?.to_string(),
-        k: if boost.is_some() { BOOST_WINDOW } else { k },
-        offset: if boost.is_some() { 0 } else { offset },
+    let query = SearchQuery {
+        text: p.q,
         model,
-        field: p.str("field").map(str::to_string),
-        explain: p.parsed("explain", false)?,
-        snippets: true,
+        field: p.field,
+        ranking,
+        offset: p.offset.unwrap_or(0),
+        k: p.k.unwrap_or(10),
+        explain: p.explain.unwrap_or(false),
+        returns,
     };
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
-    let results = (|| {
-        use crate::metrics::{observe_search_phase, SearchPhase};
-        let mut results = match &reranker {
-            Some(active) => {
-                let (results, times) = crate::second_phase::search(
-                    &state.index,
-                    links.as_deref(),
-                    active,
-                    &req,
-                    window,
-                )?;
-                observe_search_phase(SearchPhase::Retrieve, times.retrieve);
-                observe_search_phase(SearchPhase::Features, times.features);
-                observe_search_phase(SearchPhase::Rerank, times.rerank);
-                results
-            }
-            None => {
-                let retrieve = std::time::Instant::now();
-                let results = state.index.search(&req)?;
-                observe_search_phase(SearchPhase::Retrieve, retrieve.elapsed().as_secs_f64());
-                results
-            }
-        };
-        if let (Some(weight), Some(links)) = (boost, &links) {
-            crate::links::apply_boost(&mut results, links, weight, offset, k);
-        }
-        if req.explain {
-            if let Some(links) = &links {
-                for hit in &mut results.hits {
-                    if let (Some(e), Some(n)) = (hit.explain.as_mut(), links.node(&hit.id)) {
-                        e["links"] = links.of(n);
-                    }
-                }
-            }
-        }
-        Ok::<_, crate::text::SearchError>(results)
-    })()?;
-    Ok(Json(results))
+    let response = engine.search(&query)?;
+    use crate::metrics::{observe_search_phase, SearchPhase};
+    let t = response.times;
+    observe_search_phase(SearchPhase::Retrieve, t.retrieve);
+    if matches!(query.ranking, Ranking::Rerank { .. }) {
+        observe_search_phase(SearchPhase::Features, t.features);
+        observe_search_phase(SearchPhase::Rerank, t.rerank);
+    }
+    Ok(Json(response))
 }
 
-const SIMILAR_PARAMS: &[&str] = &["doc", "k"];
+/// `GET /similar`'s parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct SimilarParams {
+    /// document id
+    doc: String,
+    /// 1..=100 (default 10)
+    k: Option<usize>,
+}
+
+impl QueryParams for SimilarParams {
+    const NAMES: &'static [&'static str] = &["doc", "k"];
+}
+
+/// One document similar to the asked one.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SimilarHit {
+    pub rank: usize,
+    pub id: String,
+    /// Linearised SimRank, within `error_bound` of SimRank with probability ≥ 0.999.
+    pub score: f64,
+    pub error_bound: f64,
+}
+
+/// `GET /similar`'s answer.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct SimilarResponse {
+    pub doc: String,
+    pub took_ms: f64,
+    pub hits: Vec<SimilarHit>,
+}
 
 /// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, single-source
 /// linearised SimRank with the diagonal `rankd graph` stored; error bound in
 /// `crate::graph::simrank`).
 #[utoipa::path(
     get, path = "/similar", tag = "search",
-    params(
-        ("doc" = String, Query, description = "document id"),
-        ("k" = Option<usize>, Query, description = "1..=100 (default 10)"),
-    ),
+    params(SimilarParams),
     responses(
-        (status = 200, description = "`{doc,took_ms,hits:[{rank,id,score,error_bound}]}`: `score` is within `error_bound` of SimRank with probability ≥ 0.999"),
+        (status = 200, description = "similar documents", body = SimilarResponse),
         (status = 400, description = "bad parameter, or no link scores"),
         (status = 404, description = "document not in the link graph"),
     )
 )]
 pub async fn similar(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw): RawQuery,
-) -> Result<Json<Value>, ApiError> {
-    let p = Params::parse(raw.as_deref(), SIMILAR_PARAMS)?;
-    let id = p.required("doc")?.to_string();
-    let k: usize = p.parsed("k", 10usize)?;
+    Query(p): Query<SimilarParams>,
+) -> Result<Json<SimilarResponse>, ApiError> {
+    let id = p.doc;
+    let k = p.k.unwrap_or(10);
     if k == 0 || k > 100 {
         return Err(ApiError::bad_request(
             "k",
             format!("k must be between 1 and 100, got {k}"),
         ));
     }
-    let links = state.links.load_full();
+    let links = state.engine.links();
     let Some(links) = &links else {
         return Err(ApiError::bad_request(
             "doc",
@@ -212,39 +258,57 @@ pub async fn similar(
         .simrank
         .top_k(&links.graph, node, k, &query)
         .map_err(ApiError::internal)?;
-    let hits: Vec<Value> = similar
+    let hits = similar
         .into_iter()
         .enumerate()
-        .map(|(i, (n, score))| {
-            json!({
-                "rank": i + 1,
-                "id": links.scores.keys[n as usize],
-                "score": score,
-                "error_bound": links.simrank.error_bound(&query, score),
-            })
+        .map(|(i, (n, score))| SimilarHit {
+            rank: i + 1,
+            id: links.scores.keys[n as usize].clone(),
+            score,
+            error_bound: links.simrank.error_bound(&query, score),
         })
         .collect();
-    Ok(Json(json!({
-        "doc": id,
-        "took_ms": start.elapsed().as_secs_f64() * 1e3,
-        "hits": hits,
-    })))
+    Ok(Json(SimilarResponse {
+        doc: id,
+        took_ms: start.elapsed().as_secs_f64() * 1e3,
+        hits,
+    }))
 }
 
-/// A document's stored fields and link scores.
+/// A document as `GET /doc/{id}` answers it: its stored fields and link scores.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DocResponse {
+    pub id: String,
+    pub url: Option<String>,
+    pub title: String,
+    pub headings: String,
+    pub body: String,
+    pub anchor: String,
+    pub links: Vec<String>,
+    /// Seconds since the Unix epoch.
+    pub published_at: Option<i64>,
+    /// The other fields of its JSONL record, as given.
+    #[schema(value_type = Object)]
+    pub extra: serde_json::Map<String, Value>,
+    /// Its link scores (`null` without `rankd graph`, or outside the link graph).
+    pub link_scores: Option<NodeScores>,
+}
+
+/// A document's stored fields and link scores. Ids may contain `/` (the Rust docs' ids are
+/// paths): `/doc/std/vec/struct.Vec.html` asks for `std/vec/struct.Vec.html`.
 #[utoipa::path(
     get, path = "/doc/{id}", tag = "search",
-    params(("id" = String, Path, description = "document id")),
+    params(("id" = String, Path, description = "document id (may contain `/`)")),
     responses(
-        (status = 200, description = "stored fields and `links_scores`"),
+        (status = 200, description = "stored fields and `link_scores`", body = DocResponse),
         (status = 404, description = "no such document"),
     )
 )]
 pub async fn doc(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    let index = &state.index;
+) -> Result<Json<DocResponse>, ApiError> {
+    let index = &state.engine.index;
     let searcher = index.reader.searcher();
     let query = TermQuery::new(
         Term::from_field_text(index.fields.id, &id),
@@ -258,16 +322,20 @@ pub async fn doc(
     };
     let stored: TantivyDocument = searcher.doc(*address).map_err(ApiError::internal)?;
     let d = index.stored(&stored);
-    Ok(Json(json!({
-        "id": d.id,
-        "url": d.url,
-        "title": d.title,
-        "headings": d.headings,
-        "body": d.body,
-        "anchor": d.anchor,
-        "links": d.links,
-        "published_at": d.published_at,
-        "extra": d.extra,
-        "links_scores": state.links.load().as_ref().and_then(|l| Some(l.of(l.node(&d.id)?))),
-    })))
+    let link_scores = state
+        .engine
+        .links()
+        .and_then(|l| l.scores_of(l.node(&d.id)));
+    Ok(Json(DocResponse {
+        id: d.id,
+        url: d.url,
+        title: d.title,
+        headings: d.headings,
+        body: d.body,
+        anchor: d.anchor,
+        links: d.links,
+        published_at: d.published_at,
+        extra: d.extra,
+        link_scores,
+    }))
 }

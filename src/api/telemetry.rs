@@ -38,14 +38,14 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> Response {
     let index = state.clone();
     // Sizing the index walks its directory: keep it off the async workers.
     let stats = tokio::task::spawn_blocking(move || {
-        let bytes: u64 = walkdir::WalkDir::new(index.index.dir.join("index"))
+        let bytes: u64 = walkdir::WalkDir::new(index.engine.index.dir.join("index"))
             .into_iter()
             .filter_map(Result::ok)
             .filter_map(|e| e.metadata().ok())
             .filter(|m| m.is_file())
             .map(|m| m.len())
             .sum();
-        (bytes, index.index.num_docs())
+        (bytes, index.engine.index.num_docs())
     })
     .await;
     if let Ok((bytes, docs)) = stats {

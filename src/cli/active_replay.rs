@@ -4,10 +4,12 @@
 
 use std::path::PathBuf;
 
-use super::learn::{rank_sets, read_letor, LearnArgs, ModelArg};
-use super::{progress, BadInput};
+use super::learn::{rank_sets, read_letor, LearnArgs};
+use super::progress;
 use crate::active::replay::{self, ReplayConfig};
+use crate::error::Invalid;
 use crate::rerank::{QueryGroup, RankSet};
+use crate::training::TrainSettings;
 
 #[derive(clap::Args, Debug)]
 pub struct ActiveReplayArgs {
@@ -45,17 +47,19 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
         .collect::<anyhow::Result<Vec<_>>>()?;
     let all = concat(rank_sets(&sets.iter().collect::<Vec<_>>())?)?;
     if args.seeds.is_empty() {
-        return Err(BadInput("give at least one seed".into()).into());
+        return Err(Invalid("give at least one seed".into()).into());
     }
+    let settings = args.learn.apply(TrainSettings::letor())?;
     let config = ReplayConfig {
         folds: args.folds,
         initial_queries: args.initial_queries,
         batch: args.label_batch,
         rounds: args.rounds,
         lambdas: args.lambdas.clone(),
-        train: args
-            .learn
-            .config(format!("active replay over {:?}", args.letor)),
+        train: settings.config(
+            format!("active replay over {:?}", args.letor),
+            crate::rerank::MetricConvention::Letor,
+        ),
     };
     let bar = progress(
         replay::trainings(&config, args.seeds.len()),
@@ -63,18 +67,14 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
         args.json,
     );
     let started = std::time::Instant::now();
-    let report = replay::replay(&all, &config, &args.seeds, &|| bar.inc(1))
-        .map_err(|e| BadInput(e.to_string()))?;
+    let report = replay::replay(&all, &config, &args.seeds, &|| bar.inc(1))?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {
         let mut out = serde_json::to_value(&report)?;
         out["seconds"] = serde_json::json!(seconds);
-        out["model"] = serde_json::json!(match args.learn.model {
-            ModelArg::Linear => "linear",
-            ModelArg::Mlp => "mlp",
-        });
-        out["objective"] = serde_json::to_value(args.learn.objective)?;
+        out["model"] = serde_json::json!(settings.model.to_string());
+        out["objective"] = serde_json::to_value(settings.objective)?;
         println!("{out}");
         return Ok(());
     }
@@ -110,7 +110,7 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
 /// The queries of several sets (same features) as one set, in order.
 fn concat(sets: Vec<RankSet>) -> anyhow::Result<RankSet> {
     let mut it = sets.into_iter();
-    let mut all = it.next().ok_or_else(|| BadInput("no LETOR file".into()))?;
+    let mut all = it.next().ok_or_else(|| Invalid("no LETOR file".into()))?;
     for (i, s) in it.enumerate() {
         let offset = all.num_rows();
         all.x.extend_from_slice(&s.x);

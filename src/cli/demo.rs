@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::ingest::{ingest, Format};
-use super::{BadInput, DataArgs};
+use super::DataArgs;
+use crate::error::Invalid;
 use crate::text::TextIndex;
 
 /// Where the pages are published, so result URLs open in a browser.
@@ -45,7 +46,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let files = crate::corpus::html::html_files(&docs_dir)
         .with_context(|| format!("cannot list {}", docs_dir.display()))?;
     if files.is_empty() {
-        return Err(BadInput(format!(
+        return Err(Invalid(format!(
             "no HTML pages under {}; install them with `rustup component add rust-docs` or pass --docs DIR",
             docs_dir.display()
         ))
@@ -60,6 +61,26 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let existing: Option<DemoMarker> = std::fs::read_to_string(&marker_path)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok());
+    // A demo index built by an older rankd (another index format) is the demo's own: rebuild
+    // it rather than send the user to delete it by hand.
+    if existing.as_ref() == Some(&marker) {
+        let format = crate::text::index::read_manifest(data_dir)
+            .ok()
+            .map(|m| m.index_format);
+        if let Some(format) = format.filter(|&f| f != crate::text::index::INDEX_FORMAT) {
+            eprintln!(
+                "the demo index in {} has index format {format}, this rankd writes format {}; rebuilding it",
+                data_dir.display(),
+                crate::text::index::INDEX_FORMAT
+            );
+            std::fs::remove_dir_all(data_dir).with_context(|| {
+                format!("cannot remove the old demo index {}", data_dir.display())
+            })?;
+        }
+    }
+    let existing: Option<DemoMarker> = std::fs::read_to_string(&marker_path)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok());
     let index = if existing.as_ref() == Some(&marker) {
         let index = TextIndex::open(data_dir, args.data.config()?)?;
         eprintln!(
@@ -70,7 +91,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         index
     } else {
         if data_dir.join("manifest.json").exists() {
-            return Err(BadInput(format!(
+            return Err(Invalid(format!(
                 "{} already holds another index; pass an empty --data-dir for the demo",
                 data_dir.display()
             ))
@@ -105,9 +126,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             scores.n()
         );
     }
-    if crate::second_phase::model_files(data_dir)?.is_empty() {
-        train_reranker(&index, &docs_dir)?;
-    }
+    let index = if crate::search::model::model_files(data_dir)?.is_empty() {
+        let links = crate::links::load(&index)?;
+        let engine = crate::search::Engine::new(index).with_links(links);
+        train_reranker(&engine, &docs_dir)?;
+        engine.into_index()
+    } else {
+        index
+    };
     if args.no_serve {
         return Ok(());
     }
@@ -116,7 +142,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         data_dir: Some(args.data.data_dir.clone()),
         ..Default::default()
     })
-    .map_err(|e| super::BadInput(format!("{e:#}")))?;
+    .map_err(|e| crate::error::Invalid(format!("{e:#}")))?;
     super::serve::serve_index(index, config)
 }
 
@@ -127,8 +153,10 @@ const HELD_OUT_FRACTION: f64 = 0.2;
 /// Derives known-item judgments from the docs (README: "How the demo learns"), trains the
 /// default reranker on most of them, reports MRR on the held-out rest, and activates it.
 /// The judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
-fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
-    use crate::judgments::{judged_windows, known_items, train_on_windows};
+fn train_reranker(engine: &crate::search::Engine, docs_dir: &Path) -> anyhow::Result<()> {
+    let index = &engine.index;
+    use crate::judgments::known_items;
+    use crate::training::{judged_windows, train_on_windows};
     eprintln!("deriving known-item judgments from the API docs' summaries");
     let items = known_items::derive(docs_dir, KNOWN_ITEM_QUERIES, 1)?;
     if items.len() < 20 {
@@ -147,14 +175,12 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
         crate::text::index::write_atomic(&dir.join(format!("{name}.queries")), q.as_bytes())?;
         crate::text::index::write_atomic(&dir.join(format!("{name}.qrels")), r.as_bytes())?;
     }
-    let links = crate::links::load(index)?;
-    let window = crate::second_phase::DEFAULT_WINDOW;
+    let window = crate::search::model::DEFAULT_WINDOW;
     let mut windows = Vec::new();
     for (part, what) in [(train, "train"), (test, "test")] {
         let bar = super::progress(part.len() as u64, what, false);
         let (w, _) = judged_windows(
-            index,
-            links.as_ref(),
+            engine,
             &known_items::judged(part),
             crate::text::ModelKind::Bm25F,
             window,
@@ -164,39 +190,29 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
         bar.finish_and_clear();
         windows.push(w);
     }
-    // A linear model: its explanations show each feature's contribution. Validation MAP is
-    // noisy from epoch to epoch on these judgments, so a small learning rate and a long
-    // patience keep early stopping from settling on an early peak. No rank weighting
-    // (t = 0): on 5-fold cross-validation over the demo's training queries the paper's
-    // weighting (a = 0.1, t = 2) cost 0.054 MRR, and t = 0 was the best of the grid
-    // (EVALUATION.md, "Reranker on the Rust docs").
-    let learn = super::learn::LearnArgs {
-        model: super::learn::ModelArg::Linear,
-        lr: 0.002,
-        epochs: 300,
-        patience: 60,
-        weight_t: 0.0,
-        ..super::learn::LearnArgs::defaults()
-    };
-    let config = learn.config(format!(
-        "{} known-item queries from {}",
-        train.len(),
-        docs_dir.display()
-    ));
+    // The settings of training on the index (`TrainSettings::on_index`: a linear model,
+    // stable AP without its rank weighting, chosen by cross-validation on these judgments;
+    // EVALUATION.md, "Reranker on the Rust docs").
+    let settings = crate::training::TrainSettings::on_index();
+    let config = settings.config(
+        format!(
+            "{} known-item queries from {}",
+            train.len(),
+            docs_dir.display()
+        ),
+        crate::rerank::MetricConvention::Trec,
+    );
     let bar = super::progress(config.epochs as u64, "epochs", false);
     let outcome = train_on_windows(
         &windows[0],
-        &crate::rerank::TrainConfig {
-            convention: crate::rerank::MetricConvention::Trec,
-            ..config
-        },
-        0.2,
+        &config,
+        settings.valid_fraction,
         &mut |_| bar.inc(1),
         &std::sync::atomic::AtomicBool::new(false),
     )?;
     bar.finish_and_clear();
-    let path = crate::second_phase::install(&index.dir, &outcome.model)?;
-    let active = crate::second_phase::ActiveModel::new(outcome.model.clone(), path.clone())?;
+    let path = crate::search::model::install(&index.dir, &outcome.model)?;
+    let active = crate::search::model::ActiveModel::new(outcome.model.clone(), path.clone())?;
     let (base, reranked) = held_out_mrr(&windows[1], &active)?;
     eprintln!(
         "reranker {} trained on {} queries ({}); known-item MRR on {} held-out queries: \
@@ -212,8 +228,8 @@ fn train_reranker(index: &TextIndex, docs_dir: &Path) -> anyhow::Result<()> {
 /// MRR of the first-phase order and of the model's order over held-out windows (a relevant
 /// document outside the window counts as not found).
 fn held_out_mrr(
-    windows: &[crate::judgments::Window],
-    model: &crate::second_phase::ActiveModel,
+    windows: &[crate::training::Window],
+    model: &crate::search::model::ActiveModel,
 ) -> anyhow::Result<(f64, f64)> {
     use crate::eval::metrics::{reciprocal_rank, JudgedRanking};
     let rr = |labels: &[i32], order: &[usize]| -> f64 {
@@ -239,7 +255,7 @@ fn held_out_mrr(
 /// `$(rustc --print sysroot)/share/doc/rust/html`, or a clear error saying how to get it.
 pub(super) fn find_rust_docs() -> anyhow::Result<PathBuf> {
     let no_docs = |why: String| {
-        BadInput(format!(
+        Invalid(format!(
             "{why}; install the Rust documentation with `rustup component add rust-docs`, or point at any directory of HTML pages with --docs DIR"
         ))
     };

@@ -3,10 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{progress, BadInput, DataArgs};
+use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
+use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
-use crate::text::{ModelKind, SearchRequest, TextIndex};
+use crate::search::model::ActiveModel;
+use crate::search::{Engine, Ranking, SearchQuery};
+use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryFormat {
@@ -28,6 +31,22 @@ pub enum GainArg {
     Linear,
     /// 2^grade − 1.
     Exponential,
+}
+
+impl GainArg {
+    /// The report the evaluating commands print: cutoffs 1..100, every query counted, this
+    /// gain.
+    pub fn report_options(self) -> EvalOptions {
+        EvalOptions {
+            cutoffs: vec![1, 3, 5, 10, 20, 100],
+            gain: match self {
+                GainArg::Linear => Gain::Linear,
+                GainArg::Exponential => Gain::Exponential,
+            },
+            complete: true,
+            ..EvalOptions::default()
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -63,13 +82,16 @@ pub struct EvalArgs {
     /// Rerank each query's first-phase window with this model file (SPEC §3).
     #[arg(long)]
     pub rerank: Option<PathBuf>,
-    /// The reranked window (the run then holds `window` documents per query).
-    #[arg(long, default_value_t = crate::second_phase::DEFAULT_WINDOW)]
+    /// The reranked or boosted window (the run then holds `window` documents per query).
+    #[arg(long, default_value_t = crate::search::DEFAULT_WINDOW)]
     pub window: usize,
-    /// Add SPEC §1.8's static PageRank boost with this weight over the first `--depth`
-    /// results (needs `rankd graph`).
+    /// Add SPEC §1.8's static PageRank boost with this weight to the first-phase top
+    /// `--window` and re-sort them, as `/search?boost=pagerank` does (needs `rankd graph`).
     #[arg(long)]
     pub boost_pagerank: Option<f32>,
+    /// Stop at the first query that cannot be run (default: report it and go on).
+    #[arg(long)]
+    pub strict: bool,
     /// Print per-query values too.
     #[arg(long)]
     pub per_query: bool,
@@ -87,116 +109,75 @@ pub(super) fn save_run(path: &Path, run: &Run, tag: &str) -> anyhow::Result<()> 
 }
 
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let model: ModelKind = args.model.parse().map_err(BadInput)?;
+    let model: ModelKind = args.model.parse().map_err(Invalid)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let queries = read_queries(&args.queries, args.format)?;
     let qrels = read_qrels(&args.qrels, args.format, args.judgments)?;
-    let links = match args.boost_pagerank {
-        Some(_) => Some(crate::links::load(&index)?.ok_or_else(|| {
-            BadInput("--boost-pagerank needs link scores; run `rankd graph` first".into())
-        })?),
-        None => None,
-    };
-    let ranking = match &args.rerank {
-        Some(path) => {
-            let model = crate::second_phase::ActiveModel::load(path)
-                .map_err(|e| BadInput(e.to_string()))?;
-            Ranking::Rerank {
-                model: Box::new(model),
-                links: crate::links::load(&index)?,
+    let links = crate::links::load(&index)?;
+    let ranking = match (&args.rerank, args.boost_pagerank) {
+        (Some(_), Some(_)) => {
+            return Err(Invalid("--rerank and --boost-pagerank exclude each other".into()).into())
+        }
+        (Some(_), None) => Ranking::Rerank {
+            window: args.window,
+        },
+        (None, Some(weight)) => {
+            if links.is_none() {
+                return Err(Invalid(
+                    "--boost-pagerank needs link scores; run `rankd graph` first".into(),
+                )
+                .into());
+            }
+            Ranking::Boost {
+                weight,
                 window: args.window,
             }
         }
-        None => Ranking::FirstPhase {
-            depth: args.depth,
-            boost: args.boost_pagerank.zip(links),
-        },
+        (None, None) => Ranking::FirstPhase,
     };
-    let run = run_queries(
-        &index,
-        &queries,
-        model,
-        args.field.as_deref(),
-        &ranking,
-        args.json,
-    )?;
+    let active = match &args.rerank {
+        Some(path) => Some(ActiveModel::load(path)?),
+        None => None,
+    };
+    let engine = Engine::new(index).with_links(links).with_model(active);
+    let depth = match ranking {
+        Ranking::FirstPhase => args.depth,
+        Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
+    };
+    let query = SearchQuery {
+        model: Some(model),
+        field: args.field.clone(),
+        ranking,
+        k: depth,
+        ..SearchQuery::new("", depth)
+    };
+    let bar = progress(queries.len() as u64, "queries", args.json);
+    let (run, failed) = engine.run_queries(&queries, &query, args.strict, &|| bar.inc(1))?;
+    bar.finish_and_clear();
     if let Some(path) = &args.run {
         save_run(path, &run, &format!("rankd-{model}"))?;
     }
-    let options = EvalOptions {
-        cutoffs: vec![1, 3, 5, 10, 20, 100],
-        gain: match args.gain {
-            GainArg::Linear => Gain::Linear,
-            GainArg::Exponential => Gain::Exponential,
-        },
-        complete: true,
-        ..EvalOptions::default()
-    };
-    let mut report = eval::evaluate(&run, &qrels, &options).map_err(|e| BadInput(e.to_string()))?;
+    let options = args.gain.report_options();
+    let mut report = eval::evaluate(&run, &qrels, &options)?;
     report.model = Some(model.to_string());
+    for f in &failed {
+        eprintln!("warning: query {} was not run: {}", f.qid, f.error);
+    }
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        let mut value = serde_json::to_value(&report)?;
+        value["failed_queries"] = serde_json::to_value(&failed)?;
+        println!("{}", serde_json::to_string(&value)?);
     } else {
         report.write_table(&mut std::io::stdout(), args.per_query)?;
+        if !failed.is_empty() {
+            println!(
+                "{} of {} queries could not be run (scored 0; --strict to stop instead)",
+                failed.len(),
+                queries.len()
+            );
+        }
     }
     Ok(())
-}
-
-/// Runs each `(qid, text)` and collects the top `depth` of every query.
-/// How a query's ranking is produced.
-pub enum Ranking {
-    /// The first-phase model's top `depth`, optionally with the PageRank boost (weight).
-    FirstPhase {
-        depth: usize,
-        boost: Option<(f32, crate::links::LinkData)>,
-    },
-    /// The first-phase top `window`, reranked.
-    Rerank {
-        model: Box<crate::second_phase::ActiveModel>,
-        links: Option<crate::links::LinkData>,
-        window: usize,
-    },
-}
-
-pub fn run_queries(
-    index: &TextIndex,
-    queries: &[(String, String)],
-    model: ModelKind,
-    field: Option<&str>,
-    ranking: &Ranking,
-    quiet: bool,
-) -> anyhow::Result<Run> {
-    let bar = progress(queries.len() as u64, "queries", quiet);
-    let mut run = Run::new();
-    for (qid, text) in queries {
-        let depth = match ranking {
-            Ranking::FirstPhase { depth, .. } => *depth,
-            Ranking::Rerank { window, .. } => *window,
-        };
-        let mut req = SearchRequest::new(text.clone(), model, depth);
-        req.field = field.map(str::to_string);
-        let results = match ranking {
-            Ranking::FirstPhase { boost, .. } => index.search(&req).map(|mut r| {
-                if let Some((weight, links)) = boost {
-                    crate::links::apply_boost(&mut r, links, *weight, 0, depth);
-                }
-                r
-            }),
-            Ranking::Rerank {
-                model,
-                links,
-                window,
-            } => crate::second_phase::search(index, links.as_ref(), model, &req, *window)
-                .map(|(r, _)| r),
-        }
-        .map_err(|e| BadInput(format!("query {qid}: {e}")))?;
-        for hit in results.hits {
-            run.push(qid, hit.id, f64::from(hit.score));
-        }
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
-    Ok(run)
 }
 
 pub(super) fn read_queries(
@@ -204,20 +185,19 @@ pub(super) fn read_queries(
     format: QueryFormat,
 ) -> anyhow::Result<Vec<(String, String)>> {
     match format {
-        QueryFormat::Cranfield => Ok(cranfield::read_queries(path)
-            .map_err(|e| BadInput(e.to_string()))?
+        QueryFormat::Cranfield => Ok(cranfield::read_queries(path)?
             .into_iter()
             .map(|q| (q.id, q.text))
             .collect()),
         QueryFormat::Trec => {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+                .map_err(|e| Invalid(format!("cannot read {}: {e}", path.display())))?;
             text.lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
                 .map(|(i, l)| {
                     let (qid, q) = l.trim().split_once(char::is_whitespace).ok_or_else(|| {
-                        BadInput(format!("{}:{}: expected `qid text`", path.display(), i + 1))
+                        Invalid(format!("{}:{}: expected `qid text`", path.display(), i + 1))
                     })?;
                     Ok((qid.to_string(), q.trim().to_string()))
                 })
@@ -241,5 +221,5 @@ pub(super) fn read_qrels(
         ),
         QueryFormat::Trec => eval::trec::read_qrels(path),
     };
-    qrels.map_err(|e| BadInput(e.to_string()).into())
+    Ok(qrels?)
 }

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use super::gbdt::{GbdtArgs, LearnOrTrees};
 use super::learn::{rank_sets, read_letor, run_training};
-use super::BadInput;
+use crate::error::Invalid;
 use crate::rerank::{evaluate_scores, MetricConvention, RankMetrics};
+use crate::training::TrainSettings;
 
 #[derive(clap::Args, Debug)]
 pub struct EvalLetorArgs {
@@ -48,8 +49,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.scores {
         let set = rank_sets(&[&test])?.remove(0);
         let scores = read_scores(path, set.num_rows())?;
-        let metrics = evaluate_scores(&set, &scores, MetricConvention::Letor)
-            .map_err(|e| BadInput(e.to_string()))?;
+        let metrics = evaluate_scores(&set, &scores, MetricConvention::Letor)?;
         return report(&args, &metrics, serde_json::json!({ "scores": path }));
     }
     if args.gbdt.import.is_some() {
@@ -57,7 +57,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         return report(&args, &metrics, extra);
     }
     let Some(train_path) = &args.train else {
-        return Err(BadInput(
+        return Err(Invalid(
             "give --train FILE to train on, --scores FILE or --import FILE to evaluate".into(),
         )
         .into());
@@ -68,6 +68,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
             super::gbdt::eval_trees(&args, train_path, &test_set, all_train, valid)?;
         return report(&args, &metrics, extra);
     }
+    let settings = args.learn.apply(TrainSettings::letor())?;
     let train = read_letor(train_path, args.train_query.as_deref())?;
     let valid = args
         .valid
@@ -80,11 +81,9 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     let (all_train, test_set) = (sets.next().expect("train"), sets.next().expect("test"));
     let (train_set, valid_set) = match sets.next() {
         Some(v) => (all_train, v),
-        None => all_train
-            .split_validation(args.learn.valid_fraction, args.learn.seed)
-            .map_err(|e| BadInput(e.to_string()))?,
+        None => all_train.split_validation(settings.valid_fraction, settings.seed)?,
     };
-    let config = args.learn.config(train_path.display().to_string());
+    let config = settings.config(train_path.display().to_string(), MetricConvention::Letor);
     let started = Instant::now();
     let outcome = run_training(&train_set, Some(&valid_set), &config, args.json)?;
     let seconds = started.elapsed().as_secs_f64();
@@ -104,10 +103,10 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         "sample_rows": model.training.sample_rows,
         "mixup": model.training.mixup,
         "member_best_epochs": model.training.member_best_epochs,
-        "seed": args.learn.seed,
+        "seed": settings.seed,
         "id": model.id(),
-        "lr": args.learn.lr,
-        "batch": args.learn.batch,
+        "lr": settings.lr,
+        "batch": settings.batch,
         "train_queries": train_set.queries.len(),
         "valid_queries": valid_set.queries.len(),
         "coverage": outcome.coverage,
@@ -147,7 +146,7 @@ fn report(args: &EvalLetorArgs, m: &RankMetrics, extra: serde_json::Value) -> an
 /// One finite score per line, exactly `rows` of them.
 fn read_scores(path: &Path, rows: usize) -> anyhow::Result<Vec<f32>> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| Invalid(format!("cannot read {}: {e}", path.display())))?;
     let scores: Vec<f32> = text
         .lines()
         .enumerate()
@@ -158,7 +157,7 @@ fn read_scores(path: &Path, rows: usize) -> anyhow::Result<Vec<f32>> {
                 .ok()
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| {
-                    BadInput(format!(
+                    Invalid(format!(
                         "{}:{}: `{}` is not a finite score",
                         path.display(),
                         i + 1,
@@ -168,7 +167,7 @@ fn read_scores(path: &Path, rows: usize) -> anyhow::Result<Vec<f32>> {
         })
         .collect::<Result<_, _>>()?;
     if scores.len() != rows {
-        return Err(BadInput(format!(
+        return Err(Invalid(format!(
             "{} has {} scores but the test file has {rows} rows",
             path.display(),
             scores.len()

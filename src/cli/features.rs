@@ -5,11 +5,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::eval::{read_qrels, read_queries, JudgmentVariant, QueryFormat};
-use super::{progress, BadInput, DataArgs};
+use super::{progress, DataArgs};
+use crate::error::Invalid;
 use crate::eval::Qrels;
 use crate::features::FeatureSet;
-use crate::judgments::{judged_windows, known_items, write_svmlight, JudgedQuery};
+use crate::judgments::{known_items, write_svmlight};
 use crate::text::{ModelKind, TextIndex};
+use crate::training::{judged_windows, JudgedQuery};
 
 /// Judged queries for training or evaluation on the index.
 #[derive(clap::Args, Debug, Clone)]
@@ -40,7 +42,7 @@ impl JudgedArgs {
 fn judged(queries: Vec<(String, String)>, qrels: &Qrels) -> anyhow::Result<Vec<JudgedQuery>> {
     let known: std::collections::HashSet<&str> = queries.iter().map(|(q, _)| q.as_str()).collect();
     if let Some((qid, _)) = qrels.iter().find(|(q, _)| !known.contains(q)) {
-        return Err(BadInput(format!(
+        return Err(Invalid(format!(
             "the qrels judge query `{qid}`, which the queries file lacks"
         ))
         .into());
@@ -77,22 +79,21 @@ pub struct FeaturesArgs {
 }
 
 pub fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
-    let model: ModelKind = args.model.parse().map_err(BadInput)?;
-    crate::text::search::validate_window(args.window, 0).map_err(|e| BadInput(e.to_string()))?;
+    let model: ModelKind = args.model.parse().map_err(Invalid)?;
+    crate::search::check_window(args.window)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
+    let engine = crate::search::Engine::new(index).with_links(links);
     let (queries, _) = args.judged.load()?;
     let bar = progress(queries.len() as u64, "features", args.json);
     let (windows, stats) = judged_windows(
-        &index,
-        links.as_ref(),
+        &engine,
         &queries,
         model,
         args.window,
         crate::features::Prf::Compute,
         &|| bar.inc(1),
-    )
-    .map_err(|e| BadInput(e.to_string()))?;
+    )?;
     bar.finish_and_clear();
     let mut bytes = Vec::new();
     write_svmlight(&mut bytes, FeatureSet::current(), &windows)?;
@@ -136,7 +137,7 @@ pub fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
     };
     let items = known_items::derive(&docs, args.max, args.seed)?;
     if items.is_empty() {
-        return Err(BadInput(format!(
+        return Err(Invalid(format!(
             "no documented API item pages under {}",
             docs.display()
         ))

@@ -17,12 +17,14 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::eval_letor::EvalLetorArgs;
-use super::learn::{rank_sets, read_letor, LearnArgs, ModelArg};
-use super::{progress, BadInput};
+use super::learn::{rank_sets, read_letor, LearnArgs};
+use super::progress;
+use crate::error::Invalid as BadInput;
 use crate::rerank::gbdt::import::{self, Imported};
 use crate::rerank::gbdt::train::{self, GbdtParams, RoundLog};
 use crate::rerank::objective::{LambdaParams, StableAp, StableApHessian};
 use crate::rerank::{evaluate_scores, MetricConvention, Objective, RankMetrics, RankSet, Reranker};
+use crate::training::{ModelChoice as ModelArg, TrainSettings};
 
 /// The networks' learning options, with `--model` also accepting `gbdt`.
 #[derive(Debug, Clone)]
@@ -212,7 +214,7 @@ impl GbdtArgs {
         }
     }
 
-    pub fn objective(&self, learn: &LearnArgs) -> Objective {
+    pub fn objective(&self, learn: &TrainSettings) -> Objective {
         let lambda = LambdaParams {
             sigma: self.lambda_sigma,
             truncation: self.truncation,
@@ -298,7 +300,7 @@ pub fn eval_trees(
     all_train: RankSet,
     valid_file: Option<RankSet>,
 ) -> anyhow::Result<(RankMetrics, serde_json::Value)> {
-    let learn = &args.learn.learn;
+    let learn = &args.learn.learn.apply(TrainSettings::letor())?;
     let params = args.gbdt.params(learn.seed);
     let (train_set, valid_set) = match (valid_file, params.early_stopping_rounds) {
         (Some(v), _) => (all_train, Some(v)),

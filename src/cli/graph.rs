@@ -78,8 +78,9 @@ pub fn compute(
 
 /// The document ids of a seed file: one per line, `#` comments and blank lines ignored.
 fn read_seed_ids(path: &std::path::Path) -> anyhow::Result<Vec<String>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| super::BadInput(format!("cannot read seed file {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        crate::error::Invalid(format!("cannot read seed file {}: {e}", path.display()))
+    })?;
     Ok(text
         .lines()
         .map(str::trim)

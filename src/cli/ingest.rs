@@ -9,8 +9,9 @@ use anyhow::Context;
 use serde::Serialize;
 use url::Url;
 
-use super::{progress, BadInput, DataArgs};
+use super::{progress, DataArgs};
 use crate::corpus::{cranfield, html, jsonl, Document, RecordError};
+use crate::error::Invalid;
 use crate::text::TextIndex;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,7 +104,7 @@ pub fn ingest(
             eprintln!("... and {} more invalid records", errors.len() - 20);
         }
         if !skip_invalid {
-            return Err(BadInput(format!(
+            return Err(Invalid(format!(
                 "{} invalid record(s) in {}; nothing was indexed (use --skip-invalid to index the valid ones)",
                 errors.len(),
                 input.display()
@@ -135,14 +136,14 @@ pub fn ingest(
 type Read = (Vec<Document>, Vec<RecordError>, usize, u64);
 
 fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> anyhow::Result<Read> {
-    let missing = || BadInput(format!("input {} does not exist", input.display()));
+    let missing = || Invalid(format!("input {} does not exist", input.display()));
     if !input.exists() {
         return Err(missing().into());
     }
     match format {
         Format::Jsonl => {
             if input.is_dir() {
-                return Err(BadInput(format!(
+                return Err(Invalid(format!(
                     "{} is a directory; --format jsonl takes a file",
                     input.display()
                 ))
@@ -155,7 +156,7 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
         }
         Format::Html => {
             if !input.is_dir() {
-                return Err(BadInput(format!(
+                return Err(Invalid(format!(
                     "{} is not a directory; --format html takes a directory of pages",
                     input.display()
                 ))
@@ -163,7 +164,7 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
             }
             let files = html::html_files(input)?;
             if files.is_empty() {
-                return Err(BadInput(format!("no .html files under {}", input.display())).into());
+                return Err(Invalid(format!("no .html files under {}", input.display())).into());
             }
             let bytes: u64 = files
                 .iter()
@@ -173,7 +174,7 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
             let base = match base_url {
                 Some(u) => u.clone(),
                 None => Url::from_directory_path(input.canonicalize()?).map_err(|_| {
-                    BadInput(format!("cannot make a file URL of {}", input.display()))
+                    Invalid(format!("cannot make a file URL of {}", input.display()))
                 })?,
             };
             let bar = progress(files.len() as u64, "parsing", quiet);
@@ -184,7 +185,7 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
         Format::Cranfield => {
             let path = input.join(cranfield::DOCUMENTS_FILE);
             let bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
-            let docs = cranfield::read_documents(&path).map_err(|e| BadInput(e.to_string()))?;
+            let docs = cranfield::read_documents(&path)?;
             Ok((docs, Vec::new(), 0, bytes))
         }
     }

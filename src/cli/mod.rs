@@ -1,6 +1,7 @@
 //! The `rankd` command line (INTERFACE.md). Each subcommand lives in its own file; this one
 //! holds the argument types, the shared progress-bar style and the exit-code convention:
-//! 0 ok, 2 bad usage or bad input (the message says what and where), 1 anything else.
+//! 0 ok, 2 bad usage or bad input (the message says what and where), 1 anything else; the
+//! kind of the error decides (`crate::error`).
 
 pub mod active_replay;
 pub mod cv;
@@ -72,14 +73,9 @@ impl DataArgs {
             .as_deref()
             .map(crate::text::IndexConfig::load)
             .transpose()
-            .map_err(|e| BadInput(format!("{e:#}")).into())
+            .map_err(|e| crate::error::Invalid(format!("{e:#}")).into())
     }
 }
-
-/// An error caused by the user's input: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
 
 /// Runs the command; the exit code follows the convention above.
 pub fn run(cli: Cli) -> i32 {
@@ -100,11 +96,7 @@ pub fn run(cli: Cli) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<BadInput>().is_some() {
-                2
-            } else {
-                1
-            }
+            crate::error::kind_of(&e).exit_code()
         }
     }
 }

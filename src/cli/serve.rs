@@ -4,16 +4,16 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use arc_swap::ArcSwapOption;
 
-use super::BadInput;
+use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::{self, AppState};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
+use crate::error::Invalid;
 use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
@@ -44,13 +44,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         database_url: args.database_url,
     })
-    .map_err(|e| BadInput(format!("{e:#}")))?;
+    .map_err(|e| Invalid(format!("{e:#}")))?;
     let index_config = args
         .index_config
         .as_deref()
         .map(crate::text::IndexConfig::load)
         .transpose()
-        .map_err(|e| BadInput(format!("{e:#}")))?;
+        .map_err(|e| Invalid(format!("{e:#}")))?;
     let index = TextIndex::open(&config.data_dir, index_config)?;
     serve_index(index, config)
 }
@@ -84,6 +84,7 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         let db = Db::open(&url).await?;
         tracing::info!("database: {}", redact(&url));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
+        let auth_failures = FailureThrottle::new(config.limits.admin_auth_failures_per_minute);
         ops.link_freshness
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -91,22 +92,26 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
         if ops.token.is_none() {
             eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
         }
-        let reranker = crate::admin::models::sync_and_load(&ops.db, &index.dir)
+        let loaded = crate::admin::models::sync_and_load(&ops.db, &index.dir)
             .await
-            .context("cannot load the active reranker")?;
-        match &reranker {
-            Some(m) => eprintln!("reranking with model {} ({})", m.id(), m.path.display()),
-            None => {
+            .context("cannot read the model registry")?;
+        let reranker = loaded.model;
+        match (&reranker, &loaded.error) {
+            (Some(m), _) => eprintln!("reranking with model {} ({})", m.id(), m.path.display()),
+            (None, Some(e)) => tracing::error!("{e}"),
+            (None, None) => {
                 eprintln!("note: no active reranker; `rankd train` or POST /admin/train makes one")
             }
         }
         crate::metrics::set_active_model(reranker.as_ref().map(|m| m.id()));
         let state = Arc::new(AppState {
-            index,
-            links: ArcSwapOption::new(links.map(Arc::new)),
-            reranker: ArcSwapOption::new(reranker.map(Arc::new)),
+            engine: crate::search::Engine::new(index)
+                .with_links(links)
+                .with_model(reranker),
             ready: AtomicBool::new(false),
             ops,
+            reranker_error: Mutex::new(loaded.error),
+            auth_failures,
         });
         api::serve(state, config.addr, |bound| {
             eprintln!(

@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs, SelectArgs};
-use super::BadInput;
-use crate::judgments::JudgedQuery;
+use crate::error::Invalid;
 use crate::rerank::RankSet;
+use crate::training::JudgedQuery;
+use crate::training::TrainSettings;
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("source").required(true)
@@ -48,7 +49,7 @@ pub struct TrainArgs {
     /// With judgments on the index: the first-phase model and window to rerank.
     #[arg(long, default_value = "bm25f")]
     pub first_phase: String,
-    #[arg(long, default_value_t = crate::second_phase::DEFAULT_WINDOW)]
+    #[arg(long, default_value_t = crate::search::model::DEFAULT_WINDOW)]
     pub window: usize,
     /// With judgments on the index: train on these features only (comma-separated names).
     /// Default: the whole feature set but the RM3 features, which serving then computes only
@@ -120,7 +121,7 @@ impl Judged {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read {}", path.display()))?;
                 let queries = parse_judgment_lines(&text)
-                    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+                    .map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
                 Ok((queries, path.display().to_string()))
             }
             Judged::Database(url) => {
@@ -133,7 +134,7 @@ impl Judged {
                 })?;
                 let queries = crate::admin::train::judged_queries(&stored);
                 if queries.is_empty() {
-                    return Err(BadInput(format!(
+                    return Err(Invalid(format!(
                         "the database ({}) holds no judgments of a query with a stored text",
                         crate::db::redact(url)
                     ))
@@ -176,6 +177,12 @@ pub fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
             if value.trim().is_empty() {
                 return Err(format!("line {n}: `{name}` is empty"));
             }
+        }
+        if j.grade < 0 {
+            return Err(format!(
+                "line {n}: grade {} is negative; grades are 0 or more",
+                j.grade
+            ));
         }
         let text = j.query.as_deref().map(str::trim);
         if text == Some("") {
@@ -227,7 +234,7 @@ pub fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
 impl Source {
     /// `(train, validation)` sets; validation is a query split of the training data when the
     /// source has none of its own.
-    pub fn load(&self, learn: &LearnArgs) -> anyhow::Result<(RankSet, RankSet, String)> {
+    pub fn load(&self, learn: &TrainSettings) -> anyhow::Result<(RankSet, RankSet, String)> {
         match self {
             Source::Letor {
                 data,
@@ -244,9 +251,7 @@ impl Source {
                     }
                     None => {
                         let all = rank_sets(&[&train])?.remove(0);
-                        let (t, v) = all
-                            .split_validation(learn.valid_fraction, learn.seed)
-                            .map_err(|e| BadInput(e.to_string()))?;
+                        let (t, v) = all.split_validation(learn.valid_fraction, learn.seed)?;
                         Ok((t, v, data.display().to_string()))
                     }
                 }
@@ -258,33 +263,28 @@ impl Source {
                 window,
                 features,
             } => {
-                crate::second_phase::validate_window(1, 0, *window)
-                    .map_err(|e| BadInput(e.to_string()))?;
+                crate::search::check_window(*window)?;
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
+                let engine = crate::search::Engine::new(index).with_links(links);
                 let (queries, name) = judged.load()?;
                 let prf = crate::features::FeatureSet::current().prf_for(features);
                 let bar = super::progress(queries.len() as u64, "features", false);
-                let (windows, _) = crate::judgments::judged_windows(
-                    &index,
-                    links.as_ref(),
+                let (windows, _) = crate::training::judged_windows(
+                    &engine,
                     &queries,
                     *first_phase,
                     *window,
                     prf,
                     &|| bar.inc(1),
-                )
-                .map_err(|e| BadInput(e.to_string()))?;
+                )?;
                 bar.finish_and_clear();
                 let all = if features.is_empty() {
-                    crate::judgments::rank_set(&windows)
+                    crate::training::rank_set(&windows)
                 } else {
-                    crate::judgments::rank_set_columns(&windows, features)
-                }
-                .map_err(|e| BadInput(e.to_string()))?;
-                let (t, v) = all
-                    .split_validation(learn.valid_fraction, learn.seed)
-                    .map_err(|e| BadInput(e.to_string()))?;
+                    crate::training::rank_set_columns(&windows, features)
+                }?;
+                let (t, v) = all.split_validation(learn.valid_fraction, learn.seed)?;
                 Ok((t, v, name))
             }
         }
@@ -296,7 +296,7 @@ pub fn feature_columns(flag: &str, names: &[String]) -> anyhow::Result<Vec<usize
     crate::features::FeatureSet::current()
         .columns_of(names)
         .map_err(|name| {
-            BadInput(format!(
+            Invalid(format!(
                 "{flag}: `{name}` is not a feature of {}",
                 crate::features::FEATURE_SET_VERSION
             ))
@@ -334,23 +334,32 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         (None, Some(judged)) => Source::Index {
             judged,
             data: args.data.clone(),
-            first_phase: args.first_phase.parse().map_err(BadInput)?,
+            first_phase: args.first_phase.parse().map_err(Invalid)?,
             window: args.window,
             features: feature_columns("--features", &args.features)?,
         },
         (None, None) => {
-            return Err(BadInput(
+            return Err(Invalid(
                 "give --letor FILE, --queries/--qrels, --judgments FILE or --from-db".into(),
             )
             .into())
         }
     };
-    let (train, valid, name) = source.load(&args.learn)?;
-    let mut config = args.learn.config(name);
-    if matches!(source, Source::Index { .. }) {
-        config.convention = crate::rerank::MetricConvention::Trec;
-    }
-    let (outcome, selection) = match args.select.grid(&args.learn) {
+    // The preset measured best for the kind of data, with the flags applied over it.
+    let (preset, convention) = match source {
+        Source::Index { .. } => (
+            TrainSettings::on_index(),
+            crate::rerank::MetricConvention::Trec,
+        ),
+        Source::Letor { .. } => (
+            TrainSettings::letor(),
+            crate::rerank::MetricConvention::Letor,
+        ),
+    };
+    let settings = args.learn.apply(preset)?;
+    let (train, valid, name) = source.load(&settings)?;
+    let config = settings.config(name, convention);
+    let (outcome, selection) = match args.select.grid(&settings) {
         None => (
             run_training(&train, Some(&valid), &config, args.json)?,
             None,
@@ -363,8 +372,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
                 &grid,
                 &mut |_| {},
                 &std::sync::atomic::AtomicBool::new(false),
-            )
-            .map_err(|e| BadInput(e.to_string()))?;
+            )?;
             if !args.json {
                 eprintln!(
                     "selected {} of {} features (weight decay {}, validation MAP {:.4}): {}",
@@ -385,12 +393,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let installed = args
         .activate
-        .then(|| crate::second_phase::install(&args.data.data_dir, &outcome.model))
+        .then(|| crate::search::model::install(&args.data.data_dir, &outcome.model))
         .transpose()?;
     let out = match (&args.out, &installed) {
         (Some(out), _) => out.clone(),
         (None, Some(path)) => path.clone(),
-        (None, None) => crate::second_phase::store(&args.data.data_dir, &outcome.model)?,
+        (None, None) => crate::search::model::store(&args.data.data_dir, &outcome.model)?,
     };
     if let Some(path) = &installed {
         eprintln!(
@@ -428,4 +436,18 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_judgment_lines;
+
+    #[test]
+    fn judgment_lines_refuse_negative_grades_naming_the_line() {
+        let ok = r#"{"query_id":"q1","query":"vec","doc_id":"a","grade":0}"#;
+        let bad = r#"{"query_id":"q1","doc_id":"b","grade":-2}"#;
+        assert_eq!(parse_judgment_lines(ok).unwrap()[0].grades["a"], 0);
+        let e = parse_judgment_lines(&format!("{ok}\n{bad}")).unwrap_err();
+        assert_eq!(e, "line 2: grade -2 is negative; grades are 0 or more");
+    }
 }

@@ -4,6 +4,12 @@
 //!
 //! Pages that only redirect (`<meta http-equiv="refresh">`, e.g. rustdoc's re-export stubs)
 //! are not documents: links to them are followed to where they redirect.
+//!
+//! Without `--base-url` pages are addressed by `file://` URLs, which have no host, and the
+//! link graph keys documents by host-ful URLs (SPEC §2 normalisation) or by id: a link from
+//! one page of the ingest to another is therefore stored as the target's id (its path under
+//! the directory), so the graph keeps it whatever the base (the Rust docs: ~360k links,
+//! not 0).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,7 +38,7 @@ pub struct HtmlCorpus {
 
 /// One parsed page before the anchor pass.
 enum Page {
-    Content(Document, Vec<(String, String)>),
+    Content(Box<Document>, Vec<(String, String)>),
     Redirect { from: String, to: String },
 }
 
@@ -70,7 +76,7 @@ pub fn read_pages(
     let mut redirect_to = HashMap::new();
     for p in parsed {
         match p {
-            Ok(Page::Content(doc, links)) => pages.push((doc, links)),
+            Ok(Page::Content(doc, links)) => pages.push((*doc, links)),
             Ok(Page::Redirect { from, to }) => {
                 redirect_to.insert(from, to);
             }
@@ -153,15 +159,17 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         ));
     }
     // `links` becomes the document's out-links in the anchor pass, once redirects are known.
+    let prose = prose(&doc);
     let doc = Document {
         id,
         url: Some(strip_fragment(url).to_string()),
         title,
         headings,
         body: collapse(&body),
+        prose,
         ..Default::default()
     };
-    Page::Content(doc, links)
+    Page::Content(Box::new(doc), links)
 }
 
 /// `<meta http-equiv="refresh" content="0;URL=target">` → the absolute target.
@@ -184,20 +192,67 @@ fn meta_refresh(doc: &Html, url: &Url) -> Option<String> {
     url.join(target).ok().map(|u| strip_fragment(u).to_string())
 }
 
+/// Inline elements: their text runs on with their neighbours' in the prose.
+const INLINE: &[&str] = &[
+    "a", "abbr", "b", "cite", "code", "em", "i", "kbd", "mark", "q", "s", "samp", "small", "span",
+    "strong", "sub", "sup", "time", "u", "var", "wbr",
+];
+
+/// Elements whose text is prose a snippet can quote.
+const PROSE: &[&str] = &["p", "li", "dd", "blockquote", "figcaption"];
+
+/// The page's prose for its snippets: the visible text of each paragraph, list item and
+/// description, one per line, without code blocks; an element inside another prose element
+/// is part of that one's line. Empty for a page without such elements (the body is used).
+fn prose(doc: &Html) -> String {
+    let selector = Selector::parse(&PROSE.join(", ")).expect("static selector");
+    let mut out = String::new();
+    for element in doc.select(&selector) {
+        let nested = element.ancestors().any(|a| {
+            a.value().as_element().is_some_and(|e| {
+                PROSE.contains(&e.name()) || e.name() == "pre" || INVISIBLE.contains(&e.name())
+            })
+        });
+        if nested {
+            continue;
+        }
+        let mut text = String::new();
+        visible_text_without(element, &mut text, &["pre"]);
+        let line = collapse(&text);
+        if !line.is_empty() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 fn visible_text(element: ElementRef, out: &mut String) {
+    visible_text_without(element, out, &[]);
+}
+
+/// The visible text of `element`, leaving out the elements named in `skip` too.
+fn visible_text_without(element: ElementRef, out: &mut String, skip: &[&str]) {
     for child in element.children() {
         match child.value() {
             Node::Text(t) => {
                 out.push_str(t);
             }
             Node::Element(e) => {
-                if INVISIBLE.contains(&e.name()) {
+                if INVISIBLE.contains(&e.name()) || skip.contains(&e.name()) {
                     continue;
                 }
                 if let Some(child) = ElementRef::wrap(child) {
-                    out.push(' ');
-                    visible_text(child, out);
-                    out.push(' ');
+                    // Prose keeps inline markup inside its words ("a `Vec`." reads "a Vec.");
+                    // the body pads every element, as it always has (the index depends on it).
+                    let pad = skip.is_empty() || !INLINE.contains(&e.name());
+                    if pad {
+                        out.push(' ');
+                    }
+                    visible_text_without(child, out, skip);
+                    if pad {
+                        out.push(' ');
+                    }
                 }
             }
             _ => {}
@@ -227,6 +282,15 @@ fn attach_anchors(
         .enumerate()
         .filter_map(|(i, (d, _))| Some((d.url.clone()?, i)))
         .collect();
+    let ids: Vec<String> = pages.iter().map(|(d, _)| d.id.clone()).collect();
+    // A link to a page of this ingest without a host (a file URL) is stored as the page's id.
+    let link_to = |u: &str| -> String {
+        let target = resolve(u);
+        match by_url.get(&target) {
+            Some(&j) if Url::parse(&target).is_ok_and(|t| !t.has_host()) => ids[j].clone(),
+            _ => target,
+        }
+    };
     let mut anchors: Vec<Vec<String>> = vec![Vec::new(); pages.len()];
     let mut docs = Vec::with_capacity(pages.len());
     for (i, (mut doc, links)) in pages.into_iter().enumerate() {
@@ -242,8 +306,8 @@ fn attach_anchors(
         }
         let mut resolved: Vec<String> = links
             .iter()
-            .map(|(u, _)| resolve(u))
-            .filter(|u| Some(u) != doc.url.as_ref())
+            .filter(|(u, _)| by_url.get(&resolve(u)) != Some(&i))
+            .map(|(u, _)| link_to(u))
             .collect();
         resolved.sort();
         resolved.dedup();
@@ -274,6 +338,21 @@ mod tests {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, html).unwrap();
+    }
+
+    #[test]
+    fn prose_keeps_paragraphs_and_items_without_code_blocks() {
+        let doc = Html::parse_document(
+            r#"<body><nav><p>menu</p></nav><pre>fn main() {}</pre>
+            <p>Creates a <code>Vec</code>, <em>empty</em>.</p>
+            <ul><li>one <p>inner</p></li></ul><div><p>before<pre>x = 1</pre></p></div>
+            <dl><dt>Vec</dt><dd>A growable array.</dd></dl></body>"#,
+        );
+        assert_eq!(
+            prose(&doc),
+            "Creates a Vec, empty.\none inner\nbefore\nA growable array.\n"
+        );
+        assert_eq!(prose(&Html::parse_document("<body>only text</body>")), "");
     }
 
     #[test]
@@ -335,6 +414,41 @@ mod tests {
         assert_eq!(b.links, vec!["https://site.test/docs/index.html"]);
         assert_eq!(get("index.html").anchor, "home");
         assert!(get("broken.html").body.contains("unclosed bold"));
+    }
+
+    /// Without a base URL (file URLs, no host) the links between the pages of the ingest
+    /// still reach the link graph: they are stored as the target pages' ids.
+    #[test]
+    fn links_between_pages_survive_without_a_base_url() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "index.html",
+            r#"<title>Home</title><a href="b/page.html#x">B</a><a href="old.html">old</a>
+            <a href="https://other.org/x">ext</a><a href="index.html">self</a>"#,
+        );
+        write(
+            dir.path(),
+            "b/page.html",
+            r#"<title>B</title><a href="../index.html">home</a>"#,
+        );
+        write(
+            dir.path(),
+            "old.html",
+            r#"<meta http-equiv="refresh" content="0;URL=b/page.html">"#,
+        );
+        let files = html_files(dir.path()).unwrap();
+        let base = Url::from_directory_path(dir.path().canonicalize().unwrap()).unwrap();
+        let c = read_pages(dir.path(), &files, &base, &|| {});
+        let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
+        assert_eq!(
+            get("index.html").links,
+            vec!["b/page.html", "https://other.org/x"]
+        );
+        assert_eq!(get("b/page.html").links, vec!["index.html"]);
+        assert_eq!(get("b/page.html").anchor, "B\nold");
+        // Links that are ids become edges of the link graph (`graph::build`'s tests; the
+        // HTML ingest end to end: `tests/hardening_cli.rs`).
     }
 
     #[test]

@@ -1,11 +1,26 @@
 //! JSON Lines documents: one object per line with `id`, `url`, `title`, `headings`, `body`,
 //! `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`].
+//!
+//! The checks here are the ones whose absence corrupts the index silently: an `id` must be a
+//! JSON string (a number used to become text and replace the document whose id is that
+//! text), at most [`MAX_ID_BYTES`] long (tantivy drops longer terms, so the record could never
+//! be replaced or deleted, and every ingest added another copy), and `published_at` must lie
+//! in [`PUBLISHED_AT_RANGE`] (years 1900..=9999), so freshness features stay meaningful.
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::{Document, RecordError};
+
+/// The longest `id` in bytes: tantivy indexes no longer term
+/// (`tantivy::tokenizer::MAX_TOKEN_LEN`, 65 530).
+pub const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
+
+/// Accepted `published_at`, seconds since the Unix epoch: 1900-01-01T00:00:00Z through
+/// 9999-12-31T23:59:59Z. Earlier or later values are typing errors (milliseconds given as
+/// seconds, a sentinel such as `i64::MAX`), not dates of documents.
+pub const PUBLISHED_AT_RANGE: std::ops::RangeInclusive<i64> = -2_208_988_800..=253_402_300_799;
 
 /// Parses every non-blank line of `bytes` (the content of `path`). Each record is parsed on
 /// its own, so one bad line yields one error and the others still parse.
@@ -37,8 +52,20 @@ fn parse_record(line: &[u8]) -> Result<Document, String> {
 /// Builds a document from one JSON object, checking every known field's type.
 pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, String> {
     let id = match object.remove("id") {
+        Some(Value::String(s)) if s.len() > MAX_ID_BYTES => {
+            return Err(format!(
+                "`id` is {} bytes long; ids are limited to {MAX_ID_BYTES} bytes (the index \
+                 cannot look up longer ones, so the document could never be replaced or deleted)",
+                s.len()
+            ))
+        }
         Some(Value::String(s)) if !s.trim().is_empty() => s,
-        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Number(n)) => {
+            return Err(format!(
+                "`id` must be a string, got the number {n}; write it as \"{n}\" (a number \
+                 would silently become text and could replace another document)"
+            ))
+        }
         Some(Value::String(_)) => return Err("`id` is empty".into()),
         Some(other) => return Err(format!("`id` must be a string, got {}", kind(&other))),
         None => return Err("missing `id`".into()),
@@ -87,6 +114,14 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
             ))
         }
     };
+    if let Some(t) = published_at {
+        if !PUBLISHED_AT_RANGE.contains(&t) {
+            return Err(format!(
+                "`published_at` {t} (seconds since the Unix epoch) is outside the years \
+                 1900..=9999 (milliseconds given as seconds?)"
+            ));
+        }
+    }
     Ok(Document {
         id,
         url: (!url.is_empty()).then_some(url),
@@ -97,6 +132,7 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
         links,
         published_at,
         extra: object,
+        prose: String::new(),
     })
 }
 
@@ -137,7 +173,7 @@ mod tests {
 
     #[test]
     fn errors_name_the_line_and_the_problem() {
-        let input = b"{\"id\":\"a\"}\n\n{\"id\": 1.5, \"title\": 3}\n{not json\n[1]\n{\"title\":\"x\"}\n{\"id\":\"\xff\"}\n";
+        let input = b"{\"id\":\"a\"}\n\n{\"id\": \"b\", \"title\": 3}\n{not json\n[1]\n{\"title\":\"x\"}\n{\"id\":\"\xff\"}\n";
         let out = parse(Path::new("docs.jsonl"), input);
         assert_eq!(out.len(), 6);
         assert!(out[0].is_ok());
@@ -162,6 +198,56 @@ mod tests {
             "{}",
             errs[4]
         );
+    }
+
+    /// A numeric id used to become the string "17" and replace the document with that id.
+    #[test]
+    fn numeric_ids_are_refused_naming_the_line() {
+        let out = parse(
+            Path::new("docs.jsonl"),
+            b"{\"id\":\"17\",\"title\":\"a\"}\n{\"id\":17,\"title\":\"b\"}\n",
+        );
+        assert!(out[0].is_ok());
+        let e = out[1].as_ref().unwrap_err().to_string();
+        assert!(
+            e.starts_with("docs.jsonl:2:")
+                && e.contains("`id` must be a string, got the number 17"),
+            "{e}"
+        );
+    }
+
+    /// Ids tantivy cannot index as one term (over 65 530 bytes) are refused; the longest
+    /// indexable one is kept.
+    #[test]
+    fn ids_over_the_term_limit_are_refused() {
+        let long = format!(r#"{{"id":"{}"}}"#, "x".repeat(65_531));
+        let Err(e) = one(&long) else {
+            panic!("an id over 65530 bytes is accepted")
+        };
+        let e = e.message;
+        assert!(e.contains("65531 bytes") && e.contains("65530"), "{e}");
+        let longest = format!(r#"{{"id":"{}"}}"#, "x".repeat(65_530));
+        assert!(one(&longest).is_ok_and(|d| d.id.len() == 65_530));
+    }
+
+    /// Dates outside 1900..=9999 are refused, in both notations; the bounds themselves pass.
+    #[test]
+    fn published_at_outside_the_years_1900_to_9999_is_refused() {
+        for bad in [
+            r#"{"id":"a","published_at":9223372036854775807}"#,
+            r#"{"id":"a","published_at":1700000000000000}"#,
+            r#"{"id":"a","published_at":-2208988801}"#,
+            r#"{"id":"a","published_at":"0001-01-01T00:00:00Z"}"#,
+        ] {
+            let e = one(bad).unwrap_err().message;
+            assert!(e.contains("outside the years 1900..=9999"), "{bad}: {e}");
+        }
+        for good in [
+            r#"{"id":"a","published_at":-2208988800}"#,
+            r#"{"id":"a","published_at":"9999-12-31T23:59:59Z"}"#,
+        ] {
+            assert!(one(good).is_ok(), "{good}");
+        }
     }
 
     #[test]

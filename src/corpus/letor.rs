@@ -5,11 +5,20 @@
 //! and LightGBM require) or from a group file (`rank.train.query`: one group size per line, in
 //! row order, as LightGBM's examples ship). Errors name the file and line; a group file whose
 //! sizes do not add up to the number of rows is an error, never a silent truncation.
+//!
+//! Feature indices are capped at [`MAX_FEATURE_INDEX`]: training and evaluation hold the rows
+//! as dense vectors as long as the largest index, so one stray `4294967295:1` would otherwise
+//! ask for a 100 GB allocation (and abort) instead of naming the bad line.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::eval::{for_each_line, ParseError, Qrels};
+
+/// The largest feature index accepted. The public LETOR sets use at most 700 features
+/// (Yahoo! LTR; MSLR-WEB 136, Istella 220, LightGBM's example 300); rows are stored densely,
+/// so this bounds a row at 80 KB.
+pub const MAX_FEATURE_INDEX: u32 = 10_000;
 
 /// One judged (query, document) row.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +161,16 @@ fn parse_row(
                     path,
                     n,
                     "feature index 0: indices start at 1",
+                ))
+            }
+            Ok(i) if i > MAX_FEATURE_INDEX => {
+                return Err(ParseError::syntax(
+                    path,
+                    n,
+                    format!(
+                        "feature index {i} is above the limit of {MAX_FEATURE_INDEX} \
+                         (rows are stored densely, as long as the largest index)"
+                    ),
                 ))
             }
             Ok(i) => i,
@@ -449,6 +468,22 @@ mod tests {
         }
         assert_eq!(parse_label("2.0"), Some(2));
         assert_eq!(parse_label("+1"), Some(1));
+    }
+
+    /// A huge index is refused by name before any dense row is allocated (it used to abort
+    /// `eval-letor` with a 103 GB allocation).
+    #[test]
+    fn feature_index_above_the_limit_is_refused() {
+        let f = temp("1 qid:1 1:1\n0 qid:1 4294967295:1\n");
+        assert_eq!(
+            error(read(f.path(), None), &f),
+            "2: feature index 4294967295 is above the limit of 10000 \
+             (rows are stored densely, as long as the largest index)"
+        );
+        let f = temp("1 qid:1 2000000:1\n");
+        assert!(error(read(f.path(), None), &f).starts_with("1: feature index 2000000"));
+        let f = temp(&format!("1 qid:1 {MAX_FEATURE_INDEX}:1\n"));
+        assert_eq!(read(f.path(), None).unwrap().num_features, 10_000);
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct Document {
     pub published_at: Option<i64>,
     /// Any other fields of a JSONL record, stored as given.
     pub extra: Map<String, Value>,
+    /// The readable prose of the document, one paragraph or list item per line, for its
+    /// snippets (`crate::text::snippet`); empty means "the body". Indexed, not stored.
+    pub prose: String,
 }
 
 /// A record that could not be read, with where it came from.

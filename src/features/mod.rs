@@ -39,6 +39,15 @@ pub struct FeatureMatrix {
 }
 
 impl FeatureMatrix {
+    /// No rows of `cols` features.
+    pub fn empty(cols: usize) -> Self {
+        FeatureMatrix {
+            rows: 0,
+            cols,
+            values: Vec::new(),
+        }
+    }
+
     pub fn row(&self, i: usize) -> &[f32] {
         &self.values[i * self.cols..(i + 1) * self.cols]
     }

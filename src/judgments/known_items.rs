@@ -111,10 +111,10 @@ pub fn to_trec(items: &[KnownItem]) -> (String, String) {
 }
 
 /// Judged queries of the items.
-pub fn judged(items: &[KnownItem]) -> Vec<super::JudgedQuery> {
+pub fn judged(items: &[KnownItem]) -> Vec<crate::training::JudgedQuery> {
     items
         .iter()
-        .map(|item| super::JudgedQuery {
+        .map(|item| crate::training::JudgedQuery {
             qid: item.qid.clone(),
             text: item.query.clone(),
             grades: item.relevant.iter().map(|id| (id.clone(), 1)).collect(),

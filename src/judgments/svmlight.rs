@@ -6,8 +6,8 @@
 
 use std::io::Write;
 
-use super::Window;
 use crate::features::FeatureSet;
+use crate::training::Window;
 
 pub fn write_svmlight(
     out: &mut impl Write,

@@ -2,7 +2,7 @@
 //! URL features need, without decompressing the stored document (a Rust API page's stored
 //! body is up to a megabyte; reading whole documents cost 37% of a top-10 query).
 
-use tantivy::columnar::StrColumn;
+use tantivy::columnar::{BytesColumn, StrColumn};
 use tantivy::{DocAddress, Searcher};
 
 /// The columns of every segment of one searcher.
@@ -14,6 +14,7 @@ struct SegmentColumns {
     id: Option<StrColumn>,
     title: Option<StrColumn>,
     url: Option<StrColumn>,
+    snippet: Option<BytesColumn>,
 }
 
 /// What a hit shows of its document.
@@ -35,6 +36,7 @@ impl DocColumns {
                     id: ff.str("id")?,
                     title: ff.str("title")?,
                     url: ff.str("url")?,
+                    snippet: ff.bytes("snippet")?,
                 })
             })
             .collect::<tantivy::Result<_>>()?;
@@ -58,5 +60,18 @@ impl DocColumns {
             title: read(&s.title)?,
             url: (!url.is_empty()).then_some(url),
         })
+    }
+
+    /// The encoded snippet passages of a document (`crate::text::snippet`) into `out`
+    /// (cleared first; left empty for a document without any).
+    pub fn snippet(&self, address: DocAddress, out: &mut Vec<u8>) -> tantivy::Result<()> {
+        out.clear();
+        let s = &self.segments[address.segment_ord as usize];
+        if let Some(c) = &s.snippet {
+            if let Some(ord) = c.term_ords(address.doc_id).next() {
+                c.ord_to_bytes(ord, out)?;
+            }
+        }
+        Ok(())
     }
 }

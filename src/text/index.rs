@@ -6,12 +6,19 @@
 //! DATA/index.toml      the index configuration (copied at creation, editable for scoring)
 //! DATA/manifest.json   tantivy version, index format, configuration hashes, document count
 //! ```
+//!
+//! The reader reloads by itself when another process commits (tantivy watches `meta.json`):
+//! a `rankd ingest` into the directory a server is serving becomes visible to its searches
+//! within about a second, without a restart. A write that fails (a full disk, above all)
+//! rolls back and removes the segment files it had written, so the failure leaves the index
+//! and the free space as they were and the next write can succeed.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{OwnedValue, Value};
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use super::config::IndexConfig;
@@ -19,7 +26,7 @@ use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes.
-pub const INDEX_FORMAT: u32 = 2;
+pub const INDEX_FORMAT: u32 = 3;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -109,7 +116,7 @@ impl TextIndex {
         register_analyzers(index.tokenizers());
         let reader = index
             .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
+            .reload_policy(ReloadPolicy::OnCommitWithDelay)
             .try_into()?;
         Ok(TextIndex {
             dir: data_dir.to_path_buf(),
@@ -150,25 +157,65 @@ impl TextIndex {
     /// Adds or replaces (same `id`) `docs` in one atomic commit: either every document becomes
     /// visible or, on any error, none does.
     pub fn upsert(&self, docs: impl IntoIterator<Item = Document>) -> anyhow::Result<u64> {
-        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        let mut writer = self.writer()?;
         let mut count = 0u64;
-        let result = (|| -> anyhow::Result<()> {
+        let mut prose_analyzer = super::schema::analyzer(self.config.field("body").analyzer);
+        let result = (|| -> tantivy::Result<()> {
             for doc in docs {
                 writer.delete_term(Term::from_field_text(self.fields.id, &doc.id));
-                writer.add_document(self.to_tantivy(&doc))?;
+                writer.add_document(self.to_tantivy(&doc, &mut prose_analyzer))?;
                 count += 1;
             }
             writer.commit()?;
             Ok(())
         })();
         if let Err(e) = result {
-            writer.rollback()?;
-            return Err(e);
+            return Err(self.discard(writer, e));
         }
-        writer.wait_merging_threads()?;
-        self.reader.reload()?;
-        self.write_manifest()?;
+        self.after_commit(writer)?;
         Ok(count)
+    }
+
+    fn writer(&self) -> anyhow::Result<IndexWriter> {
+        self.index
+            .writer(WRITER_BUDGET_BYTES)
+            .with_context(|| format!("cannot open the index in {} for writing", self.index_dir()))
+    }
+
+    fn index_dir(&self) -> String {
+        self.dir.join("index").display().to_string()
+    }
+
+    /// After a failed write: rolls back and deletes the segment files the write left (on a
+    /// full disk they would keep it full, and every later write would fail). The error names
+    /// the index directory.
+    fn discard(&self, mut writer: IndexWriter, e: tantivy::TantivyError) -> anyhow::Error {
+        let cleanup = writer
+            .rollback()
+            .and_then(|_| writer.garbage_collect_files().wait());
+        let e = anyhow::Error::new(e).context(format!(
+            "cannot write to the index in {}; nothing was committed",
+            self.index_dir()
+        ));
+        match cleanup {
+            Ok(_) => e,
+            Err(c) => e.context(format!(
+                "and the uncommitted files in {} could not be removed ({c}); they go at the \
+                 next successful write",
+                self.index_dir()
+            )),
+        }
+    }
+
+    /// After a commit: waits for merges (a merge that fails, say on a full disk, leaves the
+    /// committed documents as they are, so it is logged, not returned), then makes searches
+    /// see the commit and records it in the manifest.
+    fn after_commit(&self, writer: IndexWriter) -> anyhow::Result<()> {
+        if let Err(e) = writer.wait_merging_threads() {
+            tracing::warn!("merging segments in {} failed: {e}", self.index_dir());
+        }
+        self.reader.reload()?;
+        self.write_manifest()
     }
 
     /// Deletes the documents with the given ids in one commit; returns how many existed.
@@ -183,18 +230,18 @@ impl TextIndex {
                     > 0
             })
             .count() as u64;
-        let mut writer: IndexWriter = self.index.writer(WRITER_BUDGET_BYTES)?;
+        let mut writer = self.writer()?;
         for id in ids {
             writer.delete_term(Term::from_field_text(self.fields.id, id));
         }
-        writer.commit()?;
-        writer.wait_merging_threads()?;
-        self.reader.reload()?;
-        self.write_manifest()?;
+        if let Err(e) = writer.commit() {
+            return Err(self.discard(writer, e));
+        }
+        self.after_commit(writer)?;
         Ok(existing)
     }
 
-    fn to_tantivy(&self, doc: &Document) -> TantivyDocument {
+    fn to_tantivy(&self, doc: &Document, prose_analyzer: &mut TextAnalyzer) -> TantivyDocument {
         let f = &self.fields;
         let mut t = TantivyDocument::new();
         t.add_text(f.id, &doc.id);
@@ -212,6 +259,12 @@ impl TextIndex {
         for link in &doc.links {
             t.add_text(f.links, link);
         }
+        let prose = if doc.prose.is_empty() {
+            &doc.body
+        } else {
+            &doc.prose
+        };
+        t.add_bytes(f.snippet, &super::snippet::encode(prose, prose_analyzer));
         t.add_u64(f.url_depth, super::schema::url_depth(url) as u64);
         t.add_u64(f.url_length, url.chars().count() as u64);
         if let Some(ts) = doc.published_at {
@@ -256,11 +309,13 @@ impl TextIndex {
                 .collect(),
             published_at: t.get_first(f.published_at).and_then(|v| v.as_i64()),
             extra,
+            prose: String::new(),
         }
     }
 }
 
-fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
+/// The manifest of the index in `data_dir`.
+pub fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
     let path = data_dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(

@@ -8,8 +8,9 @@ pub mod query;
 pub mod schema;
 pub mod scorer;
 pub mod search;
+pub mod snippet;
 
 pub use config::IndexConfig;
 pub use index::TextIndex;
 pub use models::ModelKind;
-pub use search::{SearchError, SearchRequest, SearchResults};
+pub use search::SearchError;

@@ -4,11 +4,12 @@
 use super::config::Analyzer;
 use super::schema::tokens;
 
-/// Queries longer than this are refused: a search box never needs more, and it bounds the
-/// cost of one request.
-pub const MAX_QUERY_BYTES: usize = 2048;
-/// Distinct analysed terms allowed in one query.
-pub const MAX_QUERY_TERMS: usize = 64;
+/// Queries longer than this are refused: it bounds the cost of one request, and leaves room
+/// for the longest topics of the classic test collections (whole paragraphs).
+pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+/// Distinct analysed terms allowed in one query: Lucene's default clause limit
+/// (`IndexSearcher.getMaxClauseCount`, 1024).
+pub const MAX_QUERY_TERMS: usize = 1024;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum QueryError {
@@ -32,10 +33,14 @@ impl QueryTerms {
     pub fn analyze(text: &str, analyzer: Analyzer) -> Result<QueryTerms, QueryError> {
         check_query_text(text)?;
         let mut terms: Vec<(String, u32)> = Vec::new();
+        let mut position: std::collections::HashMap<String, usize> = Default::default();
         for token in tokens(analyzer, text) {
-            match terms.iter_mut().find(|(t, _)| *t == token) {
-                Some((_, qtf)) => *qtf += 1,
-                None => terms.push((token, 1)),
+            match position.get(&token) {
+                Some(&i) => terms[i].1 += 1,
+                None => {
+                    position.insert(token.clone(), terms.len());
+                    terms.push((token, 1));
+                }
             }
         }
         if terms.len() > MAX_QUERY_TERMS {
@@ -82,16 +87,21 @@ mod tests {
             QueryTerms::analyze("  \t", Analyzer::En),
             Err(QueryError::Empty)
         );
-        let huge = "word ".repeat(2000);
+        let huge = "word ".repeat(4000);
         assert_eq!(
             QueryTerms::analyze(&huge, Analyzer::En),
             Err(QueryError::TooLong(huge.len()))
         );
-        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        let many: String = (0..1025).map(|i| format!("w{i} ")).collect();
         assert_eq!(
             QueryTerms::analyze(&many, Analyzer::Plain),
-            Err(QueryError::TooManyTerms(100))
+            Err(QueryError::TooManyTerms(1025))
         );
+        // Lucene's default clause limit is accepted, repeats and all.
+        let limit: String = (0..2048).map(|i| format!("w{} ", i % 1024)).collect();
+        let q = QueryTerms::analyze(&limit, Analyzer::Plain).unwrap();
+        assert_eq!(q.terms.len(), 1024);
+        assert_eq!(q.len_with_repeats(), 2048);
         assert!(QueryTerms::analyze("the of", Analyzer::En)
             .unwrap()
             .is_empty());

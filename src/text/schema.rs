@@ -26,6 +26,8 @@ pub struct Fields {
     pub url_depth: Field,
     pub url_length: Field,
     pub extra: Field,
+    /// Encoded snippet passages (`crate::text::snippet`), a fast bytes column.
+    pub snippet: Field,
 }
 
 impl Fields {
@@ -75,6 +77,7 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let url_depth = b.add_u64_field("url_depth", FAST);
     let url_length = b.add_u64_field("url_length", FAST);
     let extra = b.add_json_field("extra", STORED);
+    let snippet = b.add_bytes_field("snippet", FAST);
     let fields = Fields {
         id,
         title,
@@ -88,6 +91,7 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         url_depth,
         url_length,
         extra,
+        snippet,
     };
     (b.build(), fields)
 }

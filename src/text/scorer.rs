@@ -140,6 +140,32 @@ impl Weight for ModelWeight {
         Ok(Box::new(scorer))
     }
 
+    /// The top-k path: MaxScore (Turtle and Flood 1995) when the model bounds each term's
+    /// contribution, else every matching document.
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let mut scorer = self.query.segment_scorer(reader)?;
+        match self.query.model.term_upper_bounds() {
+            Some(bounds) => scorer.max_score(&bounds, threshold, callback),
+            None => {
+                let mut threshold = threshold;
+                let mut doc = scorer.doc();
+                while doc != TERMINATED {
+                    let score = scorer.score();
+                    if score > threshold {
+                        threshold = callback(doc, score);
+                    }
+                    doc = scorer.advance();
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
         let mut scorer = self.query.segment_scorer(reader)?;
         if scorer.seek(doc) != doc {
@@ -217,6 +243,70 @@ impl ModelScorer {
     pub fn explain(&mut self) -> Explanation {
         self.load();
         self.model.explain(&self.current())
+    }
+
+    /// MaxScore over the query terms: with the terms ordered by their bound, the longest prefix
+    /// whose bounds sum to at most `threshold` is *non-essential* (a document holding only
+    /// those terms cannot beat the current k-th score), so candidates come from the postings
+    /// of the other, essential terms alone; each candidate's postings of the non-essential
+    /// terms are moved to it and it is scored exactly as [`Scorer::score`] would. The top k is
+    /// therefore the exhaustive one (a document left out scores at most `threshold`, and
+    /// documents tied with the k-th lose to it on document order anyway).
+    fn max_score(
+        &mut self,
+        bounds: &[f32],
+        mut threshold: Score,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) {
+        let mut order: Vec<usize> = (0..bounds.len()).collect();
+        order.sort_by(|&a, &b| bounds[a].total_cmp(&bounds[b]).then(a.cmp(&b)));
+        // essential[t]: whether term t's postings drive the candidates.
+        let mut essential = vec![true; bounds.len()];
+        let boost = self.boost;
+        let split = |threshold: Score, essential: &mut [bool]| {
+            let mut sum = 0.0f32;
+            essential.fill(true);
+            for &t in &order {
+                sum += bounds[t] * boost;
+                if sum > threshold {
+                    break;
+                }
+                essential[t] = false;
+            }
+        };
+        split(threshold, &mut essential);
+        loop {
+            let doc = self
+                .slots
+                .iter()
+                .filter(|s| essential[s.term])
+                .map(|s| s.postings.doc())
+                .min()
+                .unwrap_or(TERMINATED);
+            if doc == TERMINATED {
+                break;
+            }
+            for slot in self.slots.iter_mut().filter(|s| !essential[s.term]) {
+                if slot.postings.doc() < doc {
+                    slot.postings.seek(doc);
+                }
+            }
+            self.doc = doc;
+            let score = self.score();
+            if score > threshold {
+                let raised = callback(doc, score);
+                if raised > threshold {
+                    threshold = raised;
+                    split(threshold, &mut essential);
+                }
+            }
+            for slot in self.slots.iter_mut().filter(|s| essential[s.term]) {
+                if slot.postings.doc() == doc {
+                    slot.postings.advance();
+                }
+            }
+        }
+        self.doc = TERMINATED;
     }
 
     /// The raw per-document inputs (tf matrix, lengths, positions) of `target`, matching or

@@ -1,18 +1,14 @@
-//! First-phase search over the whole collection with any model of SPEC §1, plus snippets,
-//! explanations and per-candidate scoring (the feature-function view of each model).
+//! The first phase: any model of SPEC §1 bound to a query ranks the whole collection (the
+//! pipeline around it is `crate::search`), and scores given candidates (the feature-function
+//! view of each model).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use serde::Serialize;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Value};
-use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocAddress, Score, Searcher, TantivyDocument, Term};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocAddress, Score, Searcher, Term};
 
-use super::columns::DocColumns;
 use super::config::Bm25Params;
 use super::index::TextIndex;
 use super::models::bm25f::Bm25fField;
@@ -26,11 +22,6 @@ use super::scorer::ModelQuery;
 pub const MAX_K: usize = 1000;
 /// Deepest result (offset + k) one request may reach.
 pub const MAX_DEPTH: usize = 10_000;
-/// Characters in a snippet.
-const SNIPPET_CHARS: usize = 200;
-/// Only the start of a long body is searched for the snippet: tokenising a whole 1 MB API
-/// page per hit would cost more than the search itself.
-const SNIPPET_SOURCE_BYTES: usize = 32 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -49,58 +40,6 @@ impl From<tantivy::TantivyError> for SearchError {
     fn from(e: tantivy::TantivyError) -> Self {
         SearchError::Internal(e.into())
     }
-}
-
-#[derive(Debug, Clone)]
-pub struct SearchRequest {
-    pub q: String,
-    pub k: usize,
-    pub offset: usize,
-    pub model: ModelKind,
-    /// The field single-field models rank by; `None` = the configured default (`all`).
-    pub field: Option<String>,
-    pub explain: bool,
-    pub snippets: bool,
-}
-
-impl SearchRequest {
-    pub fn new(q: impl Into<String>, model: ModelKind, k: usize) -> Self {
-        SearchRequest {
-            q: q.into(),
-            k,
-            offset: 0,
-            model,
-            field: None,
-            explain: false,
-            snippets: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Hit {
-    pub rank: usize,
-    pub id: String,
-    pub url: Option<String>,
-    pub title: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snippet: Option<String>,
-    pub score: f32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<serde_json::Value>,
-    #[serde(skip)]
-    pub address: DocAddress,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct SearchResults {
-    pub query: String,
-    pub model: String,
-    /// The second-phase model that reranked the hits; `None` for first-phase results.
-    pub reranker: Option<String>,
-    pub total_hits: usize,
-    pub took_ms: f64,
-    pub hits: Vec<Hit>,
 }
 
 /// A model bound to one query on one searcher, ready to rank or to score candidates.
@@ -196,125 +135,6 @@ impl TextIndex {
             native,
         }))
     }
-
-    /// Ranks the whole collection with the requested model.
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResults, SearchError> {
-        let start = Instant::now();
-        validate_window(req.k, req.offset)?;
-        let searcher = self.reader.searcher();
-        let Some(bound) = self.bind(&searcher, req.model, req.field.as_deref(), &req.q)? else {
-            return Ok(SearchResults {
-                query: req.q.clone(),
-                model: req.model.to_string(),
-                reranker: None,
-                total_hits: 0,
-                took_ms: start.elapsed().as_secs_f64() * 1e3,
-                hits: Vec::new(),
-            });
-        };
-        let top = bound.top(&searcher, req.k, req.offset)?;
-        let total_hits = bound.count(&searcher)?;
-        let hits = self.hits(&searcher, &bound, req, &top, req.offset)?;
-        Ok(SearchResults {
-            query: req.q.clone(),
-            model: req.model.to_string(),
-            reranker: None,
-            total_hits,
-            took_ms: start.elapsed().as_secs_f64() * 1e3,
-            hits,
-        })
-    }
-
-    /// Turns ranked `(score, address)` pairs into hits ranked from `offset + 1`: id, title
-    /// and URL from the fast-field columns, the snippet (when `req.snippets`) from the stored
-    /// body, and `bound`'s explanation (when `req.explain`).
-    pub fn hits(
-        &self,
-        searcher: &Searcher,
-        bound: &BoundModel,
-        req: &SearchRequest,
-        ranked: &[(Score, DocAddress)],
-        offset: usize,
-    ) -> Result<Vec<Hit>, SearchError> {
-        // One weight for every explained hit; explaining is opt-in and off the hot path.
-        let explainer = if req.explain {
-            Some(
-                bound
-                    .query
-                    .weight(tantivy::query::EnableScoring::enabled_from_searcher(
-                        searcher,
-                    ))?,
-            )
-        } else {
-            None
-        };
-        let snippets = if req.snippets {
-            Some(self.snippet_generator(searcher, &req.q)?)
-        } else {
-            None
-        };
-        let columns = DocColumns::new(searcher)?;
-        let mut hits = Vec::with_capacity(ranked.len());
-        for (i, &(score, address)) in ranked.iter().enumerate() {
-            let head = columns.head(address)?;
-            let snippet = match &snippets {
-                Some(g) => {
-                    let doc: TantivyDocument = searcher.doc(address)?;
-                    let body = doc
-                        .get_first(self.fields.body)
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("");
-                    let s = g.snippet(prefix(body, SNIPPET_SOURCE_BYTES));
-                    Some(if s.fragment().is_empty() {
-                        html_escape(&body.chars().take(SNIPPET_CHARS).collect::<String>())
-                    } else {
-                        s.to_html()
-                    })
-                }
-                None => None,
-            };
-            let explain = match &explainer {
-                Some(w) => {
-                    let e =
-                        w.explain(searcher.segment_reader(address.segment_ord), address.doc_id)?;
-                    Some(serde_json::to_value(&e).map_err(anyhow::Error::from)?)
-                }
-                None => None,
-            };
-            hits.push(Hit {
-                rank: offset + i + 1,
-                id: head.id,
-                url: head.url,
-                title: head.title,
-                snippet,
-                score,
-                explain,
-                address,
-            });
-        }
-        Ok(hits)
-    }
-
-    /// Highlights the query's terms in the body field.
-    fn snippet_generator(
-        &self,
-        searcher: &Searcher,
-        q: &str,
-    ) -> Result<SnippetGenerator, SearchError> {
-        let field = self.fields.body;
-        let analyzer = self.config.field("body").analyzer;
-        let mut weights = BTreeMap::new();
-        for (term, _) in QueryTerms::analyze(q, analyzer)?.terms {
-            let df = searcher.doc_freq(&Term::from_field_text(field, &term))?;
-            weights.insert(term, 1.0 / (1.0 + df as Score));
-        }
-        Ok(SnippetGenerator::new(
-            weights,
-            super::schema::analyzer(analyzer),
-            field,
-            SNIPPET_CHARS,
-        ))
-    }
 }
 
 impl BoundModel {
@@ -399,22 +219,4 @@ pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
         });
     }
     Ok(())
-}
-
-/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary.
-fn prefix(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }

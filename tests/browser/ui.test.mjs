@@ -8,8 +8,10 @@
 //
 // It indexes a small linked corpus (corpus.mjs) with `rankd ingest` and `rankd graph`, serves
 // it with an admin token, stores judgments through the admin API, and then, in the browser:
-// searches and opens a score explanation; on /admin rejects a wrong token, accepts the right
-// one, trains a model and watches the progress bar reach 100%, trains a second one, activates
+// searches and opens a score explanation; checks that documents whose `url` is a `javascript:`
+// or `data:` URL are shown without a link and that clicking their title runs nothing (stored
+// XSS, issue 16) and that the pages carry a Content-Security-Policy; on /admin rejects a wrong
+// token, accepts the right one, trains a model and watches the progress bar reach 100%, trains a second one, activates
 // the first, activates the second, rolls back, deletes the second; cancels a running job from
 // the job list; and checks that the search page now reports the reranker and explains its
 // features. Screenshots go to docs/screenshots/.
@@ -198,7 +200,11 @@ async function main() {
     page = context.pages()[0] || (await context.newPage());
     const pageErrors = [];
     page.on("pageerror", (e) => pageErrors.push(e.message));
-    page.on("dialog", (d) => d.accept());
+    const dialogs = [];
+    page.on("dialog", (d) => {
+      dialogs.push(d.message());
+      d.accept();
+    });
 
     // --- Search page, first phase only ---------------------------------------------------
     await page.goto(`${server.base}/`);
@@ -217,11 +223,41 @@ async function main() {
     await shot(page, "search-explain");
 
     // An error from the API is shown, not swallowed.
-    await page.fill("#q", "x".repeat(3000));
+    await page.fill("#q", "x".repeat(17000)); // over the 16 KB query limit
     await page.click("form#f button");
     await page.waitForSelector("#error");
     assert.match(await page.textContent("#error"), /\S/);
     log(`search error shown: ${(await page.textContent("#error")).slice(0, 80)}`);
+
+    // --- Stored XSS: document URLs that are not http(s) ----------------------------------
+    // A document's `url` is whatever was ingested. Rendered as a link, `javascript:` would run
+    // on rankd's origin (which serves /admin) when clicked; it must be shown as text.
+    const hostile = [
+      { id: "xss-js", url: "javascript:window.__rankdXss=1;alert('xss')", title: "Zebrafish javascript link" },
+      { id: "xss-data", url: "data:text/html,<script>alert('xss')</script>", title: "Zebrafish data link" },
+    ].map((d) => ({ ...d, body: "zebrafish aquarium notes" }));
+    const batch = await fetch(`${server.base}/admin/documents`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/x-ndjson" },
+      body: hostile.map((d) => JSON.stringify(d)).join("\n"),
+    });
+    assert.equal(batch.status, 200, await batch.text());
+    const searchPage = await page.goto(`${server.base}/?q=zebrafish`);
+    await page.waitForFunction(() => document.querySelectorAll(".hit").length === 2);
+    // Click each result's title, link or not, as a user would.
+    for (const title of await page.$$(".hit > :first-child")) await title.click();
+    await sleep(500);
+    assert.equal(await page.evaluate(() => window.__rankdXss), undefined, "the javascript: URL ran");
+    assert.deepEqual(dialogs, [], "a dialog opened from a document URL");
+    assert.ok(page.url().startsWith(server.base), `navigated away to ${page.url()}`);
+    assert.equal(await page.$$eval(".hit a[href^='javascript:' i], .hit a[href^='data:' i]", (as) => as.length), 0,
+      "a javascript: or data: URL is rendered as a link");
+    const csp = searchPage.headers()["content-security-policy"] || "";
+    assert.match(csp, /script-src 'self'/, `the search page's CSP: ${csp}`);
+    assert.equal(searchPage.headers()["x-frame-options"], "DENY");
+    assert.equal(searchPage.headers()["x-content-type-options"], "nosniff");
+    log("javascript: and data: document URLs are shown as text and run nothing");
+    await admin(server.base, "POST", "/admin/documents/delete", { ids: hostile.map((d) => d.id) });
 
     // --- Admin page ----------------------------------------------------------------------
     await page.goto(`${server.base}/admin`);

@@ -213,21 +213,14 @@ pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, 
     Server { child, base }
 }
 
-/// Writes `docs` (JSON lines) and ingests them with the CLI into `dir/data`.
-pub fn ingest(dir: &Path, docs: &[&str]) -> PathBuf {
-    let data = dir.join("data");
-    let f = dir.join("docs.jsonl");
-    std::fs::write(&f, docs.join("\n")).unwrap();
+/// Runs `rankd ARGS`, asserting that it succeeds (its standard error in the message).
+pub fn rankd_ok<I, S>(args: I) -> std::process::Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args([
-            "ingest",
-            "--format",
-            "jsonl",
-            "--input",
-            f.to_str().unwrap(),
-            "--data-dir",
-            data.to_str().unwrap(),
-        ])
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -235,6 +228,23 @@ pub fn ingest(dir: &Path, docs: &[&str]) -> PathBuf {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// Writes `docs` (JSON lines) and ingests them with the CLI into `dir/data`.
+pub fn ingest(dir: &Path, docs: &[&str]) -> PathBuf {
+    let data = dir.join("data");
+    let f = dir.join("docs.jsonl");
+    std::fs::write(&f, docs.join("\n")).unwrap();
+    rankd_ok([
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        f.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     data
 }
 
@@ -334,4 +344,24 @@ pub fn topic_corpus(padded: bool) -> Vec<String> {
             .to_string()
         })
         .collect()
+}
+
+/// Judgments over [`topic_corpus`]: for each topic, two queries (`q{topic}-0`, `q{topic}-1`)
+/// judging every document, relevant when its title names the topic; a JSON array of
+/// `POST /admin/judgments` objects.
+pub fn topic_judgments() -> String {
+    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
+    let mut rows = Vec::new();
+    for (q, t) in topics.iter().enumerate() {
+        for (n, second) in ["basics", "notes"].iter().enumerate() {
+            for i in 0..24 {
+                let relevant = (i % 2 == 0 && i % 6 == q) || (i % 2 == 1 && (i + 1) % 6 == q);
+                rows.push(serde_json::json!({
+                    "query_id": format!("q{q}-{n}"), "query": format!("{t} {second}"),
+                    "doc_id": format!("d{i}"), "grade": i32::from(relevant),
+                }));
+            }
+        }
+    }
+    serde_json::Value::Array(rows).to_string()
 }

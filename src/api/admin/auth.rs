@@ -1,11 +1,15 @@
 //! Every `/admin/` request passes here first: without a configured token the admin API is
 //! disabled (503, so a client can tell "not set up" from "wrong token"); otherwise a request
-//! without `Authorization: Bearer TOKEN`, or with another token, gets 401.
+//! without `Authorization: Bearer TOKEN`, or with another token, gets 401. An address that has
+//! sent `limits.admin_auth_failures_per_minute` wrong tokens within a minute gets 429 (with
+//! `Retry-After`) for every admin request until that minute is over (`crate::admin::auth`).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
-use axum::extract::{Request, State};
-use axum::http::header;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -24,6 +28,27 @@ pub async fn require_token(
         )
         .into_response();
     };
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let now = Instant::now();
+    if let Some(wait) = client.and_then(|ip| state.auth_failures.blocked(ip, now)) {
+        let secs = wait.as_secs().max(1);
+        let mut response = ApiError {
+            status: StatusCode::TOO_MANY_REQUESTS,
+            code: "too_many_requests",
+            message: format!(
+                "too many wrong admin tokens from this address; try again in {secs} s"
+            ),
+            field: None,
+        }
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return response;
+    }
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -31,13 +56,20 @@ pub async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "));
     let error = match given {
         None => "missing `Authorization: Bearer TOKEN` header",
+        // Not a guess: not counted against the address.
+        Some(t) if t.trim().is_empty() => "empty admin token",
         Some(t) if token.matches(t.trim()) => return next.run(request).await,
-        Some(_) => "wrong admin token",
+        Some(_) => {
+            if let Some(ip) = client {
+                state.auth_failures.failed(ip, now);
+            }
+            "wrong admin token"
+        }
     };
     let mut response = ApiError::unauthorized(error).into_response();
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        header::HeaderValue::from_static("Bearer realm=\"rankd admin\""),
+        HeaderValue::from_static("Bearer realm=\"rankd admin\""),
     );
     response
 }

@@ -40,7 +40,7 @@ fn mark_stale(state: &AppState, documents: u64) {
 /// After a committed batch: starts the graph job if asked. The answer's `links` object says
 /// whether the served scores are stale and which job recomputes them.
 async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
-    let loaded = state.links.load().is_some();
+    let loaded = state.engine.links().is_some();
     if !recompute {
         return json!({"stale": loaded, "recompute_job": null});
     }
@@ -99,7 +99,7 @@ pub async fn upsert(
     }
     let writing = state.ops.index_writes.lock().await;
     let writer = state.clone();
-    let indexed = tokio::task::spawn_blocking(move || writer.index.upsert(docs))
+    let indexed = tokio::task::spawn_blocking(move || writer.engine.index.upsert(docs))
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::internal(format!("{e:#}")))?;
@@ -107,7 +107,7 @@ pub async fn upsert(
     drop(writing);
     let links = after_batch(&state, recompute).await;
     Ok(Json(
-        json!({"indexed": indexed, "documents": state.index.num_docs(), "links": links}),
+        json!({"indexed": indexed, "documents": state.engine.index.num_docs(), "links": links}),
     ))
 }
 
@@ -150,15 +150,15 @@ pub async fn delete(
         .map(|(i, id)| body::id(&format!("ids[{i}]"), id))
         .collect::<Result<Vec<_>, _>>()?;
     let writing = state.ops.index_writes.lock().await;
-    if let Some((i, id)) =
-        first_missing(&state.index, ids.iter().map(String::as_str)).map_err(ApiError::internal)?
+    if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
+        .map_err(ApiError::internal)?
     {
         let mut e = ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
     let writer = state.clone();
-    let deleted = tokio::task::spawn_blocking(move || writer.index.delete(&ids))
+    let deleted = tokio::task::spawn_blocking(move || writer.engine.index.delete(&ids))
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::internal(format!("{e:#}")))?;
@@ -166,6 +166,6 @@ pub async fn delete(
     drop(writing);
     let links = after_batch(&state, recompute).await;
     Ok(Json(
-        json!({"deleted": deleted, "documents": state.index.num_docs(), "links": links}),
+        json!({"deleted": deleted, "documents": state.engine.index.num_docs(), "links": links}),
     ))
 }

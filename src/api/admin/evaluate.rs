@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::body;
-use crate::admin::evaluate::{evaluate as run_evaluation, EvaluateError};
+use crate::admin::evaluate::evaluate as run_evaluation;
 use crate::api::{ApiError, AppState};
 use crate::text::ModelKind;
 
@@ -57,7 +57,7 @@ pub async fn evaluate(
         ));
     }
     if let Some(f) = request.field.as_deref() {
-        if state.index.fields.text(f).is_none() {
+        if state.engine.index.fields.text(f).is_none() {
             return Err(ApiError::bad_request(
                 "field",
                 format!("unknown field `{f}` (known: title, headings, body, anchor, url, all)"),
@@ -73,18 +73,16 @@ pub async fn evaluate(
     let worker = state.clone();
     let field = request.field;
     let report = tokio::task::spawn_blocking(move || {
-        run_evaluation(&worker.index, &judgments, model, field.as_deref(), depth)
+        run_evaluation(&worker.engine, &judgments, model, field.as_deref(), depth)
     })
     .await
     .map_err(ApiError::internal)?;
     match report {
         Ok(value) => Ok(Json(value)),
-        // The request was fine; the stored judgments are what cannot be evaluated.
-        Err(
-            e @ (EvaluateError::NoJudgments
-            | EvaluateError::NoQueryTexts(_)
-            | EvaluateError::Eval(_)),
-        ) => Err(ApiError::conflict(e.to_string())),
-        Err(EvaluateError::Internal(e)) => Err(ApiError::internal(format!("{e:#}"))),
+        Err(e) => Err(ApiError::of_kind(
+            crate::error::Kinded::kind(&e),
+            format!("{e:#}"),
+            None,
+        )),
     }
 }

@@ -193,13 +193,7 @@ pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> 
             // Holding the write lock keeps the index (and so the scores' generation) fixed
             // while the graph is built from it.
             let _writing = worker.ops.index_writes.blocking_lock();
-            graph::recompute(
-                &worker.index,
-                seeds,
-                &worker.links,
-                &worker.ops.link_freshness,
-                ctx,
-            )
+            graph::recompute(&worker.engine, seeds, &worker.ops.link_freshness, ctx)
         })
         .await
 }
@@ -239,8 +233,8 @@ pub async fn link_status(state: &Arc<AppState>) -> Result<Value, ApiError> {
         .clone();
     let worker = state.clone();
     let coverage = tokio::task::spawn_blocking(move || {
-        let searcher = worker.index.reader.searcher();
-        match worker.links.load_full() {
+        let searcher = worker.engine.index.reader.searcher();
+        match worker.engine.links() {
             Some(links) => links
                 .coverage(&searcher)
                 .map(|c| (true, links.scores.n(), c)),

@@ -87,9 +87,18 @@ pub async fn add(
             };
             ApiError::bad_request(field, format!("invalid judgment: {}", e.inner()))
         })?;
+        // Grades are 0 (not relevant) or more. TREC qrels files may carry negative grades
+        // (ClueWeb's -2 for spam) and `/admin/judgments/qrels` keeps them as trec_eval does;
+        // a judgment entered through this API has no such convention to follow.
+        if j.grade < 0 {
+            return Err(ApiError::bad_request(
+                at("grade"),
+                format!("grade {} is negative; grades are 0 or more", j.grade),
+            ));
+        }
         let query_id = body::id(&at("query_id"), &j.query_id)?;
         let doc_id = body::id(&at("doc_id"), &j.doc_id)?;
-        if !exists(&state.index, &doc_id).map_err(ApiError::internal)? {
+        if !exists(&state.engine.index, &doc_id).map_err(ApiError::internal)? {
             return Err(ApiError::bad_request(
                 at("doc_id"),
                 format!("no document with id {doc_id:?} in the index; nothing was stored"),
@@ -173,7 +182,7 @@ pub async fn import_qrels(
     let mut skipped = 0usize;
     for (qid, docs) in qrels.iter() {
         for (doc, &grade) in docs {
-            if !exists(&state.index, doc).map_err(ApiError::internal)? {
+            if !exists(&state.engine.index, doc).map_err(ApiError::internal)? {
                 if skip_unknown {
                     skipped += 1;
                     continue;

@@ -18,7 +18,7 @@ use crate::api::params::Params;
 use crate::api::{ApiError, AppState};
 use crate::db::labels::{NewBatch, ReservationFilter, Reserved};
 use crate::db::{now_ms, rfc3339};
-use crate::second_phase::{DEFAULT_WINDOW, MAX_WINDOW};
+use crate::search::model::{DEFAULT_WINDOW, MAX_WINDOW};
 use crate::text::ModelKind;
 
 /// The largest batch one request may ask for.
@@ -144,8 +144,6 @@ pub async fn create(
     let unavailable = db.unavailable_pairs().await.map_err(ApiError::internal)?;
     let worker = state.clone();
     let selection = tokio::task::spawn_blocking(move || {
-        let links = worker.links.load_full();
-        let reranker = worker.reranker.load_full();
         let spec = PoolSpec {
             queries: &queries,
             unavailable: &unavailable,
@@ -154,7 +152,7 @@ pub async fn create(
             k,
             lambda,
         };
-        labels::select(&worker.index, links.as_deref(), reranker.as_deref(), &spec)
+        labels::select(&worker.engine, &spec)
     })
     .await
     .map_err(ApiError::internal)??;

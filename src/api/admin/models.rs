@@ -1,6 +1,10 @@
 //! The model registry and training over HTTP: list models with their metrics, activate one
 //! (hot swap: requests in flight finish with the model they started with), roll back to the
 //! previously active one, delete inactive ones, and start a training job.
+//!
+//! The registry's active model and the served one differ only when the active model's file
+//! could not be loaded at start-up: `GET /admin/models` then shows `serving: null` and the
+//! `load_error`, and activating that same model again (after fixing its file) reloads it.
 
 use std::sync::Arc;
 
@@ -15,13 +19,13 @@ use crate::admin::train::{self, TrainParams};
 use crate::api::{ApiError, AppState};
 use crate::db::models::{Activation, Deletion};
 use crate::db::JobKind;
-use crate::second_phase::ActiveModel;
+use crate::search::model::ActiveModel;
 
 /// Every model that is not deleted, newest first, with its metrics and training log.
 #[utoipa::path(
     get, path = "/models", tag = "admin",
     responses(
-        (status = 200, description = "`{\"active\":ID|null,\"models\":[..]}`"),
+        (status = 200, description = "`{\"active\":ID|null,\"serving\":ID|null,\"load_error\":TEXT|null,\"models\":[..]}`: `serving` is the model reranking searches, `load_error` why the active one is not served"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -33,7 +37,18 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, Api
         .find(|m| m.status == "active")
         .map(|m| m.id.clone());
     let models: Vec<Value> = models.iter().map(|m| m.to_json()).collect();
-    Ok(Json(json!({"active": active, "models": models})))
+    let serving = state.engine.model().as_ref().map(|m| m.id().to_string());
+    let load_error = state
+        .reranker_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    Ok(Json(json!({
+        "active": active,
+        "serving": serving,
+        "load_error": load_error,
+        "models": models,
+    })))
 }
 
 /// Loads a registered model's file and swaps it in.
@@ -50,7 +65,11 @@ async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
-    state.reranker.store(Some(Arc::new(model)));
+    state.engine.set_model(Some(Arc::new(model)));
+    *state
+        .reranker_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = None;
     crate::metrics::set_active_model(Some(id));
     Ok(())
 }
@@ -83,7 +102,13 @@ async fn activate_id(state: &AppState, id: &str) -> Result<Json<Value>, ApiError
         .await
         .map_err(ApiError::internal)?;
     if current.as_ref().is_some_and(|m| m.id == id) {
-        return Err(ApiError::conflict(format!("model {id} is already active")));
+        let served = state.engine.model().as_ref().is_some_and(|m| m.id() == id);
+        if served {
+            return Err(ApiError::conflict(format!("model {id} is already active")));
+        }
+        // Active in the registry but not served (its file failed to load): load it again.
+        swap_in(state, id).await?;
+        return Ok(Json(json!({"active": id, "previous": id})));
     }
     swap_in(state, id).await?;
     match state.ops.db.activate_model(id, "admin").await {
@@ -179,8 +204,8 @@ pub async fn start(
     } else {
         body::json(&raw)?
     };
-    let (config, first_phase) = params
-        .config()
+    let (settings, first_phase) = params
+        .settings()
         .map_err(|(field, message)| ApiError::bad_request(field, message))?;
     let stored = state
         .ops
@@ -209,13 +234,11 @@ pub async fn start(
         .ops
         .jobs
         .start(JobKind::Train, params_json, move |ctx| {
-            let links = worker.links.load_full();
             train::run(
-                &worker.index,
-                links.as_deref(),
+                &worker.engine,
                 &worker.ops.db,
                 queries,
-                config,
+                settings,
                 first_phase,
                 ctx,
             )

@@ -65,8 +65,8 @@ pub async fn add(
         .enumerate()
         .map(|(i, id)| body::id(&format!("ids[{i}]"), id))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some((i, id)) =
-        first_missing(&state.index, ids.iter().map(String::as_str)).map_err(ApiError::internal)?
+    if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
+        .map_err(ApiError::internal)?
     {
         return Err(ApiError::bad_request(
             format!("ids[{i}]"),

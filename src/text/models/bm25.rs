@@ -91,6 +91,11 @@ impl TextModel for Bm25 {
         s
     }
 
+    /// `w·tf·(k1+1)/(tf+K) < w·(k1+1)` for every frequency (K > 0).
+    fn term_upper_bounds(&self) -> Option<Vec<f32>> {
+        super::saturating_bounds(&self.weight, self.k1)
+    }
+
     fn explain(&self, m: &DocMatch) -> Explanation {
         let mut e = Explanation::new(
             "bm25: sum of qtf·idf·tf·(k1+1)/(tf+k1·(1−b+b·|d|/avgdl))",

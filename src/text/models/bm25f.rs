@@ -117,6 +117,11 @@ impl TextModel for Bm25F {
         s
     }
 
+    /// `w·idf·tf~·(k1+1)/(tf~+k1) < w·idf·(k1+1)` for every pseudo-frequency.
+    fn term_upper_bounds(&self) -> Option<Vec<f32>> {
+        super::saturating_bounds(&self.term_weight, self.k1)
+    }
+
     fn explain(&self, m: &DocMatch) -> Explanation {
         let mut e = Explanation::new(
             "bm25f: sum of qtf·idf·tf~·(k1+1)/(tf~+k1), tf~ = sum_u w_u·tf_u/B_u",

@@ -65,6 +65,14 @@ pub trait TextModel: Send + Sync + std::fmt::Debug + 'static {
     fn score(&self, m: &DocMatch) -> f32;
     fn explain(&self, m: &DocMatch) -> Explanation;
 
+    /// For a model whose score is a sum of one non-negative contribution per query term: an
+    /// upper bound of each term's contribution, in [`TextModel::terms`] order. The first phase
+    /// then skips documents that cannot enter the top k (MaxScore, `crate::text::scorer`).
+    /// `None` (the default) ranks every matching document.
+    fn term_upper_bounds(&self) -> Option<Vec<f32>> {
+        None
+    }
+
     /// The record option the postings must be opened with.
     fn record_option(&self) -> IndexRecordOption {
         if self.needs_positions() {
@@ -201,4 +209,17 @@ pub fn bm25_idf(df: u64, n: u64) -> f32 {
 /// The query's terms split into parallel vectors (text, qtf).
 pub(crate) fn split_terms(terms: &[(String, u32)]) -> (Vec<String>, Vec<f32>) {
     terms.iter().map(|(t, q)| (t.clone(), *q as f32)).unzip()
+}
+
+/// The per-term bounds `w·(k1+1)` of a BM25-style saturation, raised by 1e-5 relative so
+/// that f32 rounding in the score can never exceed them; `None` unless every weight is a
+/// non-negative finite number (a negative idf would make the sum no longer monotone).
+fn saturating_bounds(weights: &[f32], k1: f32) -> Option<Vec<f32>> {
+    weights
+        .iter()
+        .map(|&w| {
+            let b = w * (k1 + 1.0) * (1.0 + 1e-5);
+            (w >= 0.0 && b.is_finite()).then_some(b)
+        })
+        .collect()
 }

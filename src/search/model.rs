@@ -1,19 +1,14 @@
-//! Two-phase search (SPEC §3): the first-phase model ranks the whole collection, the top
-//! `window` candidates get their feature vectors (SPEC §3.1, batched), the active reranker
-//! scores them and the window is re-sorted (ties keep the first-phase order); then the page
-//! `offset..offset + k` is cut and only its hits get snippets.
+//! The second phase's model (SPEC §3): a reranker bound to the current feature set, ready to
+//! score a window's feature matrix, and the model files of an index (`DATA/models/`).
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use serde_json::{json, Map, Value};
-use tantivy::{DocAddress, Score};
+use std::collections::BTreeMap;
 
-use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
-use crate::links::LinkData;
+use serde::Serialize;
+
+use crate::features::{self, FeatureMatrix, FeatureSet};
 use crate::rerank::{RerankError, Reranker};
-use crate::text::search::{SearchError, SearchRequest, SearchResults};
-use crate::text::TextIndex;
 
 /// The window reranked when a request does not say (SPEC §3).
 pub const DEFAULT_WINDOW: usize = 100;
@@ -83,29 +78,32 @@ impl ActiveModel {
     }
 
     /// Feature values of one row, and each feature's contribution for a linear model.
-    fn explain(&self, m: &FeatureMatrix, row: usize, score: f32) -> Value {
+    pub fn explain(&self, m: &FeatureMatrix, row: usize, score: f32) -> RerankExplanation {
         let values: Vec<f32> = self.columns.iter().map(|&c| m.row(row)[c]).collect();
         let names = self.reranker.feature_names();
-        let features: Map<String, Value> = names
-            .iter()
-            .zip(&values)
-            .map(|(n, v)| (n.clone(), json!(v)))
-            .collect();
-        let mut out = json!({
-            "reranker": self.id(),
-            "rerank_score": score,
-            "features": features,
-        });
-        if let Some(c) = self.reranker.contributions(&values) {
-            let contributions: Map<String, Value> = names
-                .iter()
-                .zip(c)
-                .map(|(n, v)| (n.clone(), json!(v)))
-                .collect();
-            out["contributions"] = Value::Object(contributions);
+        RerankExplanation {
+            reranker: self.id().to_string(),
+            rerank_score: score,
+            contributions: self
+                .reranker
+                .contributions(&values)
+                .map(|c| names.iter().cloned().zip(c).collect()),
+            features: names.iter().cloned().zip(values).collect(),
         }
-        out
     }
+}
+
+/// What the reranker made of one hit (`/search?explain=true`).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RerankExplanation {
+    /// The model's id.
+    pub reranker: String,
+    pub rerank_score: f32,
+    /// Every feature the model reads, by name.
+    pub features: BTreeMap<String, f32>,
+    /// Each feature's share of the score (linear models).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contributions: Option<BTreeMap<String, f32>>,
 }
 
 /// Where an index keeps its reranker models (`DATA/models/*.json`).
@@ -164,103 +162,4 @@ pub fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> 
     let name = format!("{}.json", reranker.id());
     crate::text::index::write_atomic(&activation_request(data_dir), name.as_bytes())?;
     Ok(path)
-}
-
-/// Seconds spent in each phase of one search, for the metrics.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PhaseTimes {
-    pub retrieve: f64,
-    pub features: f64,
-    pub rerank: f64,
-}
-
-/// Checks that the page fits in the window and the window in its limit.
-pub fn validate_window(k: usize, offset: usize, window: usize) -> Result<(), SearchError> {
-    crate::text::search::validate_window(k, offset)?;
-    if window == 0 || window > MAX_WINDOW {
-        return Err(SearchError::Param {
-            field: "window",
-            message: format!("window must be between 1 and {MAX_WINDOW}, got {window}"),
-        });
-    }
-    if offset + k > window {
-        return Err(SearchError::Param {
-            field: "offset",
-            message: format!(
-                "offset + k = {} exceeds the rerank window of {window}; ask for a larger window or rerank=false",
-                offset + k
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// Searches with the first-phase model of `req`, reranks its top `window` with `model`.
-pub fn search(
-    index: &TextIndex,
-    links: Option<&LinkData>,
-    model: &ActiveModel,
-    req: &SearchRequest,
-    window: usize,
-) -> Result<(SearchResults, PhaseTimes), SearchError> {
-    let start = Instant::now();
-    validate_window(req.k, req.offset, window)?;
-    let mut times = PhaseTimes::default();
-    let searcher = index.reader.searcher();
-    let mut results = SearchResults {
-        query: req.q.clone(),
-        model: req.model.to_string(),
-        reranker: Some(model.id().to_string()),
-        total_hits: 0,
-        took_ms: 0.0,
-        hits: Vec::new(),
-    };
-    let Some(bound) = index.bind(&searcher, req.model, req.field.as_deref(), &req.q)? else {
-        results.took_ms = start.elapsed().as_secs_f64() * 1e3;
-        return Ok((results, times));
-    };
-    let top = bound.top(&searcher, window, 0)?;
-    results.total_hits = bound.count(&searcher)?;
-    times.retrieve = start.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let candidates: Vec<Candidate> = top
-        .iter()
-        .map(|&(score, address)| Candidate { address, score })
-        .collect();
-    let m = features::extract(
-        index,
-        &searcher,
-        links,
-        FeatureSet::current(),
-        &req.q,
-        &candidates,
-        model.prf(),
-    )?;
-    times.features = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let scores = model
-        .score(&m)
-        .map_err(|e| SearchError::Internal(anyhow::anyhow!("reranker {}: {e}", model.id())))?;
-    let mut order: Vec<usize> = (0..scores.len()).collect();
-    order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-    let page: Vec<usize> = order.into_iter().skip(req.offset).take(req.k).collect();
-    times.rerank = t.elapsed().as_secs_f64();
-
-    let ranked: Vec<(Score, DocAddress)> = page.iter().map(|&i| (scores[i], top[i].1)).collect();
-    let mut hits = index.hits(&searcher, &bound, req, &ranked, req.offset)?;
-    if req.explain {
-        for (hit, &row) in hits.iter_mut().zip(&page) {
-            let mut e = model.explain(&m, row, scores[row]);
-            if let Some(first) = hit.explain.take() {
-                e["first_phase"] = first;
-            }
-            e["first_phase_rank"] = json!(row + 1);
-            hit.explain = Some(e);
-        }
-    }
-    results.hits = hits;
-    results.took_ms = start.elapsed().as_secs_f64() * 1e3;
-    Ok((results, times))
 }

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
-use crate::links::LinkData;
+use crate::features::{self, FeatureMatrix, FeatureSet};
+use crate::search::Engine;
 use crate::text::search::SearchError;
 use crate::text::{ModelKind, TextIndex};
 
@@ -40,19 +40,19 @@ pub struct WindowStats {
     pub unknown_documents: usize,
 }
 
-/// Runs `model` for every query, keeps the top `window` and extracts their features.
+/// Runs `model` for every query, keeps the top `window` and extracts their features: the
+/// engine's rerank path ([`Engine::window`]), so training sees what serving reranks.
 /// `progress` is called once per query.
 pub fn judged_windows(
-    index: &TextIndex,
-    links: Option<&LinkData>,
+    engine: &Engine,
     queries: &[JudgedQuery],
     model: ModelKind,
     window: usize,
     prf: features::Prf,
     progress: &(dyn Fn() + Sync),
 ) -> Result<(Vec<Window>, WindowStats), SearchError> {
+    let index = &engine.index;
     let searcher = index.reader.searcher();
-    let set = FeatureSet::current();
     let mut stats = WindowStats::default();
     let known = known_ids(index, queries)?;
     let mut out = Vec::with_capacity(queries.len());
@@ -61,15 +61,14 @@ pub fn judged_windows(
         stats.queries += 1;
         stats.relevant_judged += q.grades.values().filter(|&&g| g >= 1).count();
         stats.unknown_documents += q.grades.keys().filter(|id| !known[*id]).count();
-        let candidates: Vec<Candidate> = match index.bind(&searcher, model, None, &q.text)? {
-            Some(bound) => bound
-                .top(&searcher, window, 0)?
-                .into_iter()
-                .map(|(score, address)| Candidate { address, score })
-                .collect(),
-            None => Vec::new(),
+        // A query of stop words retrieves nothing: an empty window.
+        let (candidates, features) = match engine.window(&searcher, &q.text, model, window, prf)? {
+            Some(w) => (w.candidates, w.features),
+            None => (
+                Vec::new(),
+                FeatureMatrix::empty(FeatureSet::current().len()),
+            ),
         };
-        let features = features::extract(index, &searcher, links, set, &q.text, &candidates, prf)?;
         let ids = features::candidate_ids(&searcher, &candidates)?;
         let labels: Vec<i32> = ids
             .iter()

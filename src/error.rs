@@ -1,0 +1,202 @@
+//! Errors by kind: whether a failure is the caller's (invalid input, something not found, a
+//! conflict with the current state), a cancellation, or internal. Every library error type
+//! says which ([`Kinded`]); front ends turn the kind into an HTTP status or an exit code
+//! ([`ErrorKind::exit_code`], [`ErrorKind::http_status`]) and keep the error chain for the
+//! message. An error of no known type is internal: a failure is never blamed on the user by
+//! accident.
+//!
+//! Errors travel as `anyhow::Error` through the command line and the jobs, so [`kind_of`]
+//! walks the chain for the first cause whose type knows its kind.
+
+use crate::corpus::RecordError;
+use crate::eval::ParseError;
+use crate::rerank::RerankError;
+use crate::text::query::QueryError;
+use crate::text::SearchError;
+
+/// What kind of failure an error is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The input or a parameter is wrong; the message says which and where.
+    Invalid,
+    /// Something the request names does not exist.
+    NotFound,
+    /// The request is valid but clashes with the current state.
+    Conflict,
+    /// The work was cancelled on request.
+    Cancelled,
+    /// Anything else: a bug, a full disk, a dead database.
+    Internal,
+}
+
+impl ErrorKind {
+    /// The command line's exit code (INTERFACE.md): 2 for the caller's errors, 1 otherwise
+    /// (130, as for SIGINT, for a cancellation).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Invalid | ErrorKind::NotFound | ErrorKind::Conflict => 2,
+            ErrorKind::Cancelled => 130,
+            ErrorKind::Internal => 1,
+        }
+    }
+
+    /// The HTTP status of an error of this kind.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::Invalid => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::Conflict | ErrorKind::Cancelled => 409,
+            ErrorKind::Internal => 500,
+        }
+    }
+}
+
+/// An error type that knows its kind.
+pub trait Kinded {
+    fn kind(&self) -> ErrorKind;
+}
+
+/// Invalid input, described by its message (which says what and where).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+/// Something named that does not exist.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotFound(pub String);
+
+/// A valid request that clashes with the current state.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Conflict(pub String);
+
+impl Kinded for Invalid {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+}
+
+impl Kinded for NotFound {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::NotFound
+    }
+}
+
+impl Kinded for Conflict {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Conflict
+    }
+}
+
+impl Kinded for SearchError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            SearchError::Query(_) | SearchError::Param { .. } => ErrorKind::Invalid,
+            SearchError::Internal(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+impl Kinded for QueryError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+}
+
+impl Kinded for RerankError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            RerankError::ModelFile { .. }
+            | RerankError::Invalid(_)
+            | RerankError::MissingFeatures { .. }
+            | RerankError::Pairwise(_) => ErrorKind::Invalid,
+            RerankError::Cancelled => ErrorKind::Cancelled,
+            RerankError::Write { .. } => ErrorKind::Internal,
+        }
+    }
+}
+
+impl Kinded for RecordError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+}
+
+impl Kinded for crate::eval::EvalError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+}
+
+impl Kinded for ParseError {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Invalid
+    }
+}
+
+/// The kind of the first cause in `e`'s chain whose type knows its kind; internal when none
+/// does.
+pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
+    fn known(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+        macro_rules! try_kind {
+            ($($t:ty),*) => {
+                $(if let Some(k) = cause.downcast_ref::<$t>() {
+                    return Some(k.kind());
+                })*
+            };
+        }
+        try_kind!(
+            Invalid,
+            NotFound,
+            Conflict,
+            SearchError,
+            QueryError,
+            RerankError,
+            RecordError,
+            ParseError,
+            crate::eval::EvalError
+        );
+        None
+    }
+    e.chain().find_map(known).unwrap_or(ErrorKind::Internal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_kinded_cause_decides_and_unknown_errors_are_internal() {
+        let e = anyhow::Error::from(Invalid("bad k".into())).context("query 7");
+        assert_eq!(kind_of(&e), ErrorKind::Invalid);
+        assert_eq!(format!("{e:#}"), "query 7: bad k");
+        let io = std::io::Error::other("disk full");
+        let e = anyhow::Error::from(io).context("cannot write x");
+        assert_eq!(kind_of(&e), ErrorKind::Internal);
+        let internal = SearchError::Internal(anyhow::anyhow!("corrupt segment"));
+        assert_eq!(kind_of(&anyhow::Error::from(internal)), ErrorKind::Internal);
+        let param = SearchError::Param {
+            field: "k",
+            message: "k must be between 1 and 1000".into(),
+        };
+        assert_eq!(kind_of(&anyhow::Error::from(param)), ErrorKind::Invalid);
+        let cancelled = anyhow::Error::from(RerankError::Cancelled);
+        assert_eq!(kind_of(&cancelled), ErrorKind::Cancelled);
+        assert_eq!(ErrorKind::Cancelled.exit_code(), 130);
+        assert_eq!(ErrorKind::Internal.exit_code(), 1);
+        assert_eq!(ErrorKind::NotFound.http_status(), 404);
+        let missing = anyhow::Error::from(NotFound("no model m1".into()));
+        assert_eq!(kind_of(&missing).exit_code(), 2);
+    }
+
+    #[test]
+    fn a_write_failure_of_the_trainer_is_not_the_users_fault() {
+        let e = RerankError::Write {
+            path: "/full/disk/m.json".into(),
+            message: "No space left on device".into(),
+        };
+        assert_eq!(kind_of(&anyhow::Error::from(e)), ErrorKind::Internal);
+    }
+}

@@ -1,0 +1,373 @@
+//! [`TrainSettings`]: every training option with its default, in one place. The command line
+//! (`rankd train`, `cv`, `eval-letor`, `active-replay`), `POST /admin/train` and the demo
+//! start from a preset and change what their user asked for; none of them keeps defaults of
+//! its own (STYLE.md: the library never sees a flag).
+//!
+//! Two presets, each the best measured configuration for its data (docs/EVALUATION.md):
+//! [`TrainSettings::letor`] for LETOR/SVMlight files (an MLP with stable AP, tuned on the
+//! LightGBM example's training queries) and [`TrainSettings::on_index`] for judgments on the
+//! index (a linear model with stable AP without its rank weighting, chosen by 5-fold
+//! cross-validation on the demo's training queries; linear models also explain themselves).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Invalid;
+use crate::rerank::objective::{Soprc, StableAp};
+use crate::rerank::{
+    Activation, MetricConvention, NormKind, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum,
+};
+
+/// The model family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelChoice {
+    Linear,
+    Mlp,
+}
+
+impl std::fmt::Display for ModelChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ModelChoice::Linear => "linear",
+            ModelChoice::Mlp => "mlp",
+        })
+    }
+}
+
+/// Objective, model and optimiser settings (SPEC §3.2–3.3 names).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrainSettings {
+    pub objective: ObjectiveKind,
+    pub model: ModelChoice,
+    /// Hidden layer widths of the MLP (one or two layers).
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    pub norm: NormKind,
+    pub seed: u64,
+    pub epochs: usize,
+    /// Learning rate α.
+    pub lr: f64,
+    /// Queries per batch.
+    pub batch: usize,
+    /// Early stopping: epochs without a better validation MAP.
+    pub patience: usize,
+    /// Networks trained from different initialisation seeds and averaged.
+    pub ensemble: usize,
+    /// Tail averaging over the last this-many epochs (1: off).
+    pub average_epochs: usize,
+    /// Halve the learning rate after this many epochs without improvement (0: never).
+    pub lr_halve_after: usize,
+    /// Train on a fresh sample of at most this many rows of a query per visit.
+    pub sample_rows: Option<usize>,
+    /// Seed 000's deep feature mixup weight u.
+    pub mixup: Option<f32>,
+    /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
+    pub tau: f32,
+    /// ε of stable AP's outer function h.
+    pub epsilon: f64,
+    /// a and t of stable AP's weighting ((1 + a)/(r + a))^t.
+    pub weight_a: f64,
+    pub weight_t: f64,
+    /// λ of stable AP's μ̂ moving average.
+    pub lambda: f64,
+    /// SOPRC (seed 003): τ₂, β, K and the semi-variance weights λ₁, λ₂.
+    pub soprc_tau2: f64,
+    pub soprc_beta: f64,
+    pub soprc_quantiles: usize,
+    pub soprc_var_pos: f64,
+    pub soprc_var_neg: f64,
+    /// RankNet's σ.
+    pub sigma: f32,
+    /// Grades at or above this are relevant (binary objectives).
+    pub threshold: i32,
+    /// AP objectives: average over every relevance level (graded AP).
+    pub graded: bool,
+    /// Momentum β and s (1 Nesterov, 0 heavy ball) of the unified momentum optimiser.
+    pub beta: f64,
+    pub momentum_s: f64,
+    pub weight_decay: f64,
+    /// Share of the training queries held out for early stopping.
+    pub valid_fraction: f64,
+}
+
+impl Default for TrainSettings {
+    /// [`TrainSettings::letor`].
+    fn default() -> Self {
+        TrainSettings::letor()
+    }
+}
+
+impl TrainSettings {
+    /// For LETOR/SVMlight files: the MLP with stable AP at the rate tuned for both AP
+    /// objectives on the LETOR example (EVALUATION.md, "LETOR").
+    pub fn letor() -> Self {
+        TrainSettings {
+            objective: ObjectiveKind::StableAp,
+            model: ModelChoice::Mlp,
+            hidden: vec![32],
+            activation: Activation::Relu,
+            norm: NormKind::ZScore,
+            seed: 1,
+            epochs: 100,
+            lr: 0.01,
+            batch: 16,
+            patience: 15,
+            ensemble: 1,
+            average_epochs: 1,
+            lr_halve_after: 0,
+            sample_rows: None,
+            mixup: None,
+            tau: 0.1,
+            epsilon: 0.01,
+            weight_a: 0.1,
+            weight_t: 2.0,
+            lambda: 0.01,
+            soprc_tau2: 0.001,
+            soprc_beta: 0.1,
+            soprc_quantiles: 100,
+            soprc_var_pos: 1.0,
+            soprc_var_neg: 5.0,
+            sigma: 1.0,
+            threshold: 1,
+            graded: false,
+            beta: 0.9,
+            momentum_s: 1.0,
+            weight_decay: 4e-5,
+            valid_fraction: 0.2,
+        }
+    }
+
+    /// For judgments on the index (`rankd train` on queries and qrels, `rankd cv`,
+    /// `POST /admin/train`, the demo): a linear model, stable AP without its rank weighting
+    /// (t = 0: +0.05 MRR over the paper's weighting in cross-validation on the demo's
+    /// training queries), a small rate and a long patience (validation MAP swings from epoch to
+    /// epoch on known-item judgments, and a short patience locks in an early peak).
+    pub fn on_index() -> Self {
+        TrainSettings {
+            model: ModelChoice::Linear,
+            lr: 0.002,
+            epochs: 300,
+            patience: 60,
+            weight_t: 0.0,
+            ..TrainSettings::letor()
+        }
+    }
+
+    /// Checks every value, naming the first one out of range.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let positive = |name: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Invalid(format!(
+                    "{name} must be a positive number, got {v}"
+                )))
+            }
+        };
+        let non_negative = |name: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(Invalid(format!(
+                    "{name} must be a finite number ≥ 0, got {v}"
+                )))
+            }
+        };
+        let at_least_one = |name: &str, v: usize| {
+            if v >= 1 {
+                Ok(())
+            } else {
+                Err(Invalid(format!("{name} must be at least 1, got {v}")))
+            }
+        };
+        positive("lr", self.lr)?;
+        positive("tau", f64::from(self.tau))?;
+        positive("epsilon", self.epsilon)?;
+        positive("weight_a", self.weight_a)?;
+        non_negative("weight_t", self.weight_t)?;
+        positive("sigma", f64::from(self.sigma))?;
+        positive("soprc_tau2", self.soprc_tau2)?;
+        non_negative("weight_decay", self.weight_decay)?;
+        non_negative("soprc_var_pos", self.soprc_var_pos)?;
+        non_negative("soprc_var_neg", self.soprc_var_neg)?;
+        for (name, v) in [
+            ("lambda", self.lambda),
+            ("soprc_beta", self.soprc_beta),
+            ("beta", self.beta),
+            ("momentum_s", self.momentum_s),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Invalid(format!("{name} must be in [0, 1], got {v}")));
+            }
+        }
+        if !(self.valid_fraction > 0.0 && self.valid_fraction < 1.0) {
+            return Err(Invalid(format!(
+                "valid_fraction must be in (0, 1), got {}",
+                self.valid_fraction
+            )));
+        }
+        if self.epochs == 0 || self.epochs > 10_000 {
+            return Err(Invalid(format!(
+                "epochs must be in 1..=10000, got {}",
+                self.epochs
+            )));
+        }
+        at_least_one("batch", self.batch)?;
+        at_least_one("patience", self.patience)?;
+        at_least_one("ensemble", self.ensemble)?;
+        at_least_one("average_epochs", self.average_epochs)?;
+        at_least_one("soprc_quantiles", self.soprc_quantiles)?;
+        if self.model == ModelChoice::Mlp
+            && (self.hidden.is_empty() || self.hidden.len() > 2 || self.hidden.contains(&0))
+        {
+            return Err(Invalid(format!(
+                "hidden must be one or two positive layer widths, got {:?}",
+                self.hidden
+            )));
+        }
+        if let Some(n) = self.sample_rows {
+            if n < 2 {
+                return Err(Invalid(format!(
+                    "sample_rows must be at least 2 (a sample needs a positive and a negative), got {n}"
+                )));
+            }
+        }
+        if let Some(u) = self.mixup {
+            if !(0.0..=1.0).contains(&u) {
+                return Err(Invalid(format!("mixup must be in [0, 1], got {u}")));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn objective(&self) -> Objective {
+        match self.objective {
+            ObjectiveKind::StableAp => Objective::StableAp(StableAp {
+                tau: self.tau,
+                epsilon: self.epsilon,
+                a: self.weight_a,
+                t: self.weight_t,
+                lambda: self.lambda,
+                threshold: self.threshold,
+                graded: self.graded,
+            }),
+            ObjectiveKind::Ranknet => Objective::Ranknet { sigma: self.sigma },
+            ObjectiveKind::ApHingeQs => Objective::ApHingeQs {
+                threshold: self.threshold,
+            },
+            ObjectiveKind::NdcgHingeQs => Objective::NdcgHingeQs {
+                threshold: self.threshold,
+            },
+            ObjectiveKind::SmoothAp => Objective::SmoothAp {
+                tau: self.tau,
+                threshold: self.threshold,
+                graded: self.graded,
+            },
+            ObjectiveKind::Soprc => Objective::Soprc(Soprc {
+                tau1: self.tau,
+                tau2: self.soprc_tau2,
+                beta: self.soprc_beta,
+                quantiles: self.soprc_quantiles,
+                lambda_pos: self.soprc_var_pos,
+                lambda_neg: self.soprc_var_neg,
+                threshold: self.threshold,
+                graded: self.graded,
+            }),
+        }
+    }
+
+    /// The trainer's configuration; `source` names the training data in the model file.
+    pub fn config(&self, source: String, convention: MetricConvention) -> TrainConfig {
+        TrainConfig {
+            objective: self.objective(),
+            hidden: match self.model {
+                ModelChoice::Linear => Vec::new(),
+                ModelChoice::Mlp => self.hidden.clone(),
+            },
+            activation: self.activation,
+            normalization: self.norm,
+            optimizer: UnifiedMomentum::new(self.lr, self.beta, self.momentum_s, self.weight_decay),
+            epochs: self.epochs,
+            batch_queries: self.batch,
+            patience: self.patience,
+            seed: self.seed,
+            ensemble: self.ensemble,
+            average_epochs: self.average_epochs,
+            lr_halve_after: self.lr_halve_after,
+            sample_rows: self.sample_rows,
+            mixup: self.mixup,
+            convention,
+            source,
+            parent: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_validate_and_differ_where_measured() {
+        TrainSettings::letor().validate().unwrap();
+        TrainSettings::on_index().validate().unwrap();
+        let index = TrainSettings::on_index();
+        assert_eq!(index.model, ModelChoice::Linear);
+        assert_eq!(index.weight_t, 0.0);
+        assert_eq!(index.objective, ObjectiveKind::StableAp);
+        assert_eq!(TrainSettings::default(), TrainSettings::letor());
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        for (settings, name) in [
+            (
+                TrainSettings {
+                    lr: f64::NAN,
+                    ..Default::default()
+                },
+                "lr",
+            ),
+            (
+                TrainSettings {
+                    epochs: 0,
+                    ..Default::default()
+                },
+                "epochs",
+            ),
+            (
+                TrainSettings {
+                    hidden: vec![],
+                    ..Default::default()
+                },
+                "hidden",
+            ),
+            (
+                TrainSettings {
+                    valid_fraction: 1.0,
+                    ..Default::default()
+                },
+                "valid_fraction",
+            ),
+            (
+                TrainSettings {
+                    sample_rows: Some(1),
+                    ..Default::default()
+                },
+                "sample_rows",
+            ),
+        ] {
+            let e = settings.validate().unwrap_err();
+            assert!(e.0.starts_with(name), "{name}: {e}");
+        }
+    }
+
+    #[test]
+    fn serde_fills_defaults_and_refuses_unknown_fields() {
+        let s: TrainSettings = serde_json::from_str(r#"{"lr": 0.5, "model": "linear"}"#).unwrap();
+        assert_eq!(s.lr, 0.5);
+        assert_eq!(s.epochs, TrainSettings::default().epochs);
+        assert!(serde_json::from_str::<TrainSettings>(r#"{"learning_rate": 1}"#).is_err());
+    }
+}
