@@ -157,10 +157,10 @@ def main():
     stable = args.stable_ap_flags.split()
     rows = {
         "lightgbm": None,
-        "lambda-ndcg": ["--gbdt-objective", "lambda-ndcg"],
-        "lambda-ap": ["--gbdt-objective", "lambda-ap"],
-        "stable-ap": ["--gbdt-objective", "stable-ap", "--stable-ap-hessian", "bound"] + stable,
-        "stable-ap-const": ["--gbdt-objective", "stable-ap", "--stable-ap-hessian", "constant"] + stable,
+        "lambda-ndcg": ["--objective", "lambda-ndcg"],
+        "lambda-ap": ["--objective", "lambda-ap"],
+        "stable-ap": ["--objective", "stable-ap", "--stable-ap-hessian", "bound"] + stable,
+        "stable-ap-const": ["--objective", "stable-ap", "--stable-ap-hessian", "constant"] + stable,
     }
     if args.only:
         keep = args.only.split(",")
@@ -175,7 +175,7 @@ def main():
                 m = rankd_eval_scores(args.rankd, scores)
             else:
                 lr = {"stable-ap": args.stable_ap_lr, "stable-ap-const": args.stable_ap_const_lr}.get(name, "0.1")
-                extra = ["--gbdt-lr", lr]
+                extra = ["--tree-lr", lr]
                 m, scores, secs = rankd_trees(args.rankd, seed, flags + extra + args.rankd_flags.split())
                 seconds[name].append(secs)
             results[name].append(m)

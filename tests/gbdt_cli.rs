@@ -65,7 +65,7 @@ fn trees_train_save_and_reload() {
             test.to_str().unwrap(),
             "--model",
             "gbdt",
-            "--gbdt-objective",
+            "--objective",
             objective,
             "--trees",
             "20",
@@ -148,8 +148,6 @@ fn imported_model_scores_like_its_library() {
         test.to_str().unwrap(),
         "--import",
         model.to_str().unwrap(),
-        "--import-format",
-        "lightgbm",
         "--json",
     ]));
     let library = json_of(&rankd(&[
@@ -181,7 +179,28 @@ fn bad_tree_options_are_named() {
         "300",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("max_bins = 300"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--max-bins must be in 2..=255, got 300"),
+        "{err}"
+    );
+    let out = rankd(&[
+        "eval-letor",
+        "--train",
+        train.to_str().unwrap(),
+        "--test",
+        train.to_str().unwrap(),
+        "--model",
+        "gbdt",
+        "--objective",
+        "ranknet",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("objective ranknet does not train trees"),
+        "{err}"
+    );
     let out = rankd(&["eval-letor", "--test", "x", "--model", "forest"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

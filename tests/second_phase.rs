@@ -53,6 +53,7 @@ fn config() -> TrainConfig {
         convention: MetricConvention::Trec,
         source: "test".into(),
         parent: None,
+        trees: None,
     }
 }
 

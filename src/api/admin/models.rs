@@ -186,7 +186,7 @@ pub async fn delete(
 /// inactive when the job succeeds.
 #[utoipa::path(
     post, path = "/train", tag = "admin",
-    request_body(content = String, description = "JSON: objective, model (linear|mlp), lr, epochs, batch, seed, tau, first_phase", content_type = "application/json"),
+    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; and first_phase (the model whose window is reranked). The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
         (status = 400, description = "bad parameter (named), or no judged query to train on"),
@@ -200,7 +200,7 @@ pub async fn start(
     raw: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let params: TrainParams = if raw.is_empty() {
-        serde_json::from_str("{}").expect("empty params")
+        TrainParams::default()
     } else {
         body::json(&raw)?
     };
