@@ -86,7 +86,8 @@ def main():
     for key, rs in table.items():
         m = sum(r["test"]["map"] for r in rs) / len(rs)
         n = sum(r["test"]["ndcg@10"] for r in rs) / len(rs)
-        e = sum(r["best_epoch"] for r in rs) / len(rs)
+        # Networks report their kept epoch, trees (`--model gbdt`) their kept round.
+        e = sum(r.get("best_epoch", r.get("best_round", 0)) for r in rs) / len(rs)
         rows.append((m, n, e, dict(key)))
     rows.sort(key=lambda r: -(r[0] + r[1]) / 2)
     print(f"{args.objective} {args.model} {args.fixed}  (held-out split of rank.train, seeds {args.seeds})")

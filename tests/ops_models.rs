@@ -134,3 +134,170 @@ fn train_activate_roll_back_and_delete() {
         .unwrap()
         .contains(&format!("model=\"{first}\"")));
 }
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/gbdt")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// `POST /admin/models`: other libraries' trees and rankd model files upload inactive,
+/// bound to the feature set by name (or position), activate and roll back like trained
+/// models; every bad upload is a 400 that says what is wrong, registers nothing and leaves
+/// the active model serving. `POST /admin/train` trains trees with `model: gbdt`.
+#[test]
+fn tree_models_upload_train_activate_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = topic_corpus(false);
+    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let data = ingest(dir.path(), &refs);
+    let db = fresh_database(dir.path());
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let t = Some(TOKEN);
+    let upload = |query: &str, bytes: &[u8]| {
+        call(
+            "POST",
+            &format!("{b}/admin/models{query}"),
+            t,
+            Some(("application/octet-stream", bytes)),
+        )
+    };
+
+    // XGBoost JSON naming rankd features, detected; LightGBM text without names, by position.
+    let xgb = String::from_utf8(fixture("xgb_rank_ndcg.json"))
+        .unwrap()
+        .replace("\"bm25\"", "\"bm25f\"")
+        .replace("\"pagerank\"", "\"link.pagerank\"")
+        .replace("\"url_depth\"", "\"url.depth\"")
+        .replace("\"title_match\"", "\"title.bm25\"");
+    let a = upload("", xgb.as_bytes());
+    assert_eq!(a.status, 201, "{}", a.body);
+    assert_eq!(a.body["kind"], "gbdt");
+    let xgb_id = a.body["model"].as_str().unwrap().to_string();
+    let features: Vec<&str> = a.body["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(features
+        .iter()
+        .all(|f| ["bm25f", "link.pagerank", "url.depth", "title.bm25"].contains(f)));
+    let a = upload("?format=lightgbm", &fixture("lgb_none_unnamed.txt"));
+    assert_eq!(a.status, 201, "{}", a.body);
+    let lgb_id = a.body["model"].as_str().unwrap().to_string();
+    let rankd_file = std::fs::read(a.body["file"].as_str().unwrap()).unwrap();
+    // The same content again: a conflict.
+    assert_error(&upload("", xgb.as_bytes()), 409, "already registered");
+
+    let models = get(&format!("{b}/admin/models"), t).body;
+    assert_eq!(models["active"], serde_json::Value::Null);
+    assert_eq!(models["models"].as_array().unwrap().len(), 2);
+    let act = |id: &str| post_json(&format!("{b}/admin/models/{id}/activate"), t, "");
+    assert_eq!(act(&xgb_id).status, 200);
+    let search = || get(&format!("{b}/search?q=vector+basics"), None).body;
+    assert_eq!(search()["reranker"], xgb_id.as_str());
+
+    // Bad uploads.
+    let mut version: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    version["format_version"] = 99.into();
+    // Trees in a model file are arrays per node field; node 0 of tree 0 is a split.
+    let tree0 = |v: &mut serde_json::Value| v["gbdt"]["forest"]["trees"][0].clone();
+    let mut outside: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let mut tree = tree0(&mut outside);
+    tree["feature"][0] = 40.into();
+    outside["gbdt"]["forest"]["trees"][0] = tree;
+    let mut cycle: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let mut tree = tree0(&mut cycle);
+    tree["left"][0] = 0.into();
+    cycle["gbdt"]["forest"]["trees"][0] = tree;
+    let mut letor: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let n = letor["feature_names"].as_array().unwrap().len();
+    letor["feature_names"] = (1..=n).map(|i| format!("f{i}")).collect();
+    let lgb = String::from_utf8(fixture("lgb_none_unnamed.txt")).unwrap();
+    let with_leaf = |v: &str| {
+        lgb.replacen(
+            "leaf_value=0.81236363165757863",
+            &format!("leaf_value={v}"),
+            1,
+        )
+    };
+    let bad: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("", b"not a model".to_vec(), "not a rankd model file"),
+        ("?format=xgboost", b"{\"learner\": 3".to_vec(), "JSON"),
+        ("", Vec::new(), "empty"),
+        ("?format=forest", xgb.as_bytes().to_vec(), "format"),
+        (
+            "?colour=red",
+            xgb.as_bytes().to_vec(),
+            "unknown parameter `colour`",
+        ),
+        ("", fixture("xgb_rank_ndcg.json"), "bm25"),
+        ("", version.to_string().into_bytes(), "version"),
+        ("", outside.to_string().into_bytes(), "feature"),
+        ("", cycle.to_string().into_bytes(), "node"),
+        ("", letor.to_string().into_bytes(), "f1"),
+        ("?format=lightgbm", with_leaf("nan").into_bytes(), "leaf"),
+        ("?format=lightgbm", with_leaf("inf").into_bytes(), "leaf"),
+        ("", fixture("lgb_zero_as_missing.txt"), "bm25"),
+    ];
+    let before = snapshot(&db);
+    let files = std::fs::read_dir(data.join("models")).unwrap().count();
+    for (query, bytes, says) in &bad {
+        let a = upload(query, bytes);
+        assert_eq!(a.status, 400, "{query} {says}: {}", a.body);
+        let message = a.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "expected {says:?}: {}", a.body);
+    }
+    assert_eq!(snapshot(&db), before, "nothing registered");
+    assert_eq!(
+        std::fs::read_dir(data.join("models")).unwrap().count(),
+        files
+    );
+    assert_eq!(
+        search()["reranker"],
+        xgb_id.as_str(),
+        "the active model still serves"
+    );
+
+    // Activation and rollback as for every model.
+    assert_eq!(act(&lgb_id).status, 200);
+    assert_eq!(search()["reranker"], lgb_id.as_str());
+    let rb = post_json(&format!("{b}/admin/models/rollback"), t, "");
+    assert_eq!(rb.body["active"], xgb_id.as_str(), "{}", rb.body);
+    assert_eq!(search()["reranker"], xgb_id.as_str());
+
+    // Training trees on the stored judgments.
+    let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
+    assert_eq!(a.status, 200, "{}", a.body);
+    for (body, says) in [
+        (
+            r#"{"model":"gbdt","objective":"ranknet"}"#,
+            "does not train trees",
+        ),
+        (r#"{"model":"gbdt","trees":0}"#, "trees must be"),
+        (r#"{"model":"gbdt","leaves":"many"}"#, "leaves"),
+    ] {
+        assert_error(&post_json(&format!("{b}/admin/train"), t, body), 400, says);
+    }
+    let trained = train(
+        b,
+        r#"{"model":"gbdt","objective":"lambda-ndcg","trees":15,"leaves":4,"min_data_in_leaf":2}"#,
+    );
+    let models = get(&format!("{b}/admin/models"), t).body;
+    let record = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == trained.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(record["model"], "gbdt", "{record}");
+    assert_eq!(record["log"].as_array().unwrap().len(), 15, "{record}");
+    assert_eq!(act(&trained).status, 200);
+    assert_eq!(search()["reranker"], trained.as_str());
+}

@@ -70,6 +70,7 @@ fn a_short_stable_ap_run_beats_file_order() {
         convention: MetricConvention::Letor,
         source: "rank.train".into(),
         parent: None,
+        trees: None,
     };
     let out = train(
         &train_set,

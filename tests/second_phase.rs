@@ -53,6 +53,7 @@ fn config() -> TrainConfig {
         convention: MetricConvention::Trec,
         source: "test".into(),
         parent: None,
+        trees: None,
     }
 }
 
@@ -199,7 +200,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
     let net = Net::new(2, &[], rankd::rerank::Activation::Relu, 1).unwrap();
     let training = rankd::rerank::TrainingInfo {
         objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-        optimizer: UnifiedMomentum::new(0.01, 0.9, 1.0, 0.0),
+        optimizer: Some(UnifiedMomentum::new(0.01, 0.9, 1.0, 0.0)),
         epochs: 1,
         batch_queries: 1,
         patience: 1,

@@ -440,3 +440,57 @@ fn select_keeps_the_anchor_and_a_screened_prefix() {
         serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
     assert_eq!(model["feature_names"], selection["features"]);
 }
+
+/// `--model gbdt` trains trees on the index through the same path as the other models:
+/// `rankd train` writes a tree model that `rankd eval --rerank` serves and that reranks
+/// better than the first phase here (the title word decides relevance), and `rankd cv`
+/// cross-validates trees; `--select` is refused with trees, naming the flag.
+#[test]
+fn trees_train_on_the_index_and_cross_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let model = dir.path().join("trees.json");
+    let trees = [
+        "--model",
+        "gbdt",
+        "--trees",
+        "30",
+        "--leaves",
+        "4",
+        "--min-data-in-leaf",
+        "3",
+    ];
+    let mut args = vec!["--out", model.to_str().unwrap()];
+    args.extend_from_slice(&trees);
+    ok(on_index("train", &data, &q, &qrels, &args));
+    let m = rankd::rerank::Reranker::load(&model).unwrap();
+    assert_eq!(m.kind(), "gbdt");
+    assert_eq!(m.training.epochs_run, 30);
+    let reranked = eval_reranked(&data, &q, &qrels, &model);
+    let first = serde_json::from_slice::<serde_json::Value>(
+        &ok(on_index(
+            "eval",
+            &data,
+            &q,
+            &qrels,
+            &["--model", "bm25f", "--json"],
+        ))
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        reranked["map"].as_f64().unwrap() > first["map"].as_f64().unwrap(),
+        "trees {reranked} vs first phase {first}"
+    );
+
+    let cv = cv_json(&data, &q, &qrels, &trees);
+    assert_eq!(cv["folds"].as_array().unwrap().len(), 2);
+    assert!(cv["reranked"]["map"].as_f64().unwrap() > 0.0, "{cv}");
+
+    let mut args = vec!["--select"];
+    args.extend_from_slice(&trees);
+    let out = on_index("train", &data, &q, &qrels, &args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--select") && err.contains("gbdt"), "{err}");
+}

@@ -7,6 +7,10 @@
 //! does not stop the server: it serves first-phase results and says why
 //! ([`Loaded::error`], shown by `GET /admin/models`), so the operator can roll back or
 //! activate another model through the running server.
+//!
+//! Uploaded models (`POST /admin/models`, [`read_upload`]) are checked and bound to the
+//! feature set before anything is written, then stored and registered inactive like a
+//! trained one.
 
 use std::path::Path;
 
@@ -14,6 +18,8 @@ use serde_json::json;
 
 use crate::db::models::ModelRecord;
 use crate::db::Db;
+use crate::error::Invalid;
+use crate::rerank::gbdt::import::Library;
 use crate::rerank::Reranker;
 use crate::search::model::{self, ActiveModel};
 
@@ -82,4 +88,80 @@ fn objective_name(model: &Reranker) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+/// The formats `POST /admin/models` takes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum UploadFormat {
+    /// A rankd model file (`rankd train`'s output).
+    Rankd,
+    /// XGBoost JSON from `save_model`.
+    Xgboost,
+    /// LightGBM text, version 4.
+    Lightgbm,
+    /// RankLib LambdaMART XML.
+    Ranklib,
+}
+
+impl UploadFormat {
+    /// A rankd model file (JSON whose `format` is rankd's), else the library whose format
+    /// the bytes have ([`Library::detect`]).
+    pub fn detect(bytes: &[u8]) -> Option<UploadFormat> {
+        let is_rankd = serde_json::from_slice::<serde_json::Value>(bytes)
+            .ok()
+            .and_then(|v| v.get("format").and_then(|f| f.as_str()).map(str::to_string))
+            .is_some_and(|f| f == crate::rerank::FORMAT_NAME);
+        if is_rankd {
+            return Some(UploadFormat::Rankd);
+        }
+        Library::detect(bytes).map(|l| match l {
+            Library::Xgboost => UploadFormat::Xgboost,
+            Library::Lightgbm => UploadFormat::Lightgbm,
+            Library::Ranklib => UploadFormat::Ranklib,
+        })
+    }
+}
+
+/// An uploaded model, checked and bound to the current feature set (SPEC §3.1), ready to
+/// store; nothing is written. A rankd model file is validated as at load (format version,
+/// feature indices, cycles, finite leaves and weights) and must name only features of the
+/// set; another library's model is read with its exact split rules and bound by its feature
+/// names (a name the set lacks is refused, naming it) or, for unnamed columns, by position:
+/// column i (RankLib id i + 1) is the set's feature i, the order `rankd features --out`
+/// writes. The error says what is wrong.
+pub fn read_upload(bytes: &[u8], format: Option<UploadFormat>) -> Result<Reranker, Invalid> {
+    let format = format
+        .or_else(|| UploadFormat::detect(bytes))
+        .ok_or_else(|| {
+            Invalid(
+                "not a rankd model file, XGBoost JSON, LightGBM text or RankLib XML model; give \
+             `format`"
+                    .into(),
+            )
+        })?;
+    let set = crate::features::FeatureSet::current();
+    let model = match format {
+        UploadFormat::Rankd => Reranker::from_json(bytes).map_err(Invalid)?,
+        library => {
+            let library = match library {
+                UploadFormat::Xgboost => Library::Xgboost,
+                UploadFormat::Lightgbm => Library::Lightgbm,
+                _ => Library::Ranklib,
+            };
+            let imported = library.parse(bytes).map_err(Invalid)?;
+            Reranker::from_imported(&imported, set.names(), "uploaded".into())
+                .map_err(|e| Invalid(e.to_string()))?
+        }
+    };
+    // The same check serving makes: every feature the model reads is in the set.
+    ActiveModel::new(model.clone(), std::path::PathBuf::new()).map_err(|e| {
+        Invalid(format!(
+            "{e} (feature set {})",
+            crate::features::FEATURE_SET_VERSION
+        ))
+    })?;
+    Ok(model)
 }

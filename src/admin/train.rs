@@ -10,81 +10,62 @@ use serde_json::{json, Value};
 
 use super::JobContext;
 use crate::db::Db;
-use crate::rerank::{MetricConvention, ObjectiveKind};
+use crate::rerank::MetricConvention;
 use crate::search::Engine;
 use crate::text::ModelKind;
+use crate::training::TrainSettings;
 use crate::training::{judged_windows, train_on_windows, JudgedQuery};
-use crate::training::{ModelChoice, TrainSettings};
 
-/// What `POST /admin/train` accepts; absent fields take the defaults of training on the
-/// index ([`TrainSettings::on_index`], as `rankd train` on judgments).
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TrainParams {
-    #[serde(default)]
-    pub objective: Option<ObjectiveKind>,
-    /// `linear` or `mlp`.
-    #[serde(default)]
-    pub model: Option<String>,
-    #[serde(default)]
-    pub lr: Option<f64>,
-    #[serde(default)]
-    pub epochs: Option<usize>,
-    #[serde(default)]
-    pub batch: Option<usize>,
-    #[serde(default)]
-    pub seed: Option<u64>,
-    #[serde(default)]
-    pub tau: Option<f32>,
-    /// First-phase model whose window is reranked (default bm25f).
-    #[serde(default)]
-    pub first_phase: Option<String>,
-}
+/// What `POST /admin/train` accepts: a JSON object of [`TrainSettings`] fields (absent ones
+/// take the defaults of training on the index, [`TrainSettings::on_index`], as `rankd train`
+/// on judgments; `model: "gbdt"` trains trees) and `first_phase`, the first-phase model
+/// whose window is reranked (default bm25f).
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(transparent)]
+pub struct TrainParams(pub serde_json::Map<String, Value>);
 
 impl TrainParams {
-    /// The training settings ([`TrainSettings::on_index`] with the given fields) and the
-    /// first-phase model, or the parameter at fault and what is wrong with it.
+    /// The training settings and the first-phase model, or the parameter at fault and what
+    /// is wrong with it.
     pub fn settings(&self) -> Result<(TrainSettings, ModelKind), (String, String)> {
-        let mut settings = TrainSettings::on_index();
-        if let Some(o) = self.objective {
-            settings.objective = o;
-        }
-        match self.model.as_deref() {
-            None => {}
-            Some("linear") => settings.model = ModelChoice::Linear,
-            Some("mlp") => settings.model = ModelChoice::Mlp,
-            Some(other) => {
-                return Err((
-                    "model".into(),
-                    format!("unknown model `{other}` (known: linear, mlp)"),
-                ))
+        let Ok(Value::Object(preset)) = serde_json::to_value(TrainSettings::on_index()) else {
+            unreachable!("settings serialise as an object")
+        };
+        let mut merged = preset.clone();
+        let mut first_phase = ModelKind::Bm25F;
+        for (field, value) in &self.0 {
+            if field == "first_phase" {
+                first_phase = value
+                    .as_str()
+                    .ok_or_else(|| "first_phase must be a model name".to_string())
+                    .and_then(str::parse)
+                    .map_err(|e| (field.clone(), e))?;
+                continue;
             }
+            if !preset.contains_key(field) {
+                return Err((field.clone(), format!("unknown field `{field}`")));
+            }
+            // Each field alone over the preset, so an error names it.
+            let mut one = preset.clone();
+            one.insert(field.clone(), value.clone());
+            if let Err(e) = serde_json::from_value::<TrainSettings>(Value::Object(one)) {
+                return Err((
+                    field.clone(),
+                    if field == "model" {
+                        format!("unknown model {value} (known: linear, mlp, gbdt)")
+                    } else {
+                        format!("{field}: {e}")
+                    },
+                ));
+            }
+            merged.insert(field.clone(), value.clone());
         }
-        if let Some(lr) = self.lr {
-            settings.lr = lr;
-        }
-        if let Some(e) = self.epochs {
-            settings.epochs = e;
-        }
-        if let Some(b) = self.batch {
-            settings.batch = b;
-        }
-        if let Some(s) = self.seed {
-            settings.seed = s;
-        }
-        if let Some(t) = self.tau {
-            settings.tau = t;
-        }
+        let settings: TrainSettings = serde_json::from_value(Value::Object(merged))
+            .map_err(|e| ("body".to_string(), e.to_string()))?;
         settings.validate().map_err(|crate::error::Invalid(m)| {
             let field = m.split_whitespace().next().unwrap_or("").to_string();
             (field, m)
         })?;
-        let first_phase: ModelKind = self
-            .first_phase
-            .as_deref()
-            .unwrap_or("bm25f")
-            .parse()
-            .map_err(|e| ("first_phase".to_string(), e))?;
         Ok((settings, first_phase))
     }
 }

@@ -73,7 +73,7 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         columns = (0..set.len()).collect();
     }
     let settings = args.learn.apply(TrainSettings::on_index())?;
-    let grid = args.select.grid(&settings);
+    let grid = args.select.grid(&settings)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
     let (queries, qrels) = args.judged.load()?;

@@ -27,6 +27,11 @@ pub struct DemoArgs {
     /// Build the index and exit without serving.
     #[arg(long)]
     pub no_serve: bool,
+    /// The reranker's model kind (default: that of `rankd train` on judgments, the best
+    /// measured on the demo's known items). Given, a reranker of this kind is trained and
+    /// activated unless the data directory already has one.
+    #[arg(long, value_enum)]
+    pub model: Option<crate::training::ModelChoice>,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -126,10 +131,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             scores.n()
         );
     }
-    let index = if crate::search::model::model_files(data_dir)?.is_empty() {
+    let models = crate::search::model::model_files(data_dir)?;
+    let has_kind = |kind: crate::training::ModelChoice| {
+        models
+            .iter()
+            .any(|p| crate::rerank::Reranker::load(p).is_ok_and(|m| m.kind() == kind.to_string()))
+    };
+    let index = if models.is_empty() || args.model.is_some_and(|k| !has_kind(k)) {
         let links = crate::links::load(&index)?;
         let engine = crate::search::Engine::new(index).with_links(links);
-        train_reranker(&engine, &docs_dir)?;
+        train_reranker(&engine, &docs_dir, args.model)?;
         engine.into_index()
     } else {
         index
@@ -153,7 +164,11 @@ const HELD_OUT_FRACTION: f64 = 0.2;
 /// Derives known-item judgments from the docs (README: "How the demo learns"), trains the
 /// default reranker on most of them, reports MRR on the held-out rest, and activates it.
 /// The judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
-fn train_reranker(engine: &crate::search::Engine, docs_dir: &Path) -> anyhow::Result<()> {
+fn train_reranker(
+    engine: &crate::search::Engine,
+    docs_dir: &Path,
+    model: Option<crate::training::ModelChoice>,
+) -> anyhow::Result<()> {
     let index = &engine.index;
     use crate::judgments::known_items;
     use crate::training::{judged_windows, train_on_windows};
@@ -192,8 +207,12 @@ fn train_reranker(engine: &crate::search::Engine, docs_dir: &Path) -> anyhow::Re
     }
     // The settings of training on the index (`TrainSettings::on_index`: a linear model,
     // stable AP without its rank weighting, chosen by cross-validation on these judgments;
-    // EVALUATION.md, "Reranker on the Rust docs").
-    let settings = crate::training::TrainSettings::on_index();
+    // EVALUATION.md, "Reranker on the Rust docs"), with `--model` over them.
+    let mut settings = crate::training::TrainSettings::on_index();
+    if let Some(kind) = model {
+        settings.model = kind;
+    }
+    settings.validate()?;
     let config = settings.config(
         format!(
             "{} known-item queries from {}",

@@ -1,15 +1,17 @@
 //! `rankd eval-letor`: train on a LETOR file, score the test file, report NDCG@{1,3,5,10} and
 //! MAP under LightGBM's convention (INTERFACE.md). With `--scores`, skip training and
 //! evaluate given scores (one per test row) — how peers' predictions are scored with the
-//! same metric code.
+//! same metric code. `--model gbdt` trains gradient-boosted trees and `--import` scores
+//! with another library's trees (both in `gbdt.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use crate::error::Invalid;
 use crate::rerank::{evaluate_scores, MetricConvention, RankMetrics};
-use crate::training::TrainSettings;
+use crate::training::{ModelChoice, TrainSettings};
 
 #[derive(clap::Args, Debug)]
 pub struct EvalLetorArgs {
@@ -31,11 +33,16 @@ pub struct EvalLetorArgs {
     /// Evaluate these scores (one number per line, one line per test row) instead of training.
     #[arg(long, conflicts_with = "train")]
     pub scores: Option<PathBuf>,
-    /// Also write the trained model here.
+    /// Also write the trained (or imported) model here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the test scores, one per test row (for per-query comparisons).
+    #[arg(long)]
+    pub write_scores: Option<PathBuf>,
     #[command(flatten)]
     pub learn: LearnArgs,
+    #[command(flatten)]
+    pub trees: TreeFileArgs,
     #[arg(long)]
     pub json: bool,
 }
@@ -48,10 +55,17 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         let metrics = evaluate_scores(&set, &scores, MetricConvention::Letor)?;
         return report(&args, &metrics, serde_json::json!({ "scores": path }));
     }
+    if args.trees.import.is_some() {
+        let (model, test_set, extra) = super::gbdt::eval_imported(&args.trees, &test)?;
+        let (scores, metrics) = super::gbdt::score_set(&model, &test_set)?;
+        write_outputs(&args, &model, &scores)?;
+        return report(&args, &metrics, extra);
+    }
     let Some(train_path) = &args.train else {
-        return Err(
-            Invalid("give --train FILE to train on, or --scores FILE to evaluate".into()).into(),
-        );
+        return Err(Invalid(
+            "give --train FILE to train on, --scores FILE or --import FILE to evaluate".into(),
+        )
+        .into());
     };
     let settings = args.learn.apply(TrainSettings::letor())?;
     let train = read_letor(train_path, args.train_query.as_deref())?;
@@ -64,36 +78,32 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     letor_sets.extend(valid.as_ref());
     let mut sets = rank_sets(&letor_sets)?.into_iter();
     let (all_train, test_set) = (sets.next().expect("train"), sets.next().expect("test"));
+    // Trees without early stopping train on every training query.
     let (train_set, valid_set) = match sets.next() {
-        Some(v) => (all_train, v),
-        None => all_train.split_validation(settings.valid_fraction, settings.seed)?,
+        Some(v) => (all_train, Some(v)),
+        None if settings.holds_out_validation() => {
+            let (t, v) = all_train.split_validation(settings.valid_fraction, settings.seed)?;
+            (t, Some(v))
+        }
+        None => (all_train, None),
     };
     let config = settings.config(train_path.display().to_string(), MetricConvention::Letor);
     let started = Instant::now();
-    let outcome = run_training(&train_set, Some(&valid_set), &config, args.json)?;
+    let outcome = run_training(&train_set, valid_set.as_ref(), &config, args.json)?;
     let seconds = started.elapsed().as_secs_f64();
     let model = &outcome.model;
-    if let Some(out) = &args.out {
-        model.save(out)?;
+    if let Some(path) = &args.trees.export_xgboost {
+        super::gbdt::export_xgboost(model, path)?;
     }
-    let scores = model.score(&test_set.x, test_set.num_rows())?;
-    let metrics = evaluate_scores(&test_set, &scores, MetricConvention::Letor)?;
-    let extra = serde_json::json!({
+    let (scores, metrics) = super::gbdt::score_set(model, &test_set)?;
+    write_outputs(&args, model, &scores)?;
+    let mut extra = serde_json::json!({
         "objective": model.training.objective,
         "model": model.kind(),
-        "hidden": model.hidden(),
-        "ensemble": model.training.ensemble,
-        "average_epochs": model.training.average_epochs,
-        "lr_halve_after": model.training.lr_halve_after,
-        "sample_rows": model.training.sample_rows,
-        "mixup": model.training.mixup,
-        "member_best_epochs": model.training.member_best_epochs,
         "seed": settings.seed,
         "id": model.id(),
-        "lr": settings.lr,
-        "batch": settings.batch,
         "train_queries": train_set.queries.len(),
-        "valid_queries": valid_set.queries.len(),
+        "valid_queries": valid_set.as_ref().map(|v| v.queries.len()),
         "coverage": outcome.coverage,
         "best_epoch": model.training.best_epoch,
         "epochs_run": model.training.epochs_run,
@@ -101,7 +111,42 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         "valid": model.training.metrics.valid,
         "log": outcome.log,
     });
+    let specific = if settings.model == ModelChoice::Gbdt {
+        serde_json::json!({ "params": settings.tree_params() })
+    } else {
+        serde_json::json!({
+            "hidden": model.hidden(),
+            "ensemble": model.training.ensemble,
+            "average_epochs": model.training.average_epochs,
+            "lr_halve_after": model.training.lr_halve_after,
+            "sample_rows": model.training.sample_rows,
+            "mixup": model.training.mixup,
+            "member_best_epochs": model.training.member_best_epochs,
+            "lr": settings.lr,
+            "batch": settings.batch,
+        })
+    };
+    if let (Some(extra), serde_json::Value::Object(specific)) = (extra.as_object_mut(), specific) {
+        extra.extend(specific);
+    }
     report(&args, &metrics, extra)
+}
+
+/// `--out` and `--write-scores`.
+fn write_outputs(
+    args: &EvalLetorArgs,
+    model: &crate::rerank::Reranker,
+    scores: &[f32],
+) -> anyhow::Result<()> {
+    if let Some(out) = &args.out {
+        model.save(out)?;
+    }
+    if let Some(path) = &args.write_scores {
+        let text: String = scores.iter().map(|s| format!("{s}\n")).collect();
+        crate::text::index::write_atomic(path, text.as_bytes())
+            .map_err(|e| Invalid(format!("cannot write {}: {e:#}", path.display())))?;
+    }
+    Ok(())
 }
 
 fn report(args: &EvalLetorArgs, m: &RankMetrics, extra: serde_json::Value) -> anyhow::Result<()> {

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use super::progress;
 use crate::corpus::letor;
 use crate::error::Invalid;
+use crate::rerank::objective::StableApHessian;
 use crate::rerank::select::{SelectionGrid, SelectionRule};
 use crate::rerank::{
     self, Activation, NormKind, ObjectiveKind, RankSet, TrainConfig, TrainOutcome,
@@ -23,7 +24,8 @@ pub struct LearnArgs {
     /// Default: stable-ap.
     #[arg(long, value_enum)]
     pub objective: Option<ObjectiveKind>,
-    /// Default: mlp on LETOR files, linear on the index.
+    /// Default: mlp on LETOR files, linear on the index; gbdt trains gradient-boosted trees
+    /// (the tree options below; objectives stable-ap, lambda-ndcg, lambda-ap).
     #[arg(long, value_enum)]
     pub model: Option<ModelChoice>,
     /// Hidden layer widths of the MLP, comma-separated (one or two layers; default 32).
@@ -127,6 +129,58 @@ pub struct LearnArgs {
     /// file is given (default 0.2).
     #[arg(long)]
     pub valid_fraction: Option<f64>,
+    /// LambdaMART (lambda-ndcg): pairs need one row among the first this many (default 30;
+    /// σ is --sigma).
+    #[arg(long)]
+    pub truncation: Option<usize>,
+    /// LambdaMART: LightGBM's lambdarank_norm (default true).
+    #[arg(long)]
+    pub lambda_norm: Option<bool>,
+    /// Trees (--model gbdt): boosting rounds at most (default 100).
+    #[arg(long)]
+    pub trees: Option<usize>,
+    /// Trees: leaves per tree, grown leaf-wise (default 31).
+    #[arg(long)]
+    pub leaves: Option<usize>,
+    /// Trees: shrinkage of every tree (default 0.1).
+    #[arg(long)]
+    pub tree_lr: Option<f64>,
+    /// Trees: depth limit (default 0: none).
+    #[arg(long)]
+    pub max_depth: Option<usize>,
+    /// Trees: quantile bins per feature, at most 255; missing values get one more (default
+    /// 255).
+    #[arg(long)]
+    pub max_bins: Option<usize>,
+    /// Trees: rows a leaf needs at least (default 20).
+    #[arg(long)]
+    pub min_data_in_leaf: Option<usize>,
+    /// Trees: check --min-data-in-leaf against LightGBM's hessian-based estimate of a
+    /// leaf's rows, as LightGBM does (for parity runs).
+    #[arg(long)]
+    pub count_from_hessian: bool,
+    /// Trees: hessian a leaf needs at least (default 1e-3).
+    #[arg(long)]
+    pub min_sum_hessian: Option<f64>,
+    /// Trees: L2 penalty λ on leaf values (default 0).
+    #[arg(long)]
+    pub lambda_l2: Option<f64>,
+    /// Trees: a split must gain more than this (default 0).
+    #[arg(long)]
+    pub min_split_gain: Option<f64>,
+    /// Trees: fraction of rows each tree is grown on, a new sample every round (default 1).
+    #[arg(long)]
+    pub row_fraction: Option<f64>,
+    /// Trees: fraction of features each tree may split on (default 1).
+    #[arg(long)]
+    pub feature_fraction: Option<f64>,
+    /// Trees: stop after this many rounds without a better validation MAP and keep the best
+    /// (default 0: no early stopping; eval-letor then trains on every training query).
+    #[arg(long)]
+    pub early_stopping_rounds: Option<usize>,
+    /// Stable AP trees: the Newton step's curvature (SPEC §3.6; default bound).
+    #[arg(long, value_enum)]
+    pub stable_ap_hessian: Option<StableApHessian>,
 }
 
 impl LearnArgs {
@@ -170,7 +224,22 @@ impl LearnArgs {
             beta,
             momentum_s,
             weight_decay,
-            valid_fraction
+            valid_fraction,
+            truncation,
+            lambda_norm,
+            trees,
+            leaves,
+            tree_lr,
+            max_depth,
+            max_bins,
+            min_data_in_leaf,
+            min_sum_hessian,
+            lambda_l2,
+            min_split_gain,
+            row_fraction,
+            feature_fraction,
+            early_stopping_rounds,
+            stable_ap_hessian
         );
         if self.sample_rows.is_some() {
             s.sample_rows = self.sample_rows;
@@ -180,6 +249,9 @@ impl LearnArgs {
         }
         if self.graded {
             s.graded = true;
+        }
+        if self.count_from_hessian {
+            s.count_from_hessian = true;
         }
         // Settings name fields with underscores; the flags with dashes.
         s.validate()
@@ -213,9 +285,17 @@ pub struct SelectArgs {
 }
 
 impl SelectArgs {
-    /// The grid, when `--select` is on.
-    pub fn grid(&self, settings: &TrainSettings) -> Option<SelectionGrid> {
-        self.select.then(|| SelectionGrid {
+    /// The grid, when `--select` is on (not with trees, which choose their own features
+    /// and have no weight decay).
+    pub fn grid(&self, settings: &TrainSettings) -> Result<Option<SelectionGrid>, Invalid> {
+        if self.select && settings.model == ModelChoice::Gbdt {
+            return Err(Invalid(
+                "--select chooses features and weight decay of linear and network models; \
+                 trees (--model gbdt) choose their own splits"
+                    .into(),
+            ));
+        }
+        Ok(self.select.then(|| SelectionGrid {
             top_k: self.select_k.clone(),
             weight_decay: if self.select_weight_decay.is_empty() {
                 vec![settings.weight_decay]
@@ -224,7 +304,7 @@ impl SelectArgs {
             },
             anchor: Some("first_phase.score".to_string()),
             rule: self.select_rule,
-        })
+        }))
     }
 }
 

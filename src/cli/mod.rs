@@ -9,6 +9,7 @@ pub mod demo;
 pub mod eval;
 pub mod eval_letor;
 pub mod features;
+pub mod gbdt;
 pub mod graph;
 pub mod ingest;
 pub mod learn;

@@ -359,7 +359,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let settings = args.learn.apply(preset)?;
     let (train, valid, name) = source.load(&settings)?;
     let config = settings.config(name, convention);
-    let (outcome, selection) = match args.select.grid(&settings) {
+    let (outcome, selection) = match args.select.grid(&settings)? {
         None => (
             run_training(&train, Some(&valid), &config, args.json)?,
             None,

@@ -13,6 +13,8 @@
 //! - [`Reranker`] is what a server loads: normalisation + network + metadata, one JSON file.
 //! - [`select`] chooses features and weight decay from a declared grid on training queries.
 //! - [`hinge`] holds seed 001's structured hinge losses (AP, NDCG) with quicksort inference.
+//! - [`gbdt`] holds gradient-boosted trees: their scorer, importers (XGBoost, LightGBM,
+//!   RankLib), exporter and histogram trainer; a [`Reranker`] holds networks or trees.
 
 mod dataset;
 mod error;
@@ -32,6 +34,7 @@ pub use error::RerankError;
 pub use metrics::{evaluate_scores, MetricConvention, RankMetrics};
 pub use model_file::{
     map_features, ModelMetrics, Reranker, TrainingInfo, FORMAT_NAME, FORMAT_VERSION,
+    FORMAT_VERSION_GBDT,
 };
 pub use net::{Activation, Net};
 pub use normalize::{NormKind, Normalizer};

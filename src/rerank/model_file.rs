@@ -4,7 +4,16 @@
 //!
 //! Version 2 holds a list of networks whose scores are averaged (an ensemble over
 //! initialisation seeds; one network without one). Version 1 files, with a single `network`,
-//! still load: they are the one-network case.
+//! still load: they are the one-network case. Version 3 holds gradient-boosted trees
+//! (`gbdt`: the forest and how it was made, [`GbdtModel`]) instead of networks and
+//! normalisation; networks are still written as version 2, byte for byte as before, so
+//! older rankd versions keep reading them.
+//!
+//! For trees, `training` keeps its meaning with boosting rounds for epochs: `epochs` is the
+//! round limit, `best_epoch` the kept round, `epochs_run` the rounds run, `patience` the
+//! early-stopping rounds (0: none), `batch_queries` the training queries (every round sees
+//! them all), no `optimizer`; an imported model has the objective `external` and no
+//! metrics.
 //!
 //! `load` trusts nothing: it names the file and the field for truncated JSON, another format
 //! version, non-finite numbers, or shapes that do not fit the feature list. The id is a hash
@@ -16,12 +25,17 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::gbdt::import::Imported;
+use super::gbdt::model::GbdtModel;
 use super::net::ensemble_score;
 use super::{Net, Normalizer, Objective, RankMetrics, RerankError, UnifiedMomentum};
 use crate::pairwise::first_non_finite;
 
 pub const FORMAT_NAME: &str = "rankd-reranker";
+/// The layout of network models.
 pub const FORMAT_VERSION: u32 = 2;
+/// The layout of tree models.
+pub const FORMAT_VERSION_GBDT: u32 = 3;
 /// The older layout `load` still reads (one `network` instead of `networks`).
 const FORMAT_VERSION_SINGLE_NETWORK: u32 = 1;
 
@@ -36,7 +50,9 @@ pub struct ModelMetrics {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainingInfo {
     pub objective: Objective,
-    pub optimizer: UnifiedMomentum,
+    /// Networks' optimiser (absent for trees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<UnifiedMomentum>,
     pub epochs: usize,
     pub batch_queries: usize,
     pub patience: usize,
@@ -85,10 +101,16 @@ pub struct Reranker {
     pub parent: Option<String>,
     pub created_at: String,
     pub feature_names: Vec<String>,
-    pub normalization: Normalizer,
+    /// Networks' input normalisation (absent for trees, which read raw values).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalization: Option<Normalizer>,
     /// One network, or an ensemble whose score is the mean of the members' scores. All
-    /// members have the same layer widths.
+    /// members have the same layer widths. Empty for trees.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<Net>,
+    /// Gradient-boosted trees (format version 3) instead of networks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gbdt: Option<GbdtModel>,
     pub training: TrainingInfo,
 }
 
@@ -101,20 +123,82 @@ impl Reranker {
         training: TrainingInfo,
         parent: Option<String>,
     ) -> Result<Self, RerankError> {
-        let created_at = tantivy::time::OffsetDateTime::now_utc()
-            .format(&tantivy::time::format_description::well_known::Rfc3339)
-            .map_err(|e| RerankError::invalid(format!("cannot format the current time: {e}")))?;
-        let mut model = Reranker {
+        Self::assemble(Reranker {
             format: FORMAT_NAME.into(),
             format_version: FORMAT_VERSION,
             id: String::new(),
             parent,
-            created_at,
+            created_at: String::new(),
             feature_names,
-            normalization,
+            normalization: Some(normalization),
             networks,
+            gbdt: None,
             training,
+        })
+    }
+
+    /// Assembles a tree model (format version 3), stamping the time and computing the id.
+    pub fn new_gbdt(
+        feature_names: Vec<String>,
+        gbdt: GbdtModel,
+        training: TrainingInfo,
+        parent: Option<String>,
+    ) -> Result<Self, RerankError> {
+        Self::assemble(Reranker {
+            format: FORMAT_NAME.into(),
+            format_version: FORMAT_VERSION_GBDT,
+            id: String::new(),
+            parent,
+            created_at: String::new(),
+            feature_names,
+            normalization: None,
+            networks: Vec::new(),
+            gbdt: Some(gbdt),
+            training,
+        })
+    }
+
+    /// A model trained by another library ([`super::gbdt::import`]), bound to
+    /// `feature_set` by name or position; `source` says where it came from (its file).
+    pub fn from_imported(
+        imported: &Imported,
+        feature_set: &[String],
+        source: String,
+    ) -> Result<Self, RerankError> {
+        let (names, forest) = imported.bind(feature_set).map_err(RerankError::Invalid)?;
+        let trees = forest.trees.len();
+        let training = TrainingInfo {
+            objective: Objective::External {
+                library: imported.library.name().into(),
+                objective: imported.objective.clone(),
+            },
+            optimizer: None,
+            epochs: trees,
+            batch_queries: 0,
+            patience: 0,
+            seed: 0,
+            best_epoch: trees,
+            epochs_run: trees,
+            ensemble: 1,
+            average_epochs: 1,
+            lr_halve_after: 0,
+            sample_rows: None,
+            mixup: None,
+            member_best_epochs: Vec::new(),
+            metrics: ModelMetrics {
+                train: None,
+                valid: None,
+            },
+            source,
         };
+        let gbdt = GbdtModel::new(forest, None, Some(imported.library));
+        Self::new_gbdt(names, gbdt, training, None)
+    }
+
+    fn assemble(mut model: Reranker) -> Result<Self, RerankError> {
+        model.created_at = tantivy::time::OffsetDateTime::now_utc()
+            .format(&tantivy::time::format_description::well_known::Rfc3339)
+            .map_err(|e| RerankError::invalid(format!("cannot format the current time: {e}")))?;
         model.validate().map_err(RerankError::Invalid)?;
         model.id = model.content_id();
         Ok(model)
@@ -144,21 +228,24 @@ impl Reranker {
 
     /// A linear model (an ensemble of linear models is stored folded into one).
     pub fn is_linear(&self) -> bool {
-        self.networks[0].is_linear()
+        self.networks.first().is_some_and(Net::is_linear)
     }
 
-    /// `"linear"` or `"mlp"`, as reports and the admin API name the model type.
+    /// `"linear"`, `"mlp"` or `"gbdt"`, as reports and the admin API name the model type.
     pub fn kind(&self) -> &'static str {
-        if self.is_linear() {
+        if self.gbdt.is_some() {
+            "gbdt"
+        } else if self.is_linear() {
             "linear"
         } else {
             "mlp"
         }
     }
 
-    /// Hidden-layer widths (empty for the linear model); the same for every member.
+    /// Hidden-layer widths (empty for the linear model and for trees); the same for every
+    /// member.
     pub fn hidden(&self) -> &[usize] {
-        self.networks[0].hidden()
+        self.networks.first().map_or(&[], Net::hidden)
     }
 
     /// The linear model's bias; `None` for an MLP or an ensemble of them.
@@ -170,7 +257,9 @@ impl Reranker {
     }
 
     /// Scores `n_rows` rows, row-major, each in this model's feature order (see
-    /// [`map_features`] for rows in another order).
+    /// [`map_features`] for rows in another order). Networks refuse non-finite values; trees
+    /// read NaN as a missing value (each node sends it to its missing side) and compare
+    /// infinities like any value.
     pub fn score(&self, x: &[f32], n_rows: usize) -> Result<Vec<f32>, RerankError> {
         let d = self.num_features();
         if x.len() != n_rows * d {
@@ -178,6 +267,12 @@ impl Reranker {
                 "{} feature values for {n_rows} rows of {d} features",
                 x.len()
             )));
+        }
+        if let Some(gbdt) = &self.gbdt {
+            return gbdt
+                .compiled()
+                .score(x, n_rows)
+                .map_err(RerankError::Invalid);
         }
         if let Some(i) = first_non_finite(x) {
             return Err(RerankError::invalid(format!(
@@ -187,8 +282,15 @@ impl Reranker {
                 x[i]
             )));
         }
-        let normalized = self.normalization.apply(x);
+        let normalized = self.normalizer().apply(x);
         ensemble_score(&self.networks, &normalized, n_rows)
+    }
+
+    /// A network model's normalisation (validated to exist for every network model).
+    fn normalizer(&self) -> &Normalizer {
+        self.normalization
+            .as_ref()
+            .expect("a network model has a normalisation")
     }
 
     /// Per-feature contributions `w_i · norm(x_i)` of one row for a linear model (their sum
@@ -200,7 +302,7 @@ impl Reranker {
         if row.len() != self.num_features() {
             return None;
         }
-        network.contributions(&self.normalization.apply(row))
+        network.contributions(&self.normalizer().apply(row))
     }
 
     /// Writes the model atomically (temp file + fsync + rename).
@@ -243,14 +345,14 @@ impl Reranker {
         }
         let version = value.get("format_version").and_then(|v| v.as_u64());
         match version {
-            Some(v) if v == u64::from(FORMAT_VERSION) => {}
+            Some(v) if v == u64::from(FORMAT_VERSION) || v == u64::from(FORMAT_VERSION_GBDT) => {}
             Some(v) if v == u64::from(FORMAT_VERSION_SINGLE_NETWORK) => {
                 value = single_network_to_list(value)?;
             }
             other => {
                 return Err(format!(
                     "format version {other:?} is not supported (this rankd reads versions \
-                     {FORMAT_VERSION_SINGLE_NETWORK} and {FORMAT_VERSION})"
+                     {FORMAT_VERSION_SINGLE_NETWORK} to {FORMAT_VERSION_GBDT})"
                 ))
             }
         }
@@ -264,7 +366,8 @@ impl Reranker {
         Ok(model)
     }
 
-    /// Shapes and numbers: features, normalisation and network must agree and be finite.
+    /// Shapes and numbers: features, normalisation and network (or trees) must agree and be
+    /// finite; a tree model is compiled here, so every limit is checked at load.
     fn validate(&self) -> Result<(), String> {
         let d = self.feature_names.len();
         if d == 0 {
@@ -274,9 +377,32 @@ impl Reranker {
         if let Some(dup) = self.feature_names.iter().find(|n| !seen.insert(n.as_str())) {
             return Err(format!("feature `{dup}` is listed twice"));
         }
-        self.normalization.validate(d)?;
+        if let Some(gbdt) = &self.gbdt {
+            if self.format_version != FORMAT_VERSION_GBDT {
+                return Err(format!(
+                    "`gbdt` trees in a format version {} file (trees are version {})",
+                    self.format_version, FORMAT_VERSION_GBDT
+                ));
+            }
+            if !self.networks.is_empty() || self.normalization.is_some() {
+                return Err(
+                    "the model has both trees and networks (or a normalisation); a model is one \
+                     or the other"
+                        .into(),
+                );
+            }
+            return gbdt.prepare(d).map_err(|e| format!("gbdt: {e}"));
+        }
+        if self.format_version == FORMAT_VERSION_GBDT {
+            return Err("a format version 3 model has no `gbdt` trees".into());
+        }
+        let normalization = self
+            .normalization
+            .as_ref()
+            .ok_or("the model has networks but no normalisation")?;
+        normalization.validate(d)?;
         if self.networks.is_empty() {
-            return Err("the model has no network".into());
+            return Err("the model has no network (`networks` is missing or empty)".into());
         }
         for (k, network) in self.networks.iter().enumerate() {
             network
@@ -366,7 +492,7 @@ mod tests {
         }
         let training = TrainingInfo {
             objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-            optimizer: UnifiedMomentum::paper_defaults(0.01),
+            optimizer: Some(UnifiedMomentum::paper_defaults(0.01)),
             epochs: 1,
             batch_queries: 1,
             patience: 1,
@@ -405,7 +531,7 @@ mod tests {
         training.member_best_epochs = vec![1, 1];
         Reranker::new(
             one.feature_names.clone(),
-            one.normalization.clone(),
+            one.normalization.clone().unwrap(),
             networks,
             training,
             None,
@@ -467,8 +593,11 @@ mod tests {
         let good = serde_json::to_string_pretty(&tiny_model(&[3])).unwrap();
         assert!(load_error(&good[..good.len() / 2]).contains("truncated JSON"));
         assert!(load_error("{ nope").contains("not valid JSON"));
+        let v4 = good.replace("\"format_version\": 2", "\"format_version\": 4");
+        assert!(load_error(&v4).contains("format version Some(4) is not supported"));
+        // Version 3 is the tree layout: a network file claiming it has no trees.
         let v3 = good.replace("\"format_version\": 2", "\"format_version\": 3");
-        assert!(load_error(&v3).contains("format version Some(3) is not supported"));
+        assert!(load_error(&v3).contains("has no `gbdt` trees"));
         assert!(load_error("{\"format\":\"other\"}").contains("not a rankd model file"));
         // NaN cannot be written in JSON; a weight too large for f32 becomes inf.
         let mut value: serde_json::Value = serde_json::from_str(&good).unwrap();
@@ -502,7 +631,7 @@ mod tests {
         let mut v2_single = v1_json(&tiny_model(&[3]));
         v2_single["format_version"] = serde_json::json!(2);
         let err = load_error(&v2_single.to_string());
-        assert!(err.contains("does not match the version 2 layout"), "{err}");
+        assert!(err.contains("`networks` is missing or empty"), "{err}");
         assert!(Reranker::load(Path::new("/nonexistent/m.json"))
             .unwrap_err()
             .to_string()
@@ -558,7 +687,7 @@ mod tests {
         let m = tiny_ensemble();
         let rows = [2.0f32, 20.0, 1.0, 10.0, 3.0, 35.0];
         let got = m.score(&rows, 3).unwrap();
-        let normalized = m.normalization.apply(&rows);
+        let normalized = m.normalization.as_ref().unwrap().apply(&rows);
         let a = m.networks[0].score(&normalized, 3).unwrap();
         let b = m.networks[1].score(&normalized, 3).unwrap();
         assert_ne!(a, b);
@@ -575,6 +704,130 @@ mod tests {
         assert!(m.contributions(&[3.0, 30.0]).is_none());
         assert!(m.linear_bias().is_none() && !m.is_linear() && m.hidden() == [3]);
         assert_ne!(m.id(), tiny_model(&[3]).id());
+    }
+
+    /// A tree model over (bm25, pagerank): x0 ≤ 0.5 ? (x1 ≤ −1 ? 1 : 2) : 3, plus 0.25.
+    pub(crate) fn tiny_gbdt() -> Reranker {
+        use crate::rerank::gbdt::{Forest, GbdtModel, Node, Tree};
+        let split = |feature, threshold, nan_left, left, right| Node::Split {
+            feature,
+            threshold,
+            nan_left,
+            zero_missing: false,
+            left,
+            right,
+        };
+        let tree = Tree {
+            nodes: vec![
+                split(0, 0.5, false, 1, 2),
+                split(1, -1.0, true, 3, 4),
+                Node::Leaf { value: 3.0 },
+                Node::Leaf { value: 1.0 },
+                Node::Leaf { value: 2.0 },
+            ],
+        };
+        let forest = Forest {
+            num_features: 2,
+            base_score: 0.0,
+            trees: vec![tree, Tree::leaf(0.25)],
+        };
+        let mut training = tiny_model(&[]).training;
+        training.objective = Objective::LambdaNdcg(Default::default());
+        training.optimizer = None;
+        Reranker::new_gbdt(
+            vec!["bm25".into(), "pagerank".into()],
+            GbdtModel::new(forest, Some(Default::default()), None),
+            training,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn gbdt_round_trip_scores_and_layout() {
+        let m = tiny_gbdt();
+        assert_eq!((m.kind(), m.format_version), ("gbdt", 3));
+        assert!(m.hidden().is_empty() && !m.is_linear() && m.linear_bias().is_none());
+        assert!(m.contributions(&[0.0, 0.0]).is_none());
+        // NaN is a missing value for trees: x0 NaN goes right (3), x1 NaN left (1).
+        let rows = [0.5, -1.0, 0.7, 0.0, f32::NAN, 0.0, 0.0, f32::NAN];
+        assert_eq!(m.score(&rows, 4).unwrap(), [1.25, 3.25, 3.25, 1.25]);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.json");
+        m.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for absent in ["\"networks\"", "\"normalization\"", "\"optimizer\""] {
+            assert!(!text.contains(absent), "{absent} in {text}");
+        }
+        let back = Reranker::load(&path).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.score(&rows, 4).unwrap(), m.score(&rows, 4).unwrap());
+        assert_eq!(
+            serde_json::to_value(back.training.objective.kind()).unwrap(),
+            "lambda-ndcg"
+        );
+        // Network files keep the version 2 layout, without a `gbdt` key.
+        let net = serde_json::to_string(&tiny_model(&[3])).unwrap();
+        assert!(net.contains("\"format_version\":2") && !net.contains("gbdt"));
+        assert!(net.contains("\"optimizer\"") && net.contains("\"normalization\""));
+        // A tree model for another feature set says which features it lacks.
+        let theirs: Vec<String> = ["bm25", "clicks"].map(String::from).to_vec();
+        let err = map_features(&theirs, &[1.0, 2.0], m.feature_names()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "model needs feature pagerank which the input does not have"
+        );
+    }
+
+    #[test]
+    fn corrupt_gbdt_files_are_clear_errors() {
+        let good: serde_json::Value = serde_json::to_value(tiny_gbdt()).unwrap();
+        let with = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = good.clone();
+            edit(&mut v);
+            load_error(&v.to_string())
+        };
+        let e = with(&|v| v["gbdt"]["forest"]["trees"][0]["feature"][1] = 2.into());
+        assert!(
+            e.contains("gbdt: tree 0: node 1 splits on feature index 2, but the model has 2"),
+            "{e}"
+        );
+        let e = with(&|v| v["gbdt"]["forest"]["trees"][0]["left"][1] = 0.into());
+        assert!(e.contains("tree 0: node 1 has the root as a child"), "{e}");
+        let e = with(&|v| v["gbdt"]["forest"]["trees"][0]["right"][0] = 1.into());
+        assert!(
+            e.contains("node 1 is a child of both node 0 and node 0"),
+            "{e}"
+        );
+        let e = with(&|v| v["gbdt"]["forest"]["num_features"] = 3.into());
+        assert!(
+            e.contains("the forest reads 3 features but the model lists 2"),
+            "{e}"
+        );
+        let e = with(&|v| v["format_version"] = 4.into());
+        assert!(e.contains("format version Some(4) is not supported"), "{e}");
+        let e = with(&|v| v["format_version"] = 2.into());
+        assert!(e.contains("trees in a format version 2 file"), "{e}");
+        let e = with(&|v| {
+            v.as_object_mut().unwrap().remove("gbdt");
+        });
+        assert!(e.contains("has no `gbdt` trees"), "{e}");
+        let e = with(&|v| v["networks"] = serde_json::to_value(&tiny_model(&[]).networks).unwrap());
+        assert!(e.contains("both trees and networks"), "{e}");
+        let e = with(&|v| {
+            v["gbdt"]["forest"]["trees"][0]["value"]
+                .as_array_mut()
+                .unwrap()
+                .pop()
+                .map(|_| ())
+                .unwrap()
+        });
+        assert!(e.contains("`value` 4"), "{e}");
+        // A leaf value too large for f64 is not a number JSON can give rankd.
+        let text = good.to_string().replacen("3.0", "1e999", 1);
+        assert!(load_error(&text).contains("not valid JSON"), "{text}");
+        let text = good.to_string();
+        assert!(load_error(&text[..text.len() / 2]).contains("truncated JSON"));
     }
 
     #[test]

@@ -342,6 +342,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            trees: None,
         }
     }
 

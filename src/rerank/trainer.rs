@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::gbdt::train::{GbdtParams, RoundLog};
 use super::net::{ensemble_score, mean_params};
 use super::objective::{QueryInput, QueryLoss, QueryState};
 use super::{
@@ -62,6 +63,10 @@ pub struct TrainConfig {
     /// Where the data came from (stored in the model file).
     pub source: String,
     pub parent: Option<String>,
+    /// Train gradient-boosted trees with these parameters instead of a network
+    /// ([`super::gbdt::train`]; the network fields but the objective, seed, convention, source
+    /// and parent do not apply).
+    pub trees: Option<GbdtParams>,
 }
 
 /// One line of the per-epoch log (also what the observer sees).
@@ -172,6 +177,11 @@ pub fn train(
              nothing to learn from"
         )));
     }
+    if let Some(params) = &config.trees {
+        return train_trees(
+            train_set, valid_set, config, params, coverage, observer, cancel,
+        );
+    }
     let d = train_set.num_features();
     let norm = Normalizer::fit(config.normalization, &train_set.x, d)?;
     let train_data = Prepared::new(train_set, &norm);
@@ -223,7 +233,7 @@ pub fn train(
     };
     let training = TrainingInfo {
         objective: config.objective.clone(),
-        optimizer: config.optimizer.clone(),
+        optimizer: Some(config.optimizer.clone()),
         epochs: config.epochs,
         batch_queries: config.batch_queries,
         patience: config.patience,
@@ -250,6 +260,57 @@ pub fn train(
         model,
         log,
         cancelled,
+        coverage,
+    })
+}
+
+/// [`train`] with trees: each boosting round is one log line (an "epoch").
+fn train_trees(
+    train_set: &RankSet,
+    valid_set: Option<&RankSet>,
+    config: &TrainConfig,
+    params: &GbdtParams,
+    coverage: Option<PairCoverage>,
+    observer: &mut dyn FnMut(&EpochLog),
+    cancel: &AtomicBool,
+) -> Result<TrainOutcome, RerankError> {
+    let params = GbdtParams {
+        seed: config.seed,
+        ..params.clone()
+    };
+    let queries = train_set.queries.len() as f64;
+    let mut log = Vec::new();
+    let outcome = super::gbdt::train::train(
+        train_set,
+        valid_set,
+        &config.objective,
+        &params,
+        config.convention,
+        config.source.clone(),
+        config.parent.clone(),
+        &mut |r: &RoundLog| {
+            let line = EpochLog {
+                member: 0,
+                epoch: r.round,
+                train_loss: r.train_loss,
+                valid_map: r.valid_map,
+                valid_ndcg10: r.valid_ndcg10,
+                seconds: r.seconds,
+                lr: params.learning_rate,
+                queries_per_s: queries / r.seconds.max(1e-9),
+                pairs_per_s: 0.0,
+                skipped_queries: 0,
+                best: r.best,
+            };
+            observer(&line);
+            log.push(line);
+        },
+        cancel,
+    )?;
+    Ok(TrainOutcome {
+        model: outcome.model,
+        log,
+        cancelled: outcome.cancelled,
         coverage,
     })
 }
@@ -586,6 +647,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            trees: None,
         }
     }
 
@@ -961,7 +1023,8 @@ mod tests {
         assert!(halvings > 0, "the test must exercise a halving");
         assert_eq!(out.model.training.lr_halve_after, 2);
         assert_eq!(
-            out.model.training.optimizer.lr, 0.05,
+            out.model.training.optimizer.as_ref().unwrap().lr,
+            0.05,
             "the file keeps the initial rate"
         );
     }

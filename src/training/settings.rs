@@ -12,7 +12,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
-use crate::rerank::objective::{Soprc, StableAp};
+use crate::rerank::gbdt::train::GbdtParams;
+use crate::rerank::objective::{LambdaParams, Soprc, StableAp, StableApHessian};
 use crate::rerank::{
     Activation, MetricConvention, NormKind, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum,
 };
@@ -23,6 +24,8 @@ use crate::rerank::{
 pub enum ModelChoice {
     Linear,
     Mlp,
+    /// Gradient-boosted trees (the tree options; SPEC §3.6).
+    Gbdt,
 }
 
 impl std::fmt::Display for ModelChoice {
@@ -30,6 +33,7 @@ impl std::fmt::Display for ModelChoice {
         f.write_str(match self {
             ModelChoice::Linear => "linear",
             ModelChoice::Mlp => "mlp",
+            ModelChoice::Gbdt => "gbdt",
         })
     }
 }
@@ -89,6 +93,40 @@ pub struct TrainSettings {
     pub weight_decay: f64,
     /// Share of the training queries held out for early stopping.
     pub valid_fraction: f64,
+    /// LambdaMART (`lambda-ndcg`, `lambda-ap`): pairs need one row among the first this many
+    /// (NDCG; LightGBM's `lambdarank_truncation_level`). Its σ is `sigma`.
+    pub truncation: usize,
+    /// LambdaMART: LightGBM's `lambdarank_norm`.
+    pub lambda_norm: bool,
+    // Trees (`model: gbdt`; LightGBM's meanings). The networks' options above that shape a
+    // network or its optimiser (hidden … weight_decay, epochs, lr, patience) do not apply.
+    /// Boosting rounds (trees) at most.
+    pub trees: usize,
+    /// Leaves per tree (leaf-wise growth).
+    pub leaves: usize,
+    /// Shrinkage η of every tree.
+    pub tree_lr: f64,
+    /// Depth limit (0: none).
+    pub max_depth: usize,
+    /// Quantile bins per feature (at most 255; missing values get one more).
+    pub max_bins: usize,
+    pub min_data_in_leaf: usize,
+    /// Check `min_data_in_leaf` against LightGBM's hessian-based estimate of a leaf's rows
+    /// (for parity runs against LightGBM).
+    pub count_from_hessian: bool,
+    pub min_sum_hessian: f64,
+    /// L2 penalty λ on leaf values.
+    pub lambda_l2: f64,
+    pub min_split_gain: f64,
+    /// Fraction of rows each tree is grown on (a new sample every round).
+    pub row_fraction: f64,
+    /// Fraction of features each tree may split on.
+    pub feature_fraction: f64,
+    /// Stop after this many rounds without a better validation MAP and keep the best (0: no
+    /// early stopping; `eval-letor` then trains on every training query).
+    pub early_stopping_rounds: usize,
+    /// Stable AP trees: the Newton step's curvature (SPEC §3.6).
+    pub stable_ap_hessian: StableApHessian,
 }
 
 impl Default for TrainSettings {
@@ -135,6 +173,22 @@ impl TrainSettings {
             momentum_s: 1.0,
             weight_decay: 4e-5,
             valid_fraction: 0.2,
+            truncation: 30,
+            lambda_norm: true,
+            trees: 100,
+            leaves: 31,
+            tree_lr: 0.1,
+            max_depth: 0,
+            max_bins: 255,
+            min_data_in_leaf: 20,
+            count_from_hessian: false,
+            min_sum_hessian: 1e-3,
+            lambda_l2: 0.0,
+            min_split_gain: 0.0,
+            row_fraction: 1.0,
+            feature_fraction: 1.0,
+            early_stopping_rounds: 0,
+            stable_ap_hessian: StableApHessian::Bound,
         }
     }
 
@@ -238,7 +292,97 @@ impl TrainSettings {
                 return Err(Invalid(format!("mixup must be in [0, 1], got {u}")));
             }
         }
+        at_least_one("truncation", self.truncation)?;
+        if self.model == ModelChoice::Gbdt {
+            self.validate_trees()?;
+        }
         Ok(())
+    }
+
+    fn validate_trees(&self) -> Result<(), Invalid> {
+        if !matches!(
+            self.objective,
+            ObjectiveKind::StableAp | ObjectiveKind::LambdaNdcg | ObjectiveKind::LambdaAp
+        ) {
+            return Err(Invalid(format!(
+                "objective {} does not train trees (model gbdt takes stable-ap, lambda-ndcg or \
+                 lambda-ap)",
+                Objective::with_defaults(self.objective, self.tau, self.threshold)
+                    .kind()
+                    .as_str()
+            )));
+        }
+        if self.trees == 0 || self.trees > 10_000 {
+            return Err(Invalid(format!(
+                "trees must be in 1..=10000, got {}",
+                self.trees
+            )));
+        }
+        if !(2..=131_072).contains(&self.leaves) {
+            return Err(Invalid(format!(
+                "leaves must be in 2..=131072, got {}",
+                self.leaves
+            )));
+        }
+        if !(2..=255).contains(&self.max_bins) {
+            return Err(Invalid(format!(
+                "max_bins must be in 2..=255, got {}",
+                self.max_bins
+            )));
+        }
+        if !(self.tree_lr.is_finite() && self.tree_lr > 0.0) {
+            return Err(Invalid(format!(
+                "tree_lr must be a positive number, got {}",
+                self.tree_lr
+            )));
+        }
+        for (name, v) in [
+            ("min_sum_hessian", self.min_sum_hessian),
+            ("lambda_l2", self.lambda_l2),
+            ("min_split_gain", self.min_split_gain),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Invalid(format!(
+                    "{name} must be a finite number ≥ 0, got {v}"
+                )));
+            }
+        }
+        for (name, v) in [
+            ("row_fraction", self.row_fraction),
+            ("feature_fraction", self.feature_fraction),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(Invalid(format!("{name} must be in (0, 1], got {v}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether training holds out validation queries: networks always early-stop; trees
+    /// only with `early_stopping_rounds`.
+    pub fn holds_out_validation(&self) -> bool {
+        self.model != ModelChoice::Gbdt || self.early_stopping_rounds > 0
+    }
+
+    /// The tree parameters (`model: gbdt`).
+    pub fn tree_params(&self) -> GbdtParams {
+        GbdtParams {
+            rounds: self.trees,
+            learning_rate: self.tree_lr,
+            num_leaves: self.leaves,
+            max_depth: self.max_depth,
+            max_bins: self.max_bins,
+            min_data_in_leaf: self.min_data_in_leaf,
+            count_from_hessian: self.count_from_hessian,
+            min_sum_hessian: self.min_sum_hessian,
+            lambda_l2: self.lambda_l2,
+            min_split_gain: self.min_split_gain,
+            row_fraction: self.row_fraction,
+            feature_fraction: self.feature_fraction,
+            early_stopping_rounds: self.early_stopping_rounds,
+            stable_ap_hessian: self.stable_ap_hessian,
+            seed: self.seed,
+        }
     }
 
     pub fn objective(&self) -> Objective {
@@ -274,21 +418,34 @@ impl TrainSettings {
                 threshold: self.threshold,
                 graded: self.graded,
             }),
+            ObjectiveKind::LambdaNdcg => Objective::LambdaNdcg(self.lambda_params()),
+            ObjectiveKind::LambdaAp => Objective::LambdaAp(self.lambda_params()),
+        }
+    }
+
+    fn lambda_params(&self) -> LambdaParams {
+        LambdaParams {
+            sigma: f64::from(self.sigma),
+            truncation: self.truncation,
+            norm: self.lambda_norm,
+            threshold: self.threshold,
         }
     }
 
     /// The trainer's configuration; `source` names the training data in the model file.
+    /// With trees, `epochs` is the number of rounds (what progress counts).
     pub fn config(&self, source: String, convention: MetricConvention) -> TrainConfig {
+        let trees = (self.model == ModelChoice::Gbdt).then(|| self.tree_params());
         TrainConfig {
             objective: self.objective(),
             hidden: match self.model {
-                ModelChoice::Linear => Vec::new(),
+                ModelChoice::Linear | ModelChoice::Gbdt => Vec::new(),
                 ModelChoice::Mlp => self.hidden.clone(),
             },
             activation: self.activation,
             normalization: self.norm,
             optimizer: UnifiedMomentum::new(self.lr, self.beta, self.momentum_s, self.weight_decay),
-            epochs: self.epochs,
+            epochs: trees.as_ref().map_or(self.epochs, |t| t.rounds),
             batch_queries: self.batch,
             patience: self.patience,
             seed: self.seed,
@@ -300,6 +457,7 @@ impl TrainSettings {
             convention,
             source,
             parent: None,
+            trees,
         }
     }
 }
@@ -361,6 +519,86 @@ mod tests {
             let e = settings.validate().unwrap_err();
             assert!(e.0.starts_with(name), "{name}: {e}");
         }
+    }
+
+    #[test]
+    fn trees_take_their_own_options_and_tree_objectives_only() {
+        let s: TrainSettings = serde_json::from_str(
+            r#"{"model": "gbdt", "objective": "lambda-ndcg", "trees": 7, "leaves": 5,
+                "tree_lr": 0.3, "sigma": 2.0, "truncation": 10}"#,
+        )
+        .unwrap();
+        s.validate().unwrap();
+        let config = s.config("x".into(), MetricConvention::Letor);
+        let trees = config.trees.as_ref().unwrap();
+        assert_eq!((trees.rounds, trees.num_leaves), (7, 5));
+        assert_eq!(trees.learning_rate, 0.3);
+        assert_eq!(config.epochs, 7, "progress counts rounds");
+        assert_eq!(
+            config.objective,
+            Objective::LambdaNdcg(LambdaParams {
+                sigma: 2.0,
+                truncation: 10,
+                norm: true,
+                threshold: 1
+            })
+        );
+        assert!(config.hidden.is_empty());
+        // Networks get no trees; trees refuse network-only objectives, naming them.
+        assert!(TrainSettings::letor()
+            .config("x".into(), MetricConvention::Letor)
+            .trees
+            .is_none());
+        for (objective, ok) in [
+            (ObjectiveKind::StableAp, true),
+            (ObjectiveKind::LambdaAp, true),
+            (ObjectiveKind::Ranknet, false),
+            (ObjectiveKind::Soprc, false),
+        ] {
+            let r = TrainSettings {
+                objective,
+                ..s.clone()
+            }
+            .validate();
+            assert_eq!(r.is_ok(), ok, "{objective:?}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.0.contains("does not train trees"), "{e}");
+            }
+        }
+        for (bad, name) in [
+            (
+                TrainSettings {
+                    trees: 0,
+                    ..s.clone()
+                },
+                "trees",
+            ),
+            (
+                TrainSettings {
+                    max_bins: 256,
+                    ..s.clone()
+                },
+                "max_bins",
+            ),
+            (
+                TrainSettings {
+                    row_fraction: 0.0,
+                    ..s.clone()
+                },
+                "row_fraction",
+            ),
+        ] {
+            let e = bad.validate().unwrap_err();
+            assert!(e.0.starts_with(name), "{name}: {e}");
+        }
+        // Without early stopping, trees hold out no validation queries; networks always do.
+        assert!(!s.holds_out_validation());
+        assert!(TrainSettings {
+            early_stopping_rounds: 5,
+            ..s
+        }
+        .holds_out_validation());
+        assert!(TrainSettings::letor().holds_out_validation());
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(seeds::list, seeds::add))
         .routes(routes!(seeds::delete))
         .routes(routes!(evaluate::evaluate))
-        .routes(routes!(models::list))
+        .routes(routes!(models::list, models::upload))
         .routes(routes!(models::activate))
         .routes(routes!(models::rollback))
         .routes(routes!(models::delete))

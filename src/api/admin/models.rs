@@ -1,6 +1,7 @@
-//! The model registry and training over HTTP: list models with their metrics, activate one
-//! (hot swap: requests in flight finish with the model they started with), roll back to the
-//! previously active one, delete inactive ones, and start a training job.
+//! The model registry and training over HTTP: list models with their metrics, upload one
+//! (rankd's or another library's trees), activate one (hot swap: requests in flight finish
+//! with the model they started with), roll back to the previously active one, delete
+//! inactive ones, and start a training job.
 //!
 //! The registry's active model and the served one differ only when the active model's file
 //! could not be loaded at start-up: `GET /admin/models` then shows `serving: null` and the
@@ -9,16 +10,20 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::body;
+use crate::admin::models::{read_upload, UploadFormat};
 use crate::admin::train::{self, TrainParams};
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::models::{Activation, Deletion};
 use crate::db::JobKind;
+use crate::error::Invalid;
 use crate::search::model::ActiveModel;
 
 /// Every model that is not deleted, newest first, with its metrics and training log.
@@ -182,11 +187,95 @@ pub async fn delete(
     }
 }
 
+/// `POST /admin/models`' parameters.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UploadParams {
+    /// rankd, xgboost, lightgbm or ranklib (default: detected from the body)
+    format: Option<UploadFormat>,
+}
+
+impl QueryParams for UploadParams {
+    const NAMES: &'static [&'static str] = &["format"];
+}
+
+/// Uploads a model: a rankd model file, XGBoost JSON (`save_model`), LightGBM text (v4) or
+/// RankLib LambdaMART XML. It is validated and bound to rankd's feature set by feature name
+/// (unnamed columns by position, in the order `rankd features --out` writes), stored, and
+/// registered inactive; activate it as any model. Bad input registers nothing.
+#[utoipa::path(
+    post, path = "/models", tag = "admin",
+    params(UploadParams),
+    request_body(content = String, description = "the model file's bytes", content_type = "application/octet-stream"),
+    responses(
+        (status = 201, description = "`{\"model\":ID,\"kind\":\"gbdt\"|\"linear\"|\"mlp\",\"objective\":NAME,\"features\":[NAME..],\"file\":PATH}`, registered inactive"),
+        (status = 400, description = "malformed or unsupported model, unknown format version, a feature the feature set lacks (named), bad tree structure or values"),
+        (status = 409, description = "a model with the same content is already registered"),
+        (status = 413, description = "body over limits.max_body_bytes"),
+        (status = 401, description = "missing or wrong admin token"),
+    ),
+    security(("bearer" = []))
+)]
+pub async fn upload(
+    State(state): State<Arc<AppState>>,
+    Query(params): Query<UploadParams>,
+    raw: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let raw = body::bytes(raw)?;
+    if raw.is_empty() {
+        return Err(ApiError::bad_request(
+            "body",
+            "the body is empty: send the model file",
+        ));
+    }
+    let model = tokio::task::spawn_blocking(move || read_upload(&raw, params.format))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|Invalid(m)| ApiError::bad_request("body", m))?;
+    let id = model.id().to_string();
+    if state
+        .ops
+        .db
+        .model(&id)
+        .await
+        .map_err(ApiError::internal)?
+        .is_some()
+    {
+        return Err(ApiError::conflict(format!(
+            "model {id} (the same content) is already registered"
+        )));
+    }
+    let dir = state.engine.index.dir.clone();
+    let stored = model.clone();
+    let path = tokio::task::spawn_blocking(move || crate::search::model::store(&dir, &stored))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    let record = crate::admin::models::record(&model, &path, Vec::new());
+    state
+        .ops
+        .db
+        .register_model(&record)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({
+            "model": id,
+            "kind": model.kind(),
+            "objective": record.objective,
+            "features": model.feature_names(),
+            "file": path,
+        })),
+    ))
+}
+
 /// Starts training a reranker on the stored judgments (SPEC §3.5); the model is registered
 /// inactive when the job succeeds.
 #[utoipa::path(
     post, path = "/train", tag = "admin",
-    request_body(content = String, description = "JSON: objective, model (linear|mlp), lr, epochs, batch, seed, tau, first_phase", content_type = "application/json"),
+    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; and first_phase (the model whose window is reranked). The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
         (status = 400, description = "bad parameter (named), or no judged query to train on"),
@@ -200,7 +289,7 @@ pub async fn start(
     raw: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let params: TrainParams = if raw.is_empty() {
-        serde_json::from_str("{}").expect("empty params")
+        TrainParams::default()
     } else {
         body::json(&raw)?
     };

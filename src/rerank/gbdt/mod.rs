@@ -47,13 +47,17 @@
 //!   blocks of documents with one integer comparison per node and no data-dependent branch.
 //! - [`import`]: XGBoost JSON, LightGBM text (v4) and RankLib LambdaMART XML.
 //! - [`export`]: XGBoost JSON, so a rankd model can be checked (or served) by XGBoost.
+//! - [`model`]: the trees' part of a reranker model file (format version 3, see
+//!   `model_file.rs`): the forest, how it was made, and its compiled scorer.
 //! - [`train`]: histogram training with LambdaMART-NDCG, ΔAP LambdaMART and stable AP.
 
 pub mod compiled;
 pub mod export;
 pub mod forest;
 pub mod import;
+pub mod model;
 pub mod train;
 
 pub use compiled::CompiledForest;
 pub use forest::{Forest, Node, Tree};
+pub use model::GbdtModel;

@@ -45,6 +45,10 @@ pub enum ObjectiveKind {
     NdcgHingeQs,
     /// Seed 003's AUPRC estimator with a per-query quantile state (SPEC §3.4).
     Soprc,
+    /// LambdaMART's lambdas with |ΔNDCG| (LightGBM's lambdarank; SPEC §3.6).
+    LambdaNdcg,
+    /// LambdaMART's lambdas with |ΔAP| (XGBoost's `rank:map`; SPEC §3.6).
+    LambdaAp,
 }
 
 /// An objective with all its hyperparameters (stored in model files).
@@ -88,14 +92,12 @@ pub enum Objective {
     },
 }
 
-/// An objective's name as reports and the model registry show it: a network objective
-/// ([`ObjectiveKind`], the `--objective` values) or one of the tree-only ones. Serialises as
+/// An objective's name as reports and the model registry show it: one rankd trains with
+/// ([`ObjectiveKind`], the `--objective` values) or that of an imported model. Serialises as
 /// the kebab-case name (`stable-ap`, `lambda-ndcg`, `external`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ObjectiveName {
     Kind(ObjectiveKind),
-    LambdaNdcg,
-    LambdaAp,
     External,
 }
 
@@ -109,9 +111,9 @@ impl ObjectiveName {
                 ObjectiveKind::ApHingeQs => "ap-hinge-qs",
                 ObjectiveKind::NdcgHingeQs => "ndcg-hinge-qs",
                 ObjectiveKind::Soprc => "soprc",
+                ObjectiveKind::LambdaNdcg => "lambda-ndcg",
+                ObjectiveKind::LambdaAp => "lambda-ap",
             },
-            ObjectiveName::LambdaNdcg => "lambda-ndcg",
-            ObjectiveName::LambdaAp => "lambda-ap",
             ObjectiveName::External => "external",
         }
     }
@@ -174,6 +176,14 @@ impl Objective {
                 threshold,
                 ..Soprc::default()
             }),
+            ObjectiveKind::LambdaNdcg => Objective::LambdaNdcg(LambdaParams {
+                threshold,
+                ..LambdaParams::default()
+            }),
+            ObjectiveKind::LambdaAp => Objective::LambdaAp(LambdaParams {
+                threshold,
+                ..LambdaParams::default()
+            }),
         }
     }
 
@@ -185,8 +195,8 @@ impl Objective {
             Objective::ApHingeQs { .. } => ObjectiveKind::ApHingeQs,
             Objective::NdcgHingeQs { .. } => ObjectiveKind::NdcgHingeQs,
             Objective::Soprc(_) => ObjectiveKind::Soprc,
-            Objective::LambdaNdcg(_) => return ObjectiveName::LambdaNdcg,
-            Objective::LambdaAp(_) => return ObjectiveName::LambdaAp,
+            Objective::LambdaNdcg(_) => ObjectiveKind::LambdaNdcg,
+            Objective::LambdaAp(_) => ObjectiveKind::LambdaAp,
             Objective::External { .. } => return ObjectiveName::External,
         })
     }

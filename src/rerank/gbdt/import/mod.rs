@@ -32,7 +32,9 @@ pub mod xgboost;
 use super::forest::Forest;
 
 /// Which library wrote a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Library {
     Xgboost,
@@ -46,6 +48,36 @@ impl Library {
             Library::Xgboost => "xgboost",
             Library::Lightgbm => "lightgbm",
             Library::Ranklib => "ranklib",
+        }
+    }
+
+    /// The library whose file format `bytes` look like: XGBoost JSON (an object with a
+    /// `learner`), LightGBM text (`tree` and `version=` lines before the first tree),
+    /// RankLib XML (an `<ensemble>` element). Nothing else is guessed.
+    pub fn detect(bytes: &[u8]) -> Option<Library> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let start = text.trim_start();
+        if start.starts_with('{') {
+            let value: serde_json::Value = serde_json::from_str(start).ok()?;
+            return value.get("learner").is_some().then_some(Library::Xgboost);
+        }
+        let head: Vec<&str> = start.lines().take(8).map(str::trim).collect();
+        if head.first() == Some(&"tree") && head.iter().any(|l| l.starts_with("version=")) {
+            return Some(Library::Lightgbm);
+        }
+        start.contains("<ensemble>").then_some(Library::Ranklib)
+    }
+
+    /// Reads a model file of this library (the error says what is wrong, no file name).
+    pub fn parse(self, bytes: &[u8]) -> Result<Imported, String> {
+        let text = || {
+            std::str::from_utf8(bytes)
+                .map_err(|e| format!("the {} model is not UTF-8: {e}", self.name()))
+        };
+        match self {
+            Library::Xgboost => xgboost::parse(bytes),
+            Library::Lightgbm => lightgbm::parse(text()?),
+            Library::Ranklib => ranklib::parse(text()?),
         }
     }
 }

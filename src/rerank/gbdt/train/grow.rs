@@ -28,6 +28,10 @@ pub struct GrowParams {
     /// 0: unlimited.
     pub max_depth: usize,
     pub min_data_in_leaf: usize,
+    /// Check `min_data_in_leaf` against LightGBM's estimate of a child's rows (each bin's
+    /// hessian times the leaf's rows per unit of hessian, rounded; LightGBM's histograms
+    /// keep no counts) instead of the true count: for parity runs against LightGBM.
+    pub count_from_hessian: bool,
     pub min_sum_hessian: f64,
     pub lambda_l2: f64,
     pub min_split_gain: f64,
@@ -167,12 +171,17 @@ pub fn grow(
                 } else {
                     &[false]
                 };
+                // LightGBM's row estimate of a bin: round(hessian · rows / hessian of the leaf).
+                let factor = f64::from(sums.c) / sums.h;
+                let estimate = |s: &Sums| (s.h * factor).round() as i64;
+                let estimate_all: i64 = h.iter().map(estimate).sum();
                 for &missing_left in sides {
                     let mut left = if missing_left {
                         missing
                     } else {
                         Sums::default()
                     };
+                    let mut left_estimate = if missing_left { estimate(&missing) } else { 0 };
                     // Bin `regular − 1` puts every regular value left: only a split when
                     // the missing values go right.
                     let last = if missing.c > 0 && !missing_left {
@@ -182,9 +191,18 @@ pub fn grow(
                     };
                     for (bin, s) in h.iter().enumerate().take(last) {
                         left.add(s);
+                        left_estimate += estimate(s);
                         let right = sums.minus(&left);
-                        if (left.c as usize) < p.min_data_in_leaf
-                            || (right.c as usize) < p.min_data_in_leaf
+                        let (left_rows, right_rows) = if p.count_from_hessian {
+                            // As LightGBM: the right side's estimate, the rest to the left.
+                            let right_estimate = estimate_all - left_estimate;
+                            (i64::from(sums.c) - right_estimate, right_estimate)
+                        } else {
+                            (i64::from(left.c), i64::from(right.c))
+                        };
+                        let min_rows = p.min_data_in_leaf as i64;
+                        if left_rows < min_rows
+                            || right_rows < min_rows
                             || left.h < p.min_sum_hessian
                             || right.h < p.min_sum_hessian
                         {

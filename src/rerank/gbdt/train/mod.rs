@@ -31,11 +31,13 @@ pub use bins::{Binned, FeatureBins};
 use grow::{grow, GrowParams};
 
 use super::forest::{Forest, Tree};
+use crate::rerank::gbdt::model::GbdtModel;
 use crate::rerank::objective::{
     lambda_grad_hess, LambdaMetric, QueryInput, QueryState, StableApHessian,
 };
 use crate::rerank::{
     evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
+    Reranker, TrainingInfo,
 };
 
 /// The trees' hyperparameters (LightGBM's meaning and, where it has one, its default).
@@ -52,6 +54,10 @@ pub struct GbdtParams {
     /// Quantile bins per feature, at most 255 (plus one for missing values).
     pub max_bins: usize,
     pub min_data_in_leaf: usize,
+    /// Check `min_data_in_leaf` against LightGBM's hessian-based estimate of the rows
+    /// instead of the true count (for parity runs against LightGBM; see [`grow`]).
+    #[serde(default)]
+    pub count_from_hessian: bool,
     pub min_sum_hessian: f64,
     /// λ: L2 penalty on leaf values.
     pub lambda_l2: f64,
@@ -78,6 +84,7 @@ impl Default for GbdtParams {
             max_depth: 0,
             max_bins: 255,
             min_data_in_leaf: 20,
+            count_from_hessian: false,
             min_sum_hessian: 1e-3,
             lambda_l2: 0.0,
             min_split_gain: 0.0,
@@ -172,6 +179,58 @@ struct QueryNewton {
     hess: Vec<f64>,
 }
 
+/// A trained tree reranker and its training log.
+pub struct GbdtOutcome {
+    pub model: Reranker,
+    pub log: Vec<RoundLog>,
+    /// Stopped by the cancel flag (the model is the best round up to then).
+    pub cancelled: bool,
+}
+
+/// Trains a tree reranker ([`train_forest`]) and wraps it as a model file (format version
+/// 3) over the training set's features, recording the parameters, rounds and metrics.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    train: &RankSet,
+    valid: Option<&RankSet>,
+    objective: &Objective,
+    params: &GbdtParams,
+    convention: MetricConvention,
+    source: String,
+    parent: Option<String>,
+    on_round: &mut dyn FnMut(&RoundLog),
+    cancel: &AtomicBool,
+) -> Result<GbdtOutcome, RerankError> {
+    let trained = train_forest(
+        train, valid, objective, params, convention, on_round, cancel,
+    )?;
+    let training = TrainingInfo {
+        objective: objective.clone(),
+        optimizer: None,
+        epochs: params.rounds,
+        batch_queries: train.queries.len(),
+        patience: params.early_stopping_rounds,
+        seed: params.seed,
+        best_epoch: trained.best_round,
+        epochs_run: trained.rounds_run,
+        ensemble: 1,
+        average_epochs: 1,
+        lr_halve_after: 0,
+        sample_rows: None,
+        mixup: None,
+        member_best_epochs: vec![trained.best_round],
+        metrics: trained.metrics,
+        source,
+    };
+    let gbdt = GbdtModel::new(trained.forest, Some(params.clone()), None);
+    let model = Reranker::new_gbdt(train.feature_names.clone(), gbdt, training, parent)?;
+    Ok(GbdtOutcome {
+        model,
+        log: trained.log,
+        cancelled: trained.cancelled,
+    })
+}
+
 /// The objective's loss, gradient and hessian for one query, or `None` if it is skipped.
 fn query_grad_hess(
     objective: &Objective,
@@ -257,6 +316,7 @@ pub fn train_forest(
         num_leaves: params.num_leaves,
         max_depth: params.max_depth,
         min_data_in_leaf: params.min_data_in_leaf,
+        count_from_hessian: params.count_from_hessian,
         min_sum_hessian: params.min_sum_hessian,
         lambda_l2: params.lambda_l2,
         min_split_gain: params.min_split_gain,
@@ -508,6 +568,7 @@ mod tests {
                 num_leaves: 2,
                 max_depth: 0,
                 min_data_in_leaf: [1, 5, 40][trial % 3],
+                count_from_hessian: false,
                 min_sum_hessian: 0.5,
                 lambda_l2: [0.0, 1.0][trial % 2],
                 min_split_gain: 0.0,
@@ -598,6 +659,40 @@ mod tests {
                 assert!((value - want).abs() < 1e-12, "trial {trial} leaf {k}");
             }
         }
+    }
+
+    /// With every hessian equal, LightGBM's row estimate is the row count: the same trees.
+    #[test]
+    fn hessian_row_estimate_is_exact_for_equal_hessians() {
+        let set = synthetic(30, 4);
+        let d = set.num_features();
+        let n = set.num_rows();
+        let binned = Binned::new(&set.x, d, 255);
+        let mut rng = ChaCha8Rng::seed_from_u64(2);
+        let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let hess = vec![0.25; n];
+        let grown = |count_from_hessian| {
+            let p = GrowParams {
+                num_leaves: 12,
+                max_depth: 0,
+                min_data_in_leaf: 30,
+                count_from_hessian,
+                min_sum_hessian: 0.0,
+                lambda_l2: 1.0,
+                min_split_gain: 0.0,
+                learning_rate: 0.1,
+            };
+            grow(
+                &binned,
+                &grad,
+                &hess,
+                (0..n as u32).collect(),
+                &(0..d).collect::<Vec<_>>(),
+                &p,
+            )
+        };
+        assert_eq!(grown(true), grown(false));
+        assert!(grown(true).num_leaves() > 4);
     }
 
     #[test]
