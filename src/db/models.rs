@@ -1,7 +1,7 @@
 //! The model registry: every trained reranker (its file stays on disk; the row points at it),
 //! which one is active, and the history of activations for rollback.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::Row;
 
 use super::{now_ms, rfc3339, Db};
@@ -20,19 +20,46 @@ pub struct ModelRecord {
     pub status: String,
 }
 
+/// A model as `GET /admin/models` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ModelView {
+    pub id: String,
+    /// active, inactive, ...
+    pub status: String,
+    pub objective: String,
+    /// linear, mlp, ensemble, gbdt, ...
+    pub model: String,
+    /// the model file
+    pub file: String,
+    /// RFC 3339
+    pub created_at: String,
+    /// the model it was trained from, if any
+    pub parent: Option<String>,
+    /// training and validation metrics as stored in the model file
+    #[schema(value_type = Object)]
+    pub metrics: Value,
+    /// the per-epoch training log
+    #[schema(value_type = Vec<Object>)]
+    pub log: Value,
+}
+
 impl ModelRecord {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "status": self.status,
-            "objective": self.objective,
-            "model": self.model_kind,
-            "file": self.file_path,
-            "created_at": rfc3339(self.created_at),
-            "parent": self.parent,
-            "metrics": self.metrics.get("metrics").cloned().unwrap_or(Value::Null),
-            "log": self.metrics.get("log").cloned().unwrap_or(Value::Array(Vec::new())),
-        })
+    pub fn view(&self) -> ModelView {
+        ModelView {
+            id: self.id.clone(),
+            status: self.status.clone(),
+            objective: self.objective.clone(),
+            model: self.model_kind.clone(),
+            file: self.file_path.clone(),
+            created_at: rfc3339(self.created_at),
+            parent: self.parent.clone(),
+            metrics: self.metrics.get("metrics").cloned().unwrap_or(Value::Null),
+            log: self
+                .metrics
+                .get("log")
+                .cloned()
+                .unwrap_or(Value::Array(Vec::new())),
+        }
     }
 }
 

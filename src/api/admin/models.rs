@@ -21,39 +21,50 @@ use crate::admin::models::{read_upload, UploadFormat};
 use crate::admin::train::{self, TrainParams};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
-use crate::db::models::{Activation, Deletion};
+use crate::db::models::{Activation, Deletion, ModelRecord, ModelView};
 use crate::db::JobKind;
 use crate::error::Invalid;
 use crate::search::model::ActiveModel;
+
+/// The registry: every model and which one serves.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct ModelList {
+    /// the registry's active model
+    pub active: Option<String>,
+    /// the model reranking searches
+    pub serving: Option<String>,
+    /// why the active model is not served, if it is not
+    pub load_error: Option<String>,
+    pub models: Vec<ModelView>,
+}
 
 /// Every model that is not deleted, newest first, with its metrics and training log.
 #[utoipa::path(
     get, path = "/models", tag = "admin",
     responses(
-        (status = 200, description = "`{\"active\":ID|null,\"serving\":ID|null,\"load_error\":TEXT|null,\"models\":[..]}`: `serving` is the model reranking searches, `load_error` why the active one is not served"),
+        (status = 200, description = "the registry; `serving` is the model reranking searches, `load_error` why the active one is not served", body = ModelList),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
 )]
-pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<ModelList>, ApiError> {
     let models = state.ops.db.models().await.map_err(ApiError::internal)?;
     let active = models
         .iter()
         .find(|m| m.status == "active")
         .map(|m| m.id.clone());
-    let models: Vec<Value> = models.iter().map(|m| m.to_json()).collect();
     let serving = state.engine.model().as_ref().map(|m| m.id().to_string());
     let load_error = state
         .reranker_error
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
-    Ok(Json(json!({
-        "active": active,
-        "serving": serving,
-        "load_error": load_error,
-        "models": models,
-    })))
+    Ok(Json(ModelList {
+        active,
+        serving,
+        load_error,
+        models: models.iter().map(ModelRecord::view).collect(),
+    }))
 }
 
 /// Loads a registered model's file and swaps it in.
