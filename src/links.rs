@@ -180,9 +180,9 @@ pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
     ))
 }
 
-/// Every live document's id, URL and out-links, read from the store.
-fn link_documents(index: &TextIndex) -> anyhow::Result<Vec<Document>> {
-    let searcher = index.reader.searcher();
+/// Every live document's id, URL and out-links, read from the store of `searcher`'s
+/// point-in-time view.
+fn link_documents(index: &TextIndex, searcher: &Searcher) -> anyhow::Result<Vec<Document>> {
     let mut docs = Vec::with_capacity(searcher.num_docs() as usize);
     for reader in searcher.segment_readers() {
         let store = reader.get_store_reader(64)?;
@@ -211,7 +211,8 @@ pub fn compute_and_store(
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
     let generation = generation_key(index)?;
     let never = std::sync::atomic::AtomicBool::new(false);
-    let (scores, stats) = compute(index, options, trusted, progress, &never)?;
+    let searcher = index.reader.searcher();
+    let (scores, stats) = compute(index, &searcher, options, trusted, progress, &never)?;
     store(index, &generation, &scores)?;
     Ok((scores, stats))
 }
@@ -223,16 +224,18 @@ pub fn store(index: &TextIndex, generation: &str, scores: &LinkScores) -> anyhow
     Ok(())
 }
 
-/// Builds the link graph of `index` and computes every score without storing them; stops
-/// with [`graph::GraphError::Cancelled`] between algorithms once `cancel` is set.
+/// Builds the link graph of the documents `searcher` sees (a point-in-time view of `index`:
+/// commits made meanwhile do not change it) and computes every score without storing them;
+/// stops with [`graph::GraphError::Cancelled`] between algorithms once `cancel` is set.
 pub fn compute(
     index: &TextIndex,
+    searcher: &Searcher,
     options: &LinkScoreOptions,
     trusted: Option<&[String]>,
     progress: &mut dyn FnMut(graph::scores::Progress),
     cancel: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
-    let docs = link_documents(index)?;
+    let docs = link_documents(index, searcher)?;
     let lg = graph::build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default())?;
     let csr = lg.to_csr();
     let keys: Vec<String> = lg.nodes.iter().map(|n| n.key.clone()).collect();

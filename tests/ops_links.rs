@@ -110,6 +110,58 @@ fn cancelling_a_running_graph_job_keeps_the_old_scores() {
     assert!(trust(b, "d1") > served, "d1 is now the only trusted seed");
 }
 
+/// Issue 16, defect 8: a graph job used to hold the index write lock while it computed, so a
+/// document batch waited for the whole job (27.6 s behind a Rust-docs job). Now the batch is
+/// answered while the job still runs, and the job's scores, computed from the index as it was
+/// when the job started, are served as stale by exactly that batch.
+#[test]
+fn document_batches_go_on_while_a_graph_job_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = linked_corpus(2000, 100);
+    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let data = ingest(dir.path(), &docs);
+    let db = fresh_database(dir.path());
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+
+    let id = start_graph(b);
+    while job_status(b, id) == "queued" {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let late = r#"{"id":"late","url":"https://x.org/late","title":"late page","body":"written during the graph job","links":["d1"]}"#;
+    let started = std::time::Instant::now();
+    let a = call(
+        "POST",
+        &format!("{b}/admin/documents"),
+        Some(TOKEN),
+        Some(("application/x-ndjson", late.as_bytes())),
+    );
+    let took = started.elapsed();
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        job_status(b, id),
+        "running",
+        "the batch waited for the graph job ({took:?})"
+    );
+    let job = wait_for_job(b, id);
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["result"]["batches_meanwhile"], 1, "{job}");
+    assert_eq!(job["result"]["nodes"], 2000, "{job}");
+    let s = status(b);
+    assert_eq!(s["stale"], true, "{s}");
+    assert_eq!(s["batches_since"], 1, "{s}");
+    assert_eq!(s["documents_changed"], 1, "{s}");
+    assert_eq!(s["uncovered_documents"], 1, "{s}");
+
+    // The next job sees the late document and leaves nothing stale.
+    let job = wait_for_job(b, start_graph(b));
+    assert_eq!(job["result"]["batches_meanwhile"], 0, "{job}");
+    assert_eq!(job["result"]["nodes"], 2001, "{job}");
+    let s = status(b);
+    assert_eq!(s["stale"], false, "{s}");
+    assert_eq!(s["uncovered_documents"], 0, "{s}");
+}
+
 fn gauge(b: &str, name: &str) -> f64 {
     let text = get(&format!("{b}/metrics"), None).body;
     let text = text.as_str().unwrap();

@@ -13,8 +13,17 @@ use crate::links::{self, LinkData};
 use crate::search::Engine;
 
 /// Runs inside a job. `seeds` are document ids (SPEC §2.5); `None` uses the default choice
-/// (top inverse-PageRank candidates). The caller holds the index write lock, so the index
-/// cannot change underneath.
+/// (top inverse-PageRank candidates). `writes` is the index write lock.
+///
+/// Document batches go on while the job computes: under the write lock, briefly, the job takes
+/// a point-in-time view of the index (a tantivy searcher, which later commits do not change),
+/// that view's generation key and a [`Mark`] of the batches counted so far; it builds the graph
+/// and computes every score from that view without the lock; then, under the lock again,
+/// stores the scores with the view's key and swaps them in. The scores describe the view
+/// exactly, so batches committed meanwhile leave them stale, and the freshness bookkeeping
+/// says so ([`Freshness::computed_from`]): as stale as a batch right after the job would.
+/// Holding the lock for the whole job made every write wait for it (a 0.1 s batch took 27.6 s
+/// behind a Rust-docs graph job, and writes ended in 408 when a job outlasted the timeout).
 ///
 /// Cancellation is observed before the graph is built and between algorithms; the new scores
 /// are written (atomically) and swapped into `serving` only after the last check, so a
@@ -23,24 +32,30 @@ use crate::search::Engine;
 pub fn recompute(
     engine: &Engine,
     seeds: Option<Vec<String>>,
+    writes: &tokio::sync::Mutex<()>,
     freshness: &Mutex<Freshness>,
     ctx: &JobContext,
 ) -> anyhow::Result<Value> {
     let index = &engine.index;
     ctx.check_cancelled()?;
     let start = Instant::now();
+    let (searcher, generation, mark) = {
+        let _writing = writes.blocking_lock();
+        let mark = freshness.lock().unwrap_or_else(|p| p.into_inner()).mark();
+        (index.reader.searcher(), links::generation_key(index)?, mark)
+    };
     ctx.log(&format!(
         "computing link scores of {} documents with {}",
-        index.num_docs(),
+        searcher.num_docs(),
         match &seeds {
             Some(s) => format!("{} stored TrustRank seeds", s.len()),
             None => "the top inverse-PageRank TrustRank seed candidates".into(),
         }
     ));
-    let generation = links::generation_key(index)?;
     let options = LinkScoreOptions::default();
     let computed = links::compute(
         index,
+        &searcher,
         &options,
         seeds.as_deref(),
         &mut |p| {
@@ -58,56 +73,142 @@ pub fn recompute(
     let nodes = scores.n();
     let data = LinkData::new(scores)?;
     ctx.check_cancelled()?;
-    links::store(index, &generation, &data.scores)?;
-    engine.set_links(Some(std::sync::Arc::new(data)));
-    freshness
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .computed();
+    let batches_meanwhile = {
+        let _writing = writes.blocking_lock();
+        links::store(index, &generation, &data.scores)?;
+        engine.set_links(Some(std::sync::Arc::new(data)));
+        let mut f = freshness.lock().unwrap_or_else(|p| p.into_inner());
+        f.computed_from(mark);
+        f.batches_since
+    };
     let seconds = start.elapsed().as_secs_f64();
     ctx.log(&format!(
-        "{nodes} nodes, {} links, {seconds:.2}s; now serving",
-        stats.edges
+        "{nodes} nodes, {} links, {seconds:.2}s; now serving{}",
+        stats.edges,
+        if batches_meanwhile > 0 {
+            format!(" ({batches_meanwhile} document batches committed meanwhile: stale)")
+        } else {
+            String::new()
+        }
     ));
     Ok(json!({
         "nodes": nodes,
         "edges": stats.edges,
         "seeds": seeds.map(|s| s.len()),
         "seconds": seconds,
+        "batches_meanwhile": batches_meanwhile,
     }))
 }
 
 /// How far the served link scores lag behind the index: document batches committed since
-/// they were computed, and whether the scores loaded at start-up were written for another
-/// version of the index. Coverage (documents added or deleted since) is measured on demand
-/// with [`LinkData::coverage`].
+/// the index view they were computed from, and whether the scores loaded at start-up were
+/// written for another version of the index. Coverage (documents added or deleted since) is
+/// measured on demand with [`LinkData::coverage`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Freshness {
     /// The scores loaded at start-up were written before a later change of the index.
     pub stale_at_start: bool,
-    /// Document batches (adds, updates or deletes) committed since the scores were computed.
+    /// Document batches (adds, updates or deletes) committed since the scores' index view.
     pub batches_since: u64,
     /// Documents those batches added, replaced or deleted.
     pub documents_changed: u64,
     /// When the first of those batches was committed (ms since the epoch).
     pub stale_since: Option<i64>,
+    /// Every batch since start-up, and its documents: what a [`Mark`] counts from.
+    batches_total: u64,
+    documents_total: u64,
+    /// The running graph job's mark, and when the first batch after it was committed.
+    marked: Option<(Mark, Option<i64>)>,
+}
+
+/// The batches counted when a graph job took its view of the index.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mark {
+    batches: u64,
+    documents: u64,
 }
 
 impl Freshness {
     /// A committed batch that changed `documents` documents.
     pub fn batch(&mut self, documents: u64) {
+        let now = crate::db::now_ms();
         self.batches_since += 1;
         self.documents_changed += documents;
-        self.stale_since.get_or_insert_with(crate::db::now_ms);
+        self.stale_since.get_or_insert(now);
+        self.batches_total += 1;
+        self.documents_total += documents;
+        if let Some((_, first)) = &mut self.marked {
+            first.get_or_insert(now);
+        }
+    }
+
+    /// A graph job takes its view of the index now (called under the write lock, so no batch
+    /// is half counted).
+    pub fn mark(&mut self) -> Mark {
+        let mark = Mark {
+            batches: self.batches_total,
+            documents: self.documents_total,
+        };
+        self.marked = Some((mark, None));
+        mark
+    }
+
+    /// New scores computed from the view taken at `mark`: stale by exactly the batches
+    /// committed since.
+    pub fn computed_from(&mut self, mark: Mark) {
+        let first_after = match self.marked.take() {
+            Some((m, first)) if m == mark => first,
+            _ => None,
+        };
+        let batches = self.batches_total - mark.batches;
+        self.stale_at_start = false;
+        self.batches_since = batches;
+        self.documents_changed = self.documents_total - mark.documents;
+        self.stale_since = if batches > 0 {
+            first_after.or(Some(crate::db::now_ms()))
+        } else {
+            None
+        };
     }
 
     /// New scores computed from the index as it is.
     pub fn computed(&mut self) {
-        *self = Freshness::default();
+        let mark = self.mark();
+        self.computed_from(mark);
     }
 
     /// Whether the scores may describe another version of the index.
     pub fn is_stale(&self) -> bool {
         self.stale_at_start || self.batches_since > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_during_a_job_leave_its_scores_stale() {
+        let mut f = Freshness::default();
+        f.batch(3);
+        let mark = f.mark();
+        assert!(f.is_stale());
+        f.batch(5);
+        f.batch(2);
+        f.computed_from(mark);
+        assert_eq!((f.batches_since, f.documents_changed), (2, 7));
+        assert!(f.is_stale() && f.stale_since.is_some());
+        // A job with no batch meanwhile leaves the scores fresh.
+        let mark = f.mark();
+        f.computed_from(mark);
+        assert!(!f.is_stale());
+        assert_eq!(
+            (f.batches_since, f.documents_changed, f.stale_since),
+            (0, 0, None)
+        );
+        f.batch(1);
+        assert_eq!(f.batches_since, 1);
+        f.computed();
+        assert!(!f.is_stale());
     }
 }

@@ -213,10 +213,15 @@ pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> 
         .ops
         .jobs
         .start(JobKind::Graph, params, move |ctx| {
-            // Holding the write lock keeps the index (and so the scores' generation) fixed
-            // while the graph is built from it.
-            let _writing = worker.ops.index_writes.blocking_lock();
-            graph::recompute(&worker.engine, seeds, &worker.ops.link_freshness, ctx)
+            // The job takes the write lock only to snapshot the index and to install the
+            // scores (`graph::recompute`): document batches go on meanwhile.
+            graph::recompute(
+                &worker.engine,
+                seeds,
+                &worker.ops.index_writes,
+                &worker.ops.link_freshness,
+                ctx,
+            )
         })
         .await
 }
