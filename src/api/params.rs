@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use super::error::ApiError;
 
 /// The decoded parameters of one request.
-pub struct Params {
+struct Params {
     values: HashMap<String, String>,
 }
 
 impl Params {
     /// Decodes `raw` (`application/x-www-form-urlencoded`), allowing only `known` names.
-    pub fn parse(raw: Option<&str>, known: &[&str]) -> Result<Params, ApiError> {
+    fn parse(raw: Option<&str>, known: &[&str]) -> Result<Params, ApiError> {
         let mut values = HashMap::new();
         for pair in raw.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
             let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -39,20 +39,8 @@ impl Params {
         Ok(Params { values })
     }
 
-    pub fn str(&self, name: &str) -> Option<&str> {
+    fn str(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
-    }
-
-    pub fn parsed<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, ApiError>
-    where
-        T::Err: std::fmt::Display,
-    {
-        match self.str(name) {
-            None => Ok(default),
-            Some(v) => v.trim().parse().map_err(|e| {
-                ApiError::bad_request(name, format!("parameter `{name}` = {v:?} is invalid: {e}"))
-            }),
-        }
     }
 }
 
@@ -206,5 +194,7 @@ mod tests {
         check::<crate::api::admin::judgments::JudgmentsParams>();
         check::<crate::api::admin::judgments::QrelsParams>();
         check::<crate::api::admin::labels::ReservationsParams>();
+        check::<crate::api::admin::documents::BatchParams>();
+        check::<crate::api::admin::models::UploadParams>();
     }
 }

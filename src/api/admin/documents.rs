@@ -10,20 +10,28 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
-use crate::api::params::Params;
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
 
-/// `recompute_links` (default false) of a batch request.
-fn recompute_links(raw: Option<&str>) -> Result<bool, ApiError> {
-    Params::parse(raw, &["recompute_links"])?.parsed("recompute_links", false)
+/// The parameters of a document batch or deletion.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct BatchParams {
+    /// start the graph job (`POST /admin/graph`) once the batch is committed (default false)
+    recompute_links: Option<bool>,
+}
+
+impl QueryParams for BatchParams {
+    const NAMES: &'static [&'static str] = &["recompute_links"];
 }
 
 /// Marks the link scores stale after a committed batch of `documents`. Called while the
@@ -63,8 +71,7 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
 /// with the fields of `rankd ingest --format jsonl`.
 #[utoipa::path(
     post, path = "/documents", tag = "admin",
-    params(("recompute_links" = Option<bool>, Query,
-             description = "start the graph job (`POST /admin/graph`) once the batch is committed (default false)")),
+    params(BatchParams),
     request_body(content = String, content_type = "application/x-ndjson",
                  description = "one JSON document per line: id, url, title, headings, body, anchor, links, published_at"),
     responses(
@@ -76,10 +83,10 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
 )]
 pub async fn upsert(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw_query): RawQuery,
+    Query(p): Query<BatchParams>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let recompute = recompute_links(raw_query.as_deref())?;
+    let recompute = p.recompute_links.unwrap_or(false);
     let body = body::bytes(body)?;
     let docs = parse_batch(&body).map_err(|e| {
         ApiError::bad_request(
@@ -120,8 +127,7 @@ pub struct DeleteRequest {
 /// Deletes documents by id, all or none: an unknown id rejects the request.
 #[utoipa::path(
     post, path = "/documents/delete", tag = "admin",
-    params(("recompute_links" = Option<bool>, Query,
-             description = "start the graph job once the deletion is committed (default false)")),
+    params(BatchParams),
     request_body(content = String, content_type = "application/json",
                  description = "`{\"ids\":[\"doc-1\",\"doc-2\"]}`"),
     responses(
@@ -134,10 +140,10 @@ pub struct DeleteRequest {
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
-    RawQuery(raw_query): RawQuery,
+    Query(p): Query<BatchParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
-    let recompute = recompute_links(raw_query.as_deref())?;
+    let recompute = p.recompute_links.unwrap_or(false);
     let raw = body::bytes(raw)?;
     let request: DeleteRequest = body::json(&raw)?;
     if request.ids.is_empty() {

@@ -7,12 +7,12 @@
 
 mod auth;
 mod body;
-mod documents;
+pub(super) mod documents;
 mod evaluate;
 pub(super) mod jobs;
 pub(super) mod judgments;
 pub(super) mod labels;
-mod models;
+pub(super) mod models;
 mod seeds;
 
 use std::sync::Arc;
