@@ -33,6 +33,18 @@ fn linked_corpus(n: usize, fanout: usize) -> Vec<String> {
         .collect()
 }
 
+/// A server over 2000 documents of 100 links each (a graph job long enough to act while it
+/// runs), its data directory, and the temporary directory holding both (keep it alive).
+fn linked_server() -> (tempfile::TempDir, std::path::PathBuf, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = linked_corpus(2000, 100);
+    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+    let data = ingest(dir.path(), &docs);
+    let db = fresh_database(dir.path());
+    let server = start(&data, &db, Some(TOKEN));
+    (dir, data, server)
+}
+
 fn job_status(b: &str, id: i64) -> String {
     get(&format!("{b}/admin/jobs/{id}"), Some(TOKEN)).body["status"]
         .as_str()
@@ -54,12 +66,7 @@ fn trust(b: &str, doc: &str) -> f64 {
 
 #[test]
 fn cancelling_a_running_graph_job_keeps_the_old_scores() {
-    let dir = tempfile::tempdir().unwrap();
-    let docs = linked_corpus(2000, 100);
-    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &docs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (_dir, data, server) = linked_server();
     let b = &server.base;
 
     let job = wait_for_job(b, start_graph(b));
@@ -116,12 +123,7 @@ fn cancelling_a_running_graph_job_keeps_the_old_scores() {
 /// when the job started, are served as stale by exactly that batch.
 #[test]
 fn document_batches_go_on_while_a_graph_job_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let docs = linked_corpus(2000, 100);
-    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &docs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (_dir, _data, server) = linked_server();
     let b = &server.base;
 
     let id = start_graph(b);
