@@ -14,8 +14,10 @@ use super::error::ApiError;
 use super::params::{Query, QueryParams};
 use super::AppState;
 use crate::links::NodeScores;
+use crate::search::fusion;
 use crate::search::{
-    Ranking, Returns, SearchQuery, SearchResponse, DEFAULT_BOOST_WINDOW, DEFAULT_WINDOW,
+    CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery, SearchResponse,
+    SortMode, DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW,
 };
 use crate::text::ModelKind;
 
@@ -30,15 +32,34 @@ pub struct SearchParams {
     k: Option<usize>,
     /// hits to skip (default 0)
     offset: Option<usize>,
-    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox (default: the index's, bm25f)
+    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, or fusion (with `inputs` and `fusion`;
+    /// default: the index's, bm25f)
     model: Option<String>,
+    /// with model=fusion: the fused models, comma-separated, each once (e.g. bm25f,lm,bm25prox)
+    inputs: Option<String>,
+    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6)
+    fusion: Option<String>,
+    /// RRF's k, finite, ≥ 0 (default 60)
+    fusion_k: Option<f64>,
+    /// how combsum and combmnz normalise scores: minmax (default) or zscore
+    fusion_norm: Option<String>,
+    /// one positive weight per input, comma-separated (default all 1)
+    fusion_weights: Option<String>,
+    /// how many of each input's top documents are fused, 1..=1000 (default 100)
+    fusion_depth: Option<usize>,
+    /// keep the best hit of each group: page, site, group, near_duplicate, comma-separated
+    /// (a hit is hidden when it shares any with a hit above it), or none (default)
+    collapse: Option<String>,
+    /// relevance (default), or order the matching documents by hot, gravity, best, fresh or
+    /// rating (SPEC §1.8; documents without the needed fields come last)
+    sort: Option<String>,
     /// field of single-field models: title, headings, body, anchor, url, all
     field: Option<String>,
     /// add each hit's score breakdown
     explain: Option<bool>,
     /// apply the active reranker (default true)
     rerank: Option<bool>,
-    /// the reranked (or boosted) first-phase window, 1..=1000 (default 100)
+    /// the reranked, boosted or collapsed first-phase window, 1..=1000 (default 100)
     window: Option<usize>,
     /// none or pagerank
     boost: Option<String>,
@@ -57,6 +78,14 @@ impl QueryParams for SearchParams {
         "k",
         "offset",
         "model",
+        "inputs",
+        "fusion",
+        "fusion_k",
+        "fusion_norm",
+        "fusion_weights",
+        "fusion_depth",
+        "collapse",
+        "sort",
         "field",
         "explain",
         "rerank",
@@ -83,13 +112,53 @@ pub async fn search(
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let engine = &state.engine;
-    let model = match &p.model {
-        Some(m) => Some(
-            m.parse::<ModelKind>()
-                .map_err(|e| ApiError::bad_request("model", e))?,
+    let (model, fusion) = match p.model.as_deref() {
+        Some("fusion") => (None, Some(fusion_query(&p)?)),
+        Some(m) => (
+            Some(
+                m.parse::<ModelKind>()
+                    .map_err(|e| ApiError::bad_request("model", e))?,
+            ),
+            None,
         ),
-        None => None,
+        None => (None, None),
     };
+    if fusion.is_none() {
+        for (name, given) in [
+            ("inputs", p.inputs.is_some()),
+            ("fusion", p.fusion.is_some()),
+            ("fusion_k", p.fusion_k.is_some()),
+            ("fusion_norm", p.fusion_norm.is_some()),
+            ("fusion_weights", p.fusion_weights.is_some()),
+            ("fusion_depth", p.fusion_depth.is_some()),
+        ] {
+            if given {
+                return Err(ApiError::bad_request(
+                    name,
+                    format!("{name} applies to model=fusion"),
+                ));
+            }
+        }
+    }
+    let collapse = match &p.collapse {
+        Some(list) => {
+            CollapseKey::parse_list(list).map_err(|e| ApiError::bad_request("collapse", e))?
+        }
+        None => Vec::new(),
+    };
+    let sort = match p.sort.as_deref() {
+        None | Some("relevance") => None,
+        Some(s) => Some(
+            s.parse::<SortMode>()
+                .map_err(|e| ApiError::bad_request("sort", e))?,
+        ),
+    };
+    if sort.is_some() && (p.boost.is_some() || p.rerank == Some(true)) {
+        return Err(ApiError::bad_request(
+            "sort",
+            "sort orders the matching documents by a static score; it excludes boost and rerank=true",
+        ));
+    }
     let boost = match p.boost.as_deref() {
         None | Some("none") => None,
         Some("pagerank") => Some(p.boost_weight.unwrap_or(1.0)),
@@ -119,6 +188,7 @@ pub async fn search(
         (r, None) => r.unwrap_or(true),
     };
     let ranking = match boost {
+        _ if sort.is_some() => Ranking::Sort(sort.expect("checked")),
         Some(weight) => Ranking::Boost {
             weight,
             window: p.window.unwrap_or(DEFAULT_BOOST_WINDOW),
@@ -126,16 +196,17 @@ pub async fn search(
         None if rerank && engine.model().is_some() => Ranking::Rerank {
             window: p.window.unwrap_or(DEFAULT_WINDOW),
         },
-        None => {
-            if p.window.is_some() {
-                return Err(ApiError::bad_request(
-                    "window",
-                    "window sets the rerank window; no reranker is active for this request",
-                ));
-            }
-            Ranking::FirstPhase
-        }
+        None => Ranking::FirstPhase,
     };
+    if p.window.is_some()
+        && matches!(ranking, Ranking::FirstPhase | Ranking::Sort(_))
+        && collapse.is_empty()
+    {
+        return Err(ApiError::bad_request(
+            "window",
+            "window sets the rerank, boost or collapse window; this request has none",
+        ));
+    }
     let mut returns = match &p.fields {
         None => Returns::ALL,
         Some(list) => {
@@ -168,6 +239,9 @@ pub async fn search(
         k: p.k.unwrap_or(10),
         explain: p.explain.unwrap_or(false),
         returns,
+        fusion,
+        collapse,
+        collapse_window: p.window.unwrap_or(DEFAULT_WINDOW),
     };
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
@@ -181,6 +255,72 @@ pub async fn search(
         observe_search_phase(SearchPhase::Rerank, t.rerank);
     }
     Ok(Json(response))
+}
+
+/// The fusion `model=fusion` asks for, checked.
+fn fusion_query(p: &SearchParams) -> Result<FusionQuery, ApiError> {
+    let inputs: Vec<ModelKind> = p
+        .inputs
+        .as_deref()
+        .ok_or_else(|| {
+            ApiError::bad_request("inputs", "model=fusion needs inputs=MODEL,MODEL,...")
+        })?
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            m.parse::<ModelKind>()
+                .map_err(|e| ApiError::bad_request("inputs", e))
+        })
+        .collect::<Result<_, _>>()?;
+    let method: fusion::Method = p
+        .fusion
+        .as_deref()
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "fusion",
+                "model=fusion needs fusion=rrf|combsum|combmnz|borda|condorcet",
+            )
+        })?
+        .parse()
+        .map_err(|e: FusionError| ApiError::bad_request("fusion", e.to_string()))?;
+    let norm = p
+        .fusion_norm
+        .as_deref()
+        .map(str::parse::<fusion::Norm>)
+        .transpose()
+        .map_err(|e| ApiError::bad_request("fusion_norm", e.to_string()))?;
+    let weights = p
+        .fusion_weights
+        .as_deref()
+        .map(|w| {
+            w.split(',')
+                .map(|x| {
+                    x.trim().parse::<f64>().map_err(|_| {
+                        ApiError::bad_request(
+                            "fusion_weights",
+                            format!("`{x}` is not a number; give one positive weight per input"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<f64>, _>>()
+        })
+        .transpose()?;
+    let fusion = Fusion::new(method, inputs.len(), p.fusion_k, norm, weights).map_err(|e| {
+        let field = match e {
+            FusionError::TooFewInputs(_) => "inputs",
+            FusionError::WeightCount { .. } | FusionError::BadWeight { .. } => "fusion_weights",
+            FusionError::BadK(_) | FusionError::KWithoutRrf(_) => "fusion_k",
+            FusionError::NormWithRanks(_) | FusionError::UnknownNorm(_) => "fusion_norm",
+            _ => "fusion",
+        };
+        ApiError::bad_request(field, e.to_string())
+    })?;
+    Ok(FusionQuery {
+        inputs,
+        fusion,
+        depth: p.fusion_depth.unwrap_or(DEFAULT_FUSION_DEPTH),
+    })
 }
 
 /// `GET /similar`'s parameters.

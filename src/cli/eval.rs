@@ -7,8 +7,9 @@ use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
 use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
+use crate::search::fusion::{Method, Norm};
 use crate::search::model::ActiveModel;
-use crate::search::{Engine, Ranking, SearchQuery};
+use crate::search::{Engine, Fusion, FusionQuery, Ranking, SearchQuery};
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,8 +66,27 @@ pub struct EvalArgs {
         default_value = "a"
     )]
     pub judgments: JudgmentVariant,
+    /// A model of SPEC §1, or `fusion` (with --inputs and --fusion).
     #[arg(long, default_value = "bm25")]
     pub model: String,
+    /// With --model fusion: the fused models, comma-separated (e.g. bm25f,lm,bm25prox).
+    #[arg(long, value_delimiter = ',')]
+    pub inputs: Vec<String>,
+    /// With --model fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6).
+    #[arg(long)]
+    pub fusion: Option<String>,
+    /// RRF's k (default 60).
+    #[arg(long)]
+    pub fusion_k: Option<f64>,
+    /// How combsum and combmnz normalise scores: minmax (default) or zscore.
+    #[arg(long)]
+    pub fusion_norm: Option<String>,
+    /// One positive weight per input, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub fusion_weights: Option<Vec<f64>>,
+    /// How many of each input's top documents are fused (default: --depth, at most 1000).
+    #[arg(long)]
+    pub fusion_depth: Option<usize>,
     /// The field single-field models rank by (default: the configured `all`).
     #[arg(long)]
     pub field: Option<String>,
@@ -109,7 +129,19 @@ pub(super) fn save_run(path: &Path, run: &Run, tag: &str) -> anyhow::Result<()> 
 }
 
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let model: ModelKind = args.model.parse().map_err(Invalid)?;
+    let (model, fusion) = match args.model.as_str() {
+        "fusion" => (None, Some(fusion_query(&args)?)),
+        m => {
+            if !args.inputs.is_empty() || args.fusion.is_some() {
+                return Err(Invalid("--inputs and --fusion apply to --model fusion".into()).into());
+            }
+            (Some(m.parse::<ModelKind>().map_err(Invalid)?), None)
+        }
+    };
+    let name = match model {
+        Some(m) => m.to_string(),
+        None => format!("fusion-{}", args.fusion.as_deref().unwrap_or("")),
+    };
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let queries = read_queries(&args.queries, args.format)?;
     let qrels = read_qrels(&args.qrels, args.format, args.judgments)?;
@@ -143,9 +175,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let depth = match ranking {
         Ranking::FirstPhase => args.depth,
         Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
+        Ranking::Sort(_) => args.depth,
     };
     let query = SearchQuery {
-        model: Some(model),
+        model,
+        fusion,
         field: args.field.clone(),
         ranking,
         k: depth,
@@ -155,11 +189,11 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let (run, failed) = engine.run_queries(&queries, &query, args.strict, &|| bar.inc(1))?;
     bar.finish_and_clear();
     if let Some(path) = &args.run {
-        save_run(path, &run, &format!("rankd-{model}"))?;
+        save_run(path, &run, &format!("rankd-{name}"))?;
     }
     let options = args.gain.report_options();
     let mut report = eval::evaluate(&run, &qrels, &options)?;
-    report.model = Some(model.to_string());
+    report.model = Some(name);
     for f in &failed {
         eprintln!("warning: query {} was not run: {}", f.qid, f.error);
     }
@@ -178,6 +212,42 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The fusion `--model fusion` asks for, checked.
+fn fusion_query(args: &EvalArgs) -> anyhow::Result<FusionQuery> {
+    let inputs: Vec<ModelKind> = args
+        .inputs
+        .iter()
+        .map(|m| m.trim().parse::<ModelKind>().map_err(Invalid))
+        .collect::<Result<_, _>>()?;
+    let method: Method = args
+        .fusion
+        .as_deref()
+        .ok_or_else(|| Invalid("--model fusion needs --fusion METHOD".into()))?
+        .parse()
+        .map_err(|e| Invalid(format!("{e}")))?;
+    let norm: Option<Norm> = args
+        .fusion_norm
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| Invalid(format!("{e}")))?;
+    let fusion = Fusion::new(
+        method,
+        inputs.len(),
+        args.fusion_k,
+        norm,
+        args.fusion_weights.clone(),
+    )
+    .map_err(|e| Invalid(format!("{e}")))?;
+    Ok(FusionQuery {
+        inputs,
+        fusion,
+        depth: args
+            .fusion_depth
+            .unwrap_or(args.depth.min(crate::search::MAX_WINDOW)),
+    })
 }
 
 pub(super) fn read_queries(

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod eval;
 pub mod eval_letor;
 pub mod features;
+pub mod fuse;
 pub mod gbdt;
 pub mod graph;
 pub mod ingest;
@@ -38,6 +39,8 @@ pub enum Command {
     Graph(graph::GraphArgs),
     /// Run every query against the index and score the run (SPEC §4).
     Eval(eval::EvalArgs),
+    /// Fuse TREC run files into one (SPEC §6): RRF, CombSUM, CombMNZ, Borda, Condorcet.
+    Fuse(fuse::FuseArgs),
     /// Serve the HTTP API.
     Serve(serve::ServeArgs),
     /// Cross-validate the reranker on judgments over the index (SPEC §3.5).
@@ -84,6 +87,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Ingest(a) => ingest::run(a),
         Command::Graph(a) => graph::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Fuse(a) => fuse::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Cv(a) => cv::run(a),
         Command::Features(a) => features::run_features(a),

@@ -1,5 +1,7 @@
 //! JSON Lines documents: one object per line with `id`, `url`, `title`, `headings`, `body`,
-//! `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`].
+//! `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]. Of those,
+//! `votes_up`, `votes_down`, `rating`, `rating_count` (SPEC §1.8) and `group` (for
+//! `collapse=group`) are checked here and indexed as fast fields ([`super::SocialFields`]).
 //!
 //! The checks here are the ones whose absence corrupts the index silently: an `id` must be a
 //! JSON string (a number used to become text and replace the document whose id is that
@@ -122,6 +124,7 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
             ));
         }
     }
+    super::SocialFields::parse(&object)?;
     Ok(Document {
         id,
         url: (!url.is_empty()).then_some(url),

@@ -31,6 +31,63 @@ pub struct Document {
     pub prose: String,
 }
 
+/// The documented JSONL fields rankd reads besides the text (SPEC §1.8 and `collapse=group`);
+/// they stay in [`Document::extra`] as given and are also indexed as fast fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SocialFields {
+    /// `votes_up`, `votes_down`: whole numbers ≥ 0.
+    pub votes_up: Option<u64>,
+    pub votes_down: Option<u64>,
+    /// `rating`: the document's mean rating, a finite number; `rating_count`: how many
+    /// ratings it averages, a whole number ≥ 0.
+    pub rating: Option<f64>,
+    pub rating_count: Option<u64>,
+    /// `group`: a non-empty string; `collapse=group` keeps one hit per group.
+    pub group: Option<String>,
+}
+
+impl SocialFields {
+    /// The fields of a record, or what is wrong with one of them.
+    pub fn parse(extra: &Map<String, Value>) -> Result<SocialFields, String> {
+        let count = |key: &str| -> Result<Option<u64>, String> {
+            match extra.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => n
+                    .as_u64()
+                    .map(Some)
+                    .ok_or_else(|| format!("`{key}` must be a whole number ≥ 0, got {n}")),
+                Some(_) => Err(format!("`{key}` must be a whole number ≥ 0")),
+            }
+        };
+        let rating = match extra.get("rating") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => Some(
+                n.as_f64()
+                    .filter(|r| r.is_finite())
+                    .ok_or_else(|| format!("`rating` must be a finite number, got {n}"))?,
+            ),
+            Some(_) => return Err("`rating` must be a number".into()),
+        };
+        let group = match extra.get("group") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(_) => return Err("`group` must be a non-empty string".into()),
+        };
+        Ok(SocialFields {
+            votes_up: count("votes_up")?,
+            votes_down: count("votes_down")?,
+            rating,
+            rating_count: count("rating_count")?,
+            group,
+        })
+    }
+
+    /// The fields of an already validated record (invalid ones read as absent).
+    pub fn of(extra: &Map<String, Value>) -> SocialFields {
+        SocialFields::parse(extra).unwrap_or_default()
+    }
+}
+
 /// A record that could not be read, with where it came from.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}{}: {message}", origin, line.map(|l| format!(":{l}")).unwrap_or_default())]

@@ -8,6 +8,7 @@
 mod link;
 pub mod prf;
 mod set;
+pub mod social;
 mod text;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -134,7 +135,7 @@ pub fn extract(
     if how.prf == Prf::Compute {
         prf::extract(index, searcher, set, q, candidates, &mut m)?;
     }
-    columns(&*index.doc_columns(searcher)?, set, candidates, now, &mut m)?;
+    columns(index, searcher, set, candidates, now, &mut m)?;
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let nodes = links.nodes_of(searcher, &docs)?;
@@ -155,35 +156,50 @@ pub fn candidate_ids(
         .collect()
 }
 
-/// Features read from fast-field columns: URL shape (computed at indexing) and SPEC §1.8
-/// freshness, `exp(−ln 2 · age / half-life)` from `published_at` where it exists.
+/// Features read from fast-field columns: URL shape (computed at indexing) and SPEC §1.8's
+/// freshness and social scores (`social.rs`) where documents carry the fields.
 fn columns(
-    columns: &DocColumns,
+    index: &TextIndex,
+    searcher: &Searcher,
     set: &FeatureSet,
     candidates: &[Candidate],
     now: i64,
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
-    const HALF_LIFE_DAYS: f64 = 365.0;
+    let columns = index.doc_columns(searcher)?;
+    let params = index.config.social;
+    let global_rating = columns.global_rating(searcher).map(|(mean, _)| mean);
     let (depth_col, length_col) = (set.col("url.depth"), set.col("url.length"));
     let (dated_col, age_col, decay_col) = (
         set.col("fresh.has_date"),
         set.col("fresh.age_days"),
         set.col("fresh.decay"),
     );
+    let social_cols = set::SOCIAL_FEATURES.map(|f| set.col(f));
     for (row, c) in candidates.iter().enumerate() {
         let shape = columns.shape(c.address);
         m.set(row, depth_col, shape.url_depth as f32);
         m.set(row, length_col, shape.url_length as f32);
-        if let Some(published) = shape.published_at {
-            let age_days = ((now - published).max(0) as f64) / 86_400.0;
+        let signals = columns.social(c.address);
+        let s = social::SocialScores::of(&signals, &params, now, global_rating);
+        if let (Some(age), Some(decay)) = (s.age_days, s.decay) {
             m.set(row, dated_col, 1.0);
-            m.set(row, age_col, age_days as f32);
-            m.set(
-                row,
-                decay_col,
-                (-(std::f64::consts::LN_2) * age_days / HALF_LIFE_DAYS).exp() as f32,
-            );
+            m.set(row, age_col, age as f32);
+            m.set(row, decay_col, decay as f32);
+        }
+        let values = [
+            s.net_votes.map(|_| 1.0),
+            s.net_votes,
+            s.hot,
+            s.gravity,
+            s.wilson,
+            s.bayes.map(|_| 1.0),
+            s.bayes,
+        ];
+        for (&col, v) in social_cols.iter().zip(values) {
+            if let Some(v) = v {
+                m.set(row, col, v as f32);
+            }
         }
     }
     Ok(())

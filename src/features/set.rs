@@ -29,6 +29,17 @@ pub(super) const LINK_LOG_SCORES: [&str; 8] = [
     "link.salsa_authority",
 ];
 
+/// SPEC §1.8's vote and rating scores (`social.rs`); 0 where a document lacks the fields.
+pub(super) const SOCIAL_FEATURES: [&str; 7] = [
+    "social.has_votes",
+    "social.net_votes",
+    "social.hot",
+    "social.gravity",
+    "social.wilson",
+    "social.has_rating",
+    "social.bayes",
+];
+
 /// Names and defaults of every feature, in column order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeatureSet {
@@ -87,6 +98,10 @@ impl FeatureSet {
         }
         // SPEC §1.8, where documents carry `published_at`.
         for f in ["fresh.has_date", "fresh.age_days", "fresh.decay"] {
+            add(f, 0.0);
+        }
+        // SPEC §1.8's social scores, where documents carry votes or ratings (`social.rs`).
+        for f in SOCIAL_FEATURES {
             add(f, 0.0);
         }
         let by_name: HashMap<String, usize> = list

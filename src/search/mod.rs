@@ -1,4 +1,5 @@
-//! The one search pipeline: first phase → (boost | features → rerank) → page → hits.
+//! The one search pipeline: first phase (one model, a fusion of several, or a sort by a
+//! static score) → (boost | features → rerank) → collapse → page → hits.
 //!
 //! Every front end ranks through [`Engine::search`]: `GET /search`, `rankd eval`,
 //! `POST /admin/evaluate`, and the training windows ([`Engine::window`] is the first phase and
@@ -10,10 +11,14 @@
 //! Hits cost what they show: id, title, URL and the snippet's encoded prose passages come from
 //! one fast-field value per hit (`crate::text::columns`); no stored document is read.
 
+pub mod collapse;
+pub mod fusion;
 pub mod model;
+pub mod sort;
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwapOption;
 use serde::Serialize;
@@ -28,7 +33,13 @@ use crate::text::search::{validate_window, BoundModel, SearchError};
 use crate::text::snippet::SnippetQuery;
 use crate::text::{ModelKind, TextIndex};
 
+pub use collapse::CollapseKey;
+pub use fusion::{Fusion, FusionError};
 pub use model::{ActiveModel, RerankExplanation, DEFAULT_WINDOW, MAX_WINDOW};
+pub use sort::SortMode;
+
+/// How deep each input list of a fusion goes when the request does not say.
+pub const DEFAULT_FUSION_DEPTH: usize = 100;
 
 /// The window a static boost re-sorts when the request does not say (SPEC §1.8).
 pub const DEFAULT_BOOST_WINDOW: usize = 100;
@@ -44,6 +55,19 @@ pub enum Ranking {
     /// The active reranker reorders the first-phase top `window` (SPEC §3; ties keep the
     /// first-phase order).
     Rerank { window: usize },
+    /// Every matching document ordered by a static or social score (SPEC §1.8), relevance
+    /// breaking ties ([`sort`]).
+    Sort(SortMode),
+}
+
+/// A first phase fused from several models' lists (SPEC §6).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusionQuery {
+    /// The models whose lists are fused, each at most once.
+    pub inputs: Vec<ModelKind>,
+    pub fusion: Fusion,
+    /// How many of each model's top documents are fused.
+    pub depth: usize,
 }
 
 /// What each hit carries besides its rank, id and score.
@@ -83,6 +107,12 @@ pub struct SearchQuery {
     pub k: usize,
     pub explain: bool,
     pub returns: Returns,
+    /// Fuse several models instead of ranking by `model`.
+    pub fusion: Option<FusionQuery>,
+    /// Keep one hit per group of these keys (empty: no collapsing; [`collapse`]).
+    pub collapse: Vec<CollapseKey>,
+    /// The window collapsing walks when neither a boost nor a reranker sets one.
+    pub collapse_window: usize,
 }
 
 impl SearchQuery {
@@ -97,6 +127,9 @@ impl SearchQuery {
             k,
             explain: false,
             returns: Returns::IDS,
+            fusion: None,
+            collapse: Vec::new(),
+            collapse_window: DEFAULT_WINDOW,
         }
     }
 
@@ -115,8 +148,48 @@ impl SearchQuery {
         validate_window(self.k, self.offset)?;
         let page_end = self.offset + self.k;
         let param = |field: &'static str, message: String| SearchError::Param { field, message };
+        if let Some(f) = &self.fusion {
+            for (i, m) in f.inputs.iter().enumerate() {
+                if f.inputs[..i].contains(m) {
+                    return Err(param("inputs", format!("model `{m}` is given twice")));
+                }
+            }
+            if f.depth == 0 || f.depth > MAX_WINDOW {
+                return Err(param(
+                    "fusion_depth",
+                    format!(
+                        "fusion_depth must be between 1 and {MAX_WINDOW}, got {}",
+                        f.depth
+                    ),
+                ));
+            }
+            if let Ranking::Sort(_) = self.ranking {
+                return Err(param(
+                    "sort",
+                    "sort orders one model's matching documents; it does not apply to a fusion"
+                        .into(),
+                ));
+            }
+        }
+        if !self.collapse.is_empty() {
+            let window = match self.ranking {
+                Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
+                Ranking::FirstPhase | Ranking::Sort(_) => {
+                    check_window(self.collapse_window)?;
+                    self.collapse_window
+                }
+            };
+            if page_end > window {
+                return Err(param(
+                    "offset",
+                    format!(
+                        "collapsing walks a window of {window} hits; offset + k = {page_end} must not exceed it (ask for a larger window)"
+                    ),
+                ));
+            }
+        }
         match self.ranking {
-            Ranking::FirstPhase => Ok(()),
+            Ranking::FirstPhase | Ranking::Sort(_) => Ok(()),
             Ranking::Boost { weight, window } => {
                 if !weight.is_finite() || weight.abs() > 1e6 {
                     return Err(param(
@@ -176,6 +249,9 @@ pub struct SearchResponse {
     pub total_hits: usize,
     pub took_ms: f64,
     pub hits: Vec<Hit>,
+    /// For `model=fusion`: the method and each input's agreement with the fused list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion: Option<FusionReport>,
     /// Seconds per phase, for the metrics.
     #[serde(skip)]
     pub times: PhaseTimes,
@@ -195,8 +271,16 @@ pub struct Hit {
     /// The best-matching passage of the document's prose, query terms in `<b>` (HTML).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
-    /// The score the hit is ranked by (reranker, boosted or first-phase score).
+    /// The score the hit is ranked by (reranker, boosted, fused or first-phase score; with
+    /// `sort`, the first-phase score).
     pub score: f32,
+    /// With `sort`: the hit's sort key, `null` when the document lacks the fields it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<f64>)]
+    pub sort_key: Option<Option<f64>>,
+    /// With `collapse`: how many lower hits of the window this hit hides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collapsed: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub explain: Option<Explanation>,
@@ -208,8 +292,13 @@ pub struct Hit {
 /// reranker did with it.
 #[derive(Clone, Serialize)]
 pub struct Explanation {
-    /// The first-phase model's score, term by term (tantivy's explanation tree).
-    pub first_phase: tantivy::query::Explanation,
+    /// The first-phase model's score, term by term (tantivy's explanation tree); absent for
+    /// a fusion, whose inputs are listed instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_phase: Option<tantivy::query::Explanation>,
+    /// For a fusion: the document's rank and score in each input list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusion_inputs: Option<Vec<FusionInputRank>>,
     pub first_phase_rank: usize,
     pub first_phase_score: f32,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
@@ -224,12 +313,43 @@ pub struct Explanation {
 impl std::fmt::Debug for Explanation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Explanation")
-            .field("first_phase", &self.first_phase.to_pretty_json())
+            .field(
+                "first_phase",
+                &self.first_phase.as_ref().map(|e| e.to_pretty_json()),
+            )
+            .field("fusion_inputs", &self.fusion_inputs)
             .field("first_phase_rank", &self.first_phase_rank)
             .field("rerank", &self.rerank)
             .field("boost", &self.boost)
             .finish()
     }
+}
+
+/// How a fused list came about (SPEC §6).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FusionReport {
+    /// rrf, combsum, combmnz, borda or condorcet.
+    #[schema(value_type = String)]
+    pub method: fusion::Method,
+    pub inputs: Vec<FusionInputAgreement>,
+}
+
+/// One input of a fusion and its agreement with the fused list.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FusionInputAgreement {
+    pub model: String,
+    /// Kendall τ_b between the input's order and the fused list over the fused documents
+    /// (book §23.3.10); `null` where undefined.
+    pub kendall_tau_b: Option<f64>,
+}
+
+/// A fused hit's place in one input list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FusionInputRank {
+    pub model: String,
+    /// 1-based; `null` when the input's list (its top `fusion_depth`) misses the document.
+    pub rank: Option<usize>,
+    pub score: Option<f32>,
 }
 
 /// The static boost's share of a hit's score.
@@ -246,6 +366,7 @@ pub struct PhaseTimes {
     pub retrieve: f64,
     pub features: f64,
     pub rerank: f64,
+    pub collapse: f64,
     pub hits: f64,
 }
 
@@ -270,6 +391,25 @@ struct Ranked {
     first_rank: usize,
     first_score: f32,
     boost: Option<BoostExplanation>,
+    sort_key: Option<Option<f64>>,
+    collapsed: Option<usize>,
+}
+
+/// What the first phase found: the ranked candidates and what explains them.
+struct FirstPhase {
+    /// Score, address and (with `sort`) sort key, best first.
+    top: Vec<(Score, DocAddress, Option<Option<f64>>)>,
+    total_hits: usize,
+    /// The model that ranked (none for a fusion).
+    bound: Option<BoundModel>,
+    fused: Option<Fused>,
+}
+
+/// A fusion's inputs, for the report and the explanations.
+struct Fused {
+    report: FusionReport,
+    /// Per input: its model and each listed document's (rank, score).
+    inputs: Vec<(ModelKind, HashMap<DocAddress, (usize, f32)>)>,
 }
 
 /// The index with what serves it: link scores and the active reranker, each swapped
@@ -355,44 +495,52 @@ impl Engine {
         }
         let mut response = SearchResponse {
             query: q.text.clone(),
-            model: kind.to_string(),
+            model: match q.fusion {
+                Some(_) => "fusion".to_string(),
+                None => kind.to_string(),
+            },
             reranker: model.as_ref().map(|m| m.id().to_string()),
             total_hits: 0,
             took_ms: 0.0,
             hits: Vec::new(),
+            fusion: None,
             times: PhaseTimes::default(),
         };
         let searcher = self.index.reader.searcher();
-        let Some(bound) = self
-            .index
-            .bind(&searcher, kind, q.field.as_deref(), &q.text)?
-        else {
+        // The first phase: the page itself, or the window the boost, the reranker or
+        // collapsing reorders.
+        let windowed = matches!(q.ranking, Ranking::Boost { .. } | Ranking::Rerank { .. });
+        let (limit, skip) = match q.ranking {
+            Ranking::Boost { window, .. } | Ranking::Rerank { window } => (window, 0),
+            _ if !q.collapse.is_empty() => (q.collapse_window, 0),
+            _ => (q.k, q.offset),
+        };
+        let Some(first) = self.first_phase(&searcher, q, kind, limit, skip)? else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
-        // The first phase: the page itself, or the window the boost or the reranker reorders.
-        let (limit, skip) = match q.ranking {
-            Ranking::FirstPhase => (q.k, q.offset),
-            Ranking::Boost { window, .. } | Ranking::Rerank { window } => (window, 0),
-        };
-        let top = bound.top(&searcher, limit, skip)?;
-        response.total_hits = bound.count(&searcher)?;
+        response.total_hits = first.total_hits;
+        response.fusion = first.fused.as_ref().map(|f| f.report.clone());
+        let top: Vec<(Score, DocAddress)> = first.top.iter().map(|&(s, a, _)| (s, a)).collect();
         response.times.retrieve = start.elapsed().as_secs_f64();
-        let mut ranked: Vec<Ranked> = top
+        let mut ranked: Vec<Ranked> = first
+            .top
             .iter()
             .enumerate()
-            .map(|(i, &(score, address))| Ranked {
+            .map(|(i, &(score, address, sort_key))| Ranked {
                 address,
                 score,
                 first_rank: skip + i + 1,
                 first_score: score,
                 boost: None,
+                sort_key,
+                collapsed: None,
             })
             .collect();
         // The reranker's inputs and scores, kept for the explanations.
         let mut reranked = None;
         match q.ranking {
-            Ranking::FirstPhase => {}
+            Ranking::FirstPhase | Ranking::Sort(_) => {}
             Ranking::Boost { weight, .. } => {
                 let links = links.as_deref().expect("checked above");
                 let addresses: Vec<DocAddress> = top.iter().map(|&(_, a)| a).collect();
@@ -410,7 +558,7 @@ impl Engine {
                 let t = Instant::now();
                 let how = features::Extraction {
                     prf: active.prf(),
-                    scores_are_bm25f: kind == ModelKind::Bm25F,
+                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                 };
                 let w = self.features(&searcher, links.as_deref(), &q.text, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
@@ -425,17 +573,38 @@ impl Engine {
                 reranked = Some((active, w.features, scores));
             }
         }
-        if q.ranking != Ranking::FirstPhase {
-            // Re-sorted by the new score, ties in first-phase order, then the page is cut.
+        if windowed {
+            // Re-sorted by the new score, ties in first-phase order.
             let t = Instant::now();
             ranked.sort_by(|a, b| {
                 b.score
                     .total_cmp(&a.score)
                     .then(a.first_rank.cmp(&b.first_rank))
             });
+            response.times.rerank += t.elapsed().as_secs_f64();
+        }
+        if !q.collapse.is_empty() {
+            let t = Instant::now();
+            let columns = self.index.doc_columns(&searcher)?;
+            let keys: Vec<_> = ranked
+                .iter()
+                .map(|r| columns.collapse_keys(r.address))
+                .collect();
+            let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
+            ranked = collapse::collapse(&keys, &q.collapse)
+                .into_iter()
+                .map(|(i, hidden)| {
+                    let mut r = slots[i].take().expect("each hit is kept at most once");
+                    r.collapsed = Some(hidden);
+                    r
+                })
+                .collect();
+            response.times.collapse = t.elapsed().as_secs_f64();
+        }
+        if windowed || !q.collapse.is_empty() {
+            // The page is cut from the window.
             ranked.truncate(q.offset + q.k);
             ranked.drain(..q.offset.min(ranked.len()));
-            response.times.rerank += t.elapsed().as_secs_f64();
         }
         let t = Instant::now();
         // A window's row is its first-phase rank − 1.
@@ -446,7 +615,7 @@ impl Engine {
         };
         response.hits = self.hits(
             &searcher,
-            &bound,
+            &first,
             q,
             &ranked,
             links.as_deref(),
@@ -455,6 +624,128 @@ impl Engine {
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
+    }
+
+    /// The first phase of `q`: the top `limit` after `skip` of its model, its fusion or its
+    /// sort. `None` when the query has no searchable term.
+    fn first_phase(
+        &self,
+        searcher: &Searcher,
+        q: &SearchQuery,
+        kind: ModelKind,
+        limit: usize,
+        skip: usize,
+    ) -> Result<Option<FirstPhase>, SearchError> {
+        if let Some(f) = &q.fusion {
+            return self.fused_first_phase(searcher, q, f, limit, skip);
+        }
+        let Some(bound) = self
+            .index
+            .bind(searcher, kind, q.field.as_deref(), &q.text)?
+        else {
+            return Ok(None);
+        };
+        let top = match q.ranking {
+            Ranking::Sort(mode) => {
+                let columns = self.index.doc_columns(searcher)?;
+                let by = sort::SortBy {
+                    mode,
+                    params: self.index.config.social,
+                    now: now_seconds(),
+                    global_rating: columns.global_rating(searcher).map(|(mean, _)| mean),
+                };
+                sort::top_sorted(searcher, &bound, by, limit, skip)?
+                    .into_iter()
+                    .map(|(key, score, address)| (score, address, Some(key)))
+                    .collect()
+            }
+            _ => bound
+                .top(searcher, limit, skip)?
+                .into_iter()
+                .map(|(score, address)| (score, address, None))
+                .collect(),
+        };
+        Ok(Some(FirstPhase {
+            top,
+            total_hits: bound.count(searcher)?,
+            bound: Some(bound),
+            fused: None,
+        }))
+    }
+
+    /// A fused first phase (SPEC §6): each input's top `depth`, fused, then `skip`/`limit`.
+    fn fused_first_phase(
+        &self,
+        searcher: &Searcher,
+        q: &SearchQuery,
+        f: &FusionQuery,
+        limit: usize,
+        skip: usize,
+    ) -> Result<Option<FirstPhase>, SearchError> {
+        let mut lists: Vec<Vec<(DocAddress, f64)>> = Vec::with_capacity(f.inputs.len());
+        let mut total_hits = None;
+        for &kind in &f.inputs {
+            match self
+                .index
+                .bind(searcher, kind, q.field.as_deref(), &q.text)?
+            {
+                Some(bound) => {
+                    if total_hits.is_none() {
+                        total_hits = Some(bound.count(searcher)?);
+                    }
+                    let top = bound.top(searcher, f.depth, 0)?;
+                    lists.push(top.into_iter().map(|(s, a)| (a, f64::from(s))).collect());
+                }
+                None => lists.push(Vec::new()),
+            }
+        }
+        let Some(total_hits) = total_hits else {
+            return Ok(None);
+        };
+        let fused = f.fusion.fuse(&lists).map_err(|e| SearchError::Param {
+            field: "fusion",
+            message: e.to_string(),
+        })?;
+        let report = FusionReport {
+            method: f.fusion.method,
+            inputs: f
+                .inputs
+                .iter()
+                .zip(&lists)
+                .map(|(kind, list)| FusionInputAgreement {
+                    model: kind.to_string(),
+                    kendall_tau_b: fusion::agreement(list, &fused),
+                })
+                .collect(),
+        };
+        let inputs = if q.explain {
+            f.inputs
+                .iter()
+                .zip(&lists)
+                .map(|(&kind, list)| {
+                    let listed = list
+                        .iter()
+                        .enumerate()
+                        .map(|(r, &(a, s))| (a, (r + 1, s as f32)))
+                        .collect();
+                    (kind, listed)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let top = fused
+            .into_iter()
+            .skip(skip)
+            .take(limit)
+            .map(|(address, score)| (score as f32, address, None))
+            .collect();
+        Ok(Some(FirstPhase {
+            top,
+            total_hits,
+            bound: None,
+            fused: Some(Fused { report, inputs }),
+        }))
     }
 
     /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
@@ -549,7 +840,7 @@ impl Engine {
     fn hits(
         &self,
         searcher: &Searcher,
-        bound: &BoundModel,
+        first: &FirstPhase,
         q: &SearchQuery,
         page: &[Ranked],
         links: Option<&LinkData>,
@@ -557,16 +848,11 @@ impl Engine {
     ) -> Result<Vec<Hit>, SearchError> {
         let index = &self.index;
         // One weight for every explained hit; explaining is opt-in and off the hot path.
-        let explainer = if q.explain {
-            Some(
-                bound
-                    .query
-                    .weight(tantivy::query::EnableScoring::enabled_from_searcher(
-                        searcher,
-                    ))?,
-            )
-        } else {
-            None
+        let explainer = match (&first.bound, q.explain) {
+            (Some(bound), true) => Some(bound.query.weight(
+                tantivy::query::EnableScoring::enabled_from_searcher(searcher),
+            )?),
+            _ => None,
         };
         let mut snippets = if q.returns.snippet {
             Some((
@@ -592,12 +878,28 @@ impl Engine {
             let snippet = snippets.as_mut().map(|(query, analyzer)| {
                 query.snippet(value.passages, analyzer).unwrap_or_default()
             });
-            let explain = match &explainer {
-                Some(w) => Some(Explanation {
-                    first_phase: w.explain(
-                        searcher.segment_reader(r.address.segment_ord),
-                        r.address.doc_id,
-                    )?,
+            let explain = match q.explain {
+                true => Some(Explanation {
+                    first_phase: match &explainer {
+                        Some(w) => Some(w.explain(
+                            searcher.segment_reader(r.address.segment_ord),
+                            r.address.doc_id,
+                        )?),
+                        None => None,
+                    },
+                    fusion_inputs: first.fused.as_ref().map(|f| {
+                        f.inputs
+                            .iter()
+                            .map(|(model, listed)| {
+                                let found = listed.get(&r.address);
+                                FusionInputRank {
+                                    model: model.to_string(),
+                                    rank: found.map(|&(rank, _)| rank),
+                                    score: found.map(|&(_, score)| score),
+                                }
+                            })
+                            .collect()
+                    }),
                     first_phase_rank: r.first_rank,
                     first_phase_score: r.first_score,
                     rerank: rerank_explanation(r),
@@ -607,7 +909,7 @@ impl Engine {
                         _ => None,
                     },
                 }),
-                None => None,
+                false => None,
             };
             hits.push(Hit {
                 rank: q.offset + i + 1,
@@ -616,6 +918,8 @@ impl Engine {
                 title: q.returns.title.then_some(head.title),
                 snippet,
                 score: r.score,
+                sort_key: r.sort_key,
+                collapsed: r.collapsed,
                 explain,
                 address: r.address,
             });
@@ -635,4 +939,12 @@ impl Engine {
         }
         Ok(SnippetQuery::new(terms))
     }
+}
+
+/// The clock, in Unix seconds, for the age-dependent scores.
+fn now_seconds() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }

@@ -23,21 +23,24 @@ use tantivy::{DocAddress, Searcher, TantivyError};
 /// The columns of every segment of one searcher.
 pub struct DocColumns {
     segments: Vec<SegmentColumns>,
+    /// [`DocColumns::global_rating`], computed on first use.
+    global_rating: std::sync::OnceLock<Option<(f64, f64)>>,
 }
 
-/// The [`DocColumns`] of the most recent searcher, keyed by its segments in order.
+/// The [`DocColumns`] of the most recent searcher, keyed by its segments in order and their
+/// deletion counts (the collection-wide rating changes with deletions).
 #[derive(Default)]
 pub struct ColumnCache {
-    current: Mutex<Option<(Vec<SegmentId>, Arc<DocColumns>)>>,
+    current: Mutex<Option<(Vec<(SegmentId, u32)>, Arc<DocColumns>)>>,
 }
 
 impl ColumnCache {
     /// The columns of `searcher`, opened only when its segments differ from the last ones.
     pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
-        let key: Vec<SegmentId> = searcher
+        let key: Vec<(SegmentId, u32)> = searcher
             .segment_readers()
             .iter()
-            .map(|r| r.segment_id())
+            .map(|r| (r.segment_id(), r.num_deleted_docs()))
             .collect();
         if let Some((k, columns)) = self.current.lock().expect("not poisoned").as_ref() {
             if *k == key {
@@ -54,7 +57,65 @@ struct SegmentColumns {
     hit: Option<BytesColumn>,
     url_depth: Column<u64>,
     url_length: Column<u64>,
+    simhash: Option<Column<u64>>,
+    page: Option<Column<u64>>,
+    site: Option<Column<u64>>,
+    group: Option<Column<u64>>,
+    social: SegmentSocial,
+}
+
+/// One segment's columns of SPEC §1.8's signals (also opened alone by the sort modes, which
+/// visit every matching document of a segment).
+pub struct SegmentSocial {
     published_at: Option<Column<i64>>,
+    votes_up: Option<Column<u64>>,
+    votes_down: Option<Column<u64>>,
+    rating: Option<Column<f64>>,
+    rating_count: Option<Column<u64>>,
+}
+
+impl SegmentSocial {
+    pub fn open(reader: &tantivy::SegmentReader) -> Self {
+        let ff = reader.fast_fields();
+        SegmentSocial {
+            published_at: ff.i64("published_at").ok(),
+            votes_up: ff.u64("votes_up").ok(),
+            votes_down: ff.u64("votes_down").ok(),
+            rating: ff.f64("rating").ok(),
+            rating_count: ff.u64("rating_count").ok(),
+        }
+    }
+
+    pub fn signals(&self, doc: tantivy::DocId) -> SocialSignals {
+        let get = |c: &Option<Column<u64>>| c.as_ref().and_then(|c| c.first(doc));
+        SocialSignals {
+            published_at: self.published_at.as_ref().and_then(|p| p.first(doc)),
+            votes_up: get(&self.votes_up),
+            votes_down: get(&self.votes_down),
+            rating: self.rating.as_ref().and_then(|c| c.first(doc)),
+            rating_count: get(&self.rating_count),
+        }
+    }
+}
+
+/// A document's collapse keys (`crate::search::collapse`), each absent where the document
+/// has none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CollapseKeys {
+    pub simhash: Option<u64>,
+    pub page: Option<u64>,
+    pub site: Option<u64>,
+    pub group: Option<u64>,
+}
+
+/// A document's SPEC §1.8 signals (`crate::features::social`).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SocialSignals {
+    pub published_at: Option<i64>,
+    pub votes_up: Option<u64>,
+    pub votes_down: Option<u64>,
+    pub rating: Option<f64>,
+    pub rating_count: Option<u64>,
 }
 
 /// The URL shape and date of a document (reranker features).
@@ -137,11 +198,18 @@ impl DocColumns {
                     hit: ff.bytes("hit")?,
                     url_depth: ff.u64("url_depth")?,
                     url_length: ff.u64("url_length")?,
-                    published_at: ff.i64("published_at").ok(),
+                    simhash: ff.u64("simhash").ok(),
+                    page: ff.u64("page").ok(),
+                    site: ff.u64("site").ok(),
+                    group: ff.u64("group").ok(),
+                    social: SegmentSocial::open(r),
                 })
             })
             .collect::<tantivy::Result<_>>()?;
-        Ok(DocColumns { segments })
+        Ok(DocColumns {
+            segments,
+            global_rating: std::sync::OnceLock::new(),
+        })
     }
 
     /// Reads the `hit` value of a document into `buf` (cleared first) and decodes it.
@@ -183,8 +251,53 @@ impl DocColumns {
         DocShape {
             url_depth: s.url_depth.first(doc).unwrap_or(0),
             url_length: s.url_length.first(doc).unwrap_or(0),
-            published_at: s.published_at.as_ref().and_then(|p| p.first(doc)),
+            published_at: s.social.published_at.as_ref().and_then(|p| p.first(doc)),
         }
+    }
+
+    pub fn collapse_keys(&self, address: DocAddress) -> CollapseKeys {
+        let s = &self.segments[address.segment_ord as usize];
+        let doc = address.doc_id;
+        let get = |c: &Option<Column<u64>>| c.as_ref().and_then(|c| c.first(doc));
+        CollapseKeys {
+            simhash: get(&s.simhash),
+            page: get(&s.page),
+            site: get(&s.site),
+            group: get(&s.group),
+        }
+    }
+
+    pub fn social(&self, address: DocAddress) -> SocialSignals {
+        self.segments[address.segment_ord as usize]
+            .social
+            .signals(address.doc_id)
+    }
+
+    /// The mean rating over every rated document of the searcher, weighted by its count
+    /// (the Bayesian average's C, SPEC §1.8), and the number of ratings; `None` when no
+    /// document is rated. Deleted documents are skipped. Computed once per [`DocColumns`]:
+    /// `searcher` must be the one they were opened for.
+    pub fn global_rating(&self, searcher: &Searcher) -> Option<(f64, f64)> {
+        *self
+            .global_rating
+            .get_or_init(|| self.scan_global_rating(searcher))
+    }
+
+    fn scan_global_rating(&self, searcher: &Searcher) -> Option<(f64, f64)> {
+        let (mut sum, mut count) = (0.0f64, 0.0f64);
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let s = &self.segments[ord].social;
+            let (Some(rating), Some(n)) = (&s.rating, &s.rating_count) else {
+                continue;
+            };
+            for doc in reader.doc_ids_alive() {
+                if let (Some(r), Some(n)) = (rating.first(doc), n.first(doc)) {
+                    sum += r * n as f64;
+                    count += n as f64;
+                }
+            }
+        }
+        (count > 0.0).then(|| (sum / count, count))
     }
 }
 

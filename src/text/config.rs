@@ -22,6 +22,72 @@ pub struct IndexConfig {
     pub default_model: String,
     pub fields: BTreeMap<String, FieldConfig>,
     pub models: ModelParams,
+    /// How hits are grouped for `collapse=` (SPEC §8); baked into the index.
+    #[serde(default)]
+    pub collapse: CollapseConfig,
+    /// The parameters of SPEC §1.8's static and social scores; read at query time.
+    #[serde(default)]
+    pub social: SocialParams,
+}
+
+/// How `collapse=page` groups documents: a document's page key is its URL without query and
+/// fragment, rewritten by each rule in turn (a regex replaced everywhere it matches), so
+/// translated or mirrored copies of one page share a key. Computed at indexing.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollapseConfig {
+    #[serde(default)]
+    pub page_rules: Vec<PageRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageRule {
+    /// A regular expression (Rust `regex` syntax) over the URL.
+    pub pattern: String,
+    /// What each match becomes (`$1` names a capture group).
+    pub replace: String,
+}
+
+impl CollapseConfig {
+    /// The rules compiled, or the first that is not a valid regular expression.
+    pub fn compile(&self) -> anyhow::Result<Vec<(regex::Regex, String)>> {
+        self.page_rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let re = regex::Regex::new(&r.pattern).with_context(|| {
+                    format!("collapse.page_rules[{i}]: invalid pattern {:?}", r.pattern)
+                })?;
+                Ok((re, r.replace.clone()))
+            })
+            .collect()
+    }
+}
+
+/// SPEC §1.8's parameters (defaults from the formulas' sources; see `crate::features::social`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SocialParams {
+    /// Exponential decay's half-life, in days (`fresh.decay`).
+    pub half_life_days: f64,
+    /// Hacker News gravity G.
+    pub gravity: f64,
+    /// The Wilson lower bound's z (1.96: 95%; Reddit's code uses 1.281551565545, 80%).
+    pub wilson_z: f64,
+    /// The Bayesian average's prior weight m, in ratings.
+    pub bayes_prior_count: f64,
+}
+
+impl Default for SocialParams {
+    fn default() -> Self {
+        SocialParams {
+            half_life_days: 365.0,
+            gravity: 1.8,
+            wilson_z: 1.96,
+            bayes_prior_count: 10.0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -227,6 +293,18 @@ impl IndexConfig {
         if m.proximity.alpha.is_nan() || m.proximity.alpha <= 0.0 {
             bail!("models.proximity.alpha must be > 0");
         }
+        self.collapse.compile()?;
+        let p = self.social;
+        for (name, v) in [
+            ("half_life_days", p.half_life_days),
+            ("gravity", p.gravity),
+            ("wilson_z", p.wilson_z),
+            ("bayes_prior_count", p.bayes_prior_count),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("social.{name} must be a finite number > 0, got {v}");
+            }
+        }
         let r = m.rm3;
         if !(1..=Rm3Params::MAX_FB_DOCS).contains(&r.fb_docs)
             || !(1..=Rm3Params::MAX_FB_TERMS).contains(&r.fb_terms)
@@ -249,6 +327,14 @@ impl IndexConfig {
             h.update(name.as_bytes());
             h.update(b"=");
             h.update(field.analyzer.name().as_bytes());
+            h.update(b";");
+        }
+        // Page keys are computed at indexing: other rules need a re-ingest.
+        for rule in &self.collapse.page_rules {
+            h.update(b"page_rule=");
+            h.update(rule.pattern.as_bytes());
+            h.update(b"->");
+            h.update(rule.replace.as_bytes());
             h.update(b";");
         }
         hex(&h.finalize())

@@ -28,8 +28,8 @@ use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes (4: the `hit` column
-/// replaced `snippet`).
-pub const INDEX_FORMAT: u32 = 4;
+/// replaced `snippet`; 5: SimHash, collapse keys and social signals as fast fields).
+pub const INDEX_FORMAT: u32 = 5;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -54,6 +54,8 @@ pub struct TextIndex {
     pub fields: Fields,
     pub config: IndexConfig,
     columns: ColumnCache,
+    /// The configuration's collapse page rules, compiled.
+    page_rules: Vec<(regex::Regex, String)>,
 }
 
 impl TextIndex {
@@ -127,6 +129,7 @@ impl TextIndex {
             index,
             reader,
             fields,
+            page_rules: config.collapse.compile()?,
             config,
             columns: ColumnCache::default(),
         })
@@ -285,6 +288,34 @@ impl TextIndex {
         if let Some(ts) = doc.published_at {
             t.add_i64(f.published_at, ts);
         }
+        if let Some(h) = super::simhash::simhash(&format!("{}\n{}", doc.title, doc.body)) {
+            t.add_u64(f.simhash, h);
+        }
+        if !url.is_empty() {
+            t.add_u64(f.page, key_hash(&self.page_key(url)));
+            if let Some(host) = url::Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+            {
+                t.add_u64(f.site, key_hash(&host));
+            }
+        }
+        let social = crate::corpus::SocialFields::of(&doc.extra);
+        if let Some(g) = &social.group {
+            t.add_u64(f.group, key_hash(g));
+        }
+        if let Some(v) = social.votes_up {
+            t.add_u64(f.votes_up, v);
+        }
+        if let Some(v) = social.votes_down {
+            t.add_u64(f.votes_down, v);
+        }
+        if let Some(r) = social.rating {
+            t.add_f64(f.rating, r);
+        }
+        if let Some(n) = social.rating_count {
+            t.add_u64(f.rating_count, n);
+        }
         if !doc.extra.is_empty() {
             let object = doc
                 .extra
@@ -294,6 +325,16 @@ impl TextIndex {
             t.add_object(f.extra, object);
         }
         t
+    }
+
+    /// The key `collapse=page` groups by: the URL without query and fragment, rewritten by
+    /// the configured page rules in order.
+    pub fn page_key(&self, url: &str) -> String {
+        let mut key = url.split(['?', '#']).next().unwrap_or("").to_string();
+        for (re, replace) in &self.page_rules {
+            key = re.replace_all(&key, replace.as_str()).into_owned();
+        }
+        key
     }
 
     /// Reads a stored document back into a [`Document`].
@@ -356,4 +397,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     tmp.persist(path)
         .with_context(|| format!("cannot replace {}", path.display()))?;
     Ok(())
+}
+
+/// The 64-bit key of a collapse group (SipHash-1-3, keys 0: stable across releases).
+fn key_hash(key: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+    h.write(key.as_bytes());
+    h.finish()
 }

@@ -8,6 +8,7 @@ pub mod query;
 pub mod schema;
 pub mod scorer;
 pub mod search;
+pub mod simhash;
 pub mod snippet;
 
 pub use config::IndexConfig;

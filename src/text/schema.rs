@@ -26,6 +26,18 @@ pub struct Fields {
     pub url_depth: Field,
     pub url_length: Field,
     pub extra: Field,
+    /// SimHash of the visible text (SPEC §8), where it has words.
+    pub simhash: Field,
+    /// Collapse keys, 64-bit hashes: the page key (URL rewritten by the configured page
+    /// rules), the URL's host, and the JSONL `group` field.
+    pub page: Field,
+    pub site: Field,
+    pub group: Field,
+    /// SPEC §1.8's social signals, from the JSONL fields of the same names.
+    pub votes_up: Field,
+    pub votes_down: Field,
+    pub rating: Field,
+    pub rating_count: Field,
     /// What a hit shows of the document, encoded by `crate::text::columns::encode_hit`: id,
     /// title, URL and snippet passages, a fast bytes column.
     pub hit: Field,
@@ -79,6 +91,14 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let url_length = b.add_u64_field("url_length", FAST);
     let extra = b.add_json_field("extra", STORED);
     let hit = b.add_bytes_field("hit", FAST);
+    let simhash = b.add_u64_field("simhash", FAST);
+    let page = b.add_u64_field("page", FAST);
+    let site = b.add_u64_field("site", FAST);
+    let group = b.add_u64_field("group", FAST);
+    let votes_up = b.add_u64_field("votes_up", FAST);
+    let votes_down = b.add_u64_field("votes_down", FAST);
+    let rating = b.add_f64_field("rating", FAST);
+    let rating_count = b.add_u64_field("rating_count", FAST);
     let fields = Fields {
         id,
         title,
@@ -92,6 +112,14 @@ pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         url_depth,
         url_length,
         extra,
+        simhash,
+        page,
+        site,
+        group,
+        votes_up,
+        votes_down,
+        rating,
+        rating_count,
         hit,
     };
     (b.build(), fields)

@@ -1,0 +1,166 @@
+//! SPEC §1.8's static and social scores, from a document's `published_at`, votes and rating:
+//! exponential decay, Hacker News gravity, Reddit hot, the Wilson lower bound and the Bayesian
+//! average. They are reranker features (`social.*`, `fresh.*`) and the keys of
+//! `/search?sort=` (`crate::search::SortMode`).
+//!
+//! Each score exists only for documents carrying the fields it needs (`None` otherwise, a
+//! missing feature, sorted after every document that has one):
+//! - decay, `fresh`: `published_at`;
+//! - Reddit hot: `published_at` (missing votes count as 0 up, 0 down);
+//! - Hacker News gravity: `published_at` and at least one of `votes_up`, `votes_down`;
+//! - Wilson: at least one vote;
+//! - Bayesian average: `rating` and `rating_count`.
+//!
+//! Votes are net, `x = up − down`, where a formula has one count (Reddit's score, Hacker
+//! News points). Ages are clamped at 0: a date in the future counts as now.
+
+use crate::text::columns::SocialSignals;
+use crate::text::config::SocialParams;
+
+/// Reddit's epoch, 2005-12-08 07:46:43 UTC, in Unix seconds (`_sorts.pyx`).
+pub const REDDIT_EPOCH: i64 = 1_134_028_003;
+
+/// The scores of one document at time `now` (Unix seconds).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SocialScores {
+    pub age_days: Option<f64>,
+    /// `exp(−ln 2 · age / half-life)`.
+    pub decay: Option<f64>,
+    pub hot: Option<f64>,
+    pub gravity: Option<f64>,
+    pub wilson: Option<f64>,
+    pub bayes: Option<f64>,
+    /// `up − down`, where the document has votes.
+    pub net_votes: Option<f64>,
+}
+
+/// Exponential decay ("Newton cooling", book eq. 7.3) with `α = ln 2 / half_life`.
+pub fn decay(age_days: f64, half_life_days: f64) -> f64 {
+    (-std::f64::consts::LN_2 * age_days / half_life_days).exp()
+}
+
+/// Hacker News gravity (book eq. 7.4): `(P − 1) / (age_hours + 2)^G`.
+pub fn gravity(points: f64, age_hours: f64, g: f64) -> f64 {
+    (points - 1.0) / (age_hours + 2.0).powf(g)
+}
+
+/// Reddit hot with the production code's sign placement (SPEC §1.8; `_sorts.pyx`, `_hot`):
+/// `sgn(x)·log10(max(|x|, 1)) + (t − 1134028003) / 45000`, t the post time in seconds.
+pub fn reddit_hot(net_votes: f64, posted: i64) -> f64 {
+    let order = net_votes.abs().max(1.0).log10();
+    let sign = if net_votes > 0.0 {
+        1.0
+    } else if net_votes < 0.0 {
+        -1.0
+    } else {
+        0.0
+    };
+    sign * order + (posted - REDDIT_EPOCH) as f64 / 45000.0
+}
+
+/// The lower bound of the Wilson score interval of `up` positives in `n` trials (book
+/// eq. 7.6–7.8), `None` for `n = 0`.
+pub fn wilson_lower_bound(up: f64, n: f64, z: f64) -> Option<f64> {
+    if n <= 0.0 {
+        return None;
+    }
+    let p = up / n;
+    let z2 = z * z;
+    Some((p + z2 / (2.0 * n) - z * ((p * (1.0 - p) + z2 / (4.0 * n)) / n).sqrt()) / (1.0 + z2 / n))
+}
+
+/// The Bayesian (IMDb) average (book eq. 7.10): `(v·R + m·C) / (v + m)`.
+pub fn bayesian_average(rating: f64, count: f64, prior_count: f64, global_mean: f64) -> f64 {
+    (count * rating + prior_count * global_mean) / (count + prior_count)
+}
+
+impl SocialScores {
+    /// The scores of a document with `signals` at `now`; `global_rating` is the collection's
+    /// count-weighted mean rating (C), `None` when nothing is rated.
+    pub fn of(
+        signals: &SocialSignals,
+        params: &SocialParams,
+        now: i64,
+        global_rating: Option<f64>,
+    ) -> SocialScores {
+        let has_votes = signals.votes_up.is_some() || signals.votes_down.is_some();
+        let up = signals.votes_up.unwrap_or(0) as f64;
+        let down = signals.votes_down.unwrap_or(0) as f64;
+        let net = up - down;
+        let age_seconds = signals.published_at.map(|t| (now - t).max(0) as f64);
+        let age_days = age_seconds.map(|s| s / 86_400.0);
+        SocialScores {
+            age_days,
+            decay: age_days.map(|a| decay(a, params.half_life_days)),
+            hot: signals.published_at.map(|t| reddit_hot(net, t)),
+            gravity: match (age_seconds, has_votes) {
+                (Some(s), true) => Some(gravity(net, s / 3600.0, params.gravity)),
+                _ => None,
+            },
+            wilson: wilson_lower_bound(up, up + down, params.wilson_z),
+            bayes: match (signals.rating, signals.rating_count) {
+                (Some(r), Some(v)) => Some(bayesian_average(
+                    r,
+                    v as f64,
+                    params.bayes_prior_count,
+                    global_rating.unwrap_or(r),
+                )),
+                _ => None,
+            },
+            net_votes: has_votes.then_some(net),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_matches_the_published_intervals() {
+        // Seed notes (book §7.4, corrected): 95% Wilson lower bounds 8/10 → 0.490,
+        // 80/100 → 0.711, 1/1 → 0.207, 95/100 → 0.888.
+        let lb = |up: f64, n: f64| wilson_lower_bound(up, n, 1.96).unwrap();
+        assert!((lb(8.0, 10.0) - 0.490).abs() < 5e-4, "{}", lb(8.0, 10.0));
+        assert!((lb(80.0, 100.0) - 0.711).abs() < 5e-4);
+        assert!((lb(1.0, 1.0) - 0.207).abs() < 5e-4);
+        assert!((lb(95.0, 100.0) - 0.888).abs() < 5e-4);
+        assert_eq!(wilson_lower_bound(0.0, 0.0, 1.96), None);
+    }
+
+    #[test]
+    fn reddit_hot_puts_the_sign_on_the_vote_term() {
+        // The book's examples: (10000 up, 10001 down) → log term 0 but sign −1; (10, 0) → 1.
+        let t = REDDIT_EPOCH + 45000;
+        assert!((reddit_hot(10.0, t) - 2.0).abs() < 1e-12);
+        assert!((reddit_hot(-1.0, t) - 1.0).abs() < 1e-12);
+        assert!((reddit_hot(-100.0, t) - (-2.0 + 1.0)).abs() < 1e-12);
+        // A net-negative post is not sent ~10^4 units down (the book's sign placement).
+        assert!(reddit_hot(-1.0, t) > 0.5);
+    }
+
+    #[test]
+    fn gravity_decay_and_bayes_by_hand() {
+        // (10 − 1) / (22 + 2)^1.8
+        assert!((gravity(10.0, 22.0, 1.8) - 9.0 / 24f64.powf(1.8)).abs() < 1e-15);
+        assert!((decay(365.0, 365.0) - 0.5).abs() < 1e-15);
+        // (2·5 + 10·3) / (2 + 10) = 40/12
+        assert!((bayesian_average(5.0, 2.0, 10.0, 3.0) - 40.0 / 12.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn scores_need_their_fields() {
+        let p = SocialParams::default();
+        let none = SocialScores::of(&SocialSignals::default(), &p, 0, None);
+        assert_eq!(none, SocialScores::default());
+        let dated = SocialSignals {
+            published_at: Some(1_700_000_000),
+            ..SocialSignals::default()
+        };
+        let s = SocialScores::of(&dated, &p, 1_700_000_000 + 86_400, None);
+        assert_eq!(s.age_days, Some(1.0));
+        assert!(s.hot.is_some() && s.gravity.is_none() && s.wilson.is_none());
+        let future = SocialScores::of(&dated, &p, 1_600_000_000, None);
+        assert_eq!(future.age_days, Some(0.0));
+    }
+}

@@ -1,0 +1,243 @@
+//! Collapsing (SPEC §8; Elasticsearch's field collapsing): a ranked list keeps the best hit of
+//! each group and counts the hits each kept one hides.
+//!
+//! Groups are read from fast fields written at indexing (`crate::text::columns`): the page
+//! key (the URL rewritten by the index configuration's page rules: translated copies of a
+//! page share it), the URL's host, the JSONL `group` field, and near-duplicate text (SimHash
+//! fingerprints within 3 bits, Manku et al. 2007). Several keys combine: a hit is hidden when
+//! it shares any of them with a hit kept above it. A document without a key (no URL, no
+//! `group`, no words) is never hidden by that key.
+//!
+//! Near-duplicates are found by an exact scan of the kept hits (SPEC §8 allows it where the
+//! set is small: a window holds at most 1000 hits, so at most 1000 × 1000 XOR-popcounts).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::text::columns::CollapseKeys;
+use crate::text::simhash;
+
+/// What hits are grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CollapseKey {
+    /// The page key (URL rewritten by `collapse.page_rules`).
+    Page,
+    /// The URL's host.
+    Site,
+    /// The JSONL `group` field.
+    Group,
+    /// SimHash within [`simhash::NEAR_DUPLICATE_BITS`] bits.
+    NearDuplicate,
+}
+
+impl CollapseKey {
+    pub const ALL: [CollapseKey; 4] = [
+        CollapseKey::Page,
+        CollapseKey::Site,
+        CollapseKey::Group,
+        CollapseKey::NearDuplicate,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CollapseKey::Page => "page",
+            CollapseKey::Site => "site",
+            CollapseKey::Group => "group",
+            CollapseKey::NearDuplicate => "near_duplicate",
+        }
+    }
+
+    /// A comma-separated list of keys (`page,near_duplicate`); an empty list or `none` is no
+    /// collapsing. Unknown or repeated names are refused, naming them.
+    pub fn parse_list(text: &str) -> Result<Vec<CollapseKey>, String> {
+        let mut keys = Vec::new();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if name == "none" {
+                continue;
+            }
+            let key = CollapseKey::ALL
+                .into_iter()
+                .find(|k| k.name() == name)
+                .ok_or_else(|| {
+                    format!(
+                        "cannot collapse on `{name}`: no such field (known: page, site, group, near_duplicate, none)"
+                    )
+                })?;
+            if keys.contains(&key) {
+                return Err(format!("`{name}` is given twice"));
+            }
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+}
+
+impl fmt::Display for CollapseKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Walks `keys` (one per hit, best hit first) and returns the positions of the hits kept,
+/// each with how many later hits it hides (a hidden hit counts once, for the first kept hit
+/// it matches).
+pub fn collapse(keys: &[CollapseKeys], by: &[CollapseKey]) -> Vec<(usize, usize)> {
+    let mut kept: Vec<(usize, usize)> = Vec::new();
+    // Exact keys: kept hit (index into `kept`) per (key kind, value).
+    let mut owners: HashMap<(CollapseKey, u64), usize> = HashMap::new();
+    let near = by.contains(&CollapseKey::NearDuplicate);
+    let mut fingerprints: Vec<(u64, usize)> = Vec::new();
+    for (position, k) in keys.iter().enumerate() {
+        // The first kept hit sharing any key with this one.
+        let mut owner: Option<usize> = None;
+        for &key in by {
+            if let Some(&o) = value_of(k, key).and_then(|v| owners.get(&(key, v))) {
+                owner = Some(owner.map_or(o, |m| m.min(o)));
+            }
+        }
+        if near {
+            if let Some(h) = k.simhash {
+                if let Some(&(_, o)) = fingerprints
+                    .iter()
+                    .find(|(f, _)| simhash::near_duplicates(*f, h))
+                {
+                    owner = Some(owner.map_or(o, |m| m.min(o)));
+                }
+            }
+        }
+        match owner {
+            Some(o) => kept[o].1 += 1,
+            None => {
+                let o = kept.len();
+                kept.push((position, 0));
+                for &key in by {
+                    if let Some(v) = value_of(k, key) {
+                        owners.insert((key, v), o);
+                    }
+                }
+                if near {
+                    if let Some(h) = k.simhash {
+                        fingerprints.push((h, o));
+                    }
+                }
+            }
+        }
+    }
+    kept
+}
+
+/// A hit's exact key of kind `key` (near-duplicates have none: they are compared by distance).
+fn value_of(k: &CollapseKeys, key: CollapseKey) -> Option<u64> {
+    match key {
+        CollapseKey::Page => k.page,
+        CollapseKey::Site => k.site,
+        CollapseKey::Group => k.group,
+        CollapseKey::NearDuplicate => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(page: Option<u64>, simhash: Option<u64>) -> CollapseKeys {
+        CollapseKeys {
+            page,
+            simhash,
+            ..CollapseKeys::default()
+        }
+    }
+
+    /// The definition, pair by pair: a hit is kept unless some kept hit above it shares a key.
+    fn brute_force(keys: &[CollapseKeys], by: &[CollapseKey]) -> Vec<(usize, usize)> {
+        let same = |a: &CollapseKeys, b: &CollapseKeys| {
+            by.iter().any(|k| match k {
+                CollapseKey::Page => a.page.is_some() && a.page == b.page,
+                CollapseKey::Site => a.site.is_some() && a.site == b.site,
+                CollapseKey::Group => a.group.is_some() && a.group == b.group,
+                CollapseKey::NearDuplicate => match (a.simhash, b.simhash) {
+                    (Some(x), Some(y)) => (x ^ y).count_ones() <= 3,
+                    _ => false,
+                },
+            })
+        };
+        let mut kept: Vec<(usize, usize)> = Vec::new();
+        for i in 0..keys.len() {
+            match kept.iter_mut().find(|(j, _)| same(&keys[*j], &keys[i])) {
+                Some(k) => k.1 += 1,
+                None => kept.push((i, 0)),
+            }
+        }
+        kept
+    }
+
+    #[test]
+    fn keeps_the_best_of_each_group_and_counts_the_rest() {
+        let list = [
+            keys(Some(1), Some(0b0000)),
+            keys(Some(2), Some(0xFFFF_0000)),
+            keys(Some(1), None),
+            keys(None, Some(0b0111)), // 3 bits from the first
+            keys(None, Some(0b1111)), // 4 bits from the first: kept
+            keys(None, None),
+        ];
+        assert_eq!(
+            collapse(&list, &[CollapseKey::Page]),
+            [(0, 1), (1, 0), (3, 0), (4, 0), (5, 0)]
+        );
+        assert_eq!(
+            collapse(&list, &[CollapseKey::Page, CollapseKey::NearDuplicate]),
+            [(0, 2), (1, 0), (4, 0), (5, 0)]
+        );
+        assert_eq!(collapse(&list, &[]).len(), list.len());
+    }
+
+    #[test]
+    fn agrees_with_a_brute_force_scan() {
+        let mut state = 11u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        let by_sets: [&[CollapseKey]; 4] = [
+            &[CollapseKey::NearDuplicate],
+            &[CollapseKey::Page, CollapseKey::NearDuplicate],
+            &[CollapseKey::Site, CollapseKey::Group],
+            &CollapseKey::ALL,
+        ];
+        for _ in 0..50 {
+            // Fingerprints near a few centres, so near-duplicates are common.
+            let centres: Vec<u64> = (0..4).map(|_| next()).collect();
+            let list: Vec<CollapseKeys> = (0..200)
+                .map(|_| {
+                    let c = centres[(next() % 4) as usize];
+                    let flips = (0..(next() % 5)).fold(0u64, |f, _| f | 1 << (next() % 64));
+                    CollapseKeys {
+                        simhash: (next() % 10 != 0).then_some(c ^ flips),
+                        page: (next() % 3 != 0).then(|| next() % 40),
+                        site: (next() % 2 == 0).then(|| next() % 5),
+                        group: (next() % 4 == 0).then(|| next() % 7),
+                    }
+                })
+                .collect();
+            for by in by_sets {
+                assert_eq!(collapse(&list, by), brute_force(&list, by), "{by:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn key_lists_parse_and_bad_names_are_named() {
+        assert_eq!(
+            CollapseKey::parse_list("page, near_duplicate"),
+            Ok(vec![CollapseKey::Page, CollapseKey::NearDuplicate])
+        );
+        assert_eq!(CollapseKey::parse_list("none"), Ok(vec![]));
+        let e = CollapseKey::parse_list("page,author").unwrap_err();
+        assert!(e.contains("`author`"), "{e}");
+        assert!(CollapseKey::parse_list("page,page").is_err());
+    }
+}

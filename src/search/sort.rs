@@ -1,0 +1,139 @@
+//! `/search?sort=`: the documents matching the query ordered by one of SPEC §1.8's scores
+//! instead of relevance (`crate::features::social` computes them).
+//!
+//! Every matching document is visited (tantivy's top-k collector over the first-phase
+//! model's match set, with the sort key read from fast fields). Documents without the fields
+//! a mode needs come after all those with them; ties, and those documents among themselves,
+//! are ordered by the first-phase score, then by document address.
+
+use std::fmt;
+
+use tantivy::collector::TopDocs;
+use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
+
+use crate::features::social::SocialScores;
+use crate::text::columns::SegmentSocial;
+use crate::text::config::SocialParams;
+use crate::text::search::BoundModel;
+
+/// An order of the matching documents by a static or social score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortMode {
+    /// Reddit hot (production sign placement).
+    Hot,
+    /// Hacker News gravity.
+    Gravity,
+    /// The Wilson lower bound of the up-vote share.
+    Best,
+    /// Newest `published_at` first.
+    Fresh,
+    /// The Bayesian average rating.
+    Rating,
+}
+
+impl SortMode {
+    pub const ALL: [SortMode; 5] = [
+        SortMode::Hot,
+        SortMode::Gravity,
+        SortMode::Best,
+        SortMode::Fresh,
+        SortMode::Rating,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortMode::Hot => "hot",
+            SortMode::Gravity => "gravity",
+            SortMode::Best => "best",
+            SortMode::Fresh => "fresh",
+            SortMode::Rating => "rating",
+        }
+    }
+
+    /// The fields a document needs to have this mode's key.
+    pub fn needs(self) -> &'static str {
+        match self {
+            SortMode::Hot | SortMode::Fresh => "published_at",
+            SortMode::Gravity => "published_at and votes_up or votes_down",
+            SortMode::Best => "votes_up or votes_down",
+            SortMode::Rating => "rating and rating_count",
+        }
+    }
+
+    /// The mode's key of a document's scores.
+    pub fn key(self, scores: &SocialScores, published_at: Option<i64>) -> Option<f64> {
+        match self {
+            SortMode::Hot => scores.hot,
+            SortMode::Gravity => scores.gravity,
+            SortMode::Best => scores.wilson,
+            SortMode::Fresh => published_at.map(|t| t as f64),
+            SortMode::Rating => scores.bayes,
+        }
+    }
+}
+
+impl fmt::Display for SortMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for SortMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        SortMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!("unknown sort `{s}` (known: relevance, hot, gravity, best, fresh, rating)")
+            })
+    }
+}
+
+/// A sort mode with what its keys are computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct SortBy {
+    pub mode: SortMode,
+    pub params: SocialParams,
+    /// Unix seconds.
+    pub now: i64,
+    /// The collection's mean rating (the Bayesian average's C).
+    pub global_rating: Option<f64>,
+}
+
+/// A sorted hit's key: the mode's score (−∞ where the document lacks it), then relevance.
+type SortKey = (f64, Score);
+
+/// The matching documents `offset + 1 ..= offset + limit` in `mode`'s order, each with its
+/// key (`None` where the document lacks the fields) and its first-phase score.
+pub fn top_sorted(
+    searcher: &Searcher,
+    bound: &BoundModel,
+    by: SortBy,
+    limit: usize,
+    offset: usize,
+) -> tantivy::Result<Vec<(Option<f64>, Score, DocAddress)>> {
+    let SortBy {
+        mode,
+        params,
+        now,
+        global_rating,
+    } = by;
+    let collector = TopDocs::with_limit(limit).and_offset(offset).tweak_score(
+        move |segment: &SegmentReader| {
+            let social = SegmentSocial::open(segment);
+            move |doc: DocId, score: Score| -> SortKey {
+                let signals = social.signals(doc);
+                let scores = SocialScores::of(&signals, &params, now, global_rating);
+                let key = mode.key(&scores, signals.published_at);
+                (key.unwrap_or(f64::NEG_INFINITY), score)
+            }
+        },
+    );
+    let top = searcher.search(&bound.query, &collector)?;
+    Ok(top
+        .into_iter()
+        .map(|((key, score), address)| (key.is_finite().then_some(key), score, address))
+        .collect())
+}
