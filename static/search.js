@@ -3,6 +3,9 @@
 // a Content-Security-Policy that forbids inline script (src/api/mod.rs).
 "use strict";
 const $ = (id) => document.getElementById(id);
+/** The fused models of the "RRF" first phase, and what "collapse similar" groups by. */
+const FUSION_INPUTS = "bm25f,lm,bm25prox";
+const COLLAPSE = "page,near_duplicate";
 /** Reranker features shown before "all features" is opened. */
 const TOP_FEATURES = 12;
 
@@ -35,6 +38,12 @@ async function search(ev) {
   const q = $("q").value.trim();
   if (!q) return;
   const params = new URLSearchParams({ q, k: "20", model: $("model").value, explain: "true" });
+  if ($("model").value === "fusion") {
+    params.set("inputs", FUSION_INPUTS);
+    params.set("fusion", "rrf");
+  }
+  // Collapsing is on unless unticked: translated copies and re-exported pages are one result.
+  params.set("collapse", $("collapse").checked ? COLLAPSE : "none");
   if ($("boost").checked) {
     params.set("boost", "pagerank");
     params.set("rerank", "false");
@@ -93,6 +102,10 @@ function renderHit(h) {
   const snip = node("div", { class: "snippet" });
   snip.innerHTML = h.snippet || "";  // rankd escapes the text and adds only <b> tags
   const div = node("div", { class: "hit" }, a, line, snip);
+  if (h.collapsed > 0) {
+    div.append(node("div", { class: "collapsed" },
+      `${h.collapsed} similar result${h.collapsed === 1 ? "" : "s"} hidden`));
+  }
   if (h.explain) div.append(renderExplain(h));
   return div;
 }
@@ -105,6 +118,10 @@ function renderExplain(h) {
     panel.append(node("p", {},
       `Reranker ${e.reranker} scored ${num(e.rerank_score)}; first-phase rank ${e.first_phase_rank}, now rank ${h.rank}.`));
     panel.append(...featureTables(e));
+  }
+  if (Array.isArray(e.fusion_inputs)) {
+    panel.append(node("p", {}, "Fused (RRF) from: " + e.fusion_inputs
+      .map((i) => `${i.model} ${i.rank ? `rank ${i.rank}` : "not in its top 100"}`).join(", ") + "."));
   }
   if (e.boost) {
     panel.append(node("p", {},
@@ -175,6 +192,7 @@ $("boost").addEventListener("change", syncSwitches);
 const initial = new URLSearchParams(location.search);
 if (initial.get("model")) $("model").value = initial.get("model");
 $("boost").checked = initial.get("boost") === "pagerank";
+$("collapse").checked = initial.get("collapse") !== "none";
 if (initial.get("rerank") === "false" && !$("boost").checked) $("rerank").checked = false;
 syncSwitches();
 if (initial.get("q")) {

@@ -126,6 +126,37 @@ fn search_doc_similar_and_every_bad_input() {
     keys.sort_unstable();
     assert_eq!(keys, ["id", "rank", "score", "url"], "{body}");
 
+    // A fused first phase reports each input's agreement; collapsing and sorting answer.
+    let (status, body) = get(&format!(
+        "{b}/search?q=capacity+iterator&model=fusion&inputs=bm25,lm,bm25prox&fusion=rrf&explain=true"
+    ));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["model"], "fusion");
+    assert_eq!(body["fusion"]["method"], "rrf");
+    assert_eq!(
+        body["fusion"]["inputs"].as_array().unwrap().len(),
+        3,
+        "{body}"
+    );
+    let inputs = body["hits"][0]["explain"]["fusion_inputs"]
+        .as_array()
+        .unwrap();
+    assert_eq!(inputs[0]["model"], "bm25", "{body}");
+    let (status, body) = get(&format!(
+        "{b}/search?q=capacity&collapse=page,near_duplicate"
+    ));
+    assert_eq!(status, 200, "{body}");
+    assert!(body["hits"][0]["collapsed"].is_u64(), "{body}");
+    let (status, body) = get(&format!("{b}/search?q=capacity&sort=fresh"));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["hits"][0]
+            .as_object()
+            .unwrap()
+            .contains_key("sort_key"),
+        "{body}"
+    );
+
     let (status, body) = get(&format!("{b}/doc/vec?ignored=1"));
     assert_eq!(status, 200);
     assert_eq!(body["title"], "Vec");
@@ -173,6 +204,50 @@ fn search_doc_similar_and_every_bad_input() {
         ("search?q=a&boost_weight=2".into(), "boost_weight"),
         ("search?q=a&fields=body".into(), "fields"),
         ("search?q=a&window=0&boost=pagerank".into(), "window"),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=rfr".into(),
+            "fusion",
+        ),
+        ("search?q=a&model=fusion&inputs=bm25,lm".into(), "fusion"),
+        (
+            "search?q=a&model=fusion&inputs=bm25,bm99&fusion=rrf".into(),
+            "inputs",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25,bm25&fusion=rrf".into(),
+            "inputs",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25&fusion=rrf".into(),
+            "inputs",
+        ),
+        ("search?q=a&model=fusion&fusion=rrf".into(), "inputs"),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=combsum&fusion_weights=1,-2".into(),
+            "fusion_weights",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=combsum&fusion_weights=1,inf".into(),
+            "fusion_weights",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=rrf&fusion_weights=1".into(),
+            "fusion_weights",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=rrf&fusion_norm=zscore".into(),
+            "fusion_norm",
+        ),
+        (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=rrf&fusion_depth=0".into(),
+            "fusion_depth",
+        ),
+        ("search?q=a&inputs=bm25,lm".into(), "inputs"),
+        ("search?q=a&collapse=author".into(), "collapse"),
+        ("search?q=a&collapse=page&k=20&window=10".into(), "offset"),
+        ("search?q=a&sort=popular".into(), "sort"),
+        ("search?q=a&sort=hot&rerank=true".into(), "sort"),
+        ("search?q=a&window=50".into(), "window"),
         ("livez?verbose=1".into(), "verbose"),
         ("openapi.json?x=1".into(), "x"),
     ];
@@ -198,6 +273,7 @@ fn search_doc_similar_and_every_bad_input() {
     let (status, script) = get(&format!("{b}/static/search.js"));
     assert_eq!(status, 200);
     assert!(script.as_str().unwrap().contains("fetch(\"/search?"));
+    assert!(script.as_str().unwrap().contains("similar result"));
     assert_eq!(get(&format!("{b}/readyz")).0, 200);
 }
 

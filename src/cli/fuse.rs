@@ -37,6 +37,15 @@ pub struct FuseArgs {
 
 pub fn run(args: FuseArgs) -> anyhow::Result<()> {
     let method: Method = args.method.parse().map_err(|e| Invalid(format!("{e}")))?;
+    for (i, path) in args.runs.iter().enumerate() {
+        if args.runs[..i].contains(path) {
+            return Err(Invalid(format!(
+                "run {} is given twice (weigh a run with --weights instead)",
+                path.display()
+            ))
+            .into());
+        }
+    }
     let norm: Option<Norm> = args
         .norm
         .as_deref()
