@@ -116,7 +116,10 @@ function renderExplain(h) {
   const panel = node("div", { class: "panel" });
   if (e.reranker) {
     panel.append(node("p", {},
-      `Reranker ${e.reranker} scored ${num(e.rerank_score)}; first-phase rank ${e.first_phase_rank}, now rank ${h.rank}.`));
+      `Reranker ${e.reranker} scored ${num(e.rerank_score)}; first-phase rank ${e.first_phase_rank}, now rank ${h.rank}.` +
+      (typeof e.base_score === "number" && e.contributions
+        ? ` The contributions below add to a base of ${num(e.base_score)} (${e.features && Object.keys(e.contributions).length ? "the model's bias or expected score" : ""}).`
+        : "")));
     panel.append(...featureTables(e));
   }
   if (Array.isArray(e.fusion_inputs)) {

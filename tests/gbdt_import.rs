@@ -207,3 +207,60 @@ fn named_models_bind_by_name() {
     let err = imported.bind(&set[..3]).unwrap_err();
     assert!(err.contains("names features pagerank, url_depth"), "{err}");
 }
+
+/// Path-dependent TreeSHAP (`rankd::rerank::gbdt::shap`) against each library's own
+/// `pred_contribs`/`pred_contrib` on the fixture rows (`bench/gbdt_shap_fixtures.py`): every
+/// feature's contribution and the bias (the expected value). XGBoost computes in `f32`,
+/// LightGBM in `f64`: the tolerance is 1e-5 (XGBoost) or 1e-9 (LightGBM) of the row's
+/// Σ|φ| + |bias|.
+#[test]
+fn tree_shap_matches_the_libraries_own_contributions() {
+    use rankd::rerank::gbdt::shap;
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for m in manifest["models"].as_array().unwrap() {
+        let name = m["name"].as_str().unwrap();
+        let library = m["library"].as_str().unwrap();
+        let expected = fixtures().join(format!("{name}.contribs.tsv"));
+        if library == "ranklib" {
+            // RankLib files carry no covers: no contributions, and no file.
+            let ext = "xml";
+            let imported = import_file(library, &fixtures().join(format!("{name}.{ext}")));
+            assert_eq!(shap::contributions(&imported.forest, &[0.0; 4]), None);
+            assert!(!expected.exists());
+            continue;
+        }
+        let ext = if library == "xgboost" { "json" } else { "txt" };
+        let imported = import_file(library, &fixtures().join(format!("{name}.{ext}")));
+        let forest = &imported.forest;
+        let width = forest.num_features;
+        let (rows, n) = read_rows(&fixtures().join(format!("{name}.rows.tsv")), width);
+        let lines: Vec<Vec<f64>> = std::fs::read_to_string(&expected)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| l.split('\t').map(|v| v.parse().unwrap()).collect())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            n,
+            "{name}: one contribution row per fixture row"
+        );
+        let bias = shap::expected_value(forest).expect("library models carry covers");
+        let tolerance = if library == "xgboost" { 1e-5 } else { 1e-9 };
+        for (r, want) in lines.iter().enumerate() {
+            let row = &rows[r * width..(r + 1) * width];
+            let phi = shap::contributions(forest, row).unwrap();
+            let scale = want.iter().map(|v| v.abs()).sum::<f64>().max(1e-12);
+            for (i, (got, w)) in phi.iter().chain([&bias]).zip(want).enumerate() {
+                assert!(
+                    (got - w).abs() <= tolerance * scale,
+                    "{name} row {r} column {i}: rankd {got}, {library} {w} (row {row:?})"
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 7, "every XGBoost and LightGBM fixture is checked");
+}

@@ -156,11 +156,17 @@ fn tree_model_reranks_the_window() {
         for (hit, &row) in res.hits.iter().zip(&order) {
             assert_eq!(hit.score, scores[row]);
             let e = serde_json::to_value(hit.explain.as_ref().unwrap()).unwrap();
-            assert!(
-                e.get("contributions").is_none(),
-                "trees have no linear contributions"
-            );
             assert_eq!(e["features"].as_object().unwrap().len(), cols.len());
+            // TreeSHAP (rankd's trainer records covers): contributions add up to the score.
+            let phi = e["contributions"].as_object().expect("tree contributions");
+            assert_eq!(phi.len(), cols.len());
+            let total: f64 = phi.values().map(|v| v.as_f64().unwrap()).sum::<f64>()
+                + e["base_score"].as_f64().unwrap();
+            assert!(
+                (total - f64::from(hit.score)).abs() < 1e-3 * f64::from(hit.score).abs().max(1.0),
+                "{q}: Σφ + E[f] = {total}, score {}",
+                hit.score
+            );
         }
     }
 }

@@ -293,9 +293,18 @@ impl Reranker {
             .expect("a network model has a normalisation")
     }
 
-    /// Per-feature contributions `w_i · norm(x_i)` of one row for a linear model (their sum
-    /// plus the bias is the score); `None` for an MLP or a row of the wrong length.
+    /// Per-feature contributions of one row: `w_i · norm(x_i)` for a linear model (their sum
+    /// plus the bias is the score), path-dependent TreeSHAP values for trees with covers
+    /// (their sum plus [`Reranker::base_score`] is the score); `None` for an MLP, trees
+    /// without covers, or a row of the wrong length.
     pub fn contributions(&self, row: &[f32]) -> Option<Vec<f32>> {
+        if let Some(gbdt) = &self.gbdt {
+            if row.len() != gbdt.forest.num_features {
+                return None;
+            }
+            return super::gbdt::shap::contributions(&gbdt.forest, row)
+                .map(|phi| phi.into_iter().map(|p| p as f32).collect());
+        }
         let [network] = &self.networks[..] else {
             return None;
         };
@@ -303,6 +312,15 @@ impl Reranker {
             return None;
         }
         network.contributions(&self.normalizer().apply(row))
+    }
+
+    /// The part of every score no feature explains, to which [`Reranker::contributions`]
+    /// add: a linear model's bias, a tree model's expected score.
+    pub fn base_score(&self) -> Option<f32> {
+        if let Some(gbdt) = &self.gbdt {
+            return super::gbdt::shap::expected_value(&gbdt.forest).map(|v| v as f32);
+        }
+        self.linear_bias()
     }
 
     /// Writes the model atomically (temp file + fsync + rename).
@@ -725,6 +743,7 @@ mod tests {
                 Node::Leaf { value: 1.0 },
                 Node::Leaf { value: 2.0 },
             ],
+            cover: Vec::new(),
         };
         let forest = Forest {
             num_features: 2,

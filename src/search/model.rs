@@ -88,6 +88,7 @@ impl ActiveModel {
                 .reranker
                 .contributions(&values)
                 .map(|c| names.iter().cloned().zip(c).collect()),
+            base_score: self.reranker.base_score(),
             features: names.iter().cloned().zip(values).collect(),
         }
     }
@@ -101,9 +102,13 @@ pub struct RerankExplanation {
     pub rerank_score: f32,
     /// Every feature the model reads, by name.
     pub features: BTreeMap<String, f32>,
-    /// Each feature's share of the score (linear models).
+    /// Each feature's share of the score: weight × normalised value for a linear model,
+    /// TreeSHAP values for trees (Lundberg et al. 2018); absent for an MLP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contributions: Option<BTreeMap<String, f32>>,
+    /// What the contributions add to: the linear model's bias, the trees' expected score.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_score: Option<f32>,
 }
 
 /// Where an index keeps its reranker models (`DATA/models/*.json`).

@@ -491,7 +491,7 @@ pub(crate) mod tests {
             open.push(l as usize);
             open.push(r as usize);
         }
-        Tree { nodes }
+        Tree::new(nodes)
     }
 
     /// Values on the thresholds, between them, beyond them, signed zeros, infinities, NaN.

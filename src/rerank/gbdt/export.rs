@@ -111,7 +111,13 @@ pub fn to_xgboost_json(
             "split_conditions": cond,
             "split_indices": index,
             "split_type": vec![0u8; n],
-            "sum_hessian": vec![0f32; n],
+            // The tree's covers where it has them (XGBoost's TreeSHAP weighs by these), else
+            // zeros, which the importer reads as "no covers".
+            "sum_hessian": if tree.cover.is_empty() {
+                vec![0f64; n]
+            } else {
+                order.iter().map(|&old| tree.cover[old]).collect()
+            },
             "tree_param": {
                 "num_deleted": "0",
                 "num_feature": num_feature,
@@ -248,6 +254,7 @@ mod tests {
                     Node::Leaf { value: 1.0 },
                     Node::Leaf { value: 2.0 },
                 ],
+                cover: Vec::new(),
             }],
         };
         let names = vec!["a".to_string()];

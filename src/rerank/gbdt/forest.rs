@@ -46,6 +46,10 @@ pub enum Node {
 #[serde(into = "TreeArrays", try_from = "TreeArrays")]
 pub struct Tree {
     pub nodes: Vec<Node>,
+    /// Each node's cover: how much training data reached it (rows for rankd's trainer and
+    /// LightGBM, the hessian sum for XGBoost), which path-dependent TreeSHAP weighs the
+    /// branches by ([`super::shap`]). Empty when the source has none (RankLib).
+    pub cover: Vec<f64>,
 }
 
 /// An ensemble of regression trees over `num_features` input columns.
@@ -62,6 +66,15 @@ impl Tree {
     pub fn leaf(value: f64) -> Tree {
         Tree {
             nodes: vec![Node::Leaf { value }],
+            cover: Vec::new(),
+        }
+    }
+
+    /// A tree without covers.
+    pub fn new(nodes: Vec<Node>) -> Tree {
+        Tree {
+            nodes,
+            cover: Vec::new(),
         }
     }
 
@@ -184,6 +197,24 @@ impl Tree {
                 "node {i} is not reachable from the root (orphaned, or on a cycle)"
             ));
         }
+        if !self.cover.is_empty() {
+            if self.cover.len() != n {
+                return Err(format!("has {} covers for {n} nodes", self.cover.len()));
+            }
+            if let Some((i, c)) = self
+                .cover
+                .iter()
+                .enumerate()
+                .find(|(_, c)| !c.is_finite() || **c < 0.0)
+            {
+                return Err(format!("node {i} has cover {c}"));
+            }
+            if let Some(i) = (0..n)
+                .find(|&i| matches!(self.nodes[i], Node::Split { .. }) && self.cover[i] <= 0.0)
+            {
+                return Err(format!("split node {i} has cover 0: no data reached it"));
+            }
+        }
         Ok(())
     }
 }
@@ -251,6 +282,9 @@ struct TreeArrays {
     left: Vec<u32>,
     right: Vec<u32>,
     value: Vec<f64>,
+    /// Node covers; left out when the tree has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    cover: Vec<f64>,
 }
 
 impl From<Tree> for TreeArrays {
@@ -264,6 +298,7 @@ impl From<Tree> for TreeArrays {
             left: Vec::with_capacity(n),
             right: Vec::with_capacity(n),
             value: Vec::with_capacity(n),
+            cover: tree.cover,
         };
         for node in tree.nodes {
             let (f, t, nl, zm, l, r, v) = match node {
@@ -317,6 +352,7 @@ impl TryFrom<TreeArrays> for Tree {
             ("left", a.left.len()),
             ("right", a.right.len()),
             ("value", a.value.len()),
+            ("cover", if a.cover.is_empty() { n } else { a.cover.len() }),
         ] {
             if len != n {
                 return Err(format!(
@@ -338,7 +374,10 @@ impl TryFrom<TreeArrays> for Tree {
                 f => Err(format!("node {i} has feature {f}")),
             })
             .collect::<Result<_, _>>()?;
-        Ok(Tree { nodes })
+        Ok(Tree {
+            nodes,
+            cover: a.cover,
+        })
     }
 }
 
@@ -377,6 +416,7 @@ pub(crate) mod tests {
                 leaf(1.0),
                 leaf(2.0),
             ],
+            cover: vec![10.0, 6.0, 4.0, 2.0, 4.0],
         }
     }
 
@@ -427,7 +467,7 @@ pub(crate) mod tests {
 
     #[test]
     fn broken_trees_are_named() {
-        let err = |nodes: Vec<Node>| Tree { nodes }.validate(2).unwrap_err();
+        let err = |nodes: Vec<Node>| Tree::new(nodes).validate(2).unwrap_err();
         assert_eq!(err(vec![]), "has no nodes");
         assert!(err(vec![split(2, 0.0, false, 1, 2), leaf(0.0), leaf(0.0)])
             .contains("feature index 2, but the model has 2 features"));

@@ -56,6 +56,7 @@ pub mod export;
 pub mod forest;
 pub mod import;
 pub mod model;
+pub mod shap;
 pub mod train;
 
 pub use compiled::CompiledForest;

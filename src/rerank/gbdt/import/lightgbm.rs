@@ -227,7 +227,17 @@ fn parse_tree(fields: &Fields, num_features: usize) -> Result<Tree, String> {
         });
     }
     nodes.extend(leaf_value.into_iter().map(|value| Node::Leaf { value }));
-    Ok(Tree { nodes })
+    // Node covers for TreeSHAP: the training rows that reached each node (what LightGBM's
+    // own `pred_contrib` weighs by); absent from hand-written files.
+    let cover = match (fields.get("internal_count"), fields.get("leaf_count")) {
+        (Some(_), Some(_)) => {
+            let mut c: Vec<f64> = numbers(fields, "internal_count", internal)?;
+            c.extend(numbers::<f64>(fields, "leaf_count", leaves)?);
+            c
+        }
+        _ => Vec::new(),
+    };
+    Ok(Tree { nodes, cover })
 }
 
 #[cfg(test)]

@@ -250,6 +250,7 @@ mod tests {
                         Node::Leaf { value: 1.0 },
                         Node::Leaf { value: 2.0 },
                     ],
+                    cover: Vec::new(),
                 }],
             },
         }

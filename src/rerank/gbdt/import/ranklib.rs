@@ -241,7 +241,7 @@ pub fn parse(text: &str) -> Result<Imported, String> {
                 let mut nodes = Vec::new();
                 p.split_body(&mut nodes, f64::from(weight))?;
                 p.expect_close("tree")?;
-                trees.push(Tree { nodes });
+                trees.push(Tree::new(nodes));
             }
             other => return Err(format!("line {line}: expected <tree>, found {other:?}")),
         }

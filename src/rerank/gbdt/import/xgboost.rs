@@ -174,6 +174,8 @@ fn parse_tree(tree: &Value, num_feature: usize) -> Result<Tree, String> {
     let index = array(tree, "split_indices")?;
     let default_left = array(tree, "default_left")?;
     let split_type = tree.get("split_type").and_then(Value::as_array);
+    // Node covers for TreeSHAP (XGBoost's own `pred_contribs` weighs by the hessian sum).
+    let hessian = tree.get("sum_hessian").and_then(Value::as_array);
     let n = left.len();
     for (key, a) in [
         ("right_children", right),
@@ -197,6 +199,7 @@ fn parse_tree(tree: &Value, num_feature: usize) -> Result<Tree, String> {
     };
     // Walk from the root, numbering reachable nodes in visit order.
     let mut nodes: Vec<Node> = Vec::new();
+    let mut cover: Vec<f64> = Vec::new();
     let mut stack = vec![(0usize, None::<(usize, bool)>)];
     let mut seen = vec![false; n];
     while let Some((i, parent)) = stack.pop() {
@@ -209,6 +212,13 @@ fn parse_tree(tree: &Value, num_feature: usize) -> Result<Tree, String> {
             if let Node::Split { left, right, .. } = &mut nodes[p] {
                 *(if is_left { left } else { right }) = me;
             }
+        }
+        if let Some(h) = hessian {
+            cover.push(
+                h.get(i)
+                    .and_then(Value::as_f64)
+                    .ok_or_else(|| format!("node {i}: `sum_hessian` holds no number"))?,
+            );
         }
         let l = int(left, i, "left_children")?;
         let value = cond[i]
@@ -261,7 +271,11 @@ fn parse_tree(tree: &Value, num_feature: usize) -> Result<Tree, String> {
         stack.push((r as usize, Some((p, false))));
         stack.push((l as usize, Some((p, true))));
     }
-    Ok(Tree { nodes })
+    // A file without real covers (all zero, as rankd writes for trees that have none).
+    if cover.iter().all(|&c| c == 0.0) {
+        cover.clear();
+    }
+    Ok(Tree { nodes, cover })
 }
 
 #[cfg(test)]

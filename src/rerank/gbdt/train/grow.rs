@@ -243,6 +243,8 @@ pub fn grow(
     let hist = build_hist(&rows);
     let best = best_split(&hist, &sums, 0);
     let mut built = vec![Built::Leaf(leaf_value(&sums))];
+    // Rows reaching each node (TreeSHAP's covers).
+    let mut cover = vec![rows.len() as f64];
     let mut leaves = vec![Leaf {
         rows,
         depth: 0,
@@ -297,6 +299,8 @@ pub fn grow(
         let (l_node, r_node) = (built.len(), built.len() + 1);
         built.push(Built::Leaf(leaf_value(&split.left)));
         built.push(Built::Leaf(leaf_value(&split.right)));
+        cover.push(left_rows.len() as f64);
+        cover.push(right_rows.len() as f64);
         built[leaf.node] = Built::Split {
             feature: split.feature,
             bin: split.bin,
@@ -352,5 +356,5 @@ pub fn grow(
             }
         })
         .collect();
-    Tree { nodes }
+    Tree { nodes, cover }
 }
