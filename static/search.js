@@ -118,7 +118,7 @@ function renderExplain(h) {
     panel.append(node("p", {},
       `Reranker ${e.reranker} scored ${num(e.rerank_score)}; first-phase rank ${e.first_phase_rank}, now rank ${h.rank}.` +
       (typeof e.base_score === "number" && e.contributions
-        ? ` The contributions below add to a base of ${num(e.base_score)} (${e.features && Object.keys(e.contributions).length ? "the model's bias or expected score" : ""}).`
+        ? ` The contributions below add to a base of ${num(e.base_score)} (the model's bias or expected score).`
         : "")));
     panel.append(...featureTables(e));
   }
