@@ -203,6 +203,23 @@ fn sort_modes_follow_hand_worked_scores() {
 }
 
 #[test]
+fn a_sort_by_fields_no_document_has_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Dates and votes, but no ratings.
+    let e = engine(dir.path(), &forum()[..4]);
+    let q = SearchQuery::new("rust forum", 10).ranking(Ranking::Sort(SortMode::Rating));
+    match e.search(&q) {
+        Err(rankd::text::SearchError::Param { field, message }) => {
+            assert_eq!(field, "sort");
+            assert!(message.contains("rating and rating_count"), "{message}");
+        }
+        other => panic!("expected a bad sort parameter, got {other:?}"),
+    }
+    let q = SearchQuery::new("rust forum", 10).ranking(Ranking::Sort(SortMode::Best));
+    assert_eq!(e.search(&q).unwrap().hits.len(), 4);
+}
+
+#[test]
 fn bad_social_fields_are_refused_naming_them() {
     for (record, field) in [
         (r#"{"id":"a","votes_up":-1}"#, "votes_up"),

@@ -648,6 +648,15 @@ impl Engine {
         let top = match q.ranking {
             Ranking::Sort(mode) => {
                 let columns = self.index.doc_columns(searcher)?;
+                if !mode.possible(columns.signals_present()) {
+                    return Err(SearchError::Param {
+                        field: "sort",
+                        message: format!(
+                            "sort={mode} orders by {}, which no document of this index has",
+                            mode.needs()
+                        ),
+                    });
+                }
                 let by = sort::SortBy {
                     mode,
                     params: self.index.config.social,

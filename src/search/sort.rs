@@ -12,7 +12,7 @@ use tantivy::collector::TopDocs;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
 
 use crate::features::social::SocialScores;
-use crate::text::columns::SegmentSocial;
+use crate::text::columns::{SegmentSocial, SignalsPresent};
 use crate::text::config::SocialParams;
 use crate::text::search::BoundModel;
 
@@ -58,6 +58,16 @@ impl SortMode {
             SortMode::Gravity => "published_at and votes_up or votes_down",
             SortMode::Best => "votes_up or votes_down",
             SortMode::Rating => "rating and rating_count",
+        }
+    }
+
+    /// Whether an index where some document carries `present` fields can be sorted this way.
+    pub fn possible(self, present: SignalsPresent) -> bool {
+        match self {
+            SortMode::Hot | SortMode::Fresh => present.published_at,
+            SortMode::Gravity => present.published_at && present.votes,
+            SortMode::Best => present.votes,
+            SortMode::Rating => present.rating,
         }
     }
 

@@ -86,6 +86,20 @@ impl SegmentSocial {
         }
     }
 
+    /// Which fields any document of the segment has.
+    fn present(&self) -> SignalsPresent {
+        fn any<T: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static>(
+            c: &Option<Column<T>>,
+        ) -> bool {
+            c.as_ref().is_some_and(|c| c.values.num_vals() > 0)
+        }
+        SignalsPresent {
+            published_at: any(&self.published_at),
+            votes: any(&self.votes_up) || any(&self.votes_down),
+            rating: any(&self.rating) && any(&self.rating_count),
+        }
+    }
+
     pub fn signals(&self, doc: tantivy::DocId) -> SocialSignals {
         let get = |c: &Option<Column<u64>>| c.as_ref().and_then(|c| c.first(doc));
         SocialSignals {
@@ -106,6 +120,15 @@ pub struct CollapseKeys {
     pub page: Option<u64>,
     pub site: Option<u64>,
     pub group: Option<u64>,
+}
+
+/// Which of SPEC §1.8's fields some document of an index carries (`published_at`; votes up
+/// or down; a rating with its count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SignalsPresent {
+    pub published_at: bool,
+    pub votes: bool,
+    pub rating: bool,
 }
 
 /// A document's SPEC §1.8 signals (`crate::features::social`).
@@ -265,6 +288,18 @@ impl DocColumns {
             site: get(&s.site),
             group: get(&s.group),
         }
+    }
+
+    /// Which SPEC §1.8 fields some document of the searcher carries.
+    pub fn signals_present(&self) -> SignalsPresent {
+        self.segments
+            .iter()
+            .map(|s| s.social.present())
+            .fold(SignalsPresent::default(), |a, b| SignalsPresent {
+                published_at: a.published_at || b.published_at,
+                votes: a.votes || b.votes,
+                rating: a.rating || b.rating,
+            })
     }
 
     pub fn social(&self, address: DocAddress) -> SocialSignals {
