@@ -48,7 +48,7 @@ fn synthetic_tree(rng: &mut ChaCha8Rng, leaves: usize) -> Tree {
         open.push(l as usize);
         open.push(r as usize);
     }
-    Tree { nodes }
+    Tree::new(nodes)
 }
 
 fn synthetic() -> (Forest, Vec<f32>) {

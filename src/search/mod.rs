@@ -409,8 +409,11 @@ struct FirstPhase {
 struct Fused {
     report: FusionReport,
     /// Per input: its model and each listed document's (rank, score).
-    inputs: Vec<(ModelKind, HashMap<DocAddress, (usize, f32)>)>,
+    inputs: Vec<(ModelKind, InputRanks)>,
 }
+
+/// Each document an input listed: its 1-based rank and its score.
+type InputRanks = HashMap<DocAddress, (usize, f32)>;
 
 /// The index with what serves it: link scores and the active reranker, each swapped
 /// atomically while searches run (a search keeps the versions it started with).

@@ -31,13 +31,16 @@ pub struct DocColumns {
 /// deletion counts (the collection-wide rating changes with deletions).
 #[derive(Default)]
 pub struct ColumnCache {
-    current: Mutex<Option<(Vec<(SegmentId, u32)>, Arc<DocColumns>)>>,
+    current: Mutex<Option<(SegmentsKey, Arc<DocColumns>)>>,
 }
+
+/// A searcher's segments in order, each with its deletion count.
+type SegmentsKey = Vec<(SegmentId, u32)>;
 
 impl ColumnCache {
     /// The columns of `searcher`, opened only when its segments differ from the last ones.
     pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
-        let key: Vec<(SegmentId, u32)> = searcher
+        let key: SegmentsKey = searcher
             .segment_readers()
             .iter()
             .map(|r| (r.segment_id(), r.num_deleted_docs()))
