@@ -59,6 +59,8 @@ fn same_seed_same_model_file() {
             "train",
             "--letor",
             data.to_str().unwrap(),
+            "--model",
+            "mlp",
             "--out",
             out.to_str().unwrap(),
             "--epochs",

@@ -375,7 +375,7 @@ mod tests {
         let learn = TrainSettings {
             model: ModelChoice::Linear,
             epochs: 5,
-            ..TrainSettings::letor()
+            ..TrainSettings::letor_network()
         };
         let config = ReplayConfig {
             folds: 5,

@@ -49,7 +49,7 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
     if args.seeds.is_empty() {
         return Err(Invalid("give at least one seed".into()).into());
     }
-    let settings = args.learn.apply(TrainSettings::letor())?;
+    let settings = args.learn.apply(TrainSettings::letor_network())?;
     let config = ReplayConfig {
         folds: args.folds,
         initial_queries: args.initial_queries,

@@ -67,7 +67,10 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         )
         .into());
     };
-    let settings = args.learn.apply(TrainSettings::letor())?;
+    let settings = args.learn.apply(TrainSettings::letor_for(
+        args.learn.model,
+        args.learn.objective,
+    ))?;
     let train = read_letor(train_path, args.train_query.as_deref())?;
     let valid = args
         .valid

@@ -352,7 +352,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             crate::rerank::MetricConvention::Trec,
         ),
         Source::Letor { .. } => (
-            TrainSettings::letor(),
+            TrainSettings::letor_for(args.learn.model, args.learn.objective),
             crate::rerank::MetricConvention::Letor,
         ),
     };

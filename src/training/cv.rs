@@ -321,7 +321,7 @@ mod tests {
             epochs: 15,
             patience: 15,
             lr: 0.05,
-            ..TrainSettings::letor()
+            ..TrainSettings::letor_network()
         };
         let grid = SelectionGrid {
             top_k: vec![0, 1, 8],
