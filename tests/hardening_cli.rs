@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use ops_support::*;
 
 fn rankd() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rankd"));
+    let mut c = Command::new(rankd_bin());
     c.env_remove("RANKD_LOG").env_remove("RANKD_DATA_DIR");
     c
 }
