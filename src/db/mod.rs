@@ -84,8 +84,13 @@ impl Db {
             .connect_with(options)
             .await
             .with_context(|| format!("cannot connect to the database {:?}", redact(url)))?;
+        // Every error names the database: on a full disk, SQLite's own message ("disk I/O
+        // error") does not say where.
+        let failed = |what: &str| format!("{what} {:?}", redact(url));
         if backend == Backend::Sqlite {
-            pool.execute("PRAGMA journal_mode = WAL").await?;
+            pool.execute("PRAGMA journal_mode = WAL")
+                .await
+                .with_context(|| failed("cannot switch to write-ahead logging in"))?;
         }
         let migrator = match backend {
             Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
@@ -94,9 +99,12 @@ impl Db {
         migrator
             .run(&pool)
             .await
-            .context("cannot apply the database migrations")?;
+            .with_context(|| failed("cannot apply the migrations to"))?;
         let db = Db { pool, backend };
-        let interrupted = db.fail_interrupted_jobs().await?;
+        let interrupted = db
+            .fail_interrupted_jobs()
+            .await
+            .with_context(|| failed("cannot mark interrupted jobs in"))?;
         if interrupted > 0 {
             tracing::warn!("{interrupted} job(s) interrupted by the last restart marked failed");
         }

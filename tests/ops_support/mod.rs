@@ -380,3 +380,76 @@ pub fn topic_judgments() -> String {
     }
     serde_json::Value::Array(rows).to_string()
 }
+
+/// Id → title of every live document, read from the index with the library (not the server).
+pub fn documents(data: &Path) -> BTreeMap<String, String> {
+    let index = rankd::text::TextIndex::open(data, None).unwrap();
+    let searcher = index.reader.searcher();
+    let mut out = BTreeMap::new();
+    for reader in searcher.segment_readers() {
+        let store = reader.get_store_reader(8).unwrap();
+        for doc in reader.doc_ids_alive() {
+            let d = index.stored(&store.get(doc).unwrap());
+            assert!(
+                out.insert(d.id.clone(), d.title).is_none(),
+                "document {} is in the index twice",
+                d.id
+            );
+        }
+    }
+    let manifest = index.manifest().unwrap();
+    assert_eq!(
+        manifest.num_docs,
+        out.len() as u64,
+        "manifest.json counts {} documents, the index holds {}",
+        manifest.num_docs,
+        out.len()
+    );
+    out
+}
+
+/// Files an interrupted or failed write may leave and must not: temporary files anywhere in the
+/// data directory, and files of `index/` that belong to no committed segment.
+pub fn leftovers(data: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    walk(data, &mut |path| {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with(".tmp") || name.contains(".rankd-tmp") {
+            found.push(path.display().to_string());
+        }
+    });
+    let index = data.join("index");
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(index.join("meta.json")).unwrap()).unwrap();
+    let committed: Vec<String> = meta["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["segment_id"].as_str().unwrap().replace('-', ""))
+        .collect();
+    for entry in std::fs::read_dir(&index).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let tantivy_own = [
+            "meta.json",
+            ".managed.json",
+            ".tantivy-meta.lock",
+            ".tantivy-writer.lock",
+        ];
+        let segment = name.split('.').next().unwrap();
+        if !tantivy_own.contains(&name.as_str()) && !committed.iter().any(|c| c == segment) {
+            found.push(index.join(&name).display().to_string());
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, f);
+        } else {
+            f(&path);
+        }
+    }
+}
