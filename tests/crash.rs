@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use ops_support::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Kills per operation.
 const ROUNDS: usize = 20;
