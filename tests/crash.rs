@@ -469,7 +469,10 @@ fn train(base: &str, settings: &str) -> String {
     job["result"]["model"].as_str().unwrap().to_string()
 }
 
-const TRAIN: &str = r#"{"model":"mlp","epochs":40,"hidden":[16]}"#;
+/// Training settings; each seed trains a model of its own id.
+fn train_settings(seed: usize) -> String {
+    format!(r#"{{"model":"mlp","epochs":40,"hidden":[16],"seed":{seed}}}"#)
+}
 
 /// The training job (`POST /admin/train`) killed at random: after a restart no temporary file
 /// is left in the models directory, every registered model loads and no model became active.
@@ -479,14 +482,23 @@ fn training_job_killed_at_random_leaves_a_consistent_registry() {
     let (data, db, mut server) = judged_server(dir.path());
     let mut rng = rng("training job");
 
+    // Measured on a fresh server, as every round runs on one; some kills must come after the
+    // model file is written and registered.
+    server.stop();
+    server = start(&data, &db, Some(TOKEN));
     let t = Instant::now();
-    train(&server.base, TRAIN);
-    let span = t.elapsed().mul_f64(1.2);
+    train(&server.base, &train_settings(1000));
+    let span = t.elapsed().mul_f64(1.5);
 
     for round in 0..ROUNDS {
         let wait = delay(&mut rng, span);
         let context = format!("seed {}, round {round}, kill after {wait:?}", seed());
-        let a = post_json(&format!("{}/admin/train", server.base), Some(TOKEN), TRAIN);
+        let settings = train_settings(round);
+        let a = post_json(
+            &format!("{}/admin/train", server.base),
+            Some(TOKEN),
+            &settings,
+        );
         assert_eq!(a.status, 202, "{context}: {}", a.body);
         std::thread::sleep(wait);
         kill9(&mut server.child);
@@ -497,8 +509,8 @@ fn training_job_killed_at_random_leaves_a_consistent_registry() {
     let files = rankd::search::model::model_files(&data).unwrap().len();
     server.stop();
     eprintln!(
-        "training job ({span:?} with a 20% margin): {models:?} models registered, {files} \
-         model files after {ROUNDS} kills"
+        "training job (kills over {span:?}): {models:?} models registered, {files} model \
+         files after {ROUNDS} kills"
     );
 }
 

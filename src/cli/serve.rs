@@ -56,10 +56,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
-/// left in the data directory (`crate::durable::recover`), so the manifest is current before
+/// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
 pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
-    let recovery = crate::durable::recover(&index)?;
+    let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
         eprintln!(
             "recovered from an interrupted write: removed {} temporary and {} uncommitted \
