@@ -465,3 +465,74 @@ fn the_openapi_document_describes_every_error_answer() {
     keys.sort();
     assert_eq!(keys, ["code", "field", "message"], "{}", a.body);
 }
+
+/// Found by the soak (`bench/soak.py`): on SQLite, a model activation beside other admin
+/// writes answered 500 "database is locked" (a transaction that read, then wrote after
+/// another connection's commit, failed at once instead of waiting). Activations, judgments and
+/// seeds written at the same time all succeed.
+#[test]
+fn concurrent_admin_writes_wait_for_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = topic_corpus(true);
+    let data = ingest(
+        dir.path(),
+        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let db = fresh_database(dir.path());
+    let server = start(&data, &db, Some(TOKEN));
+    let b = server.base.clone();
+    let a = post_json(
+        &format!("{b}/admin/judgments"),
+        Some(TOKEN),
+        &topic_judgments(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let models = [
+        train(&b, r#"{"model":"linear","epochs":2,"seed":1}"#),
+        train(&b, r#"{"model":"linear","epochs":2,"seed":2}"#),
+    ];
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (b, models) = (b.clone(), models.clone());
+            std::thread::spawn(move || {
+                let mut failures = Vec::new();
+                for n in 0..60 {
+                    let a = match w {
+                        0 => post_json(
+                            &format!("{b}/admin/models/{}/activate", models[n % 2]),
+                            Some(TOKEN),
+                            "",
+                        ),
+                        1 => post_json(
+                            &format!("{b}/admin/judgments"),
+                            Some(TOKEN),
+                            &format!(
+                                r#"[{{"query_id":"w{n}","query":"vector notes","doc_id":"d{}","grade":1}}]"#,
+                                n % 24
+                            ),
+                        ),
+                        _ => post_json(
+                            &format!("{b}/admin/seeds"),
+                            Some(TOKEN),
+                            &format!(r#"{{"ids":["d{}"]}}"#, n % 24),
+                        ),
+                    };
+                    if a.status >= 500 {
+                        failures.push(a.body.to_string());
+                    }
+                }
+                failures
+            })
+        })
+        .collect();
+    let failures: Vec<String> = writers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} failed: {failures:?}",
+        failures.len()
+    );
+    server.stop();
+}

@@ -58,6 +58,18 @@ pub fn default_url(data_dir: &Path) -> String {
 }
 
 impl Db {
+    /// Begins a transaction that will write. On SQLite it is `BEGIN IMMEDIATE`, which takes
+    /// the write lock at once (waiting up to `busy_timeout` for it): a deferred transaction
+    /// that reads and then writes fails at once with "database is locked" when another
+    /// connection committed in between, and model activations beside other admin writes
+    /// answered 500 that way (`hardening_server::concurrent_admin_writes_wait_for_each_other`).
+    pub async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     /// Connects to `url`, applies the migrations of its backend, and marks jobs left queued or
     /// running by a previous process as failed: no thread of this process runs them.
     pub async fn open(url: &str) -> anyhow::Result<Db> {
