@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod corpus;
 pub mod db;
+pub mod durable;
 pub mod error;
 pub mod eval;
 pub mod features;

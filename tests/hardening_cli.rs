@@ -1,7 +1,9 @@
 //! Issue 16, the command line: a closed stdout ends a command quietly (no EPIPE panic), logs
 //! carry no colour codes when stderr is not a terminal, and a write that fills the disk
-//! leaves no uncommitted segment files behind, names the index path, and does not stop
-//! later ingests or the server (on a small tmpfs; skipped when it cannot be mounted).
+//! leaves no uncommitted segment files behind, names the index path, keeps earlier commits,
+//! and does not stop later ingests or the server; on a disk filled by something else, writes
+//! fail cleanly, the server serves, and once space is freed writes succeed again (on a small
+//! tmpfs; skipped when it cannot be mounted).
 
 mod ops_support;
 
@@ -11,7 +13,7 @@ use std::process::{Command, Stdio};
 use ops_support::*;
 
 fn rankd() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rankd"));
+    let mut c = Command::new(rankd_bin());
     c.env_remove("RANKD_LOG").env_remove("RANKD_DATA_DIR");
     c
 }
@@ -140,7 +142,10 @@ fn bulky_docs(prefix: &str, mb: usize) -> String {
 }
 
 /// Item 6: a write that fills the disk fails naming the index directory, removes the segment
-/// files it wrote, and later writes (CLI and server) still succeed; the server keeps serving.
+/// files it wrote, keeps the earlier commits, and later writes (CLI and server) still succeed;
+/// the server keeps serving. Then a disk filled by another file: writes fail naming the data
+/// directory and change nothing, the server does not start and says which database it could
+/// not open, and once the file is removed the same write succeeds and the server serves it.
 #[test]
 fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     let fs = match Tmpfs::mount("20m") {
@@ -163,6 +168,7 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
             .unwrap()
     };
     assert!(ingest(&small).status.success());
+    let committed = documents(&data);
     let before = bytes_under(fs.path());
 
     let big = work.path().join("big.jsonl");
@@ -181,6 +187,8 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
         stderr.contains(&index_dir.display().to_string()),
         "the error names the index directory: {stderr}"
     );
+    assert_eq!(documents(&data), committed, "earlier commits intact");
+    assert_eq!(leftovers(&data), Vec::<String>::new());
     // The next ingest works, and the index is as before plus it.
     let out = ingest(&small);
     assert!(
@@ -222,6 +230,68 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["hits"][0]["id"], "after");
     server.stop();
+    let committed = documents(&data);
+
+    // A disk filled by something else: every write fails, naming the data directory, and
+    // changes nothing; the server refuses to start (SQLite cannot grow its shared-memory
+    // file), naming its database.
+    let filler = fs.path().join("filler");
+    fill(&filler);
+    let one = work.path().join("one.jsonl");
+    std::fs::write(
+        &one,
+        r#"{"id":"late","title":"written once space is free"}"#,
+    )
+    .unwrap();
+    let out = ingest(&one);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&data.display().to_string()),
+        "the error names the data directory: {stderr}"
+    );
+    assert_eq!(documents(&data), committed, "earlier commits intact");
+    assert_eq!(leftovers(&data), Vec::<String>::new());
+    let out = rankd()
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(["--database-url", &db])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&data.display().to_string()), "{stderr}");
+
+    // Space freed: the same ingest succeeds and the server serves its document.
+    std::fs::remove_file(&filler).unwrap();
+    let out = ingest(&one);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut expected = committed;
+    expected.insert("late".into(), "written once space is free".into());
+    assert_eq!(documents(&data), expected);
+    let server = start(&data, &db, Some(TOKEN));
+    let a = get(&format!("{}/search?q=space", server.base), None);
+    assert_eq!(a.body["hits"][0]["id"], "late", "{}", a.body);
+    server.stop();
+}
+
+/// Writes zeros to `path` until the file system is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).unwrap();
+    let block = vec![0u8; 1 << 16];
+    loop {
+        if let Err(e) = f.write_all(&block) {
+            assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
+            break;
+        }
+    }
+    // What a partial block could not take.
+    while f.write_all(&[0]).is_ok() {}
 }
 
 /// Item 7: HTML pages ingested without `--base-url` keep their links to one another (stored

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod jobs;
 pub mod labels;
 pub mod models;
+pub mod recovery;
 pub mod train;
 
 use std::sync::Arc;

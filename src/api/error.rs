@@ -124,3 +124,92 @@ impl IntoResponse for ApiError {
         (self.status, Json(body)).into_response()
     }
 }
+
+/// The body of every error answer, as the OpenAPI document describes it (schema `Error`).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    #[schema(inline)]
+    pub error: ErrorDetail,
+}
+
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// what went wrong, for programs: `bad_request`, `not_found`, `unauthorized`, …
+    pub code: String,
+    /// what went wrong and where, for people
+    pub message: String,
+    /// the parameter or body field at fault, if one is
+    pub field: Option<String>,
+}
+
+/// Completes the OpenAPI document with the error answers every operation can give besides
+/// its own (an unknown query parameter is a 400 everywhere; the limits of `guard.rs` answer
+/// 408, 413, 414, 431 and 503; wrong admin tokens 429) and gives every 4xx and 5xx answer
+/// the [`ErrorBody`] schema, so clients (and schemathesis) can rely on both.
+pub fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{Content, Ref, RefOr, Response};
+    use utoipa::{PartialSchema, ToSchema};
+
+    openapi
+        .components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .insert(ErrorBody::name().into_owned(), ErrorBody::schema());
+    let error_content = || Content::new(Some(Ref::from_schema_name(ErrorBody::name())));
+    let common: &[(u16, &str)] = &[
+        (
+            400,
+            "bad request: an unknown or malformed parameter, named in `error.field`",
+        ),
+        (
+            408,
+            "the request took longer than `limits.request_timeout_secs`",
+        ),
+        (414, "the request line is longer than the server takes"),
+        (431, "the request headers are larger than the server takes"),
+        (
+            503,
+            "over `limits.max_concurrent_requests` (retry), or starting or draining",
+        ),
+    ];
+    for item in openapi.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+            &mut item.head,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let mut extra = common.to_vec();
+            if operation.request_body.is_some() {
+                extra.push((413, "the body is larger than `limits.max_body_bytes`"));
+            }
+            if operation.security.is_some() {
+                extra.push((
+                    429,
+                    "too many wrong admin tokens from this address; retry after `Retry-After` \
+                     seconds",
+                ));
+            }
+            let responses = &mut operation.responses.responses;
+            for (status, description) in extra {
+                responses
+                    .entry(status.to_string())
+                    .or_insert_with(|| RefOr::T(Response::new(description)));
+            }
+            for (status, response) in responses.iter_mut() {
+                let is_error = status.starts_with('4') || status.starts_with('5');
+                if let (true, RefOr::T(response)) = (is_error, response) {
+                    if response.content.is_empty() {
+                        response
+                            .content
+                            .insert("application/json".into(), error_content());
+                    }
+                }
+            }
+        }
+    }
+}

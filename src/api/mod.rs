@@ -55,6 +55,8 @@ pub struct AppState {
         description = "Search-engine ranking server: public search API and bearer-token admin API"
     ),
     modifiers(&BearerAuth),
+    // Named by a query parameter of `POST /admin/models`, which utoipa does not collect.
+    components(schemas(crate::admin::models::UploadFormat)),
     tags(
         (name = "search", description = "Public ranking API"),
         (name = "operations", description = "Health, metrics and this document"),
@@ -97,6 +99,7 @@ pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::
     #[openapi(paths(search::doc))]
     struct DocRoute;
     openapi.merge(DocRoute::openapi());
+    error::document_errors(&mut openapi);
     (router.route("/doc/{*id}", get(search::doc)), openapi)
 }
 

@@ -55,8 +55,30 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     serve_index(index, config)
 }
 
-/// Serves `index` with `config` until SIGTERM or Ctrl-C.
+/// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
+/// left in the data directory (`crate::admin::recovery`), so the manifest is current before
+/// the link scores are checked against it.
 pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
+    let recovery = crate::admin::recovery::recover(&index)?;
+    if !recovery.is_empty() {
+        eprintln!(
+            "recovered from an interrupted write: removed {} temporary and {} uncommitted \
+             index files{}",
+            recovery.temp_files.len(),
+            recovery.segment_files,
+            if recovery.manifest_rewritten {
+                "; rewrote manifest.json, which lagged behind the index"
+            } else {
+                ""
+            }
+        );
+    }
+    if recovery.index_busy {
+        tracing::info!(
+            "another process is writing the index in {}; its files were left alone",
+            index.dir.display()
+        );
+    }
     let docs = index.num_docs();
     let (links, links_stale) = match crate::links::load_for_serving(&index) {
         Ok(Some((l, stale))) => {

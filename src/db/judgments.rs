@@ -70,7 +70,7 @@ impl Db {
         judgments: &[Judgment],
     ) -> Result<(), sqlx::Error> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for (id, text) in queries {
             sqlx::query(
                 "INSERT INTO queries (query_id, text, created_at) VALUES ($1, $2, $3) \

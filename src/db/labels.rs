@@ -110,7 +110,7 @@ impl Db {
     /// reservations. A pair reserved meanwhile by another batch fails the whole batch.
     pub async fn reserve_batch(&self, batch: &NewBatch) -> Result<Reserved, sqlx::Error> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM label_reservations WHERE expires_at <= $1")
             .bind(now)
             .execute(&mut *tx)
@@ -202,7 +202,7 @@ impl Db {
 
     /// Releases the remaining reservations of a batch; `None` when no such batch exists.
     pub async fn release_batch(&self, batch_id: &str) -> Result<Option<u64>, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let known = sqlx::query("SELECT batch_id FROM label_batches WHERE batch_id = $1")
             .bind(batch_id)
             .fetch_optional(&mut *tx)

@@ -58,6 +58,18 @@ pub fn default_url(data_dir: &Path) -> String {
 }
 
 impl Db {
+    /// Begins a transaction that will write. On SQLite it is `BEGIN IMMEDIATE`, which takes
+    /// the write lock at once (waiting up to `busy_timeout` for it): a deferred transaction
+    /// that reads and then writes fails at once with "database is locked" when another
+    /// connection committed in between, and model activations beside other admin writes
+    /// answered 500 that way (`hardening_server::concurrent_admin_writes_wait_for_each_other`).
+    pub async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, sqlx::Error> {
+        match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await,
+            Backend::Postgres => self.pool.begin().await,
+        }
+    }
+
     /// Connects to `url`, applies the migrations of its backend, and marks jobs left queued or
     /// running by a previous process as failed: no thread of this process runs them.
     pub async fn open(url: &str) -> anyhow::Result<Db> {
@@ -84,8 +96,13 @@ impl Db {
             .connect_with(options)
             .await
             .with_context(|| format!("cannot connect to the database {:?}", redact(url)))?;
+        // Every error names the database: on a full disk, SQLite's own message ("disk I/O
+        // error") does not say where.
+        let failed = |what: &str| format!("{what} {:?}", redact(url));
         if backend == Backend::Sqlite {
-            pool.execute("PRAGMA journal_mode = WAL").await?;
+            pool.execute("PRAGMA journal_mode = WAL")
+                .await
+                .with_context(|| failed("cannot switch to write-ahead logging in"))?;
         }
         let migrator = match backend {
             Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
@@ -94,9 +111,12 @@ impl Db {
         migrator
             .run(&pool)
             .await
-            .context("cannot apply the database migrations")?;
+            .with_context(|| failed("cannot apply the migrations to"))?;
         let db = Db { pool, backend };
-        let interrupted = db.fail_interrupted_jobs().await?;
+        let interrupted = db
+            .fail_interrupted_jobs()
+            .await
+            .with_context(|| failed("cannot mark interrupted jobs in"))?;
         if interrupted > 0 {
             tracing::warn!("{interrupted} job(s) interrupted by the last restart marked failed");
         }

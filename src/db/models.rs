@@ -153,7 +153,7 @@ impl Db {
 
     /// Makes `id` the one active model and records the activation, in one transaction.
     pub async fn activate_model(&self, id: &str, by: &str) -> Result<Activation, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let status: Option<String> =
             sqlx::query("SELECT status FROM models WHERE id = $1 AND status <> 'deleted'")
                 .bind(id)

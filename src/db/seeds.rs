@@ -20,7 +20,7 @@ impl Db {
     /// many were new.
     pub async fn add_seeds(&self, ids: &[String]) -> Result<u64, sqlx::Error> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let mut added = 0;
         for id in ids {
             added += sqlx::query(

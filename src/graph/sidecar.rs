@@ -5,9 +5,10 @@
 //!    their f64 values ([`f64_bits`]), because serde_json's default float parser may be off by
 //!    one ulp and stored scores must reload bit for bit.
 //!
-//! Written atomically (temp file in the same directory, fsync, rename, fsync of the directory),
-//! so a reader sees the old file or the new one, never a torn one. Loading checks format,
-//! version, checksum, the caller's manifest hash, matching lengths and finite values.
+//! Written atomically (`crate::durable`: temp file in the same directory, fsync, rename, fsync
+//! of the directory), so a reader sees the old file or the new one, never a torn one. Loading
+//! checks format, version, checksum, the caller's manifest hash, matching lengths and finite
+//! values.
 
 use std::io::Write;
 use std::path::Path;
@@ -68,24 +69,12 @@ pub fn write(path: &Path, manifest_hash: &str, scores: &LinkScores) -> Result<()
         nodes: scores.n(),
         body_sha256: format!("{:x}", Sha256::digest(&body)),
     };
-    let io = |e: std::io::Error| GraphError::Io {
-        path: path.display().to_string(),
-        source: e,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    serde_json::to_writer(&mut tmp, &header).map_err(|e| error(path, e.to_string()))?;
-    tmp.write_all(b"\n").map_err(io)?;
-    tmp.write_all(&body).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io)?;
-    Ok(())
+    crate::durable::write_atomic_with(path, |f| {
+        serde_json::to_writer(&mut *f, &header)?;
+        f.write_all(b"\n")?;
+        f.write_all(&body)
+    })
+    .map_err(|e| error(path, format!("{e:#}")))
 }
 
 /// The index key (`manifest_hash`) a link-score file was written for, from its header alone.

@@ -149,7 +149,7 @@ impl TextIndex {
         read_manifest(&self.dir)
     }
 
-    fn write_manifest(&self) -> anyhow::Result<()> {
+    pub(crate) fn write_manifest(&self) -> anyhow::Result<()> {
         let manifest = Manifest {
             index_format: INDEX_FORMAT,
             rankd_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -382,22 +382,8 @@ pub fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
     serde_json::from_str(&text).with_context(|| format!("corrupt manifest {}", path.display()))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory, fsync and rename,
-/// so readers see the old or the new content, never a torn file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
-}
+/// Files of the data directory are replaced whole through this (see `crate::durable`).
+pub use crate::durable::write_atomic;
 
 /// The 64-bit key of a collapse group (SipHash-1-3, keys 0: stable across releases).
 fn key_hash(key: &str) -> u64 {

@@ -148,6 +148,14 @@ pub fn snapshot(db: &str) -> BTreeMap<String, Vec<String>> {
     out
 }
 
+/// The rankd binary under test: cargo's build of this checkout, or `RANKD_TEST_BIN` when set
+/// (where checkouts share a target directory, its `debug/rankd` may be another checkout's).
+pub fn rankd_bin() -> PathBuf {
+    std::env::var_os("RANKD_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_rankd")))
+}
+
 pub struct Server {
     pub child: Child,
     pub base: String,
@@ -176,7 +184,7 @@ pub fn start(data: &Path, db: &str, token: Option<&str>) -> Server {
 
 /// As [`start`], with extra environment variables.
 pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, &str)]) -> Server {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rankd"));
+    let mut cmd = Command::new(rankd_bin());
     cmd.args([
         "serve",
         "--addr",
@@ -219,10 +227,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = Command::new(rankd_bin()).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -263,6 +268,16 @@ pub struct Answer {
 
 /// Sends one request. `token`: the bearer token to send, if any.
 pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<(&str, &[u8])>) -> Answer {
+    try_call(method, url, token, body).unwrap()
+}
+
+/// As [`call`], with the transport error (no connection, connection closed) returned.
+pub fn try_call(
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    body: Option<(&str, &[u8])>,
+) -> Result<Answer, ureq::Error> {
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
@@ -278,19 +293,19 @@ pub fn call(method: &str, url: &str, token: Option<&str>, body: Option<(&str, &[
         }
         None => agent.run(req.body(()).unwrap()),
     };
-    let mut resp = result.unwrap();
+    let mut resp = result?;
     let status = resp.status().as_u16();
     let www_authenticate = resp
         .headers()
         .get("www-authenticate")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let text = resp.body_mut().read_to_string().unwrap();
-    Answer {
+    let text = resp.body_mut().read_to_string()?;
+    Ok(Answer {
         status,
         www_authenticate,
         body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    }
+    })
 }
 
 pub fn get(url: &str, token: Option<&str>) -> Answer {
@@ -364,4 +379,77 @@ pub fn topic_judgments() -> String {
         }
     }
     serde_json::Value::Array(rows).to_string()
+}
+
+/// Id → title of every live document, read from the index with the library (not the server).
+pub fn documents(data: &Path) -> BTreeMap<String, String> {
+    let index = rankd::text::TextIndex::open(data, None).unwrap();
+    let searcher = index.reader.searcher();
+    let mut out = BTreeMap::new();
+    for reader in searcher.segment_readers() {
+        let store = reader.get_store_reader(8).unwrap();
+        for doc in reader.doc_ids_alive() {
+            let d = index.stored(&store.get(doc).unwrap());
+            assert!(
+                out.insert(d.id.clone(), d.title).is_none(),
+                "document {} is in the index twice",
+                d.id
+            );
+        }
+    }
+    let manifest = index.manifest().unwrap();
+    assert_eq!(
+        manifest.num_docs,
+        out.len() as u64,
+        "manifest.json counts {} documents, the index holds {}",
+        manifest.num_docs,
+        out.len()
+    );
+    out
+}
+
+/// Files an interrupted or failed write may leave and must not: temporary files anywhere in the
+/// data directory, and files of `index/` that belong to no committed segment.
+pub fn leftovers(data: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    walk(data, &mut |path| {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with(".tmp") || name.contains(".rankd-tmp") {
+            found.push(path.display().to_string());
+        }
+    });
+    let index = data.join("index");
+    let meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(index.join("meta.json")).unwrap()).unwrap();
+    let committed: Vec<String> = meta["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["segment_id"].as_str().unwrap().replace('-', ""))
+        .collect();
+    for entry in std::fs::read_dir(&index).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let tantivy_own = [
+            "meta.json",
+            ".managed.json",
+            ".tantivy-meta.lock",
+            ".tantivy-writer.lock",
+        ];
+        let segment = name.split('.').next().unwrap();
+        if !tantivy_own.contains(&name.as_str()) && !committed.iter().any(|c| c == segment) {
+            found.push(index.join(&name).display().to_string());
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            walk(&path, f);
+        } else {
+            f(&path);
+        }
+    }
 }

@@ -58,8 +58,14 @@ fn tokenize(text: &str) -> Result<Vec<(usize, Token)>, String> {
                 if let Some(name) = tag.strip_prefix('/') {
                     out.push((line, Token::Close(name.trim().to_string())));
                 } else {
-                    let mut parts = tag.split_whitespace();
-                    let name = parts.next().unwrap_or_default().to_string();
+                    // The attributes follow the name; measured from a tag without leading
+                    // blanks, `name.len()` is where they start (`< a>` would cut a character).
+                    let tag = tag.trim_start();
+                    let name = tag
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
                     let attrs = parse_attrs(&tag[name.len()..])
                         .map_err(|e| format!("line {line}: <{name}>: {e}"))?;
                     out.push((line, Token::Open { name, attrs }));
@@ -312,5 +318,14 @@ mod tests {
         );
         assert!(err(MODEL.replace("</ensemble>\n", "")).contains("ends inside"));
         assert!(err("## Coordinate Ascent\n<ensemble></ensemble>".into()).contains("not a RankLib"));
+    }
+
+    /// Found by the `model` fuzz target: a tag opening with a blank before a multi-byte
+    /// character panicked on a slice inside that character.
+    #[test]
+    fn a_blank_before_the_tag_name_is_no_panic() {
+        let text = MODEL.replace("<ensemble>", "< </\u{a9}>\n<ensemble>");
+        assert!(parse(&text).is_err());
+        assert!(parse(&MODEL.replace("<ensemble>", "< ensemble>")).is_ok());
     }
 }
