@@ -22,13 +22,16 @@ pub enum SearchPhase {
     Features,
     /// Second-phase scoring by the learned reranker.
     Rerank,
+    /// Collapsing the window's groups (`collapse=`).
+    Collapse,
 }
 
 impl SearchPhase {
-    pub const ALL: [SearchPhase; 3] = [
+    pub const ALL: [SearchPhase; 4] = [
         SearchPhase::Retrieve,
         SearchPhase::Features,
         SearchPhase::Rerank,
+        SearchPhase::Collapse,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -36,6 +39,7 @@ impl SearchPhase {
             SearchPhase::Retrieve => "retrieve",
             SearchPhase::Features => "features",
             SearchPhase::Rerank => "rerank",
+            SearchPhase::Collapse => "collapse",
         }
     }
 }

@@ -313,7 +313,13 @@ fn admin_batches_and_deletes_killed_at_random_lose_no_acknowledged_write() {
         "admin documents: {acknowledged} writes acknowledged over {ROUNDS} kills \
          (span {span:?})"
     );
-    assert!(acknowledged > ROUNDS, "the kills came too early");
+    // The kill delays are drawn over the measuring run's span; on a loaded machine later
+    // writes are slower than measured, so expect writes in about half the rounds, not more
+    // (17 over 20 rounds was seen beside a full test run on 2 cores).
+    assert!(
+        acknowledged >= ROUNDS / 2,
+        "the kills came too early: {acknowledged} writes acknowledged over {ROUNDS} kills"
+    );
 }
 
 /// A corpus whose graph job takes a noticeable time: `n` documents, each linking to five

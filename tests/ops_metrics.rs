@@ -128,7 +128,7 @@ fn metrics_cover_requests_index_and_the_dashboard() {
     );
     assert!(sample(&text, r#"rankd_errors_total{kind="unauthorized"}"#).unwrap() >= 1.0);
     assert!(sample(&text, r#"rankd_errors_total{kind="not_found"}"#).unwrap() >= 2.0);
-    for phase in ["retrieve", "features", "rerank"] {
+    for phase in ["retrieve", "features", "rerank", "collapse"] {
         assert!(
             text.contains(&format!(
                 "rankd_search_phase_duration_seconds_bucket{{phase=\"{phase}\",le=\"0.0001\"}}"

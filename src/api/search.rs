@@ -254,6 +254,9 @@ pub async fn search(
         observe_search_phase(SearchPhase::Features, t.features);
         observe_search_phase(SearchPhase::Rerank, t.rerank);
     }
+    if !query.collapse.is_empty() {
+        observe_search_phase(SearchPhase::Collapse, t.collapse);
+    }
     Ok(Json(response))
 }
 

@@ -7,9 +7,8 @@ use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
 use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
-use crate::search::fusion::{Method, Norm};
 use crate::search::model::ActiveModel;
-use crate::search::{Engine, Fusion, FusionQuery, Ranking, SearchQuery};
+use crate::search::{Engine, FusionQuery, Ranking, SearchQuery};
 use crate::text::{ModelKind, TextIndex};
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,26 +220,17 @@ fn fusion_query(args: &EvalArgs) -> anyhow::Result<FusionQuery> {
         .iter()
         .map(|m| m.trim().parse::<ModelKind>().map_err(Invalid))
         .collect::<Result<_, _>>()?;
-    let method: Method = args
+    let method = args
         .fusion
         .as_deref()
-        .ok_or_else(|| Invalid("--model fusion needs --fusion METHOD".into()))?
-        .parse()
-        .map_err(|e| Invalid(format!("{e}")))?;
-    let norm: Option<Norm> = args
-        .fusion_norm
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e| Invalid(format!("{e}")))?;
-    let fusion = Fusion::new(
+        .ok_or_else(|| Invalid("--model fusion needs --fusion METHOD".into()))?;
+    let fusion = super::fuse::fusion_from(
         method,
         inputs.len(),
         args.fusion_k,
-        norm,
+        args.fusion_norm.as_deref(),
         args.fusion_weights.clone(),
-    )
-    .map_err(|e| Invalid(format!("{e}")))?;
+    )?;
     Ok(FusionQuery {
         inputs,
         fusion,

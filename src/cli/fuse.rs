@@ -35,8 +35,22 @@ pub struct FuseArgs {
     pub runs: Vec<PathBuf>,
 }
 
+/// A fusion from command-line text (`rankd fuse`, `rankd eval --model fusion`), every
+/// mistake a usage error.
+pub(super) fn fusion_from(
+    method: &str,
+    inputs: usize,
+    k: Option<f64>,
+    norm: Option<&str>,
+    weights: Option<Vec<f64>>,
+) -> Result<Fusion, Invalid> {
+    let invalid = |e: crate::search::FusionError| Invalid(e.to_string());
+    let method: Method = method.parse().map_err(invalid)?;
+    let norm: Option<Norm> = norm.map(str::parse).transpose().map_err(invalid)?;
+    Fusion::new(method, inputs, k, norm, weights).map_err(invalid)
+}
+
 pub fn run(args: FuseArgs) -> anyhow::Result<()> {
-    let method: Method = args.method.parse().map_err(|e| Invalid(format!("{e}")))?;
     for (i, path) in args.runs.iter().enumerate() {
         if args.runs[..i].contains(path) {
             return Err(Invalid(format!(
@@ -46,14 +60,14 @@ pub fn run(args: FuseArgs) -> anyhow::Result<()> {
             .into());
         }
     }
-    let norm: Option<Norm> = args
-        .norm
-        .as_deref()
-        .map(str::parse)
-        .transpose()
-        .map_err(|e| Invalid(format!("{e}")))?;
-    let fusion = Fusion::new(method, args.runs.len(), args.k, norm, args.weights.clone())
-        .map_err(|e| Invalid(format!("{e}")))?;
+    let fusion = fusion_from(
+        &args.method,
+        args.runs.len(),
+        args.k,
+        args.norm.as_deref(),
+        args.weights.clone(),
+    )?;
+    let method = fusion.method;
     let runs: Vec<Run> = args
         .runs
         .iter()

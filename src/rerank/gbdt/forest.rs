@@ -23,6 +23,17 @@ use serde::{Deserialize, Serialize};
 /// `|x| ≤ ZERO_BAND` (zeros of either sign included) is treated as missing.
 pub const ZERO_BAND: f32 = 1e-35;
 
+/// Whether a split sends value `x` left: `x ≤ threshold`, or `nan_left` for a missing value
+/// (NaN, and with `zero_missing` any `|x| ≤ ZERO_BAND`). Every walk of a tree decides here.
+pub fn goes_left(x: f32, threshold: f32, nan_left: bool, zero_missing: bool) -> bool {
+    let missing = x.is_nan() || (zero_missing && x.abs() <= ZERO_BAND);
+    if missing {
+        nan_left
+    } else {
+        x <= threshold
+    }
+}
+
 /// One node of a tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Node {
@@ -92,9 +103,8 @@ impl Tree {
                     left,
                     right,
                 } => {
-                    let x = row[feature as usize];
-                    let missing = x.is_nan() || (zero_missing && x.abs() <= ZERO_BAND);
-                    let go_left = if missing { nan_left } else { x <= threshold };
+                    let go_left =
+                        goes_left(row[feature as usize], threshold, nan_left, zero_missing);
                     i = if go_left { left } else { right } as usize;
                 }
             }

@@ -13,7 +13,7 @@
 //! The algorithm is O(L·D²) per tree (L leaves, D depth). Written here: no maintained Rust
 //! crate computes TreeSHAP over a foreign tree structure.
 
-use super::forest::{Forest, Node, Tree, ZERO_BAND};
+use super::forest::{goes_left, Forest, Node, Tree};
 
 /// One step of the path from the root, as Algorithm 2 keeps it.
 #[derive(Debug, Clone, Copy)]
@@ -80,16 +80,6 @@ fn unwound_sum(path: &[PathElement], at: usize) -> f64 {
         }
     }
     total
-}
-
-/// Whether `x` goes left at a split (the same decision as [`Tree::predict_row`]).
-fn goes_left(x: f32, threshold: f32, nan_left: bool, zero_missing: bool) -> bool {
-    let missing = x.is_nan() || (zero_missing && x.abs() <= ZERO_BAND);
-    if missing {
-        nan_left
-    } else {
-        x <= threshold
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
