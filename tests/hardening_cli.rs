@@ -233,8 +233,9 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     let committed = documents(&data);
 
     // A disk filled by something else: every write fails, naming the data directory, and
-    // changes nothing; the server refuses to start (SQLite cannot grow its shared-memory
-    // file), naming its database.
+    // changes nothing; the server either refuses to start, naming its data directory (SQLite
+    // cannot create its shared-memory file), or (when SQLite reuses one left behind) starts
+    // and answers a write with a 500 naming the index directory.
     let filler = fs.path().join("filler");
     fill(&filler);
     let one = work.path().join("one.jsonl");
@@ -252,15 +253,57 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     );
     assert_eq!(documents(&data), committed, "earlier commits intact");
     assert_eq!(leftovers(&data), Vec::<String>::new());
-    let out = rankd()
+    let log = work.path().join("serve.err");
+    let mut child = rankd()
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
         .arg(&data)
         .args(["--database-url", &db])
-        .output()
+        .env("RANKD_ADMIN_TOKEN", TOKEN)
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&data.display().to_string()), "{stderr}");
+    let started = std::time::Instant::now();
+    let (exited, address) = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break (Some(status), None);
+        }
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(rest) = text.split("http://").nth(1) {
+            break (
+                None,
+                Some(format!("http://{}", rest.split('/').next().unwrap())),
+            );
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "serve neither exited nor listened: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    match (exited, address) {
+        (Some(status), _) => {
+            assert_eq!(status.code(), Some(1), "{stderr}");
+            assert!(stderr.contains(&data.display().to_string()), "{stderr}");
+        }
+        (None, Some(b)) => {
+            let a = post_text(
+                &format!("{b}/admin/documents"),
+                Some(TOKEN),
+                r#"{"id":"lost","title":"no room"}"#,
+            );
+            assert_eq!(a.status, 500, "{}", a.body);
+            assert!(
+                a.body.to_string().contains(&data.display().to_string()),
+                "{}",
+                a.body
+            );
+            let _ = child.kill();
+            let _ = child.wait();
+            assert_eq!(documents(&data), committed, "earlier commits intact");
+        }
+        (None, None) => unreachable!("the loop ends with an exit or an address"),
+    }
 
     // Space freed: the same ingest succeeds and the server serves its document.
     std::fs::remove_file(&filler).unwrap();
