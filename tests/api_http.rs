@@ -222,6 +222,10 @@ fn search_doc_similar_and_every_bad_input() {
             "fusion_weights",
         ),
         (
+            "search?q=a&model=fusion&inputs=bm25,lm&fusion=combsum&fusion_weights=1,1e308".into(),
+            "fusion_weights",
+        ),
+        (
             "search?q=a&model=fusion&inputs=bm25,lm&fusion=rrf&fusion_weights=1".into(),
             "fusion_weights",
         ),

@@ -38,6 +38,10 @@ pub const DEFAULT_RRF_K: f64 = 60.0;
 /// The most documents Condorcet fuses for one query: it compares every pair (O(n²·lists)).
 pub const MAX_CONDORCET_DOCS: usize = 5000;
 
+/// The largest weight an input may get (larger ones would overflow fused scores to ∞, which
+/// JSON cannot carry).
+pub const MAX_WEIGHT: f64 = 1e6;
+
 /// A fusion method (SPEC §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,7 +136,7 @@ pub enum FusionError {
     TooFewInputs(usize),
     #[error("{given} weights for {inputs} inputs: give one weight per input")]
     WeightCount { given: usize, inputs: usize },
-    #[error("weight {index} is {value}: weights must be finite positive numbers")]
+    #[error("weight {index} is {value}: weights must be positive numbers up to {MAX_WEIGHT}")]
     BadWeight { index: usize, value: f64 },
     #[error("k must be a finite number ≥ 0, got {0}")]
     BadK(f64),
@@ -192,7 +196,7 @@ impl Fusion {
                 if let Some((index, &value)) = w
                     .iter()
                     .enumerate()
-                    .find(|(_, v)| !v.is_finite() || **v <= 0.0)
+                    .find(|(_, v)| !(v.is_finite() && **v > 0.0 && **v <= MAX_WEIGHT))
                 {
                     return Err(FusionError::BadWeight {
                         index: index + 1,
@@ -540,7 +544,7 @@ mod tests {
                 inputs: 2
             })
         ));
-        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e308] {
             assert!(matches!(
                 Fusion::new(Method::CombSum, 2, None, None, Some(vec![1.0, bad])),
                 Err(BadWeight { index: 2, .. })
