@@ -590,3 +590,59 @@ fn activation_killed_at_random_leaves_one_active_model() {
     server.stop();
     eprintln!("activation: {activations} activations acknowledged over {ROUNDS} kills");
 }
+
+/// A model activation the command line asked for (`rankd train --activate` writes
+/// `models/ACTIVE`) survives a start-up that dies before the registry records it: the
+/// request is removed only once the activation is committed. The failure is injected with
+/// a trigger that makes the registry refuse updates (a kill in that window is too short to
+/// hit at random).
+#[test]
+fn a_command_line_activation_survives_a_start_up_that_fails_to_apply_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, db, server) = judged_server(dir.path());
+    let id = train(&server.base, &train_settings(7));
+    server.stop();
+    let request = data.join("models").join("ACTIVE");
+    std::fs::write(&request, format!("{id}.json")).unwrap();
+    if db.starts_with("sqlite") {
+        sql(
+            &db,
+            "CREATE TRIGGER refuse BEFORE UPDATE ON models \
+             BEGIN SELECT RAISE(FAIL, 'injected failure'); END",
+        );
+    } else {
+        sql(
+            &db,
+            "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION \
+             'injected failure'; END $$ LANGUAGE plpgsql",
+        );
+        sql(
+            &db,
+            "CREATE TRIGGER refuse BEFORE UPDATE ON models FOR EACH ROW EXECUTE FUNCTION refuse()",
+        );
+    }
+    let out = Command::new(rankd_bin())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .args(["--database-url", &db])
+        .env("RANKD_ADMIN_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the start-up should fail: {stderr}");
+    assert!(stderr.contains("injected failure"), "{stderr}");
+    assert!(
+        request.exists(),
+        "the request was lost with the failed start-up"
+    );
+
+    if db.starts_with("sqlite") {
+        sql(&db, "DROP TRIGGER refuse");
+    } else {
+        sql(&db, "DROP TRIGGER refuse ON models");
+    }
+    let server = start(&data, &db, Some(TOKEN));
+    assert_registry(&server.base, &db, &[Some(id)], "after the restart");
+    assert!(!request.exists(), "the applied request is removed");
+    server.stop();
+}

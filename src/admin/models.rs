@@ -1,7 +1,7 @@
 //! Which reranker the server runs: the database's model registry is the truth. Model files
 //! written by the command line (`rankd train --activate`, `rankd demo`) are registered at
 //! start-up, and the activation the command line asked for (`models/ACTIVE`) is carried
-//! into the registry once, then the request file is removed.
+//! into the registry once; the request file is removed after the registry has it.
 //!
 //! An active model whose file cannot be loaded (corrupt, deleted, from an incompatible rankd)
 //! does not stop the server: it serves first-phase results and says why
@@ -16,7 +16,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::db::models::ModelRecord;
+use crate::db::models::{Activation, ModelRecord};
 use crate::db::Db;
 use crate::error::Invalid;
 use crate::rerank::gbdt::import::Library;
@@ -44,8 +44,15 @@ pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Loaded> {
             Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
         }
     }
-    if let Some(id) = model::take_activation_request(data_dir)? {
-        db.activate_model(&id, "command line").await?;
+    // The request goes only once the registry has it: a start-up that dies in between
+    // applies it at the next start.
+    if let Some(id) = model::activation_request_id(data_dir)? {
+        if let Activation::NotFound = db.activate_model(&id, "command line").await? {
+            tracing::warn!(
+                "the command line asked to activate model {id}, which is not registered"
+            );
+        }
+        model::clear_activation_request(data_dir)?;
     }
     let Some(m) = db.active_model().await? else {
         return Ok(Loaded {

@@ -122,16 +122,28 @@ fn activation_request(data_dir: &Path) -> PathBuf {
     models_dir(data_dir).join("ACTIVE")
 }
 
-/// The model id a pending command-line activation names, removing the request.
-pub fn take_activation_request(data_dir: &Path) -> anyhow::Result<Option<String>> {
+/// The model id a pending command-line activation names. The server removes the request
+/// ([`clear_activation_request`]) only once the registry has recorded the activation, so a
+/// start-up that dies in between applies it at the next start.
+pub fn activation_request_id(data_dir: &Path) -> anyhow::Result<Option<String>> {
     let path = activation_request(data_dir);
     let name = match std::fs::read_to_string(&path) {
         Ok(n) => n.trim().to_string(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
     };
-    std::fs::remove_file(&path)?;
     Ok(Some(name.trim_end_matches(".json").to_string()))
+}
+
+/// Removes the command line's activation request once it is applied.
+pub fn clear_activation_request(data_dir: &Path) -> anyhow::Result<()> {
+    let path = activation_request(data_dir);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow::anyhow!("cannot remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The model files of an index, newest first.
