@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -246,6 +247,7 @@ def main():
     alive = server.poll() is None
     server.terminate()
     server.wait(timeout=60)
+    shutil.rmtree(work, ignore_errors=True)
 
     warm = [s for s in samples if s["t"] >= args.warmup] or samples
     lat = sorted(latencies)
