@@ -14,7 +14,6 @@ use super::error::ApiError;
 use super::params::{Query, QueryParams};
 use super::AppState;
 use crate::links::NodeScores;
-use crate::search::fusion;
 use crate::search::{
     CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery, SearchResponse,
     SortMode, DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW,
@@ -276,23 +275,12 @@ fn fusion_query(p: &SearchParams) -> Result<FusionQuery, ApiError> {
                 .map_err(|e| ApiError::bad_request("inputs", e))
         })
         .collect::<Result<_, _>>()?;
-    let method: fusion::Method = p
-        .fusion
-        .as_deref()
-        .ok_or_else(|| {
-            ApiError::bad_request(
-                "fusion",
-                "model=fusion needs fusion=rrf|combsum|combmnz|borda|condorcet",
-            )
-        })?
-        .parse()
-        .map_err(|e: FusionError| ApiError::bad_request("fusion", e.to_string()))?;
-    let norm = p
-        .fusion_norm
-        .as_deref()
-        .map(str::parse::<fusion::Norm>)
-        .transpose()
-        .map_err(|e| ApiError::bad_request("fusion_norm", e.to_string()))?;
+    let method = p.fusion.as_deref().ok_or_else(|| {
+        ApiError::bad_request(
+            "fusion",
+            "model=fusion needs fusion=rrf|combsum|combmnz|borda|condorcet",
+        )
+    })?;
     let weights = p
         .fusion_weights
         .as_deref()
@@ -309,7 +297,14 @@ fn fusion_query(p: &SearchParams) -> Result<FusionQuery, ApiError> {
                 .collect::<Result<Vec<f64>, _>>()
         })
         .transpose()?;
-    let fusion = Fusion::new(method, inputs.len(), p.fusion_k, norm, weights).map_err(|e| {
+    let fusion = Fusion::from_names(
+        method,
+        inputs.len(),
+        p.fusion_k,
+        p.fusion_norm.as_deref(),
+        weights,
+    )
+    .map_err(|e| {
         let field = match e {
             FusionError::TooFewInputs(_) => "inputs",
             FusionError::WeightCount { .. } | FusionError::BadWeight { .. } => "fusion_weights",

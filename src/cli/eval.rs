@@ -224,13 +224,14 @@ fn fusion_query(args: &EvalArgs) -> anyhow::Result<FusionQuery> {
         .fusion
         .as_deref()
         .ok_or_else(|| Invalid("--model fusion needs --fusion METHOD".into()))?;
-    let fusion = super::fuse::fusion_from(
+    let fusion = crate::search::Fusion::from_names(
         method,
         inputs.len(),
         args.fusion_k,
         args.fusion_norm.as_deref(),
         args.fusion_weights.clone(),
-    )?;
+    )
+    .map_err(|e| Invalid(e.to_string()))?;
     Ok(FusionQuery {
         inputs,
         fusion,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::error::Invalid;
 use crate::eval::{trec, Run, RunOrder};
-use crate::search::fusion::{agreement, Fusion, Method, Norm};
+use crate::search::fusion::{agreement, Fusion};
 
 #[derive(clap::Args, Debug)]
 pub struct FuseArgs {
@@ -35,21 +35,6 @@ pub struct FuseArgs {
     pub runs: Vec<PathBuf>,
 }
 
-/// A fusion from command-line text (`rankd fuse`, `rankd eval --model fusion`), every
-/// mistake a usage error.
-pub(super) fn fusion_from(
-    method: &str,
-    inputs: usize,
-    k: Option<f64>,
-    norm: Option<&str>,
-    weights: Option<Vec<f64>>,
-) -> Result<Fusion, Invalid> {
-    let invalid = |e: crate::search::FusionError| Invalid(e.to_string());
-    let method: Method = method.parse().map_err(invalid)?;
-    let norm: Option<Norm> = norm.map(str::parse).transpose().map_err(invalid)?;
-    Fusion::new(method, inputs, k, norm, weights).map_err(invalid)
-}
-
 pub fn run(args: FuseArgs) -> anyhow::Result<()> {
     for (i, path) in args.runs.iter().enumerate() {
         if args.runs[..i].contains(path) {
@@ -60,13 +45,14 @@ pub fn run(args: FuseArgs) -> anyhow::Result<()> {
             .into());
         }
     }
-    let fusion = fusion_from(
+    let fusion = Fusion::from_names(
         &args.method,
         args.runs.len(),
         args.k,
         args.norm.as_deref(),
         args.weights.clone(),
-    )?;
+    )
+    .map_err(|e| Invalid(e.to_string()))?;
     let method = fusion.method;
     let runs: Vec<Run> = args
         .runs

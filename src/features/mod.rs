@@ -11,8 +11,6 @@ mod set;
 pub mod social;
 mod text;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use tantivy::{DocAddress, Searcher};
 
 use crate::links::LinkData;
@@ -114,10 +112,7 @@ pub fn extract(
     if candidates.is_empty() {
         return Ok(m);
     }
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+    let now = social::unix_now();
     let (score_col, rank_col) = (set.col("first_phase.score"), set.col("first_phase.rank"));
     for (row, c) in candidates.iter().enumerate() {
         m.set(row, score_col, c.score);

@@ -17,6 +17,14 @@
 use crate::text::columns::SocialSignals;
 use crate::text::config::SocialParams;
 
+/// The clock the age-dependent scores read, in Unix seconds.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
 /// Reddit's epoch, 2005-12-08 07:46:43 UTC, in Unix seconds (`_sorts.pyx`).
 pub const REDDIT_EPOCH: i64 = 1_134_028_003;
 

@@ -214,6 +214,19 @@ impl Fusion {
         })
     }
 
+    /// [`Fusion::new`] from the method's and normalisation's names, as front ends receive
+    /// them (`rrf`, `minmax`, ...).
+    pub fn from_names(
+        method: &str,
+        inputs: usize,
+        k: Option<f64>,
+        norm: Option<&str>,
+        weights: Option<Vec<f64>>,
+    ) -> Result<Self, FusionError> {
+        let norm = norm.map(str::parse::<Norm>).transpose()?;
+        Fusion::new(method.parse()?, inputs, k, norm, weights)
+    }
+
     /// Fuses one query's lists, each in rank order (rank 1 first) with its scores; a key must
     /// not repeat within a list. Returns the fused list, best first.
     pub fn fuse<K: Clone + Eq + Hash>(

@@ -18,7 +18,7 @@ pub mod sort;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use arc_swap::ArcSwapOption;
 use serde::Serialize;
@@ -663,7 +663,7 @@ impl Engine {
                 let by = sort::SortBy {
                     mode,
                     params: self.index.config.social,
-                    now: now_seconds(),
+                    now: features::social::unix_now(),
                     global_rating: columns.global_rating(searcher).map(|(mean, _)| mean),
                 };
                 sort::top_sorted(searcher, &bound, by, limit, skip)?
@@ -951,12 +951,4 @@ impl Engine {
         }
         Ok(SnippetQuery::new(terms))
     }
-}
-
-/// The clock, in Unix seconds, for the age-dependent scores.
-fn now_seconds() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }

@@ -385,10 +385,10 @@ pub fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
 /// Files of the data directory are replaced whole through this (see `crate::durable`).
 pub use crate::durable::write_atomic;
 
-/// The 64-bit key of a collapse group (SipHash-1-3, keys 0: stable across releases).
+/// The 64-bit key of a collapse group ([`super::simhash::stable_hasher`]).
 fn key_hash(key: &str) -> u64 {
     use std::hash::Hasher;
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+    let mut h = super::simhash::stable_hasher();
     h.write(key.as_bytes());
     h.finish()
 }

@@ -17,10 +17,15 @@ pub const NEAR_DUPLICATE_BITS: u32 = 3;
 /// Words per shingle.
 const SHINGLE: usize = 3;
 
-/// The fixed 64-bit hash of one shingle: SipHash-1-3, keys (0, 0), over the words joined by
-/// single spaces.
+/// The fixed 64-bit hash of what the index stores as keys and fingerprints: SipHash-1-3 with
+/// keys (0, 0), stable across Rust releases (std's `DefaultHasher` is not).
+pub fn stable_hasher() -> siphasher::sip::SipHasher13 {
+    siphasher::sip::SipHasher13::new_with_keys(0, 0)
+}
+
+/// The hash of one shingle: [`stable_hasher`] over the words joined by single spaces.
 fn shingle_hash(words: &[String]) -> u64 {
-    let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+    let mut h = stable_hasher();
     for (i, w) in words.iter().enumerate() {
         if i > 0 {
             h.write(b" ");

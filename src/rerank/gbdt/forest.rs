@@ -52,6 +52,53 @@ pub enum Node {
     },
 }
 
+/// Where a row goes at a split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub feature: usize,
+    /// The child the row goes to.
+    pub taken: usize,
+    /// The other child.
+    pub other: usize,
+}
+
+impl Node {
+    /// A leaf's value (0 for a split, which has none).
+    pub fn leaf_value(&self) -> f64 {
+        match *self {
+            Node::Leaf { value } => value,
+            Node::Split { .. } => 0.0,
+        }
+    }
+
+    /// The split's feature and children as `row` meets them ([`goes_left`]); `None` at a leaf.
+    pub fn route(&self, row: &[f32]) -> Option<Route> {
+        match *self {
+            Node::Leaf { .. } => None,
+            Node::Split {
+                feature,
+                threshold,
+                nan_left,
+                zero_missing,
+                left,
+                right,
+            } => {
+                let feature = feature as usize;
+                let (taken, other) = if goes_left(row[feature], threshold, nan_left, zero_missing) {
+                    (left, right)
+                } else {
+                    (right, left)
+                };
+                Some(Route {
+                    feature,
+                    taken: taken as usize,
+                    other: other as usize,
+                })
+            }
+        }
+    }
+}
+
 /// A regression tree; node 0 is the root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "TreeArrays", try_from = "TreeArrays")]
@@ -93,20 +140,9 @@ impl Tree {
     pub fn predict_row(&self, row: &[f32]) -> f64 {
         let mut i = 0usize;
         loop {
-            match self.nodes[i] {
-                Node::Leaf { value } => return value,
-                Node::Split {
-                    feature,
-                    threshold,
-                    nan_left,
-                    zero_missing,
-                    left,
-                    right,
-                } => {
-                    let go_left =
-                        goes_left(row[feature as usize], threshold, nan_left, zero_missing);
-                    i = if go_left { left } else { right } as usize;
-                }
+            match self.nodes[i].route(row) {
+                Some(route) => i = route.taken,
+                None => return self.nodes[i].leaf_value(),
             }
         }
     }

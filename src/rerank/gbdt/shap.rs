@@ -13,7 +13,7 @@
 //! The algorithm is O(L·D²) per tree (L leaves, D depth). Written here: no maintained Rust
 //! crate computes TreeSHAP over a foreign tree structure.
 
-use super::forest::{goes_left, Forest, Node, Tree};
+use super::forest::{Forest, Node, Route, Tree};
 
 /// One step of the path from the root, as Algorithm 2 keeps it.
 #[derive(Debug, Clone, Copy)]
@@ -94,28 +94,20 @@ fn recurse(
     feature: usize,
 ) {
     extend(&mut path, zero, one, feature);
-    match tree.nodes[node] {
-        Node::Leaf { value } => {
+    match tree.nodes[node].route(x) {
+        None => {
+            let value = tree.nodes[node].leaf_value();
             for i in 1..path.len() {
                 let w = unwound_sum(&path, i);
                 let e = path[i];
                 phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * value;
             }
         }
-        Node::Split {
+        Some(Route {
             feature: f,
-            threshold,
-            nan_left,
-            zero_missing,
-            left,
-            right,
-        } => {
-            let f = f as usize;
-            let (hot, cold) = if goes_left(x[f], threshold, nan_left, zero_missing) {
-                (left as usize, right as usize)
-            } else {
-                (right as usize, left as usize)
-            };
+            taken: hot,
+            other: cold,
+        }) => {
             let w = tree.cover[node];
             let (hot_zero, cold_zero) = (tree.cover[hot] / w, tree.cover[cold] / w);
             let (mut in_zero, mut in_one) = (1.0, 1.0);
@@ -202,26 +194,17 @@ mod tests {
     /// E[f(x) | x_S] by Algorithm 1 of the paper: follow `x` at splits on features in S,
     /// both children weighted by cover elsewhere.
     fn conditional(tree: &Tree, x: &[f32], in_s: &[bool], node: usize) -> f64 {
-        match tree.nodes[node] {
-            Node::Leaf { value } => value,
-            Node::Split {
+        match tree.nodes[node].route(x) {
+            None => tree.nodes[node].leaf_value(),
+            Some(Route {
                 feature,
-                threshold,
-                nan_left,
-                zero_missing,
-                left,
-                right,
-            } => {
-                let f = feature as usize;
-                if in_s[f] {
-                    let next = if goes_left(x[f], threshold, nan_left, zero_missing) {
-                        left
-                    } else {
-                        right
-                    };
-                    conditional(tree, x, in_s, next as usize)
+                taken,
+                other,
+            }) => {
+                if in_s[feature] {
+                    conditional(tree, x, in_s, taken)
                 } else {
-                    let (l, r) = (left as usize, right as usize);
+                    let (l, r) = (taken, other);
                     (tree.cover[l] * conditional(tree, x, in_s, l)
                         + tree.cover[r] * conditional(tree, x, in_s, r))
                         / tree.cover[node]
