@@ -82,6 +82,54 @@ pub fn bayesian_average(rating: f64, count: f64, prior_count: f64, global_mean: 
     (count * rating + prior_count * global_mean) / (count + prior_count)
 }
 
+/// The net votes `up − down` of a document (0 up, 0 down where absent), and whether it has
+/// any vote field.
+fn votes(s: &SocialSignals) -> (f64, f64, bool) {
+    let up = s.votes_up.unwrap_or(0) as f64;
+    let down = s.votes_down.unwrap_or(0) as f64;
+    (up, down, s.votes_up.is_some() || s.votes_down.is_some())
+}
+
+/// Age in seconds at `now` (clamped at 0), where the document has a date.
+fn age_seconds(s: &SocialSignals, now: i64) -> Option<f64> {
+    s.published_at.map(|t| (now - t).max(0) as f64)
+}
+
+/// Reddit hot of a document with a date.
+pub fn hot_of(s: &SocialSignals) -> Option<f64> {
+    let (up, down, _) = votes(s);
+    s.published_at.map(|t| reddit_hot(up - down, t))
+}
+
+/// Hacker News gravity of a document with a date and votes.
+pub fn gravity_of(s: &SocialSignals, params: &SocialParams, now: i64) -> Option<f64> {
+    let (up, down, has_votes) = votes(s);
+    let age = age_seconds(s, now).filter(|_| has_votes)?;
+    Some(gravity(up - down, age / 3600.0, params.gravity))
+}
+
+/// The Wilson lower bound of a document's up-vote share (at least one vote).
+pub fn wilson_of(s: &SocialSignals, params: &SocialParams) -> Option<f64> {
+    let (up, down, _) = votes(s);
+    wilson_lower_bound(up, up + down, params.wilson_z)
+}
+
+/// The Bayesian average of a document with a rating and its count; `global_rating` is the
+/// collection's count-weighted mean (C).
+pub fn bayes_of(
+    s: &SocialSignals,
+    params: &SocialParams,
+    global_rating: Option<f64>,
+) -> Option<f64> {
+    let (r, v) = (s.rating?, s.rating_count?);
+    Some(bayesian_average(
+        r,
+        v as f64,
+        params.bayes_prior_count,
+        global_rating.unwrap_or(r),
+    ))
+}
+
 impl SocialScores {
     /// The scores of a document with `signals` at `now`; `global_rating` is the collection's
     /// count-weighted mean rating (C), `None` when nothing is rated.
@@ -91,31 +139,16 @@ impl SocialScores {
         now: i64,
         global_rating: Option<f64>,
     ) -> SocialScores {
-        let has_votes = signals.votes_up.is_some() || signals.votes_down.is_some();
-        let up = signals.votes_up.unwrap_or(0) as f64;
-        let down = signals.votes_down.unwrap_or(0) as f64;
-        let net = up - down;
-        let age_seconds = signals.published_at.map(|t| (now - t).max(0) as f64);
-        let age_days = age_seconds.map(|s| s / 86_400.0);
+        let (up, down, has_votes) = votes(signals);
+        let age_days = age_seconds(signals, now).map(|s| s / 86_400.0);
         SocialScores {
             age_days,
             decay: age_days.map(|a| decay(a, params.half_life_days)),
-            hot: signals.published_at.map(|t| reddit_hot(net, t)),
-            gravity: match (age_seconds, has_votes) {
-                (Some(s), true) => Some(gravity(net, s / 3600.0, params.gravity)),
-                _ => None,
-            },
-            wilson: wilson_lower_bound(up, up + down, params.wilson_z),
-            bayes: match (signals.rating, signals.rating_count) {
-                (Some(r), Some(v)) => Some(bayesian_average(
-                    r,
-                    v as f64,
-                    params.bayes_prior_count,
-                    global_rating.unwrap_or(r),
-                )),
-                _ => None,
-            },
-            net_votes: has_votes.then_some(net),
+            hot: hot_of(signals),
+            gravity: gravity_of(signals, params, now),
+            wilson: wilson_of(signals, params),
+            bayes: bayes_of(signals, params, global_rating),
+            net_votes: has_votes.then_some(up - down),
         }
     }
 }

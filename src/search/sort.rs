@@ -11,8 +11,8 @@ use std::fmt;
 use tantivy::collector::TopDocs;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
 
-use crate::features::social::SocialScores;
-use crate::text::columns::{SegmentSocial, SignalsPresent};
+use crate::features::social;
+use crate::text::columns::{SegmentSocial, SignalsPresent, SocialSignals};
 use crate::text::config::SocialParams;
 use crate::text::search::BoundModel;
 
@@ -71,14 +71,21 @@ impl SortMode {
         }
     }
 
-    /// The mode's key of a document's scores.
-    pub fn key(self, scores: &SocialScores, published_at: Option<i64>) -> Option<f64> {
+    /// The mode's key of a document: only its own score is computed (sorting visits every
+    /// matching document).
+    pub fn key(
+        self,
+        signals: &SocialSignals,
+        params: &SocialParams,
+        now: i64,
+        global_rating: Option<f64>,
+    ) -> Option<f64> {
         match self {
-            SortMode::Hot => scores.hot,
-            SortMode::Gravity => scores.gravity,
-            SortMode::Best => scores.wilson,
-            SortMode::Fresh => published_at.map(|t| t as f64),
-            SortMode::Rating => scores.bayes,
+            SortMode::Hot => social::hot_of(signals),
+            SortMode::Gravity => social::gravity_of(signals, params, now),
+            SortMode::Best => social::wilson_of(signals, params),
+            SortMode::Fresh => signals.published_at.map(|t| t as f64),
+            SortMode::Rating => social::bayes_of(signals, params, global_rating),
         }
     }
 }
@@ -134,9 +141,7 @@ pub fn top_sorted(
         move |segment: &SegmentReader| {
             let social = SegmentSocial::open(segment);
             move |doc: DocId, score: Score| -> SortKey {
-                let signals = social.signals(doc);
-                let scores = SocialScores::of(&signals, &params, now, global_rating);
-                let key = mode.key(&scores, signals.published_at);
+                let key = mode.key(&social.signals(doc), &params, now, global_rating);
                 (key.unwrap_or(f64::NEG_INFINITY), score)
             }
         },
