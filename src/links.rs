@@ -235,10 +235,60 @@ pub fn compute(
     progress: &mut dyn FnMut(graph::scores::Progress),
     cancel: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
+    let (csr, keys, stats) = link_graph(index, searcher)?;
+    let options = with_trusted(&keys, options, trusted)?;
+    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
+    Ok((scores, stats))
+}
+
+/// [`compute`] on timely dataflow (`graph::dataflow`): this process's part of a job over
+/// `cluster`, every process reading the same index. Process 0 gets the scores (SimRank's
+/// diagonal, which the job does not compute, is added there by the CSR engine); the others
+/// get `None`. Nothing is stored.
+pub fn compute_on_dataflow(
+    index: &TextIndex,
+    options: &LinkScoreOptions,
+    trusted: Option<&[String]>,
+    cluster: &graph::dataflow::Cluster,
+    checkpointing: Option<&graph::dataflow::Checkpointing>,
+    progress: Option<graph::dataflow::ProgressFn>,
+) -> anyhow::Result<(Option<LinkScores>, graph::dataflow::JobReport)> {
+    let searcher = index.reader.searcher();
+    let (csr, keys, _) = link_graph(index, &searcher)?;
+    let options = with_trusted(&keys, options, trusted)?;
+    let csr = std::sync::Arc::new(csr);
+    let mut report = graph::dataflow::run(
+        &graph::dataflow::Input::Graph(csr.clone()),
+        &options,
+        cluster,
+        checkpointing,
+        progress,
+    )?;
+    let scores = report
+        .scores
+        .take()
+        .map(|s| s.into_link_scores(&csr, keys, &options))
+        .transpose()?;
+    Ok((scores, report))
+}
+
+/// The link graph of the documents `searcher` sees, with each node's document id.
+fn link_graph(
+    index: &TextIndex,
+    searcher: &Searcher,
+) -> anyhow::Result<(Csr, Vec<String>, graph::build::BuildStats)> {
     let docs = link_documents(index, searcher)?;
     let lg = graph::build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default())?;
-    let csr = lg.to_csr();
     let keys: Vec<String> = lg.nodes.iter().map(|n| n.key.clone()).collect();
+    Ok((lg.to_csr(), keys, lg.stats))
+}
+
+/// `options` with operator-chosen TrustRank seeds (document ids) when there are any.
+fn with_trusted(
+    keys: &[String],
+    options: &LinkScoreOptions,
+    trusted: Option<&[String]>,
+) -> anyhow::Result<LinkScoreOptions> {
     let mut options = options.clone();
     if let Some(ids) = trusted {
         let node: HashMap<&str, u32> = keys
@@ -258,8 +308,7 @@ pub fn compute(
             .collect::<Result<Vec<u32>, _>>()?;
         options.seeds = graph::SeedChoice::Operator(seeds);
     }
-    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
-    Ok((scores, lg.stats))
+    Ok(options)
 }
 
 /// Loads the stored scores if they belong to the index as it is now.

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Stopping rule of the power iterations: stop when the L1 change of the score vector falls
-/// below `tol_per_node · N`, or after `max_iter` iterations, or — optionally — once the top-k
+/// Stopping rule of the power iterations: stop when the L1 error bound of the score vector
+/// (for a contraction; the L1 change otherwise) falls below `tol_per_node · N`, or after `max_iter` iterations, or — optionally — once the top-k
 /// order has not changed for `stop_when_top_stable_for` consecutive iterations.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Convergence {
@@ -56,7 +56,9 @@ pub struct IterationReport {
     pub iterations: usize,
     /// The L1 tolerance was met (false: stopped by `max_iter`, the top-k rule or a time budget).
     pub converged: bool,
-    /// L1 change of the last iteration.
+    /// What was compared with the tolerance after the last iteration: for PageRank and
+    /// TrustRank the L1 error bound `α/(1−α)·‖Δ‖₁` ([`super::pagerank::error_bound`]), for
+    /// HITS and SALSA the L1 change `‖Δ‖₁`.
     pub residual: f64,
     /// The iteration at which the top-k order last changed (0: it never changed after the
     /// first iterate). Meaningful only when `top_k > 0`.

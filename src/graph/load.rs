@@ -77,38 +77,110 @@ fn number(path: &str, line: usize, field: &str, what: &str) -> Result<u64> {
     })
 }
 
-/// Parses a SNAP-style edge list (see the module docs).
-pub fn parse_edge_list(path: &str, text: &str) -> Result<LabeledGraph> {
-    let mut ids: HashMap<u64, u32> = HashMap::new();
-    let mut labels: Vec<String> = Vec::new();
-    let mut edges = Vec::new();
-    for (line, content) in data_lines(text) {
-        let fields: Vec<&str> = content.split_whitespace().collect();
-        if fields.len() != 2 {
+/// Maps the lines of a SNAP edge list to node ids, numbering nodes in order of first
+/// appearance: the one parser of [`parse_edge_list`] and [`stream_edge_list`].
+#[derive(Default)]
+struct EdgeListParser {
+    ids: HashMap<u64, u32>,
+    labels: Vec<String>,
+}
+
+impl EdgeListParser {
+    fn line(&mut self, path: &str, line: usize, content: &str) -> Result<(u32, u32)> {
+        let mut fields = content.split_whitespace();
+        let (Some(s), Some(t), None) = (fields.next(), fields.next(), fields.next()) else {
             return Err(parse_error(
                 path,
                 line,
-                format!("expected `from to`, found {} fields", fields.len()),
+                format!(
+                    "expected `from to`, found {} fields",
+                    content.split_whitespace().count()
+                ),
             ));
-        }
-        let mut node = |field: &str, what: &str| -> Result<u32> {
-            let id = number(path, line, field, what)?;
-            Ok(*ids.entry(id).or_insert_with(|| {
-                labels.push(id.to_string());
-                (labels.len() - 1) as u32
-            }))
         };
-        let s = node(fields[0], "source id")?;
-        let t = node(fields[1], "target id")?;
-        edges.push((s, t));
+        let s = self.node(path, line, s, "source id")?;
+        let t = self.node(path, line, t, "target id")?;
+        Ok((s, t))
     }
-    let (csr, cleanup) = Csr::from_edges(labels.len(), &edges)?;
+
+    fn node(&mut self, path: &str, line: usize, field: &str, what: &str) -> Result<u32> {
+        let id = number(path, line, field, what)?;
+        if let Some(&node) = self.ids.get(&id) {
+            return Ok(node);
+        }
+        if self.labels.len() >= u32::MAX as usize {
+            return Err(parse_error(path, line, "more than 2^32 − 1 nodes".into()));
+        }
+        self.labels.push(id.to_string());
+        let node = (self.labels.len() - 1) as u32;
+        self.ids.insert(id, node);
+        Ok(node)
+    }
+}
+
+/// Parses a SNAP-style edge list (see the module docs).
+pub fn parse_edge_list(path: &str, text: &str) -> Result<LabeledGraph> {
+    let mut parser = EdgeListParser::default();
+    let mut edges = Vec::new();
+    for (line, content) in data_lines(text) {
+        edges.push(parser.line(path, line, content)?);
+    }
+    let (csr, cleanup) = Csr::from_edges(parser.labels.len(), &edges)?;
     Ok(LabeledGraph {
         csr,
-        labels,
+        labels: parser.labels,
         urls: None,
         cleanup,
     })
+}
+
+/// Reads a SNAP edge list line by line without holding it, calling `emit(source, target)` for
+/// each edge (self-loops and duplicates included); returns the node labels.
+pub fn stream_edge_list(path: &Path, mut emit: impl FnMut(u32, u32)) -> Result<Vec<String>> {
+    use std::io::BufRead;
+    let io = |source| GraphError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut parser = EdgeListParser::default();
+    let mut buf = String::new();
+    let mut line = 0;
+    loop {
+        buf.clear();
+        if reader.read_line(&mut buf).map_err(io)? == 0 {
+            break;
+        }
+        line += 1;
+        let content = buf.trim_end_matches(['\n', '\r']).trim();
+        if content.is_empty() || content.starts_with('#') || content.starts_with('%') {
+            continue;
+        }
+        let (s, t) = parser.line(&name, line, content)?;
+        emit(s, t);
+    }
+    Ok(parser.labels)
+}
+
+/// Whether `path` is in the Hollins layout (its first data line has three numbers).
+pub fn is_hollins(path: &Path) -> Result<bool> {
+    use std::io::BufRead;
+    let io = |source| GraphError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let reader = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+    for line in reader.lines() {
+        let line = line.map_err(io)?;
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with('%') {
+            continue;
+        }
+        return Ok(l.split_whitespace().count() == 3);
+    }
+    Ok(false)
 }
 
 /// Parses the Hollins layout (see the module docs).

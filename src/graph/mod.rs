@@ -7,15 +7,20 @@
 //! [`trustrank`]; [`base_set`] is the query-dependent neighbourhood shared by HITS and SALSA;
 //! [`convergence`] holds the stopping rule and the rank-stability report. [`scores`] computes
 //! every per-node score at once and [`sidecar`] stores them beside an index. Bare edge-list files
-//! load through [`load`].
+//! load through [`load`], WebGraph BVGraphs through [`bvgraph`]; [`rmat`] generates the
+//! synthetic benchmark graphs. [`dataflow`] computes the same scores on timely dataflow, over
+//! several threads or processes.
 
 pub mod base_set;
 pub mod build;
+pub mod bvgraph;
 pub mod convergence;
 pub mod csr;
+pub mod dataflow;
 pub mod hits;
 pub mod load;
 pub mod pagerank;
+pub mod rmat;
 pub mod salsa;
 pub mod scores;
 pub mod sidecar;
@@ -59,6 +64,10 @@ pub enum GraphError {
     Sidecar { path: String, message: String },
     #[error("cancelled on request")]
     Cancelled,
+    #[error("{path}: {message}")]
+    Format { path: String, message: String },
+    #[error("graph job failed: {0}")]
+    Job(String),
 }
 
 pub type Result<T> = std::result::Result<T, GraphError>;
