@@ -136,6 +136,24 @@ impl Kinded for ParseError {
     }
 }
 
+impl Kinded for crate::graph::GraphError {
+    fn kind(&self) -> ErrorKind {
+        use crate::graph::GraphError as G;
+        match self {
+            // Inputs the user named: a graph file, a parameter, a node, a host file.
+            G::Parse { .. }
+            | G::Io { .. }
+            | G::NodeOutOfRange { .. }
+            | G::InvalidParameter { .. }
+            | G::TooLarge { .. }
+            | G::Format { .. } => ErrorKind::Invalid,
+            G::Cancelled => ErrorKind::Cancelled,
+            // A stored file of ours, or a job whose peers failed: not the user's input.
+            G::Sidecar { .. } | G::Job(_) => ErrorKind::Internal,
+        }
+    }
+}
+
 /// The kind of the first cause in `e`'s chain whose type knows its kind; internal when none
 /// does.
 pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
@@ -156,7 +174,8 @@ pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
             RerankError,
             RecordError,
             ParseError,
-            crate::eval::EvalError
+            crate::eval::EvalError,
+            crate::graph::GraphError
         );
         None
     }

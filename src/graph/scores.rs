@@ -150,6 +150,28 @@ pub fn compute_link_scores_cancellable(
     progress: &mut dyn FnMut(Progress),
     cancel: &AtomicBool,
 ) -> Result<LinkScores> {
+    compute(g, keys, options, progress, cancel, true)
+}
+
+/// Every per-node score without SimRank's diagonal (left empty): what a bare graph's score
+/// table holds, where `/similar` is not served.
+pub fn compute_node_scores(
+    g: &Csr,
+    keys: Vec<String>,
+    options: &LinkScoreOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LinkScores> {
+    compute(g, keys, options, progress, &AtomicBool::new(false), false)
+}
+
+fn compute(
+    g: &Csr,
+    keys: Vec<String>,
+    options: &LinkScoreOptions,
+    progress: &mut dyn FnMut(Progress),
+    cancel: &AtomicBool,
+    with_simrank: bool,
+) -> Result<LinkScores> {
     let n = g.n();
     if keys.len() != n {
         return Err(GraphError::InvalidParameter {
@@ -219,7 +241,11 @@ pub fn compute_link_scores_cancellable(
     let s = salsa::salsa(g);
 
     next_stage(progress)?;
-    let simrank = simrank_diagonal(g, &options.simrank)?;
+    let simrank = if with_simrank {
+        simrank_diagonal(g, &options.simrank)?
+    } else {
+        SimRankDiagonal::default()
+    };
     next_stage(progress)?;
 
     let (offsets, targets) = g.out_adjacency();

@@ -80,17 +80,11 @@ pub fn write(path: &Path, manifest_hash: &str, scores: &LinkScores) -> Result<()
 /// The index key (`manifest_hash`) a link-score file was written for, from its header alone.
 pub fn manifest_hash(path: &Path) -> Result<String> {
     use std::io::BufRead;
-    let file = std::fs::File::open(path).map_err(|e| GraphError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
     let mut line = String::new();
     std::io::BufReader::new(file)
         .read_line(&mut line)
-        .map_err(|e| GraphError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?;
+        .map_err(|e| error(path, e.to_string()))?;
     let header: Header = serde_json::from_str(line.trim_end()).map_err(|e| {
         error(
             path,
@@ -103,10 +97,7 @@ pub fn manifest_hash(path: &Path) -> Result<String> {
 /// Reads a link-score file. With `expected_manifest_hash`, a file written for another index is
 /// an error (the scores would be attached to the wrong documents).
 pub fn read(path: &Path, expected_manifest_hash: Option<&str>) -> Result<LinkScores> {
-    let bytes = std::fs::read(path).map_err(|e| GraphError::Io {
-        path: path.display().to_string(),
-        source: e,
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| error(path, e.to_string()))?;
     let split = bytes
         .iter()
         .position(|&b| b == b'\n')

@@ -228,7 +228,7 @@ impl DataflowScores {
 
     /// Writes a tab-separated table, one row per node: its label (or id) and every score,
     /// each printed in the shortest form that reads back to the same f64. Atomic.
-    pub fn write_table(&self, path: &Path) -> Result<()> {
+    pub fn write_table(&self, path: &Path) -> anyhow::Result<()> {
         use std::io::Write;
         crate::durable::write_atomic_with(path, |f| {
             let mut w = std::io::BufWriter::new(f);
@@ -258,10 +258,6 @@ impl DataflowScores {
                 writeln!(w, "\t{}\t{}", self.in_degree[i], self.out_degree[i])?;
             }
             w.flush()
-        })
-        .map_err(|e| GraphError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::other(format!("{e:#}")),
         })
     }
 }
