@@ -324,33 +324,38 @@ pub fn run(
     let checkpointing = checkpointing.cloned();
     let (up_tx, up_rx) = mpsc::channel::<()>();
     let panics = PanicCapture::install();
-    let job = std::thread::spawn(move || {
-        let guards = timely::execute(config, move |worker| {
-            let _ = up_tx.send(());
-            let index = worker.index();
-            let part = slots.lock().expect("partition slots")[index - first]
-                .take()
-                .expect("each worker takes its partition once");
-            let checkpoints = checkpointing.as_ref().map(|c| Checkpoints {
-                dir: c.dir.clone(),
-                every: c.every,
-                fingerprint: fingerprint(job_key, &part),
-                index,
-                peers: worker.peers(),
-            });
-            let mut job = Job {
-                comm: Comm::new(worker, threads),
-                part: &part,
-                checkpoints,
-                stats: Vec::new(),
-            };
-            let scores = compute(&mut job, &options, job_key, progress.as_ref());
-            (scores, job.stats)
+    // Named like timely's threads: when a peer is lost, joining the workers panics here too
+    // ("Send thread panic"), and the hook records that instead of printing a backtrace.
+    let job = std::thread::Builder::new()
+        .name("timely:driver".into())
+        .spawn(move || {
+            let guards = timely::execute(config, move |worker| {
+                let _ = up_tx.send(());
+                let index = worker.index();
+                let part = slots.lock().expect("partition slots")[index - first]
+                    .take()
+                    .expect("each worker takes its partition once");
+                let checkpoints = checkpointing.as_ref().map(|c| Checkpoints {
+                    dir: c.dir.clone(),
+                    every: c.every,
+                    fingerprint: fingerprint(job_key, &part),
+                    index,
+                    peers: worker.peers(),
+                });
+                let mut job = Job {
+                    comm: Comm::new(worker, threads),
+                    part: &part,
+                    checkpoints,
+                    stats: Vec::new(),
+                };
+                let scores = compute(&mut job, &options, job_key, progress.as_ref());
+                (scores, job.stats)
+            })
+            .map_err(|e| GraphError::Job(format!("cannot start the job's workers: {e}")))?;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()))
+                .map_err(|_| GraphError::Job("a worker or network thread stopped".into()))
         })
-        .map_err(|e| GraphError::Job(format!("cannot start the job's workers: {e}")))?;
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guards.join()))
-            .map_err(|_| GraphError::Job("a worker or network thread stopped".into()))
-    });
+        .map_err(|e| GraphError::Job(format!("cannot start the job's driver thread: {e}")))?;
     // Timely waits for its peers forever; bound the wait here.
     match up_rx.recv_timeout(cluster.connect_timeout) {
         Ok(()) => {}
@@ -468,7 +473,8 @@ impl PanicCapture {
                 let lost_peer = message.contains("timely communication error")
                     || message.contains("poisoned")
                     || message.contains("Send thread panic")
-                    || message.contains("Recv thread panic");
+                    || message.contains("Recv thread panic")
+                    || message.contains("Worker panic");
                 if !lost_peer {
                     // A bug in a worker: the other workers would wait for it forever.
                     eprintln!("internal error in a graph worker ({info}); stopping the process");
