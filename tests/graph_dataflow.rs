@@ -186,7 +186,7 @@ fn a_killed_process_fails_the_job_and_a_restart_resumes_to_the_same_scores() {
         "5",
     ];
     let hosts = hostfile(dir.path(), 2);
-    let mut p0 = spawn(&args, 2, 0, &hosts);
+    let p0 = spawn(&args, 2, 0, &hosts);
     let mut p1 = spawn(&args, 2, 1, &hosts);
     let deadline = Instant::now() + Duration::from_secs(120);
     assert!(
