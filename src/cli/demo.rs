@@ -125,7 +125,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     if crate::links::load(&index).ok().flatten().is_none() {
         eprintln!("computing link scores (PageRank, HITS, SALSA, TrustRank, SimRank diagonal)");
-        let (scores, edges, seconds) = super::graph::compute(&index, None, false)?;
+        let (scores, edges, seconds) = super::graph::compute(
+            &index,
+            None,
+            &crate::graph::LinkScoreOptions::default(),
+            false,
+        )?;
         eprintln!(
             "link scores for {} pages and {edges} links in {seconds:.1}s",
             scores.n()

@@ -120,18 +120,21 @@ impl GraphArgs {
             }
             None => Vec::new(),
         };
-        if !(self.connect_timeout.is_finite() && self.connect_timeout > 0.0) {
-            return Err(crate::error::Invalid(
-                "--connect-timeout must be a positive number".into(),
-            )
-            .into());
-        }
+        let connect_timeout = Duration::try_from_secs_f64(self.connect_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                crate::error::Invalid(format!(
+                    "--connect-timeout {} is not a positive number of seconds",
+                    self.connect_timeout
+                ))
+            })?;
         Ok(Some(Cluster {
             threads: self.workers.unwrap_or(1),
             processes: self.processes,
             process: self.process,
             hosts,
-            connect_timeout: Duration::from_secs_f64(self.connect_timeout),
+            connect_timeout,
         }))
     }
 }
@@ -214,7 +217,7 @@ fn run_csr(args: &GraphArgs, options: &LinkScoreOptions) -> anyhow::Result<()> {
         return summarise(args, &table, start, load_seconds, &[]);
     }
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
-    let (scores, edges, seconds) = compute(&index, args.seeds.as_deref(), args.json)?;
+    let (scores, edges, seconds) = compute(&index, args.seeds.as_deref(), options, args.json)?;
     print_index_summary(
         args,
         &scores,
@@ -428,17 +431,16 @@ impl Drop for StdoutToStderr {
 pub fn compute(
     index: &TextIndex,
     seeds: Option<&Path>,
+    options: &LinkScoreOptions,
     quiet: bool,
 ) -> anyhow::Result<(crate::graph::LinkScores, usize, f64)> {
     let start = Instant::now();
     let trusted = seeds.map(read_seed_ids).transpose()?;
     let bar = progress(6, "link scores", quiet);
-    let options = LinkScoreOptions::default();
-    let (scores, stats) =
-        links::compute_and_store(index, &options, trusted.as_deref(), &mut |p| {
-            bar.set_position(p.step as u64);
-            bar.set_message(p.stage);
-        })?;
+    let (scores, stats) = links::compute_and_store(index, options, trusted.as_deref(), &mut |p| {
+        bar.set_position(p.step as u64);
+        bar.set_message(p.stage);
+    })?;
     bar.finish_and_clear();
     Ok((scores, stats.edges, start.elapsed().as_secs_f64()))
 }

@@ -106,14 +106,20 @@ impl Job<'_, '_> {
 
     /// Saves `state` if checkpoints are on and `force` or the iteration is due; a failure at
     /// any worker fails the job at every worker (one round).
-    fn checkpoint(&mut self, name: &str, state: impl FnOnce() -> State, force: bool) -> Result<()> {
+    fn checkpoint(
+        &mut self,
+        name: &str,
+        iteration: usize,
+        force: bool,
+        state: impl FnOnce() -> State,
+    ) -> Result<()> {
         let Some(checkpoints) = self.checkpoints.clone() else {
             return Ok(());
         };
-        let state = state();
-        if !(force || checkpoints.due(state.iteration)) {
+        if !(force || checkpoints.due(iteration)) {
             return Ok(());
         }
+        let state = state();
         let mine = checkpoints.save(name, &state).err();
         let failed = self.comm.all_sum(vec![mine.is_some() as u8 as f64])[0];
         if failed > 0.0 {
@@ -124,10 +130,8 @@ impl Job<'_, '_> {
                 ),
                 None => format!("another worker could not write its checkpoint of {name}"),
             };
-            return Err(GraphError::InvalidParameter {
-                name: "checkpoint",
-                message,
-            });
+            // The disk or the directory failed, not the user's input.
+            return Err(GraphError::Job(message));
         }
         Ok(())
     }
@@ -169,6 +173,16 @@ pub(crate) fn pagerank(
         return Ok((Vec::new(), IterationReport::default()));
     }
     let alpha = damping;
+    // The teleport vector (TrustRank's seeds) is part of what a checkpoint means.
+    let key = match teleport {
+        None => name.to_owned(),
+        Some(t) => {
+            use std::hash::Hasher;
+            let mut h = siphasher::sip::SipHasher13::new_with_keys(0, 0);
+            t.iter().for_each(|x| h.write_u64(x.to_bits()));
+            format!("{name}-{:016x}", h.finish())
+        }
+    };
     let adjacency = job.adjacency(direction);
     let inv: Vec<f64> = (0..nl)
         .map(|k| match adjacency.degree(k) {
@@ -181,7 +195,7 @@ pub(crate) fn pagerank(
     let mut iteration = 0;
     let mut change = f64::INFINITY;
     let mut report = IterationReport::default();
-    if let Some(state) = job.resume(name) {
+    if let Some(state) = job.resume(&key) {
         if state.finished {
             job.end(start, report_of(&state.scalars).iterations);
             let mut vectors = state.vectors;
@@ -225,27 +239,19 @@ pub(crate) fn pagerank(
         }
         std::mem::swap(&mut x, &mut next);
         iteration += 1;
-        job.checkpoint(
-            name,
-            || State {
-                iteration,
-                finished: false,
-                vectors: vec![x.clone()],
-                scalars: vec![change],
-            },
-            false,
-        )?;
-    }
-    job.checkpoint(
-        name,
-        || State {
-            iteration: iteration + FINAL,
-            finished: true,
+        job.checkpoint(&key, iteration, false, || State {
+            iteration,
+            finished: false,
             vectors: vec![x.clone()],
-            scalars: report_scalars(&report),
-        },
-        true,
-    )?;
+            scalars: vec![change],
+        })?;
+    }
+    job.checkpoint(&key, iteration + FINAL, true, || State {
+        iteration: iteration + FINAL,
+        finished: true,
+        vectors: vec![x.clone()],
+        scalars: report_scalars(&report),
+    })?;
     job.end(start, report.iterations);
     Ok((x, report))
 }
@@ -327,27 +333,19 @@ pub(crate) fn hits(
         std::mem::swap(&mut authority, &mut next_a);
         std::mem::swap(&mut hub, &mut next_h);
         iteration += 1;
-        job.checkpoint(
-            "hits",
-            || State {
-                iteration,
-                finished: false,
-                vectors: vec![hub.clone(), authority.clone()],
-                scalars: vec![change],
-            },
-            false,
-        )?;
-    }
-    job.checkpoint(
-        "hits",
-        || State {
-            iteration: iteration + FINAL,
-            finished: true,
+        job.checkpoint("hits", iteration, false, || State {
+            iteration,
+            finished: false,
             vectors: vec![hub.clone(), authority.clone()],
-            scalars: report_scalars(&report),
-        },
-        true,
-    )?;
+            scalars: vec![change],
+        })?;
+    }
+    job.checkpoint("hits", iteration + FINAL, true, || State {
+        iteration: iteration + FINAL,
+        finished: true,
+        vectors: vec![hub.clone(), authority.clone()],
+        scalars: report_scalars(&report),
+    })?;
     job.end(start, report.iterations);
     Ok((hub, authority, report))
 }
@@ -425,28 +423,20 @@ pub(crate) fn salsa(job: &mut Job, edges: usize) -> Result<(Vec<f64>, Vec<f64>, 
             }
         }
         iteration += 1;
-        job.checkpoint(
-            "salsa",
-            || State {
-                iteration,
-                finished: false,
-                vectors: vec![hub_label.clone(), auth_label.clone()],
-                scalars: vec![changed],
-            },
-            false,
-        )?;
+        job.checkpoint("salsa", iteration, false, || State {
+            iteration,
+            finished: false,
+            vectors: vec![hub_label.clone(), auth_label.clone()],
+            scalars: vec![changed],
+        })?;
     }
     if !done {
-        job.checkpoint(
-            "salsa",
-            || State {
-                iteration: iteration + FINAL,
-                finished: true,
-                vectors: vec![hub_label.clone(), auth_label.clone()],
-                scalars: vec![0.0],
-            },
-            true,
-        )?;
+        job.checkpoint("salsa", iteration + FINAL, true, || State {
+            iteration: iteration + FINAL,
+            finished: true,
+            vectors: vec![hub_label.clone(), auth_label.clone()],
+            scalars: vec![0.0],
+        })?;
     }
     // Per component label: hub copies, authority copies, edges.
     let mut local: BTreeMap<u64, [u64; 3]> = BTreeMap::new();

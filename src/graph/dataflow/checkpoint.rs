@@ -2,7 +2,7 @@
 //! the state (score vectors and the scalars needed to take the next stop decision) to its own
 //! file, atomically (`crate::durable`). A restarted job finds the latest iteration that every
 //! worker has saved and resumes there; a checkpoint of another job (other input, options or
-//! worker count) is ignored, named by a fingerprint in its header. The last two checkpoints of
+//! worker count) is ignored: its fingerprint, in the file name and the header, differs. The last two checkpoints of
 //! each worker are kept, so a crash between two workers' writes still leaves a common one.
 //!
 //! Format: `RANKDCK1`, then little-endian u64 fields: fingerprint, iteration, finished (0/1),
@@ -40,8 +40,13 @@ pub(crate) struct Checkpoints {
 }
 
 impl Checkpoints {
+    /// File names carry the job's fingerprint: another job's files in the same directory are
+    /// neither read nor counted when the oldest checkpoints are pruned.
     fn prefix(&self, algorithm: &str) -> String {
-        format!("{algorithm}.w{}of{}.", self.index, self.peers)
+        format!(
+            "{algorithm}.{:016x}.w{}of{}.",
+            self.fingerprint, self.index, self.peers
+        )
     }
 
     fn path(&self, algorithm: &str, iteration: usize) -> PathBuf {
@@ -199,6 +204,18 @@ mod tests {
             ..c.clone()
         };
         assert!(other.available("pagerank").is_empty());
+        // Another job's saves neither hide nor prune this job's files.
+        for i in [100, 200, 300] {
+            let s = State {
+                iteration: i,
+                finished: false,
+                vectors: vec![],
+                scalars: vec![],
+            };
+            other.save("pagerank", &s).unwrap();
+        }
+        assert_eq!(c.available("pagerank").len(), 1);
+        assert_eq!(other.iterations("pagerank").len(), 2);
         assert!(c.available("hits").is_empty());
     }
 }

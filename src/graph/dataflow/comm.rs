@@ -161,7 +161,7 @@ impl<'w> Comm<'w> {
         let pairs = take(&self.got_pairs, time);
         let mut shouts = take(&self.got_shouts, time);
         shouts.sort_unstable_by_key(|(w, _)| *w);
-        debug_assert_eq!(shouts.len(), self.peers);
+        assert_eq!(shouts.len(), self.peers, "one shout per worker and round");
         (pairs, shouts.into_iter().map(|(_, v)| v).collect())
     }
 

@@ -275,6 +275,9 @@ pub struct JobReport {
     pub edges: usize,
 }
 
+/// Serialises jobs within a process (see [`run`]).
+static JOBS: Mutex<()> = Mutex::new(());
+
 /// Progress callback (called by process 0's first worker as each stage starts).
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
@@ -296,11 +299,28 @@ pub fn run(
     progress: Option<ProgressFn>,
 ) -> Result<JobReport> {
     cluster.check()?;
+    for (name, conv) in [
+        ("PageRank", &options.pagerank.convergence),
+        ("HITS", &options.hits),
+    ] {
+        if conv.stop_when_top_stable_for.is_some() {
+            return Err(GraphError::InvalidParameter {
+                name: "convergence",
+                message: format!(
+                    "stopping {name} when its top order is stable needs the global order every \
+                     iteration, which the dataflow engine does not track"
+                ),
+            });
+        }
+    }
+    // One job at a time per process: the panic hook that turns a lost peer into an error is
+    // process-wide.
+    let _one_job = JOBS.lock().unwrap_or_else(|e| e.into_inner());
     let (threads, process) = (cluster.threads, cluster.process);
     let peers = threads * cluster.processes;
     let first = process * threads;
     let started = Instant::now();
-    let (parts, labels) = load(input, peers, first, threads)?;
+    let (parts, labels, edge_hash) = load(input, peers, first, threads)?;
     let load_seconds = started.elapsed().as_secs_f64();
     let n = parts.first().map_or(0, |p| p.n);
     let config = if cluster.processes == 1 {
@@ -348,7 +368,15 @@ pub fn run(
                     checkpoints,
                     stats: Vec::new(),
                 };
-                let scores = compute(&mut job, &options, job_key, progress.as_ref());
+                let every = checkpointing.as_ref().map_or(0, |c| c.every.max(1));
+                let scores = compute(
+                    &mut job,
+                    &options,
+                    job_key,
+                    edge_hash,
+                    every,
+                    progress.as_ref(),
+                );
                 (scores, job.stats)
             })
             .map_err(|e| GraphError::Job(format!("cannot start the job's workers: {e}")))?;
@@ -491,10 +519,15 @@ impl PanicCapture {
     }
 
     fn finish(self) -> Vec<String> {
+        self.seen.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+impl Drop for PanicCapture {
+    /// Puts the previous hook back, on every way out of [`run`].
+    fn drop(&mut self) {
         let previous = self.previous.clone();
         std::panic::set_hook(Box::new(move |info| previous(info)));
-        let seen = self.seen.lock().map(|v| v.clone()).unwrap_or_default();
-        seen
     }
 }
 
@@ -523,18 +556,26 @@ fn compute(
     job: &mut Job,
     options: &LinkScoreOptions,
     job_key: u64,
+    edge_hash: u64,
+    checkpoint_every: usize,
     progress: Option<&ProgressFn>,
 ) -> Result<Option<DataflowScores>> {
     let part = job.part;
     let (n, nl) = (part.n, part.n_local());
     // Every process must run the same job: compare keys before anything else.
-    let keys = job.comm.all_gather(vec![job_key as f64, n as f64]);
+    let halves = |x: u64| [(x >> 32) as f64, (x & 0xffff_ffff) as f64];
+    let mut key = vec![n as f64, checkpoint_every as f64];
+    key.extend(halves(job_key));
+    key.extend(halves(edge_hash));
+    let keys = job.comm.all_gather(key);
     if keys.iter().any(|k| *k != keys[0]) {
-        return Err(GraphError::Job(
-            "the processes of the job disagree on the graph or the options (different inputs, \
-             --workers or parameters?)"
+        return Err(GraphError::InvalidParameter {
+            name: "job",
+            message: "the processes of the job disagree on the graph, the options or the \
+                      checkpoints (different inputs, --workers, parameters or \
+                      --checkpoint-every?)"
                 .into(),
-        ));
+        });
     }
     let totals = job
         .comm
@@ -702,36 +743,40 @@ fn compute(
     }))
 }
 
-/// This process's partitions and the node labels (edge lists only).
+/// This process's partitions, the node labels (edge lists only) and a hash of the whole edge
+/// stream as read (every process reads the same stream: compared in the first round).
 fn load(
     input: &Input,
     peers: usize,
     first: usize,
     threads: usize,
-) -> Result<(Vec<Partition>, Option<Vec<String>>)> {
-    match input {
-        Input::Graph(g) => Ok((PartitionBuilder::from_csr(g, peers, first, threads)?, None)),
+) -> Result<(Vec<Partition>, Option<Vec<String>>, u64)> {
+    let mut b = PartitionBuilder::new(peers, first, threads);
+    let (n, labels) = match input {
+        Input::Graph(g) => {
+            g.edges().for_each(|(u, v)| b.add(u, v));
+            (g.n(), None)
+        }
+        Input::EdgeList(path) if super::load::is_hollins(path)? => {
+            let lg = super::load_graph_file(path)?;
+            lg.csr.edges().for_each(|(u, v)| b.add(u, v));
+            (lg.csr.n(), Some(lg.labels))
+        }
         Input::EdgeList(path) => {
-            if super::load::is_hollins(path)? {
-                let lg = super::load_graph_file(path)?;
-                let parts = PartitionBuilder::from_csr(&lg.csr, peers, first, threads)?;
-                return Ok((parts, Some(lg.labels)));
-            }
-            let mut b = PartitionBuilder::new(peers, first, threads);
             let labels = super::load::stream_edge_list(path, |u, v| b.add(u, v))?;
-            Ok((b.finish(labels.len())?, Some(labels)))
+            (labels.len(), Some(labels))
         }
-        Input::BvGraph(base) => {
-            let mut b = PartitionBuilder::new(peers, first, threads);
-            let n = super::bvgraph::for_each_arc(base, |u, v| b.add(u, v))?;
-            Ok((b.finish(n)?, None))
-        }
+        Input::BvGraph(base) => (
+            super::bvgraph::for_each_arc(base, |u, v| b.add(u, v))?,
+            None,
+        ),
         Input::Rmat(params) => {
-            let mut b = PartitionBuilder::new(peers, first, threads);
             super::rmat::rmat(params, |u, v| b.add(u, v))?;
-            Ok((b.finish(params.nodes() as usize)?, None))
+            (params.nodes() as usize, None)
         }
-    }
+    };
+    let hash = b.stream_hash();
+    Ok((b.finish(n)?, labels, hash))
 }
 
 #[cfg(test)]

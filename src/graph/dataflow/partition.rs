@@ -9,7 +9,7 @@
 //! edge lists). Duplicate edges and self-loops are dropped as in [`crate::graph::Csr`]; every
 //! duplicate of an edge lands on the same worker, so removing them is local.
 
-use crate::graph::{Csr, GraphError, Result};
+use crate::graph::{GraphError, Result};
 
 /// One direction of a worker's edges. Owned node `k` (global id `index + k·peers`) has the
 /// neighbours `targets[slot[e]]` for `e` in `offsets[k]..offsets[k+1]`: edges name a slot among
@@ -174,6 +174,8 @@ pub(crate) struct PartitionBuilder {
     rev: Vec<Vec<(u32, u32)>>,
     /// Self-loops seen (every process sees all of them).
     pub self_loops: usize,
+    /// Every edge offered, in order.
+    stream: siphasher::sip::SipHasher13,
 }
 
 impl PartitionBuilder {
@@ -184,11 +186,18 @@ impl PartitionBuilder {
             fwd: vec![Vec::new(); threads],
             rev: vec![Vec::new(); threads],
             self_loops: 0,
+            stream: siphasher::sip::SipHasher13::new_with_keys(0, 0),
         }
+    }
+
+    /// A hash of every edge offered so far, in order.
+    pub fn stream_hash(&self) -> u64 {
+        std::hash::Hasher::finish(&self.stream)
     }
 
     /// Offers the edge `u → v` (global ids); keeps it where this process owns an end.
     pub fn add(&mut self, u: u32, v: u32) {
+        std::hash::Hasher::write_u64(&mut self.stream, (u64::from(u) << 32) | u64::from(v));
         if u == v {
             self.self_loops += 1;
             return;
@@ -235,7 +244,13 @@ impl PartitionBuilder {
     }
 
     /// All partitions of one process for an in-memory graph.
-    pub fn from_csr(g: &Csr, peers: usize, first: usize, threads: usize) -> Result<Vec<Partition>> {
+    #[cfg(test)]
+    pub fn from_csr(
+        g: &crate::graph::Csr,
+        peers: usize,
+        first: usize,
+        threads: usize,
+    ) -> Result<Vec<Partition>> {
         let mut b = PartitionBuilder::new(peers, first, threads);
         g.edges().for_each(|(u, v)| b.add(u, v));
         b.finish(g.n())
