@@ -223,7 +223,7 @@ fn a_killed_process_fails_the_job_and_a_restart_resumes_to_the_same_scores() {
     let resumed = report["stats"][0]["resumed_at"].as_u64().expect("resumed");
     // Mid-way through PageRank (a finished stage would resume at 1e9 + its iterations).
     assert!(
-        resumed >= 10 && resumed < 400 && resumed % 5 == 0,
+        (10..400).contains(&resumed) && resumed.is_multiple_of(5),
         "{report}"
     );
     // The same scores as one process that was never interrupted.
