@@ -70,41 +70,17 @@ impl<'w> Comm<'w> {
             scope
                 .input_from(&mut pairs)
                 .exchange(move |x: &(u32, f64)| u64::from(x.0) % peers as u64)
-                .inspect_core(move |event| {
-                    if let Ok((stamp, data)) = event {
-                        let mut inbox = p.borrow_mut();
-                        inbox
-                            .entry(time_of(stamp))
-                            .or_default()
-                            .extend_from_slice(&data[..]);
-                    }
-                })
+                .inspect_core(file_into(p))
                 .probe_with(&probe);
             scope
                 .input_from(&mut gather)
                 .exchange(|_: &(u32, f64)| 0)
-                .inspect_core(move |event| {
-                    if let Ok((stamp, data)) = event {
-                        let mut inbox = g.borrow_mut();
-                        inbox
-                            .entry(time_of(stamp))
-                            .or_default()
-                            .extend_from_slice(&data[..]);
-                    }
-                })
+                .inspect_core(file_into(g))
                 .probe_with(&probe);
             scope
                 .input_from(&mut shout)
                 .broadcast()
-                .inspect_core(move |event| {
-                    if let Ok((stamp, data)) = event {
-                        let mut inbox = s.borrow_mut();
-                        inbox
-                            .entry(time_of(stamp))
-                            .or_default()
-                            .extend(data.iter().cloned());
-                    }
-                })
+                .inspect_core(file_into(s))
                 .probe_with(&probe);
         });
         Comm {
@@ -187,6 +163,21 @@ impl<'w> Comm<'w> {
         let time = self.round - 1;
         take(&self.got_shouts, time);
         take(&self.got_gather, time)
+    }
+}
+
+/// An `inspect_core` callback filing each batch's records in `inbox` under its round.
+fn file_into<D: Clone + 'static>(
+    inbox: Inbox<Vec<D>>,
+) -> impl FnMut(Result<(&timely::progress::Stamp<u64>, &Vec<D>), &[u64]>) + 'static {
+    move |event| {
+        if let Ok((stamp, data)) = event {
+            let mut inbox = inbox.borrow_mut();
+            inbox
+                .entry(time_of(stamp))
+                .or_default()
+                .extend_from_slice(&data[..]);
+        }
     }
 }
 
