@@ -166,11 +166,11 @@ impl<'w> Comm<'w> {
     }
 }
 
-/// What `inspect_core` shows a callback: a batch with its stamp, or a new frontier.
-type Event<'a, D> = Result<(&'a timely::progress::Stamp<u64>, &'a Vec<D>), &'a [u64]>;
-
 /// An `inspect_core` callback filing each batch's records in `inbox` under its round.
-fn file_into<D: Clone + 'static>(inbox: Inbox<Vec<D>>) -> impl FnMut(Event<'_, D>) + 'static {
+#[allow(clippy::type_complexity)] // the callback type `inspect_core` asks for
+fn file_into<D: Clone + 'static>(
+    inbox: Inbox<Vec<D>>,
+) -> impl FnMut(Result<(&timely::progress::Stamp<u64>, &Vec<D>), &[u64]>) + 'static {
     move |event| {
         if let Ok((stamp, data)) = event {
             let mut inbox = inbox.borrow_mut();
