@@ -263,8 +263,16 @@ fn resumes_from_checkpoints_with_the_same_result() {
         at % 3 == 0 && at < checkpoint::FINAL && hits.iterations >= at,
         "{hits:?}"
     );
+    let salsa = resumed.stats.iter().find(|s| s.name == "salsa").unwrap();
+    assert!(salsa.iterations >= 3, "{salsa:?}");
+    assert_eq!(
+        salsa.resumed_at,
+        Some(salsa.iterations / 3 * 3),
+        "{salsa:?}"
+    );
     let r = resumed.scores.unwrap();
     assert!(l1(&r.hits_hub, &full.hits_hub) < 1e-15);
+    assert!(l1(&r.hits_authority, &full.hits_authority) < 1e-15);
     assert_eq!(r.salsa_authority, full.salsa_authority);
     assert_eq!(r.pagerank, full.pagerank);
     // Another worker count is another job: its checkpoints are not used.
