@@ -117,7 +117,13 @@ impl<'w> Comm<'w> {
         self.gather.advance_to(self.round);
         self.shout.advance_to(self.round);
         let (probe, round) = (&self.probe, self.round);
-        self.worker.step_while(|| probe.less_than(&round));
+        // Park (up to 1 ms; woken as soon as records arrive) instead of spinning: with more
+        // workers than cores, a spinning worker takes the core a peer needs to finish its
+        // part of the round.
+        self.worker
+            .step_or_park_while(Some(std::time::Duration::from_millis(1)), || {
+                probe.less_than(&round)
+            });
     }
 
     /// One round: `out` goes to the owners of its nodes, `shout` to every worker. Returns the
