@@ -67,9 +67,11 @@ pub fn parse(text: &str) -> Result<Imported, String> {
         }
     }
     let (line, max_idx) = get("max_feature_idx")?;
-    let num_features = max_idx
-        .parse::<usize>()
-        .map_err(|_| format!("line {line}: max_feature_idx `{max_idx}` is not a number"))?
+    let max_idx = max_idx
+        .parse::<u64>()
+        .map_err(|_| format!("line {line}: max_feature_idx `{max_idx}` is not a number"))?;
+    let num_features = super::check_feature_count(max_idx, "max_feature_idx")
+        .map_err(|e| format!("line {line}: {e}"))?
         + 1;
     let feature_names = match header.get("feature_names") {
         None => None,
@@ -257,6 +259,24 @@ mod tests {
         threshold=\ndecision_type=\nleft_child=\nright_child=\nleaf_value=0.5\nleaf_weight=\n\
         leaf_count=3\ninternal_value=\ninternal_weight=\ninternal_count=\nis_linear=0\n\
         shrinkage=1\n\n\nend of trees\n\nparameters:\n[boosting: gbdt]\nend of parameters\n";
+
+    /// Found by the `model` fuzz target: a feature count no model has is refused before
+    /// anything is sized by it (it used to abort the process on a 152 TB allocation).
+    #[test]
+    fn an_absurd_feature_count_is_refused() {
+        let huge = MODEL
+            .replace("max_feature_idx=1", "max_feature_idx=9535090019832")
+            .replace("feature_names=bm25 pagerank\n", "");
+        let err = parse(&huge).unwrap_err();
+        assert!(
+            err.contains("max_feature_idx 9535090019832 is beyond"),
+            "{err}"
+        );
+        let max = MODEL
+            .replace("max_feature_idx=1", "max_feature_idx=18446744073709551615")
+            .replace("feature_names=bm25 pagerank\n", "");
+        assert!(parse(&max).is_err());
+    }
 
     /// LightGBM's NumericalDecision, written out for the oracle.
     fn lightgbm_decision(x: f32, t: f64, dt: u32) -> bool {

@@ -31,6 +31,22 @@ pub mod xgboost;
 
 use super::forest::Forest;
 
+/// The most features a model may read. rankd's feature sets have hundreds and public LETOR
+/// sets at most 700; a count far beyond that is a corrupt file, and believing it would
+/// allocate per-feature tables of that size (found by the `model` fuzz target: a LightGBM
+/// `max_feature_idx` of 9.5e12 aborted the process on a 152 TB allocation).
+pub const MAX_FEATURES: usize = 1 << 16;
+
+/// Refuses a feature count (or a largest feature id) beyond [`MAX_FEATURES`].
+pub(crate) fn check_feature_count(n: u64, what: &str) -> Result<usize, String> {
+    if n > MAX_FEATURES as u64 {
+        return Err(format!(
+            "{what} {n} is beyond the {MAX_FEATURES} features a model may read"
+        ));
+    }
+    Ok(n as usize)
+}
+
 /// Which library wrote a model.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,

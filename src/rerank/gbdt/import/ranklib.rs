@@ -175,7 +175,9 @@ impl Parser {
                         "line {line}: feature id {id}; RankLib ids start at 1"
                     ));
                 }
-                self.max_id = self.max_id.max(id as usize);
+                let id = super::check_feature_count(id as u64, "feature id")
+                    .map_err(|e| format!("line {line}: {e}"))?;
+                self.max_id = self.max_id.max(id);
                 let threshold: f32 = self.element("threshold")?;
                 if threshold.is_nan() {
                     return Err(format!("line {line}: NaN threshold"));
@@ -255,8 +257,9 @@ pub fn parse(text: &str) -> Result<Imported, String> {
     if trees.is_empty() {
         return Err("the ensemble has no tree".into());
     }
+    let num_features = super::check_feature_count(p.max_id as u64, "feature id")?;
     let forest = Forest {
-        num_features: p.max_id.max(1),
+        num_features: num_features.max(1),
         base_score: 0.0,
         trees,
     };

@@ -24,7 +24,16 @@ pub fn parse(bytes: &[u8]) -> Result<Imported, String> {
     let root: Value = serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON ({e})"))?;
     let learner = field(&root, "learner", "")?;
     let param = field(learner, "learner_model_param", "learner")?;
-    let num_feature = string_number(param, "num_feature", "learner.learner_model_param")? as usize;
+    let num_feature = string_number(param, "num_feature", "learner.learner_model_param")?;
+    if !(num_feature >= 0.0 && num_feature.fract() == 0.0) {
+        return Err(format!(
+            "learner.learner_model_param.num_feature {num_feature} is not a feature count"
+        ));
+    }
+    let num_feature = super::check_feature_count(
+        num_feature.min(u64::MAX as f64) as u64,
+        "learner.learner_model_param.num_feature",
+    )?;
     for key in ["num_class", "num_target"] {
         if let Some(v) = param.get(key) {
             let n = string_number(param, key, "learner.learner_model_param")?;
