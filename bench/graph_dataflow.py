@@ -45,7 +45,7 @@ def baseline(graph, engine, iterations):
     out = subprocess.run([BASELINES, *graph, "--engine", engine, "--iterations", str(iterations)],
                          check=True, capture_output=True, text=True, env=env).stdout
     d = json.loads(out)
-    return {"s_per_it": d["seconds_per_iteration"], "edges": d["edges"], "rss": d["peak_rss_bytes"],
+    return {"s_per_it": d["seconds_per_iteration"], "edges": d["edges"], "rss": d["peak_rss_mb"] * 2**20,
             "bytes_per_it": 0, "l1": d["l1_to_csr_fixed_point"]}
 
 
@@ -71,7 +71,7 @@ def timely(graph, workers, processes, iterations, tmp):
     pr = [next(s for s in r["stats"] if s["name"] == "pagerank") for r in reports]
     its = pr[0]["iterations"]
     return {"s_per_it": max(s["seconds"] for s in pr) / its, "edges": reports[0]["edges"],
-            "rss": max(r["peak_rss_bytes"] for r in reports),
+            "rss": max(r["peak_rss_mb"] for r in reports) * 2**20,
             "bytes_per_it": sum(s["remote_records"] for s in pr) * 12 / its,
             "job_s": max(r["seconds"] for r in reports)}
 

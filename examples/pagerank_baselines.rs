@@ -22,12 +22,6 @@ use rankd::graph::Csr;
 use webgraph::graphs::vec_graph::VecGraph;
 use webgraph_algo::rank::pagerank::{preds, PageRank};
 
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-}
-
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |name: &str| {
@@ -96,7 +90,7 @@ fn main() -> anyhow::Result<()> {
             "seconds_per_iteration": seconds / iterations as f64,
             "edges_per_second": m as f64 * iterations as f64 / seconds,
             "l1_to_csr_fixed_point": l1,
-            "peak_rss_bytes": peak_rss(),
+            "peak_rss_mb": rankd::cli::ingest::peak_rss_mb(),
             "threads": std::env::var("RAYON_NUM_THREADS").ok(),
         })
     );

@@ -175,11 +175,7 @@ impl JobRunner {
                 Some(format!("{e:#}")),
             ),
             Err(panic) => {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
+                let what = crate::error::panic_message(panic.as_ref());
                 (
                     JobStatus::Failed,
                     "failed".to_string(),

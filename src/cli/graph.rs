@@ -276,7 +276,7 @@ fn run_dataflow(
             links::store(&index, &generation, &scores)?;
             let extra = serde_json::json!({
                 "engine": "timely", "stats": report.stats, "load_seconds": report.load_seconds,
-                "peak_rss_bytes": peak_rss(),
+                "peak_rss_mb": super::ingest::peak_rss_mb(),
             });
             print_index_summary(
                 args,
@@ -344,7 +344,7 @@ fn summarise(
             serde_json::json!({
                 "process": args.process, "nodes": table.n(), "edges": table.edges,
                 "seconds": seconds, "load_seconds": load_seconds, "reports": table.reports,
-                "stats": stats, "peak_rss_bytes": peak_rss(),
+                "stats": stats, "peak_rss_mb": super::ingest::peak_rss_mb(),
                 "output": output.map(|o| o.to_string()),
             })
         );
@@ -372,7 +372,7 @@ fn summarise_worker(
             serde_json::json!({
                 "process": args.process, "nodes": report.nodes, "seconds": seconds,
                 "load_seconds": report.load_seconds, "stats": report.stats,
-                "peak_rss_bytes": peak_rss(),
+                "peak_rss_mb": super::ingest::peak_rss_mb(),
             })
         );
     } else {
@@ -382,14 +382,6 @@ fn summarise_worker(
         );
     }
     Ok(())
-}
-
-/// Peak resident memory of this process (`VmHWM`), when the system reports it.
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// Points file descriptor 1 at standard error while alive (when `active`), so that timely's

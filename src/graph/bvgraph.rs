@@ -37,13 +37,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
     QUIET.with(|q| q.set(true));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET.with(|q| q.set(false));
-    result.map_err(|payload| {
-        payload
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "decoder panic".into())
-    })
+    result.map_err(|payload| crate::error::panic_message(payload.as_ref()))
 }
 
 fn format_error(base: &Path, ext: &str, message: String) -> GraphError {

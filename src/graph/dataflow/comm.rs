@@ -164,11 +164,8 @@ impl<'w> Comm<'w> {
         for r in records {
             self.gather.send(r);
         }
-        self.shout.send((self.index as u32, Vec::new()));
         self.round();
-        let time = self.round - 1;
-        take(&self.got_shouts, time);
-        take(&self.got_gather, time)
+        take(&self.got_gather, self.round - 1)
     }
 }
 

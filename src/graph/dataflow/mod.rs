@@ -492,12 +492,7 @@ impl PanicCapture {
         std::panic::set_hook(Box::new(move |info| {
             let thread = std::thread::current();
             if thread.name().is_some_and(|n| n.starts_with("timely:")) {
-                let message = info
-                    .payload()
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| info.payload().downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into());
+                let message = crate::error::panic_message(info.payload());
                 let lost_peer = message.contains("timely communication error")
                     || message.contains("poisoned")
                     || message.contains("Send thread panic")
