@@ -181,26 +181,10 @@ pub fn run(args: GraphArgs) -> anyhow::Result<()> {
 fn run_csr(args: &GraphArgs, options: &LinkScoreOptions) -> anyhow::Result<()> {
     let start = Instant::now();
     if let Some(input) = args.bare_input() {
-        let (csr, labels) = match input {
-            Input::EdgeList(path) => {
-                let g = crate::graph::load_graph_file(&path)?;
-                (g.csr, Some(g.labels))
-            }
-            Input::BvGraph(base) => {
-                let mut edges = Vec::new();
-                let n = crate::graph::bvgraph::for_each_arc(&base, |u, v| edges.push((u, v)))?;
-                (crate::graph::Csr::from_edges(n, &edges)?.0, None)
-            }
-            Input::Rmat(p) => {
-                let mut edges = Vec::new();
-                crate::graph::rmat::rmat(&p, |u, v| edges.push((u, v)))?;
-                (
-                    crate::graph::Csr::from_edges(p.nodes() as usize, &edges)?.0,
-                    None,
-                )
-            }
-            Input::Graph(_) => unreachable!("bare inputs only"),
-        };
+        let mut edges = Vec::new();
+        let (n, labels) = input.read_edges(|u, v| edges.push((u, v)))?;
+        let (csr, _) = crate::graph::Csr::from_edges(n, &edges)?;
+        drop(edges);
         let load_seconds = start.elapsed().as_secs_f64();
         let keys = labels
             .clone()

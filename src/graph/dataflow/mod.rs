@@ -738,6 +738,37 @@ fn compute(
     }))
 }
 
+impl Input {
+    /// Calls `emit(source, target)` for every edge as the input stores it (duplicates and
+    /// self-loops included); returns the node count and the node labels (edge lists only).
+    /// The one reader of an input, for both engines.
+    pub fn read_edges(
+        &self,
+        mut emit: impl FnMut(u32, u32),
+    ) -> Result<(usize, Option<Vec<String>>)> {
+        match self {
+            Input::Graph(g) => {
+                g.edges().for_each(|(u, v)| emit(u, v));
+                Ok((g.n(), None))
+            }
+            Input::EdgeList(path) if super::load::is_hollins(path)? => {
+                let lg = super::load_graph_file(path)?;
+                lg.csr.edges().for_each(|(u, v)| emit(u, v));
+                Ok((lg.csr.n(), Some(lg.labels)))
+            }
+            Input::EdgeList(path) => {
+                let labels = super::load::stream_edge_list(path, emit)?;
+                Ok((labels.len(), Some(labels)))
+            }
+            Input::BvGraph(base) => Ok((super::bvgraph::for_each_arc(base, emit)?, None)),
+            Input::Rmat(params) => {
+                super::rmat::rmat(params, emit)?;
+                Ok((params.nodes() as usize, None))
+            }
+        }
+    }
+}
+
 /// This process's partitions, the node labels (edge lists only) and a hash of the whole edge
 /// stream as read (every process reads the same stream: compared in the first round).
 fn load(
@@ -747,29 +778,7 @@ fn load(
     threads: usize,
 ) -> Result<(Vec<Partition>, Option<Vec<String>>, u64)> {
     let mut b = PartitionBuilder::new(peers, first, threads);
-    let (n, labels) = match input {
-        Input::Graph(g) => {
-            g.edges().for_each(|(u, v)| b.add(u, v));
-            (g.n(), None)
-        }
-        Input::EdgeList(path) if super::load::is_hollins(path)? => {
-            let lg = super::load_graph_file(path)?;
-            lg.csr.edges().for_each(|(u, v)| b.add(u, v));
-            (lg.csr.n(), Some(lg.labels))
-        }
-        Input::EdgeList(path) => {
-            let labels = super::load::stream_edge_list(path, |u, v| b.add(u, v))?;
-            (labels.len(), Some(labels))
-        }
-        Input::BvGraph(base) => (
-            super::bvgraph::for_each_arc(base, |u, v| b.add(u, v))?,
-            None,
-        ),
-        Input::Rmat(params) => {
-            super::rmat::rmat(params, |u, v| b.add(u, v))?;
-            (params.nodes() as usize, None)
-        }
-    };
+    let (n, labels) = input.read_edges(|u, v| b.add(u, v))?;
     let hash = b.stream_hash();
     Ok((b.finish(n)?, labels, hash))
 }
