@@ -154,15 +154,6 @@ impl Kinded for crate::graph::GraphError {
     }
 }
 
-/// The message of a panic's payload (`panic!` with a literal or a formatted string).
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 /// The kind of the first cause in `e`'s chain whose type knows its kind; internal when none
 /// does.
 pub fn kind_of(e: &anyhow::Error) -> ErrorKind {

@@ -20,6 +20,7 @@ pub mod judgments;
 pub mod links;
 pub mod metrics;
 pub mod pairwise;
+pub mod panics;
 pub mod rerank;
 pub mod search;
 pub mod text;

@@ -175,7 +175,7 @@ impl JobRunner {
                 Some(format!("{e:#}")),
             ),
             Err(panic) => {
-                let what = crate::error::panic_message(panic.as_ref());
+                let what = crate::panics::panic_message(panic.as_ref());
                 (
                     JobStatus::Failed,
                     "failed".to_string(),

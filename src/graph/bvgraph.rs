@@ -37,7 +37,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
     QUIET.with(|q| q.set(true));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     QUIET.with(|q| q.set(false));
-    result.map_err(|payload| crate::error::panic_message(payload.as_ref()))
+    result.map_err(|payload| crate::panics::panic_message(payload.as_ref()))
 }
 
 fn format_error(base: &Path, ext: &str, message: String) -> GraphError {

@@ -492,7 +492,7 @@ impl PanicCapture {
         std::panic::set_hook(Box::new(move |info| {
             let thread = std::thread::current();
             if thread.name().is_some_and(|n| n.starts_with("timely:")) {
-                let message = crate::error::panic_message(info.payload());
+                let message = crate::panics::panic_message(info.payload());
                 let lost_peer = message.contains("timely communication error")
                     || message.contains("poisoned")
                     || message.contains("Send thread panic")
