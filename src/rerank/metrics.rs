@@ -101,6 +101,97 @@ pub fn evaluate_scores(
     })
 }
 
+/// MAP and NDCG@10 of `scores` under `convention`, as [`evaluate_scores`] computes them
+/// (scores narrowed to `f32`, ties in row order, gain `2^l − 1`, grade ≥ 1 relevant), but
+/// straight from the labels, without building a run and qrels: the tree trainer logs and
+/// early-stops on them every round, where the general evaluator took a fifth of the
+/// training time. Tested equal to [`evaluate_scores`].
+pub fn map_ndcg10(
+    set: &RankSet,
+    scores: &[f64],
+    convention: MetricConvention,
+) -> Result<(f64, f64), RerankError> {
+    if scores.len() != set.num_rows() {
+        return Err(RerankError::invalid(format!(
+            "{} scores for {} rows",
+            scores.len(),
+            set.num_rows()
+        )));
+    }
+    let mut order: Vec<usize> = Vec::new();
+    let mut ideal: Vec<i32> = Vec::new();
+    let (mut ap_sum, mut ap_queries) = (0.0, 0usize);
+    let (mut ndcg_sum, mut ndcg_queries) = (0.0, 0usize);
+    for q in &set.queries {
+        let narrow = |r: usize| {
+            let s = scores[r] as f32;
+            if s.is_finite() {
+                Ok(s)
+            } else {
+                Err(RerankError::invalid(format!("score of row {r} is {s}")))
+            }
+        };
+        order.clear();
+        order.extend(q.rows.clone());
+        for &r in &order {
+            narrow(r)?;
+        }
+        order.sort_by(|&a, &b| (scores[b] as f32).total_cmp(&(scores[a] as f32)));
+        let labels = &set.labels[q.rows.clone()];
+        let relevant = labels.iter().filter(|&&l| l >= 1).count();
+        if relevant == 0 {
+            if convention == MetricConvention::Letor {
+                ndcg_sum += 1.0;
+                ndcg_queries += 1;
+            }
+            continue;
+        }
+        let mut found = 0usize;
+        let mut precisions = 0.0;
+        for (i, &r) in order.iter().enumerate() {
+            if set.labels[r] >= 1 {
+                found += 1;
+                precisions += found as f64 / (i + 1) as f64;
+            }
+        }
+        ap_sum += precisions / relevant as f64;
+        ap_queries += 1;
+        // Gains scaled by 2^-top as the evaluator does (the ratio is the same).
+        let top = labels.iter().copied().max().unwrap_or(0);
+        let gain = |g: i32| {
+            if g <= 0 {
+                0.0
+            } else {
+                2f64.powi(g - top) - 2f64.powi(-top)
+            }
+        };
+        let discount = |i: usize| 1.0 / ((i + 2) as f64).log2();
+        ideal.clear();
+        ideal.extend_from_slice(labels);
+        ideal.sort_unstable_by(|a, b| b.cmp(a));
+        let ideal_dcg: f64 = ideal
+            .iter()
+            .take(10)
+            .enumerate()
+            .map(|(i, &g)| gain(g) * discount(i))
+            .sum();
+        let dcg: f64 = order
+            .iter()
+            .take(10)
+            .enumerate()
+            .map(|(i, &r)| gain(set.labels[r]) * discount(i))
+            .sum();
+        ndcg_sum += dcg / ideal_dcg;
+        ndcg_queries += 1;
+    }
+    if ap_queries == 0 {
+        return Err(RerankError::invalid(
+            "evaluation: no query to evaluate: no query has a relevant row",
+        ));
+    }
+    Ok((ap_sum / ap_queries as f64, ndcg_sum / ndcg_queries as f64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +229,51 @@ mod tests {
         assert!((t.ndcg3 - ndcg3).abs() < 1e-12);
         assert_eq!(t.ndcg1, 0.0);
         assert!(evaluate_scores(&set, &scores[..4], MetricConvention::Trec).is_err());
+    }
+
+    #[test]
+    fn map_ndcg10_is_the_evaluators() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..30 {
+            let mut labels = Vec::new();
+            let mut queries = Vec::new();
+            for q in 0..rng.random_range(1..12) {
+                let start = labels.len();
+                let rows = rng.random_range(1..30);
+                let top = rng.random_range(0..5);
+                labels.extend((0..rows).map(|_| rng.random_range(0..=top)));
+                queries.push(QueryGroup {
+                    qid: format!("q{q}"),
+                    rows: start..labels.len(),
+                });
+            }
+            let n = labels.len();
+            // Coarse scores so that ties are common.
+            let scores: Vec<f64> = (0..n)
+                .map(|_| f64::from(rng.random_range(0..6)) * 0.25 + 1e-9)
+                .collect();
+            let set = RankSet::new(vec!["f".into()], vec![0.0; n], labels, queries, None).unwrap();
+            for convention in [MetricConvention::Letor, MetricConvention::Trec] {
+                let narrow: Vec<f32> = scores.iter().map(|&s| s as f32).collect();
+                let Ok(m) = evaluate_scores(&set, &narrow, convention) else {
+                    assert!(map_ndcg10(&set, &scores, convention).is_err());
+                    continue;
+                };
+                let (map, ndcg10) = map_ndcg10(&set, &scores, convention).unwrap();
+                assert!((map - m.map).abs() < 1e-12, "{map} {}", m.map);
+                assert!((ndcg10 - m.ndcg10).abs() < 1e-12, "{ndcg10} {}", m.ndcg10);
+            }
+        }
+        let set = RankSet::new(
+            vec!["f".into()],
+            vec![0.0; 2],
+            vec![1, 0],
+            vec![QueryGroup { qid: "q".into(), rows: 0..2 }],
+            None,
+        )
+        .unwrap();
+        assert!(map_ndcg10(&set, &[f64::NAN, 1.0], MetricConvention::Trec).is_err());
+        assert!(map_ndcg10(&set, &[1.0], MetricConvention::Trec).is_err());
     }
 }

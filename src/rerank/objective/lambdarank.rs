@@ -175,6 +175,9 @@ pub fn lambda_grad_hess(
         LambdaMetric::Ndcg => p.truncation,
         LambdaMetric::Ap => n,
     };
+    // Gains and discounts by position, computed once (the pair loop is the hot part).
+    let gains: Vec<f64> = order.iter().map(|&r| gain(labels[r])).collect();
+    let discounts: Vec<f64> = (0..n).map(discount).collect();
     for i in 0..n.saturating_sub(1).min(top) {
         for j in i + 1..n {
             let (li, lj) = (labels[order[i]], labels[order[j]]);
@@ -182,11 +185,11 @@ pub fn lambda_grad_hess(
                 None if li == lj => continue,
                 None => {
                     let (gh, gl) = if li > lj {
-                        (gain(li), gain(lj))
+                        (gains[i], gains[j])
                     } else {
-                        (gain(lj), gain(li))
+                        (gains[j], gains[i])
                     };
-                    (gh - gl) * (discount(i) - discount(j)).abs() * scale
+                    (gh - gl) * (discounts[i] - discounts[j]).abs() * scale
                 }
                 Some(swap) => match (relevant[i], relevant[j]) {
                     (true, false) => swap.delta(i, j),

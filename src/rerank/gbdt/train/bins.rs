@@ -98,6 +98,9 @@ pub struct Binned {
     pub features: Vec<FeatureBins>,
     /// `bins[f * rows + r]`.
     pub bins: Vec<u8>,
+    /// Per feature, its most frequent bin (the zeros of a sparse feature): histograms skip
+    /// it and take its sums as the leaf's minus the other bins' (LightGBM's `most_freq_bin`).
+    pub most_frequent: Vec<u8>,
 }
 
 impl Binned {
@@ -116,7 +119,15 @@ impl Binned {
             .collect();
         let mut features = Vec::with_capacity(d);
         let mut bins = Vec::with_capacity(d * rows);
+        let mut most_frequent = Vec::with_capacity(d);
         for (fb, column) in columns {
+            let mut counts = [0usize; 256];
+            for &b in &column {
+                counts[usize::from(b)] += 1;
+            }
+            // The lowest of the most frequent bins.
+            let top = (0..256).rev().max_by_key(|&b| counts[b]).unwrap_or(0);
+            most_frequent.push(top as u8);
             features.push(fb);
             bins.extend(column);
         }
@@ -124,6 +135,7 @@ impl Binned {
             rows,
             features,
             bins,
+            most_frequent,
         }
     }
 

@@ -97,6 +97,66 @@ enum Built {
     Leaf(f64),
 }
 
+/// Histogram work (rows × features) below which a histogram or split search runs on one
+/// thread: rayon's task overhead outweighs the work of small leaves.
+const PARALLEL_WORK: usize = 1 << 16;
+
+/// A tree's histograms: for each feature it may split on (in `features` order), its bins'
+/// sums, the missing bin last; `offsets[k]..offsets[k + 1]` is feature `features[k]`'s range.
+struct Layout<'a> {
+    data: &'a Binned,
+    features: &'a [usize],
+    offsets: Vec<usize>,
+}
+
+impl Layout<'_> {
+    fn len(&self) -> usize {
+        self.offsets[self.features.len()]
+    }
+
+    /// The histogram split into each feature's bins, with the feature's index.
+    fn per_feature<'h>(&self, mut hist: &'h mut [Sums]) -> Vec<(usize, &'h mut [Sums])> {
+        let mut parts = Vec::with_capacity(self.features.len());
+        for (k, &f) in self.features.iter().enumerate() {
+            let (part, rest) = hist.split_at_mut(self.offsets[k + 1] - self.offsets[k]);
+            parts.push((f, part));
+            hist = rest;
+        }
+        parts
+    }
+
+    /// Fills `hist` with the sums of `rows`, whose gradients and hessians are `ordered`
+    /// (row order) and whose total is `total`. Each feature sums its rows in order, skipping
+    /// its most frequent bin, whose sums are the total minus the other bins'.
+    fn build(&self, rows: &[u32], ordered: &[[f64; 2]], total: &Sums, hist: &mut [Sums]) {
+        let fill = |(f, h): &mut (usize, &mut [Sums])| {
+            h.fill(Sums::default());
+            let column = self.data.column(*f);
+            let skip = self.data.most_frequent[*f];
+            for (&r, gh) in rows.iter().zip(ordered) {
+                let b = column[r as usize];
+                if b != skip {
+                    let s = &mut h[usize::from(b)];
+                    s.g += gh[0];
+                    s.h += gh[1];
+                    s.c += 1;
+                }
+            }
+            let mut rest = *total;
+            for s in h.iter() {
+                rest = rest.minus(s);
+            }
+            h[usize::from(skip)] = rest;
+        };
+        let mut parts = self.per_feature(hist);
+        if rows.len() * parts.len() >= PARALLEL_WORK {
+            parts.par_iter_mut().with_min_len(8).for_each(fill);
+        } else {
+            parts.iter_mut().for_each(fill);
+        }
+    }
+}
+
 /// Grows one tree on `rows` (the bagged rows) over the `features` allowed for it.
 pub fn grow(
     data: &Binned,
@@ -106,41 +166,30 @@ pub fn grow(
     features: &[usize],
     p: &GrowParams,
 ) -> Tree {
-    let offsets: Vec<usize> = data
-        .features
-        .iter()
-        .scan(0, |acc, fb| {
-            let at = *acc;
-            *acc += fb.regular() + 1;
-            Some(at)
-        })
-        .collect();
-    let total_bins = data
-        .features
-        .iter()
-        .map(|fb| fb.regular() + 1)
-        .sum::<usize>();
-    let build_hist = |rows: &[u32]| -> Vec<Sums> {
-        let per_feature: Vec<(usize, Vec<Sums>)> = features
-            .par_iter()
-            .map(|&f| {
-                let column = data.column(f);
-                let mut h = vec![Sums::default(); data.features[f].regular() + 1];
-                for &r in rows {
-                    let r = r as usize;
-                    let s = &mut h[usize::from(column[r])];
-                    s.g += grad[r];
-                    s.h += hess[r];
-                    s.c += 1;
-                }
-                (f, h)
-            })
-            .collect();
-        let mut hist = vec![Sums::default(); total_bins];
-        for (f, h) in per_feature {
-            hist[offsets[f]..offsets[f] + h.len()].copy_from_slice(&h);
-        }
-        hist
+    let mut offsets = Vec::with_capacity(features.len() + 1);
+    offsets.push(0);
+    for &f in features {
+        offsets.push(offsets.last().copied().unwrap_or(0) + data.features[f].regular() + 1);
+    }
+    let layout = Layout {
+        data,
+        features,
+        offsets,
+    };
+    // Histogram buffers of leaves that are split or cannot be, for reuse.
+    let mut pool: Vec<Vec<Sums>> = Vec::new();
+    let take_buffer = |pool: &mut Vec<Vec<Sums>>| {
+        pool.pop()
+            .unwrap_or_else(|| vec![Sums::default(); layout.len()])
+    };
+    let mut ordered: Vec<[f64; 2]> = Vec::with_capacity(rows.len());
+    let mut build_hist = |rows: &[u32], total: &Sums, hist: &mut [Sums]| {
+        ordered.clear();
+        ordered.extend(
+            rows.iter()
+                .map(|&r| [grad[r as usize], hess[r as usize]]),
+        );
+        layout.build(rows, &ordered, total, hist);
     };
     let leaf_value = |s: &Sums| {
         let denom = s.h + p.lambda_l2;
@@ -159,79 +208,95 @@ pub fn grow(
             return None;
         }
         let parent = score(sums);
-        let candidates: Vec<Option<Split>> = features
-            .par_iter()
-            .map(|&f| {
-                let regular = data.features[f].regular();
-                let h = &hist[offsets[f]..offsets[f] + regular + 1];
-                let missing = h[regular];
-                let mut best: Option<Split> = None;
-                let sides: &[bool] = if missing.c > 0 {
-                    &[false, true]
+        let min_rows = p.min_data_in_leaf as i64;
+        // LightGBM's row estimate of a bin: round(hessian · rows / hessian of the leaf).
+        let factor = f64::from(sums.c) / sums.h;
+        let estimate = |s: &Sums| (s.h * factor).round() as i64;
+        let search = |k: usize| -> Option<Split> {
+            let f = features[k];
+            let h = &hist[layout.offsets[k]..layout.offsets[k + 1]];
+            let regular = h.len() - 1;
+            let missing = h[regular];
+            let mut best: Option<Split> = None;
+            let sides: &[bool] = if missing.c > 0 {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            let estimate_all: i64 = if p.count_from_hessian {
+                h.iter().map(estimate).sum()
+            } else {
+                0
+            };
+            for &missing_left in sides {
+                let mut left = if missing_left {
+                    missing
                 } else {
-                    &[false]
+                    Sums::default()
                 };
-                // LightGBM's row estimate of a bin: round(hessian · rows / hessian of the leaf).
-                let factor = f64::from(sums.c) / sums.h;
-                let estimate = |s: &Sums| (s.h * factor).round() as i64;
-                let estimate_all: i64 = h.iter().map(estimate).sum();
-                for &missing_left in sides {
-                    let mut left = if missing_left {
-                        missing
-                    } else {
-                        Sums::default()
-                    };
-                    let mut left_estimate = if missing_left { estimate(&missing) } else { 0 };
-                    // Bin `regular − 1` puts every regular value left: only a split when
-                    // the missing values go right.
-                    let last = if missing.c > 0 && !missing_left {
-                        regular
-                    } else {
-                        regular - 1
-                    };
-                    for (bin, s) in h.iter().enumerate().take(last) {
-                        left.add(s);
+                let mut left_estimate = if missing_left && p.count_from_hessian {
+                    estimate(&missing)
+                } else {
+                    0
+                };
+                // Bin `regular − 1` puts every regular value left: only a split when the
+                // missing values go right.
+                let last = if missing.c > 0 && !missing_left {
+                    regular
+                } else {
+                    regular - 1
+                };
+                for (bin, s) in h.iter().enumerate().take(last) {
+                    left.add(s);
+                    let right = sums.minus(&left);
+                    let (left_rows, right_rows) = if p.count_from_hessian {
+                        // As LightGBM: the right side's estimate, the rest to the left.
                         left_estimate += estimate(s);
-                        let right = sums.minus(&left);
-                        let (left_rows, right_rows) = if p.count_from_hessian {
-                            // As LightGBM: the right side's estimate, the rest to the left.
-                            let right_estimate = estimate_all - left_estimate;
-                            (i64::from(sums.c) - right_estimate, right_estimate)
-                        } else {
-                            (i64::from(left.c), i64::from(right.c))
-                        };
-                        let min_rows = p.min_data_in_leaf as i64;
-                        if left_rows < min_rows
-                            || right_rows < min_rows
-                            || left.h < p.min_sum_hessian
-                            || right.h < p.min_sum_hessian
-                        {
-                            continue;
-                        }
-                        let gain = 0.5 * (score(&left) + score(&right) - parent) - p.min_split_gain;
-                        if gain > 0.0 && best.is_none_or(|b| gain > b.gain) {
-                            best = Some(Split {
-                                gain,
-                                feature: f,
-                                bin,
-                                missing_left,
-                                saw_missing: missing.c > 0,
-                                left,
-                                right,
-                            });
-                        }
+                        let right_estimate = estimate_all - left_estimate;
+                        (i64::from(sums.c) - right_estimate, right_estimate)
+                    } else {
+                        (i64::from(left.c), i64::from(right.c))
+                    };
+                    if left_rows < min_rows
+                        || right_rows < min_rows
+                        || left.h < p.min_sum_hessian
+                        || right.h < p.min_sum_hessian
+                    {
+                        continue;
+                    }
+                    let gain = 0.5 * (score(&left) + score(&right) - parent) - p.min_split_gain;
+                    if gain > 0.0 && best.is_none_or(|b| gain > b.gain) {
+                        best = Some(Split {
+                            gain,
+                            feature: f,
+                            bin,
+                            missing_left,
+                            saw_missing: missing.c > 0,
+                            left,
+                            right,
+                        });
                     }
                 }
-                best
-            })
-            .collect();
-        candidates
-            .into_iter()
-            .flatten()
-            .fold(None, |best: Option<Split>, s| match best {
-                Some(b) if b.gain >= s.gain => Some(b),
-                _ => Some(s),
-            })
+            }
+            best
+        };
+        // The best split, reduced in feature order: ties go to the lower feature.
+        let better = |best: Option<Split>, s: Option<Split>| match (best, s) {
+            (Some(b), Some(s)) if b.gain >= s.gain => Some(b),
+            (b, None) => b,
+            (_, s) => s,
+        };
+        if sums.c as usize * features.len() >= PARALLEL_WORK {
+            (0..features.len())
+                .into_par_iter()
+                .with_min_len(8)
+                .map(search)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .fold(None, better)
+        } else {
+            (0..features.len()).map(search).fold(None, better)
+        }
     };
 
     let mut sums = Sums::default();
@@ -240,19 +305,25 @@ pub fn grow(
         sums.h += hess[r as usize];
         sums.c += 1;
     }
-    let hist = build_hist(&rows);
+    let mut hist = take_buffer(&mut pool);
+    build_hist(&rows, &sums, &mut hist);
     let best = best_split(&hist, &sums, 0);
     let mut built = vec![Built::Leaf(leaf_value(&sums))];
     // Rows reaching each node (TreeSHAP's covers).
     let mut cover = vec![rows.len() as f64];
-    let mut leaves = vec![Leaf {
-        rows,
-        depth: 0,
-        hist,
-        best,
-        node: 0,
-    }];
-    while leaves.len() < p.num_leaves {
+    let mut leaves = Vec::new();
+    if best.is_some() {
+        leaves.push(Leaf {
+            rows,
+            depth: 0,
+            hist,
+            best,
+            node: 0,
+        });
+    }
+    // Leaves that cannot be split are not kept: their histograms go back to the pool.
+    let mut num_leaves = 1;
+    while num_leaves < p.num_leaves {
         // The open leaf with the largest gain (the first on ties).
         let Some(i) = leaves
             .iter()
@@ -266,7 +337,8 @@ pub fn grow(
         else {
             break;
         };
-        let leaf = leaves.swap_remove(i);
+        let leaf = leaves.remove(i);
+        num_leaves += 1;
         let split = leaf.best.expect("chosen for its split");
         let column = data.column(split.feature);
         let missing_bin = data.features[split.feature].missing();
@@ -278,19 +350,20 @@ pub fn grow(
                 b <= split.bin
             }
         });
-        // Histograms: build the smaller child, subtract for the larger.
-        let (small_rows, small_is_left) = if left_rows.len() <= right_rows.len() {
-            (&left_rows, true)
+        // Histograms: build the smaller child's, and the larger child's is the parent's
+        // minus it, in the parent's buffer.
+        let small_is_left = left_rows.len() <= right_rows.len();
+        let (small_rows, small_sums) = if small_is_left {
+            (&left_rows, &split.left)
         } else {
-            (&right_rows, false)
+            (&right_rows, &split.right)
         };
-        let small_hist = build_hist(small_rows);
-        let large_hist: Vec<Sums> = leaf
-            .hist
-            .iter()
-            .zip(&small_hist)
-            .map(|(a, b)| a.minus(b))
-            .collect();
+        let mut small_hist = take_buffer(&mut pool);
+        build_hist(small_rows, small_sums, &mut small_hist);
+        let mut large_hist = leaf.hist;
+        for (a, b) in large_hist.iter_mut().zip(&small_hist) {
+            *a = a.minus(b);
+        }
         let (left_hist, right_hist) = if small_is_left {
             (small_hist, large_hist)
         } else {
@@ -309,19 +382,27 @@ pub fn grow(
             left: l_node,
             right: r_node,
         };
+        // The left child takes the parent's place among the open leaves and the right child
+        // goes last, so the open leaves keep LightGBM's leaf-index order (its ties go to the
+        // lower index).
         let depth = leaf.depth + 1;
-        for (rows, sums, hist, node) in [
-            (left_rows, split.left, left_hist, l_node),
-            (right_rows, split.right, right_hist, r_node),
+        for (rows, sums, hist, node, at) in [
+            (left_rows, split.left, left_hist, l_node, i),
+            (right_rows, split.right, right_hist, r_node, usize::MAX),
         ] {
-            let best = best_split(&hist, &sums, depth);
-            leaves.push(Leaf {
-                rows,
-                depth,
-                hist,
-                best,
-                node,
-            });
+            match best_split(&hist, &sums, depth) {
+                Some(best) => leaves.insert(
+                    at.min(leaves.len()),
+                    Leaf {
+                        rows,
+                        depth,
+                        hist,
+                        best: Some(best),
+                        node,
+                    },
+                ),
+                None => pool.push(hist),
+            }
         }
     }
     let nodes = built

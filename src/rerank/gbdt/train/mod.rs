@@ -30,11 +30,12 @@ use serde::{Deserialize, Serialize};
 pub use bins::{Binned, FeatureBins};
 use grow::{grow, GrowParams};
 
-use super::forest::{Forest, Tree};
+use super::forest::{goes_left, Forest, Node, Tree};
 use crate::rerank::gbdt::model::GbdtModel;
 use crate::rerank::objective::{
     lambda_grad_hess, LambdaMetric, QueryInput, QueryState, StableApHessian,
 };
+use crate::rerank::metrics::map_ndcg10;
 use crate::rerank::{
     evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
     Reranker, TrainingInfo,
@@ -327,6 +328,8 @@ pub fn train_forest(
     let mut previous: Option<Vec<f64>> = None;
     let mut states: Vec<QueryState> = vec![QueryState::new(); train.queries.len()];
     let mut valid_scores = valid.map(|v| vec![0f64; v.num_rows()]);
+    let train_columns = columns(&train.x, d);
+    let valid_columns = valid.map(|v| columns(&v.x, d));
     let mut trees: Vec<Tree> = Vec::new();
     let mut log = Vec::new();
     let mut best: Option<(usize, f64)> = None;
@@ -388,9 +391,9 @@ pub fn train_forest(
         };
         let tree = grow(&binned, &grad, &hess, rows, &features, &grow_params);
         previous = Some(scores.clone());
-        add_tree(&tree, &train.x, d, &mut scores);
-        if let (Some(v), Some(vs)) = (valid, valid_scores.as_mut()) {
-            add_tree(&tree, &v.x, d, vs);
+        add_tree(&tree, &train_columns, &mut scores);
+        if let (Some(vc), Some(vs)) = (&valid_columns, valid_scores.as_mut()) {
+            add_tree(&tree, vc, vs);
         }
         let leaves = tree.num_leaves();
         trees.push(tree);
@@ -398,16 +401,16 @@ pub fn train_forest(
             (Some(v), Some(vs)) => (v, vs),
             _ => (train, &scores),
         };
-        let m = metrics_of(eval_set, eval_scores, convention)?;
-        let improved = best.is_none_or(|(_, b)| m.map > b);
+        let (map, ndcg10) = map_ndcg10(eval_set, eval_scores, convention)?;
+        let improved = best.is_none_or(|(_, b)| map > b);
         if improved {
-            best = Some((round, m.map));
+            best = Some((round, map));
         }
         let line = RoundLog {
             round,
             train_loss: loss_sum / used as f64,
-            valid_map: m.map,
-            valid_ndcg10: m.ndcg10,
+            valid_map: map,
+            valid_ndcg10: ndcg10,
             leaves,
             seconds: started.elapsed().as_secs_f64(),
             best: improved,
@@ -461,12 +464,57 @@ fn has_missing(binned: &Binned, f: usize) -> bool {
     binned.column(f).contains(&missing)
 }
 
-/// Adds one tree's output to every row's score (rows in parallel, each on its own score).
-fn add_tree(tree: &Tree, x: &[f32], d: usize, scores: &mut [f64]) {
+/// A row-major `rows × d` matrix in column-major order: a tree reads few features, each
+/// for every row, so each round's walk over the training and validation rows reads a few
+/// contiguous columns instead of every row's scattered values (a sixth of the training
+/// time before). Costs one more copy of the features while training.
+fn columns(x: &[f32], d: usize) -> Vec<f32> {
+    let rows = x.len().checked_div(d).unwrap_or(0);
+    let mut out = vec![0f32; x.len()];
+    for (r, row) in x.chunks_exact(d.max(1)).enumerate() {
+        for (f, &v) in row.iter().enumerate() {
+            out[f * rows + r] = v;
+        }
+    }
+    out
+}
+
+/// Adds one tree's output to every row's score, the rows' features column-major
+/// ([`columns`]); rows in parallel blocks, each on its own score.
+fn add_tree(tree: &Tree, columns: &[f32], scores: &mut [f64]) {
+    let rows = scores.len();
     scores
-        .par_iter_mut()
+        .par_chunks_mut(1024)
         .enumerate()
-        .for_each(|(r, s)| *s += tree.predict_row(&x[r * d..(r + 1) * d]));
+        .for_each(|(block, chunk)| {
+            for (k, s) in chunk.iter_mut().enumerate() {
+                let r = block * 1024 + k;
+                let mut i = 0usize;
+                loop {
+                    match tree.nodes[i] {
+                        Node::Leaf { value } => {
+                            *s += value;
+                            break;
+                        }
+                        Node::Split {
+                            feature,
+                            threshold,
+                            nan_left,
+                            zero_missing,
+                            left,
+                            right,
+                        } => {
+                            let x = columns[feature as usize * rows + r];
+                            i = if goes_left(x, threshold, nan_left, zero_missing) {
+                                left as usize
+                            } else {
+                                right as usize
+                            };
+                        }
+                    }
+                }
+            }
+        });
 }
 
 fn predict_set(forest: &Forest, set: &RankSet) -> Vec<f64> {
