@@ -269,7 +269,10 @@ mod tests {
             vec!["f".into()],
             vec![0.0; 2],
             vec![1, 0],
-            vec![QueryGroup { qid: "q".into(), rows: 0..2 }],
+            vec![QueryGroup {
+                qid: "q".into(),
+                rows: 0..2,
+            }],
             None,
         )
         .unwrap();

@@ -101,7 +101,13 @@ pub struct Binned {
     /// Per feature, its most frequent bin (the zeros of a sparse feature): histograms skip
     /// it and take its sums as the leaf's minus the other bins' (LightGBM's `most_freq_bin`).
     pub most_frequent: Vec<u8>,
+    /// Per feature, whether its most frequent bin holds most rows (at least
+    /// [`SPARSE_SHARE`]): histograms then branch around it, else go branch-free.
+    pub sparse: Vec<bool>,
 }
+
+/// The share of rows in a feature's most frequent bin from which it counts as sparse.
+pub const SPARSE_SHARE: f64 = 0.8;
 
 impl Binned {
     /// Fits and applies the bins of a row-major `rows × d` matrix.
@@ -120,6 +126,7 @@ impl Binned {
         let mut features = Vec::with_capacity(d);
         let mut bins = Vec::with_capacity(d * rows);
         let mut most_frequent = Vec::with_capacity(d);
+        let mut sparse = Vec::with_capacity(d);
         for (fb, column) in columns {
             let mut counts = [0usize; 256];
             for &b in &column {
@@ -128,6 +135,7 @@ impl Binned {
             // The lowest of the most frequent bins.
             let top = (0..256).rev().max_by_key(|&b| counts[b]).unwrap_or(0);
             most_frequent.push(top as u8);
+            sparse.push(counts[top] as f64 >= SPARSE_SHARE * rows as f64);
             features.push(fb);
             bins.extend(column);
         }
@@ -136,6 +144,7 @@ impl Binned {
             features,
             bins,
             most_frequent,
+            sparse,
         }
     }
 

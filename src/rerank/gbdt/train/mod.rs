@@ -32,10 +32,10 @@ use grow::{grow, GrowParams};
 
 use super::forest::{goes_left, Forest, Node, Tree};
 use crate::rerank::gbdt::model::GbdtModel;
+use crate::rerank::metrics::map_ndcg10;
 use crate::rerank::objective::{
     lambda_grad_hess, LambdaMetric, QueryInput, QueryState, StableApHessian,
 };
-use crate::rerank::metrics::map_ndcg10;
 use crate::rerank::{
     evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
     Reranker, TrainingInfo,
