@@ -171,7 +171,9 @@ def ranklib_xml(path):
 
 def ranklib_reference(path, rows):
     """RankLib's Ensemble.eval with Java float arithmetic: s += tree(x) * weight, in float;
-    a split goes left iff x[id - 1] <= threshold (a NaN compares false: right)."""
+    a split goes left iff x[id - 1] <= threshold, a NaN value read as 0 (RankLib's DataPoint
+    stores NaN as unknown and reads unknown as 0: checked with RankLib 2.10 itself, see
+    bench/gbdt_ranklib_fixture.py)."""
     root = ranklib_xml(path)
     out = []
     for r in rows:
@@ -182,7 +184,8 @@ def ranklib_reference(path, rows):
             while node.find("output") is None:
                 fid = int(node.find("feature").text)
                 thr = np.float32(float(node.find("threshold").text))
-                side = "left" if r[fid - 1] <= thr else "right"
+                x = np.float32(0.0) if np.isnan(r[fid - 1]) else r[fid - 1]
+                side = "left" if x <= thr else "right"
                 node = [c for c in node.findall("split") if c.get("pos") == side][0]
             leaf = np.float32(float(node.find("output").text))
             s = np.float32(s + np.float32(leaf * w))

@@ -1,8 +1,10 @@
 //! RankLib's LambdaMART model file (`java -jar RankLib.jar -ranker 6 … -save m.txt`), as
 //! `ciir.umass.edu.learning.tree.Ensemble` evaluates it: the score is
 //! `Σ_t weight_t · tree_t(x)`; a split sends `x` left iff `x[feature] ≤ threshold` (Java
-//! `float`s; a NaN compares false and goes right); feature ids are 1-based (RankLib's
-//! `DataPoint` ids, as in the SVMlight file). The format, as RankLib 2.x writes it:
+//! `float`s); a NaN value is read as 0, as RankLib's `DataPoint` does (it stores NaN as an
+//! unknown value and reads an unknown value as 0; checked with RankLib 2.10, where a row
+//! with NaN features scores as the same row with zeros), so a NaN goes where 0 goes;
+//! feature ids are 1-based (RankLib's `DataPoint` ids, as in the SVMlight file). The format, as RankLib 2.x writes it:
 //!
 //! ```text
 //! ## LambdaMART
@@ -185,7 +187,8 @@ impl Parser {
                 nodes.push(Node::Split {
                     feature: (id - 1) as u32,
                     threshold,
-                    nan_left: false,
+                    // RankLib reads NaN as 0.
+                    nan_left: 0.0 <= threshold,
                     zero_missing: false,
                     left: 0,
                     right: 0,
@@ -290,13 +293,14 @@ mod tests {
     fn hand_model_by_hand() {
         let m = parse(MODEL).unwrap();
         assert_eq!(m.forest.num_features, 2);
-        // 0.1·tree1 + 0.5·3: x2 ≤ 0.5 → −1.5; else x1 ≤ −0.25 → 2, else 4. NaN goes right.
+        // 0.1·tree1 + 0.5·3: x2 ≤ 0.5 → −1.5; else x1 ≤ −0.25 → 2, else 4. NaN reads as 0.
         let f32w = |v: f32| f64::from(v) * f64::from(0.1f32);
         let cases = [
             ([0.0, 0.5], f32w(-1.5) + 1.5),
             ([-0.25, 0.6], f32w(2.0) + 1.5),
             ([0.0, 0.6], f32w(4.0) + 1.5),
-            ([f32::NAN, f32::NAN], f32w(4.0) + 1.5),
+            ([f32::NAN, f32::NAN], f32w(-1.5) + 1.5),
+            ([f32::NAN, 0.6], f32w(4.0) + 1.5),
         ];
         for (row, want) in cases {
             assert_eq!(m.forest.predict_row(&row), want, "{row:?}");
