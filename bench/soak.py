@@ -8,6 +8,12 @@ directory, with an admin token, judgments and two trained models to swap between
 
     python3 bench/soak.py --rankd target/release/rankd --minutes 30 --out bench/out/soak.json
 
+With `--wrk`, the searches come from wrk (Debian's `wrk`, bench/wrk_search.lua, `--connections`
+keep-alive connections on 2 threads) at saturation instead of Python threads; wrk's non-2xx
+responses and socket errors count as failed searches. With `--replace`, each batch rewrites
+existing documents (ids of the starting corpus in turn) instead of adding new ones, so the
+index keeps its size and RSS growth after warm-up measures the server, not the data.
+
 Exit status 1 if any request failed or an acknowledged document is missing.
 """
 
@@ -72,10 +78,12 @@ class Client:
 
 
 def proc_stats(pid):
-    """(RSS in MB, open file descriptors) of a process, from /proc."""
+    """(RSS, its anonymous part, its file-backed part (the index's mapped segment files),
+    all in MB, and the open file descriptors) of a process, from /proc."""
     with open(f"/proc/{pid}/status") as f:
-        rss = int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+        status = f.read()
+    mb = lambda key: int(re.search(key + r":\s+(\d+)", status).group(1)) / 1024
+    return mb("VmRSS"), mb("RssAnon"), mb("RssFile"), len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def main():
@@ -90,8 +98,14 @@ def main():
     ap.add_argument("--graph-every", type=float, default=60, help="seconds between graph jobs")
     ap.add_argument("--sample-every", type=float, default=10, help="seconds between RSS samples")
     ap.add_argument("--warmup", type=float, default=60, help="seconds before the RSS baseline")
+    ap.add_argument("--wrk", action="store_true", help="searches from wrk at saturation")
+    ap.add_argument("--connections", type=int, default=16, help="wrk's connections")
+    ap.add_argument("--replace", action="store_true",
+                    help="batches rewrite existing documents (the index keeps its size)")
     ap.add_argument("--out", help="write the summary as JSON here")
     args = ap.parse_args()
+    if args.wrk and shutil.which("wrk") is None:
+        sys.exit("--wrk: no wrk on PATH (Debian: apt-get install wrk)")
 
     work = tempfile.mkdtemp(prefix="rankd-soak-")
     data = os.path.join(work, "data")
@@ -185,7 +199,11 @@ def main():
             n += 1
 
     def batch(n):
-        ids = [f"b{n}-{i}" for i in range(args.batch_size)]
+        if args.replace:
+            first = n * args.batch_size
+            ids = [f"d{(first + i) % args.docs}" for i in range(args.batch_size)]
+        else:
+            ids = [f"b{n}-{i}" for i in range(args.batch_size)]
         body = "\n".join(json.dumps({"id": i, "title": f"batch {n}", "body": f"soak batch {n} "
                                      + random.choice(TOPICS)}) for i in ids)
         c = Client("127.0.0.1", port)
@@ -219,12 +237,41 @@ def main():
             count("graph_errors", f"graph: {status} {out[:200]!r}")
 
     def sample(_):
-        rss, fds = proc_stats(server.pid)
+        rss, anon, mapped, fds = proc_stats(server.pid)
         with lock:
             samples.append({"t": round(time.time() - start, 1), "rss_mb": round(rss, 1),
+                            "anon_mb": round(anon, 1), "file_mb": round(mapped, 1),
                             "fds": fds, "searches": counts["search"]})
 
-    threads = [threading.Thread(target=searcher, args=(s,)) for s in range(args.searchers)]
+    wrk_report = {}
+
+    def wrk():
+        queries = os.path.join(work, "queries.txt")
+        with open(queries, "w") as f:
+            f.write("\n".join(f"{a} {b}" for a in TOPICS for b in TOPICS) + "\n")
+        lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wrk_search.lua")
+        out = subprocess.run(
+            ["wrk", "-t2", f"-c{args.connections}", f"-d{int(args.minutes * 60)}s",
+             "--timeout", "10s", "--latency", "-s", lua, f"http://127.0.0.1:{port}", "--",
+             "k=10"],
+            env=dict(os.environ, WRK_QUERIES=queries), capture_output=True, text=True)
+        m = re.search(r"^wrk_json (.*)$", out.stdout, re.M)
+        if out.returncode != 0 or not m:
+            count("search_errors", f"wrk: exit {out.returncode}: {out.stderr[-300:]}")
+            return
+        report = json.loads(m.group(1))
+        wrk_report.update(report)
+        with lock:
+            counts["search"] += report["requests"]
+            failed = report["non2xx"] + sum(report["socket_errors"].values())
+            counts["search_errors"] += failed
+            if failed and len(errors) < 20:
+                errors.append(f"wrk: {report['non2xx_by_status']} {report['socket_errors']}")
+
+    if args.wrk:
+        threads = [threading.Thread(target=wrk)]
+    else:
+        threads = [threading.Thread(target=searcher, args=(s,)) for s in range(args.searchers)]
     threads += [threading.Thread(target=every, args=(args.batch_every, batch)),
                 threading.Thread(target=every, args=(args.swap_every, swap)),
                 threading.Thread(target=every, args=(args.graph_every, graph)),
@@ -251,16 +298,24 @@ def main():
 
     warm = [s for s in samples if s["t"] >= args.warmup] or samples
     lat = sorted(latencies)
+    if args.wrk:
+        p50, p99 = wrk_report.get("p50_ms"), wrk_report.get("p99_ms")
+    else:
+        p50 = round(1000 * statistics.median(lat), 2) if lat else None
+        p99 = round(1000 * lat[int(0.99 * (len(lat) - 1))], 2) if lat else None
     summary = {
-        "minutes": args.minutes, "searchers": args.searchers, "docs": args.docs,
+        "minutes": args.minutes, "load": f"wrk, {args.connections} connections" if args.wrk
+        else f"{args.searchers} Python searchers", "docs": args.docs, "replace": args.replace,
         **counts,
         "search_per_second": round(counts["search"] / (args.minutes * 60), 1),
-        "search_p50_ms": round(1000 * statistics.median(lat), 2) if lat else None,
-        "search_p99_ms": round(1000 * lat[int(0.99 * (len(lat) - 1))], 2) if lat else None,
+        "search_p50_ms": p50,
+        "search_p99_ms": p99,
         "acknowledged_documents": len(acknowledged), "missing_documents": len(missing),
         "rss_mb_after_warmup": warm[0]["rss_mb"], "rss_mb_end": samples[-1]["rss_mb"],
         "rss_growth_after_warmup": round(samples[-1]["rss_mb"] / warm[0]["rss_mb"] - 1, 4),
         "rss_mb_max": max(s["rss_mb"] for s in samples),
+        "anon_mb_after_warmup": warm[0]["anon_mb"], "anon_mb_end": samples[-1]["anon_mb"],
+        "anon_growth_after_warmup": round(samples[-1]["anon_mb"] / warm[0]["anon_mb"] - 1, 4),
         "fds_min": min(s["fds"] for s in samples), "fds_max": max(s["fds"] for s in samples),
         "server_alive_at_end": alive, "errors": errors, "samples": samples,
     }
