@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use tantivy::columnar::StrColumn;
 use tantivy::index::SegmentId;
-use tantivy::{DocAddress, Searcher, SegmentReader, TantivyDocument};
+use tantivy::{DocAddress, Searcher, TantivyDocument};
 
 use crate::corpus::Document;
 use crate::graph::simrank::SimRankIndex;
@@ -27,7 +27,10 @@ pub struct LinkData {
     /// ordinals (`u32::MAX` outside the graph), built on first use. Segments never change
     /// their documents, so an entry stays valid as long as these scores are served; keeping
     /// the column saves reopening it for every window (candidates alternate between
-    /// segments, and reopening cost ~5% of a default search).
+    /// segments, and reopening cost ~5% of a default search). Entries of segments the
+    /// searcher no longer has (merged away, or all deleted) are dropped when a new segment
+    /// is added: each holds its segment's files open, so under steady ingest without graph
+    /// jobs the cache would otherwise grow without bound and keep dead segments on disk.
     segment_nodes: Mutex<HashMap<SegmentId, SegmentNodes>>,
 }
 
@@ -74,7 +77,7 @@ impl LinkData {
         for d in docs {
             let slot = &mut segments[d.segment_ord as usize];
             if slot.is_none() {
-                *slot = Some(self.segment_nodes(searcher.segment_reader(d.segment_ord))?);
+                *slot = Some(self.segment_nodes(searcher, d.segment_ord)?);
             }
             let node = slot.as_ref().expect("set above").as_ref().and_then(|s| {
                 s.column
@@ -88,8 +91,14 @@ impl LinkData {
         Ok(out)
     }
 
-    /// The cached [`SegmentNodes`] of a segment; `None` for a segment without an `id` column.
-    fn segment_nodes(&self, reader: &SegmentReader) -> tantivy::Result<Option<SegmentNodes>> {
+    /// The cached [`SegmentNodes`] of a segment of `searcher`; `None` for a segment without
+    /// an `id` column.
+    fn segment_nodes(
+        &self,
+        searcher: &Searcher,
+        segment_ord: u32,
+    ) -> tantivy::Result<Option<SegmentNodes>> {
+        let reader = searcher.segment_reader(segment_ord);
         let segment = reader.segment_id();
         if let Some(t) = self
             .segment_nodes
@@ -114,10 +123,14 @@ impl LinkData {
             column,
             table: Arc::new(table),
         };
-        self.segment_nodes
-            .lock()
-            .expect("not poisoned")
-            .insert(segment, nodes.clone());
+        let mut cache = self.segment_nodes.lock().expect("not poisoned");
+        cache.retain(|id, _| {
+            searcher
+                .segment_readers()
+                .iter()
+                .any(|r| r.segment_id() == *id)
+        });
+        cache.insert(segment, nodes.clone());
         Ok(Some(nodes))
     }
 
@@ -374,5 +387,62 @@ impl LinkData {
             uncovered_documents: uncovered,
             removed_documents: covered.iter().filter(|&&c| !c).count(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    fn doc(id: &str, links: &[String]) -> Document {
+        Document {
+            id: id.into(),
+            title: format!("page {id}"),
+            body: "rust search ranking".into(),
+            links: links.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// Under steady ingest (every commit a new segment, merges retiring old ones) the
+    /// per-segment cache holds the searcher's live segments only, and still maps every
+    /// document to its node.
+    #[test]
+    fn segment_cache_keeps_only_live_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TextIndex::open_or_create(dir.path(), None).unwrap();
+        let n = 20;
+        index
+            .upsert((0..n).map(|i| doc(&format!("d{i}"), &[format!("d{}", (i + 1) % n)])))
+            .unwrap();
+        let searcher = index.reader.searcher();
+        let never = AtomicBool::new(false);
+        let options = LinkScoreOptions::default();
+        let (scores, _) = compute(&index, &searcher, &options, None, &mut |_| {}, &never).unwrap();
+        let data = LinkData::new(scores).unwrap();
+        let mut most = 0;
+        for batch in 0..30 {
+            index
+                .upsert((0..3).map(|i| doc(&format!("d{}", (batch * 3 + i) % n), &[])))
+                .unwrap();
+            let searcher = index.reader.searcher();
+            let all: Vec<DocAddress> = searcher
+                .segment_readers()
+                .iter()
+                .enumerate()
+                .flat_map(|(s, r)| r.doc_ids_alive().map(move |d| DocAddress::new(s as u32, d)))
+                .collect();
+            let nodes = data.nodes_of(&searcher, &all).unwrap();
+            assert_eq!(nodes.iter().flatten().count(), n, "batch {batch}");
+            let cached = data.segment_nodes.lock().unwrap().len();
+            let live = searcher.segment_readers().len();
+            assert!(
+                cached <= live,
+                "batch {batch}: {cached} cached, {live} live segments"
+            );
+            most = most.max(cached);
+        }
+        assert!(most >= 2, "the test must see several segments ({most})");
     }
 }
