@@ -117,19 +117,7 @@ fn imported_models_score_as_their_library() {
             );
         }
         // The probe rows really sit on the thresholds rankd stores (the exact cases).
-        for tree in &forest.trees {
-            for node in &tree.nodes {
-                if let Node::Split {
-                    feature, threshold, ..
-                } = node
-                {
-                    on_threshold_rows += x
-                        .chunks(d)
-                        .filter(|r| r[*feature as usize] == *threshold)
-                        .count();
-                }
-            }
-        }
+        on_threshold_rows += rows_on_thresholds(forest, &x, d);
         eprintln!("{name}: {n} rows, worst relative difference {worst:e}");
         // The test can fail: read the library's rule slightly wrong and some rows move.
         let mutated = mutate(library, forest);
@@ -402,20 +390,7 @@ fn public_ranklib_model_scores_as_ranklib() {
     compiled.score_into(&nan_rows, n, &mut got_nan).unwrap();
     assert_eq!(got_nan, got64, "NaN must read as 0");
     // The rows sit on thresholds (and a float32 step either side), and read zeros.
-    let mut on_threshold = 0;
-    for tree in &forest.trees {
-        for node in &tree.nodes {
-            if let Node::Split {
-                feature, threshold, ..
-            } = node
-            {
-                on_threshold += x
-                    .chunks(WIDTH)
-                    .filter(|r| r[*feature as usize] == *threshold)
-                    .count();
-            }
-        }
-    }
+    let on_threshold = rows_on_thresholds(forest, &x, WIDTH);
     assert!(
         on_threshold > 1000,
         "{on_threshold} row-splits on thresholds"
@@ -430,4 +405,24 @@ fn public_ranklib_model_scores_as_ranklib() {
         "ranklib_public: {n} rows, {on_threshold} row-splits on thresholds, {moved} move under \
          `<`; worst relative difference {worst:e} (of Σ|terms|), {worst_vs_score:e} (of |score|)"
     );
+}
+
+/// How many (row, split) pairs of `x` (rows of `width` values) sit exactly on the split's
+/// threshold: the probe rows must reach the `≤` edge cases.
+fn rows_on_thresholds(forest: &Forest, x: &[f32], width: usize) -> usize {
+    let mut count = 0;
+    for tree in &forest.trees {
+        for node in &tree.nodes {
+            if let Node::Split {
+                feature, threshold, ..
+            } = node
+            {
+                count += x
+                    .chunks(width)
+                    .filter(|r| r[*feature as usize] == *threshold)
+                    .count();
+            }
+        }
+    }
+    count
 }

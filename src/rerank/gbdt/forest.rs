@@ -138,11 +138,28 @@ impl Tree {
 
     /// The leaf value a row reaches (the reference walk: one comparison per node).
     pub fn predict_row(&self, row: &[f32]) -> f64 {
+        self.predict_by(|f| row[f])
+    }
+
+    /// The leaf value reached by a row whose feature `f` is `value(f)`: a row's slice, or a
+    /// column-major matrix while training (`train::add_tree`).
+    pub fn predict_by(&self, value: impl Fn(usize) -> f32) -> f64 {
         let mut i = 0usize;
         loop {
-            match self.nodes[i].route(row) {
-                Some(route) => i = route.taken,
-                None => return self.nodes[i].leaf_value(),
+            match self.nodes[i] {
+                Node::Leaf { value } => return value,
+                Node::Split {
+                    feature,
+                    threshold,
+                    nan_left,
+                    zero_missing,
+                    left,
+                    right,
+                } => {
+                    let left_side =
+                        goes_left(value(feature as usize), threshold, nan_left, zero_missing);
+                    i = if left_side { left } else { right } as usize;
+                }
             }
         }
     }

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use bins::{Binned, FeatureBins};
 use grow::{grow, GrowParams};
 
-use super::forest::{goes_left, Forest, Node, Tree};
+use super::forest::{Forest, Tree};
 use crate::rerank::gbdt::model::GbdtModel;
 use crate::rerank::metrics::map_ndcg10;
 use crate::rerank::objective::{
@@ -489,30 +489,7 @@ fn add_tree(tree: &Tree, columns: &[f32], scores: &mut [f64]) {
         .for_each(|(block, chunk)| {
             for (k, s) in chunk.iter_mut().enumerate() {
                 let r = block * 1024 + k;
-                let mut i = 0usize;
-                loop {
-                    match tree.nodes[i] {
-                        Node::Leaf { value } => {
-                            *s += value;
-                            break;
-                        }
-                        Node::Split {
-                            feature,
-                            threshold,
-                            nan_left,
-                            zero_missing,
-                            left,
-                            right,
-                        } => {
-                            let x = columns[feature as usize * rows + r];
-                            i = if goes_left(x, threshold, nan_left, zero_missing) {
-                                left as usize
-                            } else {
-                                right as usize
-                            };
-                        }
-                    }
-                }
+                *s += tree.predict_by(|f| columns[f * rows + r]);
             }
         });
 }
