@@ -14,8 +14,9 @@
 //!   saturation with document batches, model swaps and graph jobs, a fixed-size index): with
 //!   glibc's default the server's anonymous memory grew from 85 to 159 MB in ten minutes and
 //!   kept stepping up for thirty, memory held in idle arenas rather than leaked; with two
-//!   arenas on the two-core machine it stayed at 19–25 MB. `MALLOC_ARENA_MAX`, when set,
-//!   still decides.
+//!   arenas on the two-core machine it stayed at 19–25 MB. It costs about 15 % of peak search
+//!   throughput there (RELIABILITY.md has the numbers). `MALLOC_ARENA_MAX`, when set, still
+//!   decides.
 
 use std::io::IsTerminal;
 
