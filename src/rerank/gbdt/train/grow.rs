@@ -109,7 +109,20 @@ struct Layout<'a> {
     offsets: Vec<usize>,
 }
 
-impl Layout<'_> {
+impl<'a> Layout<'a> {
+    fn new(data: &'a Binned, features: &'a [usize]) -> Self {
+        let mut offsets = Vec::with_capacity(features.len() + 1);
+        offsets.push(0);
+        for &f in features {
+            offsets.push(offsets.last().copied().unwrap_or(0) + data.features[f].regular() + 1);
+        }
+        Layout {
+            data,
+            features,
+            offsets,
+        }
+    }
+
     fn len(&self) -> usize {
         self.offsets[self.features.len()]
     }
@@ -213,16 +226,7 @@ pub fn grow(
     features: &[usize],
     p: &GrowParams,
 ) -> Tree {
-    let mut offsets = Vec::with_capacity(features.len() + 1);
-    offsets.push(0);
-    for &f in features {
-        offsets.push(offsets.last().copied().unwrap_or(0) + data.features[f].regular() + 1);
-    }
-    let layout = Layout {
-        data,
-        features,
-        offsets,
-    };
+    let layout = Layout::new(data, features);
     // Histogram buffers of leaves that are split or cannot be, for reuse.
     let mut pool: Vec<Vec<Sums>> = Vec::new();
     let take_buffer = |pool: &mut Vec<Vec<Sums>>| {
@@ -525,15 +529,7 @@ mod tests {
         let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
         let hess: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();
         let features: Vec<usize> = (0..d).collect();
-        let mut offsets = vec![0];
-        for &f in &features {
-            offsets.push(offsets.last().unwrap() + data.features[f].regular() + 1);
-        }
-        let layout = Layout {
-            data: &data,
-            features: &features,
-            offsets,
-        };
+        let layout = Layout::new(&data, &features);
         // Small leaves run on one thread, large ones in parallel (PARALLEL_WORK).
         for share in [0.01, 0.2, 1.0] {
             let rows: Vec<u32> = (0..n as u32).filter(|_| rng.random_bool(share)).collect();
