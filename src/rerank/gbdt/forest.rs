@@ -73,6 +73,11 @@ impl Node {
 
     /// The split's feature and children as `row` meets them ([`goes_left`]); `None` at a leaf.
     pub fn route(&self, row: &[f32]) -> Option<Route> {
+        self.route_by(|f| row[f])
+    }
+
+    /// [`Node::route`] for a row whose feature `f` is `value(f)`.
+    pub fn route_by(&self, value: impl Fn(usize) -> f32) -> Option<Route> {
         match *self {
             Node::Leaf { .. } => None,
             Node::Split {
@@ -84,7 +89,8 @@ impl Node {
                 right,
             } => {
                 let feature = feature as usize;
-                let (taken, other) = if goes_left(row[feature], threshold, nan_left, zero_missing) {
+                let (taken, other) = if goes_left(value(feature), threshold, nan_left, zero_missing)
+                {
                     (left, right)
                 } else {
                     (right, left)
@@ -145,23 +151,10 @@ impl Tree {
     /// column-major matrix while training (`train::add_tree`).
     pub fn predict_by(&self, value: impl Fn(usize) -> f32) -> f64 {
         let mut i = 0usize;
-        loop {
-            match self.nodes[i] {
-                Node::Leaf { value } => return value,
-                Node::Split {
-                    feature,
-                    threshold,
-                    nan_left,
-                    zero_missing,
-                    left,
-                    right,
-                } => {
-                    let left_side =
-                        goes_left(value(feature as usize), threshold, nan_left, zero_missing);
-                    i = if left_side { left } else { right } as usize;
-                }
-            }
+        while let Some(route) = self.nodes[i].route_by(&value) {
+            i = route.taken;
         }
+        self.nodes[i].leaf_value()
     }
 
     /// Number of leaves.
