@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use rankd::features::{self, Candidate, FeatureMatrix, FeatureSet};
+use rankd::text::stats::Stats;
 use rankd::text::{ModelKind, TextIndex};
 use serde_json::json;
 
@@ -62,11 +63,18 @@ fn main() -> anyhow::Result<()> {
     let (mut all, mut rm3) = (Vec::new(), Vec::new());
     for _ in 0..args.passes {
         for q in &queries {
-            let Some(bound) = index.bind(&searcher, ModelKind::Bm25F, None, q)? else {
+            let stats = Stats::new(&searcher);
+            let Some(bound) = index.bind(&stats, ModelKind::Bm25F, None, q)? else {
                 continue;
             };
             let candidates: Vec<Candidate> = bound
-                .top(&searcher, args.window, 0)?
+                .top(
+                    &searcher,
+                    index.doc_columns(&searcher)?.as_ref(),
+                    &stats,
+                    args.window,
+                    0,
+                )?
                 .into_iter()
                 .map(|(score, address)| Candidate { address, score })
                 .collect();
@@ -74,6 +82,7 @@ fn main() -> anyhow::Result<()> {
             features::extract(
                 &index,
                 &searcher,
+                &stats,
                 links.as_ref(),
                 set,
                 q,
@@ -87,7 +96,7 @@ fn main() -> anyhow::Result<()> {
                 values: vec![0.0; candidates.len() * set.len()],
             };
             let t = Instant::now();
-            features::prf::extract(&index, &searcher, set, q, &candidates, &mut m)?;
+            features::prf::extract(&index, &searcher, &stats, set, q, &candidates, &mut m)?;
             rm3.push(t.elapsed().as_secs_f64() * 1e3);
         }
     }

@@ -8,6 +8,7 @@ pub mod active;
 pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod corpus;
 pub mod db;

@@ -115,11 +115,22 @@ fn tree_model_reranks_the_window() {
         assert_eq!(res.reranker.as_deref(), Some(loaded.id()));
         // Recompute: first phase top 30, features, the forest's reference walk, stable sort.
         let bound = index
-            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .bind(
+                &rankd::text::stats::Stats::new(&searcher),
+                ModelKind::Bm25F,
+                None,
+                q,
+            )
             .unwrap()
             .unwrap();
         let cands: Vec<Candidate> = bound
-            .top(&searcher, window, 0)
+            .top(
+                &searcher,
+                &index.doc_columns(&searcher).unwrap(),
+                &rankd::text::stats::Stats::new(&searcher),
+                window,
+                0,
+            )
             .unwrap()
             .iter()
             .map(|&(score, address)| Candidate { address, score })
@@ -127,6 +138,7 @@ fn tree_model_reranks_the_window() {
         let m = extract(
             index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             FeatureSet::current(),
             q,

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Front ends: they parse, print, route and run jobs; nobody below imports them.
 const FRONT_ENDS: &[&str] = &["cli", "api", "admin"];
 /// Entry points of the library, called by the front ends.
-const ENTRY_POINTS: &[&str] = &["search", "training", "judgments", "active"];
+const ENTRY_POINTS: &[&str] = &["search", "cluster", "training", "judgments", "active"];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -112,10 +112,23 @@ fn reranked_pages_follow_the_model_scores() {
         assert_eq!(res.reranker.as_deref(), Some(outcome.model.id()));
         // Recompute: first phase top 30, features, model scores, stable sort.
         let bound = index
-            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .bind(
+                &rankd::text::stats::Stats::new(&searcher),
+                ModelKind::Bm25F,
+                None,
+                q,
+            )
             .unwrap()
             .unwrap();
-        let top = bound.top(&searcher, window, 0).unwrap();
+        let top = bound
+            .top(
+                &searcher,
+                &index.doc_columns(&searcher).unwrap(),
+                &rankd::text::stats::Stats::new(&searcher),
+                window,
+                0,
+            )
+            .unwrap();
         let cands: Vec<Candidate> = top
             .iter()
             .map(|&(score, address)| Candidate { address, score })
@@ -123,6 +136,7 @@ fn reranked_pages_follow_the_model_scores() {
         let m = extract(
             index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             FeatureSet::current(),
             q,

@@ -423,10 +423,23 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
     let oracle = oracle(&raws, &config);
     for kind in ModelKind::ALL {
         let bound = index
-            .bind(&searcher, kind, None, "vector borrow")
+            .bind(
+                &rankd::text::stats::Stats::new(&searcher),
+                kind,
+                None,
+                "vector borrow",
+            )
             .unwrap()
             .unwrap();
-        let top = bound.top(&searcher, 30, 0).unwrap();
+        let top = bound
+            .top(
+                &searcher,
+                &index.doc_columns(&searcher).unwrap(),
+                &rankd::text::stats::Stats::new(&searcher),
+                30,
+                0,
+            )
+            .unwrap();
         // Reversed order on purpose: score_docs must sort internally.
         let addrs: Vec<_> = top.iter().rev().map(|(_, a)| *a).collect();
         let scores = bound.score_docs(&searcher, &addrs).unwrap();
@@ -436,7 +449,12 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
     }
     // LM scores a document without any query term too (the smoothed probability).
     let bound = index
-        .bind(&searcher, ModelKind::Lm, Some("title"), "vector")
+        .bind(
+            &rankd::text::stats::Stats::new(&searcher),
+            ModelKind::Lm,
+            Some("title"),
+            "vector",
+        )
         .unwrap()
         .unwrap();
     let all: Vec<_> = searcher
@@ -509,6 +527,7 @@ fn reranker_text_features_match_the_oracle() {
         let m = extract(
             &index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             set,
             q,
@@ -717,6 +736,7 @@ fn check_rm3(
         let m = extract(
             index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             set,
             q,
@@ -849,11 +869,22 @@ fn rm3_features_match_the_oracle_on_cranfield() {
     let mut compared = 0;
     for q in &queries {
         let bound = index
-            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .bind(
+                &rankd::text::stats::Stats::new(&searcher),
+                ModelKind::Bm25F,
+                None,
+                q,
+            )
             .unwrap()
             .unwrap();
         let candidates: Vec<Candidate> = bound
-            .top(&searcher, 50, 0)
+            .top(
+                &searcher,
+                &index.doc_columns(&searcher).unwrap(),
+                &rankd::text::stats::Stats::new(&searcher),
+                50,
+                0,
+            )
             .unwrap()
             .into_iter()
             .map(|(score, address)| Candidate { address, score })
@@ -949,11 +980,22 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         "rank score index",
     ] {
         let bound = index
-            .bind(&searcher, ModelKind::Bm25F, None, q)
+            .bind(
+                &rankd::text::stats::Stats::new(&searcher),
+                ModelKind::Bm25F,
+                None,
+                q,
+            )
             .unwrap()
             .unwrap();
         let candidates: Vec<rankd::features::Candidate> = bound
-            .top(&searcher, 40, 0)
+            .top(
+                &searcher,
+                &index.doc_columns(&searcher).unwrap(),
+                &rankd::text::stats::Stats::new(&searcher),
+                40,
+                0,
+            )
             .unwrap()
             .into_iter()
             .map(|(score, address)| rankd::features::Candidate { address, score })
@@ -962,6 +1004,7 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         let walked = extract(
             &index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             set,
             q,
@@ -972,13 +1015,14 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         let copied = extract(
             &index,
             &searcher,
+            &rankd::text::stats::Stats::new(&searcher),
             None,
             set,
             q,
             &candidates,
             rankd::features::Extraction {
-                prf,
                 scores_are_bm25f: true,
+                ..rankd::features::Extraction::full(prf)
             },
         )
         .unwrap();

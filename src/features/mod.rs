@@ -16,6 +16,7 @@ use tantivy::{DocAddress, Searcher};
 use crate::links::LinkData;
 use crate::text::columns::DocColumns;
 use crate::text::search::SearchError;
+use crate::text::stats::Stats;
 use crate::text::TextIndex;
 
 pub use set::{FeatureSet, FEATURE_SET_VERSION};
@@ -51,6 +52,15 @@ impl FeatureMatrix {
         &self.values[i * self.cols..(i + 1) * self.cols]
     }
 
+    /// Overwrites the `first_phase.rank` column: row `i` gets `ranks[i]` (a shard's rows of a
+    /// window spread over several shards).
+    pub fn set_ranks(&mut self, set: &FeatureSet, ranks: &[usize]) {
+        let col = set.col("first_phase.rank");
+        for (row, &rank) in ranks.iter().enumerate() {
+            self.set(row, col, rank as f32);
+        }
+    }
+
     fn set(&mut self, row: usize, col: usize, value: f32) {
         self.values[row * self.cols + col] = value;
     }
@@ -80,21 +90,29 @@ pub struct Extraction {
     /// which always reads its configured fields): the feature is copied from them instead of
     /// walking every field's postings again, bit for bit the same value.
     pub scores_are_bm25f: bool,
+    /// The time the freshness features measure ages at (Unix seconds): the search's start,
+    /// one instant for every candidate and every shard of a cluster.
+    pub now: i64,
 }
 
 impl Extraction {
-    /// Computes everything but what `prf` skips.
+    /// Computes everything but what `prf` skips, ages measured from now.
     pub fn full(prf: Prf) -> Self {
         Extraction {
             prf,
             scores_are_bm25f: false,
+            now: social::unix_now(),
         }
     }
 }
 
+/// `stats` are the collection statistics the text features score with (the searcher's own,
+/// or the whole collection's when this index is one shard of it).
+#[allow(clippy::too_many_arguments)]
 pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
+    stats: &Stats,
     links: Option<&LinkData>,
     set: &FeatureSet,
     q: &str,
@@ -112,23 +130,23 @@ pub fn extract(
     if candidates.is_empty() {
         return Ok(m);
     }
-    let now = social::unix_now();
+    let now = how.now;
     let (score_col, rank_col) = (set.col("first_phase.score"), set.col("first_phase.rank"));
     for (row, c) in candidates.iter().enumerate() {
         m.set(row, score_col, c.score);
         m.set(row, rank_col, (row + 1) as f32);
     }
-    text::extract(index, searcher, set, q, candidates, &mut m)?;
+    text::extract(index, searcher, stats, set, q, candidates, &mut m)?;
     let bm25f_col = set.col("bm25f");
     if how.scores_are_bm25f {
         for (row, c) in candidates.iter().enumerate() {
             m.set(row, bm25f_col, c.score);
         }
     } else {
-        text::bm25f(index, searcher, bm25f_col, q, candidates, &mut m)?;
+        text::bm25f(index, searcher, stats, bm25f_col, q, candidates, &mut m)?;
     }
     if how.prf == Prf::Compute {
-        prf::extract(index, searcher, set, q, candidates, &mut m)?;
+        prf::extract(index, searcher, stats, set, q, candidates, &mut m)?;
     }
     columns(index, searcher, set, candidates, now, &mut m)?;
     if let Some(links) = links {

@@ -167,6 +167,7 @@ pub fn relevance_model(
 pub fn extract(
     index: &TextIndex,
     searcher: &Searcher,
+    stats: &Stats,
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
@@ -179,7 +180,6 @@ pub fn extract(
     if query.is_empty() || candidates.is_empty() {
         return Ok(());
     }
-    let stats = Stats::new(searcher);
     let feedback = feedback_docs(
         index,
         searcher,
@@ -198,7 +198,7 @@ pub fn extract(
         return Ok(());
     };
     let (k1, b) = (all.bm25.k1, all.bm25.b);
-    let rm3 = Arc::new(Bm25::weighted(&stats, field, &rm.expanded, k1, b)?);
+    let rm3 = Arc::new(Bm25::weighted(stats, field, &rm.expanded, k1, b)?);
     let p_hat: Vec<(String, f64)> = rm
         .expanded
         .iter()
@@ -211,7 +211,7 @@ pub fn extract(
             (t.clone(), p)
         })
         .collect();
-    let rm1 = Bm25::weighted(&stats, field, &p_hat, k1, b)?;
+    let rm1 = Bm25::weighted(stats, field, &p_hat, k1, b)?;
     // The centroid over E, idf-weighted; its norm once.
     let n = stats.num_docs();
     let mut centroid = Vec::with_capacity(p_hat.len());
@@ -241,7 +241,7 @@ pub fn extract(
     let parts = index.bm25f_parts();
     if !parts.is_empty() {
         let k1 = index.config.models.bm25f.k1;
-        let model = Bm25F::weighted(&stats, &parts, field, &rm.expanded, k1)?;
+        let model = Bm25F::weighted(stats, &parts, field, &rm.expanded, k1)?;
         let scores = ModelQuery::new(Arc::new(model)).score_docs(searcher, &docs)?;
         for (row, score) in scores.into_iter().enumerate() {
             m.set(row, cols[1], score);

@@ -19,13 +19,13 @@ use crate::text::TextIndex;
 pub(super) fn extract(
     index: &TextIndex,
     searcher: &Searcher,
+    stats: &Stats,
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
     let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
-    let stats = Stats::new(searcher);
     // Fields usually share an analyzer: analyse the query once per analyzer.
     let mut analysed: Vec<(Analyzer, QueryTerms)> = Vec::new();
     for (field_index, field_name) in TEXT_FIELDS.into_iter().enumerate() {
@@ -51,12 +51,12 @@ pub(super) fn extract(
             .expect("TEXT_FIELDS are schema fields");
         let t = &terms.terms;
         let mp = &index.config.models;
-        let bm25 = Bm25::new(&stats, field, t, fc.bm25.k1, fc.bm25.b)?;
+        let bm25 = Bm25::new(stats, field, t, fc.bm25.k1, fc.bm25.b)?;
         let models: [Arc<dyn TextModel>; 4] = [
-            Arc::new(TfIdf::new(&stats, field, t)?),
+            Arc::new(TfIdf::new(stats, field, t)?),
             Arc::new(bm25.clone()),
-            Arc::new(F2Exp::new(&stats, field, t, mp.f2exp.k, mp.f2exp.s)?),
-            Arc::new(LmDirichlet::new(&stats, field, t, mp.lm.mu)?),
+            Arc::new(F2Exp::new(stats, field, t, mp.f2exp.k, mp.f2exp.s)?),
+            Arc::new(LmDirichlet::new(stats, field, t, mp.lm.mu)?),
         ];
         // One postings walk per field gathers tf and length for all four models (and the
         // positions proximity needs, on the whole document only).
@@ -115,12 +115,13 @@ pub(super) fn extract(
 pub(super) fn bm25f(
     index: &TextIndex,
     searcher: &Searcher,
+    stats: &Stats,
     col: usize,
     q: &str,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
-    let Some(bound) = index.bind(searcher, ModelKind::Bm25F, None, q)? else {
+    let Some(bound) = index.bind(stats, ModelKind::Bm25F, None, q)? else {
         return Ok(());
     };
     let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();

@@ -23,7 +23,7 @@ use std::time::Instant;
 use arc_swap::ArcSwapOption;
 use serde::Serialize;
 use tantivy::query::Query;
-use tantivy::{DocAddress, Score, Searcher, Term};
+use tantivy::{DocAddress, Score, Searcher};
 
 use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
@@ -31,6 +31,7 @@ use crate::links::{LinkData, NodeScores};
 use crate::text::query::QueryTerms;
 use crate::text::search::{validate_window, BoundModel, SearchError};
 use crate::text::snippet::SnippetQuery;
+use crate::text::stats::Stats;
 use crate::text::{ModelKind, TextIndex};
 
 pub use collapse::CollapseKey;
@@ -415,6 +416,24 @@ struct Fused {
 /// Each document an input listed: its 1-based rank and its score.
 type InputRanks = HashMap<DocAddress, (usize, f32)>;
 
+/// One shard's first phase in a sharded collection (`crate::cluster`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardTop {
+    /// This shard's documents matching at least one query term.
+    pub total_hits: usize,
+    /// This shard's top in the canonical order (score descending, then id ascending).
+    pub hits: Vec<ShardHit>,
+}
+
+/// A document of a shard's first phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardHit {
+    pub score: f32,
+    pub id: String,
+    /// Its address in the searcher the shard answered from.
+    pub address: DocAddress,
+}
+
 /// The index with what serves it: link scores and the active reranker, each swapped
 /// atomically while searches run (a search keeps the versions it started with).
 pub struct Engine {
@@ -510,6 +529,8 @@ impl Engine {
             times: PhaseTimes::default(),
         };
         let searcher = self.index.reader.searcher();
+        let stats = Stats::new(&searcher);
+        let now = features::social::unix_now();
         // The first phase: the page itself, or the window the boost, the reranker or
         // collapsing reorders.
         let windowed = matches!(q.ranking, Ranking::Boost { .. } | Ranking::Rerank { .. });
@@ -518,7 +539,7 @@ impl Engine {
             _ if !q.collapse.is_empty() => (q.collapse_window, 0),
             _ => (q.k, q.offset),
         };
-        let Some(first) = self.first_phase(&searcher, q, kind, limit, skip)? else {
+        let Some(first) = self.first_phase(&searcher, &stats, q, kind, limit, skip, now)? else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
@@ -562,8 +583,9 @@ impl Engine {
                 let how = features::Extraction {
                     prf: active.prf(),
                     scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
+                    now,
                 };
-                let w = self.features(&searcher, links.as_deref(), &q.text, &top, how)?;
+                let w = self.features(&searcher, &stats, links.as_deref(), &q.text, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
@@ -618,6 +640,7 @@ impl Engine {
         };
         response.hits = self.hits(
             &searcher,
+            &stats,
             &first,
             q,
             &ranked,
@@ -631,21 +654,21 @@ impl Engine {
 
     /// The first phase of `q`: the top `limit` after `skip` of its model, its fusion or its
     /// sort. `None` when the query has no searchable term.
+    #[allow(clippy::too_many_arguments)]
     fn first_phase(
         &self,
         searcher: &Searcher,
+        stats: &Stats,
         q: &SearchQuery,
         kind: ModelKind,
         limit: usize,
         skip: usize,
+        now: i64,
     ) -> Result<Option<FirstPhase>, SearchError> {
         if let Some(f) = &q.fusion {
-            return self.fused_first_phase(searcher, q, f, limit, skip);
+            return self.fused_first_phase(searcher, stats, q, f, limit, skip);
         }
-        let Some(bound) = self
-            .index
-            .bind(searcher, kind, q.field.as_deref(), &q.text)?
-        else {
+        let Some(bound) = self.index.bind(stats, kind, q.field.as_deref(), &q.text)? else {
             return Ok(None);
         };
         let top = match q.ranking {
@@ -663,7 +686,7 @@ impl Engine {
                 let by = sort::SortBy {
                     mode,
                     params: self.index.config.social,
-                    now: features::social::unix_now(),
+                    now,
                     global_rating: columns.global_rating(searcher).map(|(mean, _)| mean),
                 };
                 sort::top_sorted(searcher, &bound, by, limit, skip)?
@@ -672,7 +695,13 @@ impl Engine {
                     .collect()
             }
             _ => bound
-                .top(searcher, limit, skip)?
+                .top(
+                    searcher,
+                    self.index.doc_columns(searcher)?.as_ref(),
+                    stats,
+                    limit,
+                    skip,
+                )?
                 .into_iter()
                 .map(|(score, address)| (score, address, None))
                 .collect(),
@@ -689,6 +718,7 @@ impl Engine {
     fn fused_first_phase(
         &self,
         searcher: &Searcher,
+        stats: &Stats,
         q: &SearchQuery,
         f: &FusionQuery,
         limit: usize,
@@ -697,15 +727,18 @@ impl Engine {
         let mut lists: Vec<Vec<(DocAddress, f64)>> = Vec::with_capacity(f.inputs.len());
         let mut total_hits = None;
         for &kind in &f.inputs {
-            match self
-                .index
-                .bind(searcher, kind, q.field.as_deref(), &q.text)?
-            {
+            match self.index.bind(stats, kind, q.field.as_deref(), &q.text)? {
                 Some(bound) => {
                     if total_hits.is_none() {
                         total_hits = Some(bound.count(searcher)?);
                     }
-                    let top = bound.top(searcher, f.depth, 0)?;
+                    let top = bound.top(
+                        searcher,
+                        self.index.doc_columns(searcher)?.as_ref(),
+                        stats,
+                        f.depth,
+                        0,
+                    )?;
                     lists.push(top.into_iter().map(|(s, a)| (a, f64::from(s))).collect());
                 }
                 None => lists.push(Vec::new()),
@@ -760,6 +793,80 @@ impl Engine {
         }))
     }
 
+    /// This index as one shard of a collection: the top `limit` of `q`'s model scored with
+    /// the collection's statistics `stats`, in the canonical order, with the documents' ids
+    /// (the root merges the shards' lists by score and id). Fusions and sorts are refused:
+    /// their sharded forms are not built yet.
+    pub fn shard_top(
+        &self,
+        searcher: &Searcher,
+        stats: &Stats,
+        q: &SearchQuery,
+        kind: ModelKind,
+        limit: usize,
+    ) -> Result<Option<ShardTop>, SearchError> {
+        if q.fusion.is_some() || matches!(q.ranking, Ranking::Sort(_)) {
+            return Err(SearchError::Param {
+                field: "model",
+                message: "fusions and sorts are not available on a sharded collection yet".into(),
+            });
+        }
+        let Some(bound) = self.index.bind(stats, kind, q.field.as_deref(), &q.text)? else {
+            return Ok(None);
+        };
+        let columns = self.index.doc_columns(searcher)?;
+        let hits = bound
+            .top(searcher, &columns, stats, limit, 0)?
+            .into_iter()
+            .map(|(score, address)| {
+                Ok(ShardHit {
+                    score,
+                    id: columns.head(address)?.id,
+                    address,
+                })
+            })
+            .collect::<tantivy::Result<_>>()?;
+        Ok(Some(ShardTop {
+            total_hits: bound.count(searcher)?,
+            hits,
+        }))
+    }
+
+    /// Feature rows of this shard's members of a sharded window: `docs` are (address,
+    /// first-phase score, 1-based rank in the whole window), and the rows follow their order.
+    /// Text features score with the collection's statistics `stats`, so each row equals the
+    /// single index's row of the same document.
+    ///
+    /// Refused until built: RM3 (its feedback documents are the top of the whole window, on
+    /// several shards) and link features (window HITS and SALSA run on the whole window's
+    /// subgraph).
+    pub fn shard_features(
+        &self,
+        searcher: &Searcher,
+        stats: &Stats,
+        text: &str,
+        docs: &[(DocAddress, f32, usize)],
+        how: features::Extraction,
+    ) -> Result<FeatureMatrix, SearchError> {
+        let unbuilt = |what: &str| {
+            Err(SearchError::Param {
+                field: "rerank",
+                message: format!("{what} of a sharded window are not computed yet"),
+            })
+        };
+        if how.prf == features::Prf::Compute {
+            return unbuilt("RM3 features");
+        }
+        if self.links().is_some() {
+            return unbuilt("link features");
+        }
+        let top: Vec<(Score, DocAddress)> = docs.iter().map(|&(a, s, _)| (s, a)).collect();
+        let mut w = self.features(searcher, stats, None, text, &top, how)?;
+        let ranks: Vec<usize> = docs.iter().map(|&(_, _, rank)| rank).collect();
+        w.features.set_ranks(FeatureSet::current(), &ranks);
+        Ok(w.features)
+    }
+
     /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
     /// TREC run (what `rankd eval` and `POST /admin/evaluate` score). A query the engine
     /// refuses (bad input: too many terms, say) is listed in the second value and left out of
@@ -807,22 +914,30 @@ impl Engine {
         window: usize,
         prf: features::Prf,
     ) -> Result<Option<FeatureWindow>, SearchError> {
-        let Some(bound) = self.index.bind(searcher, kind, None, text)? else {
+        let stats = Stats::new(searcher);
+        let Some(bound) = self.index.bind(&stats, kind, None, text)? else {
             return Ok(None);
         };
-        let top = bound.top(searcher, window, 0)?;
+        let top = bound.top(
+            searcher,
+            self.index.doc_columns(searcher)?.as_ref(),
+            &stats,
+            window,
+            0,
+        )?;
         let links = self.links.load_full();
         let how = features::Extraction {
-            prf,
             scores_are_bm25f: kind == ModelKind::Bm25F,
+            ..features::Extraction::full(prf)
         };
-        self.features(searcher, links.as_deref(), text, &top, how)
+        self.features(searcher, &stats, links.as_deref(), text, &top, how)
             .map(Some)
     }
 
     fn features(
         &self,
         searcher: &Searcher,
+        stats: &Stats,
         links: Option<&LinkData>,
         text: &str,
         top: &[(Score, DocAddress)],
@@ -835,6 +950,7 @@ impl Engine {
         let features = features::extract(
             &self.index,
             searcher,
+            stats,
             links,
             FeatureSet::current(),
             text,
@@ -849,9 +965,11 @@ impl Engine {
 
     /// Turns the page into hits: id, title, URL and snippet passages from one `hit` column
     /// value each, the explanation when asked.
+    #[allow(clippy::too_many_arguments)]
     fn hits(
         &self,
         searcher: &Searcher,
+        stats: &Stats,
         first: &FirstPhase,
         q: &SearchQuery,
         page: &[Ranked],
@@ -862,13 +980,13 @@ impl Engine {
         // One weight for every explained hit; explaining is opt-in and off the hot path.
         let explainer = match (&first.bound, q.explain) {
             (Some(bound), true) => Some(bound.query.weight(
-                tantivy::query::EnableScoring::enabled_from_searcher(searcher),
+                tantivy::query::EnableScoring::enabled_from_statistics_provider(stats, searcher),
             )?),
             _ => None,
         };
         let mut snippets = if q.returns.snippet {
             Some((
-                self.snippet_query(searcher, &q.text)?,
+                self.snippet_query(stats, &q.text)?,
                 crate::text::schema::analyzer(index.config.field("body").analyzer),
             ))
         } else {
@@ -941,12 +1059,12 @@ impl Engine {
 
     /// The query's body terms weighted as tantivy's snippet generator weighs them,
     /// `1 / (1 + df)`: the rarest term's passage wins.
-    fn snippet_query(&self, searcher: &Searcher, text: &str) -> Result<SnippetQuery, SearchError> {
+    fn snippet_query(&self, stats: &Stats, text: &str) -> Result<SnippetQuery, SearchError> {
         let field = self.index.fields.body;
         let analyzer = self.index.config.field("body").analyzer;
         let mut terms = Vec::new();
         for (term, _) in QueryTerms::analyze(text, analyzer)?.terms {
-            let df = searcher.doc_freq(&Term::from_field_text(field, &term))?;
+            let df = stats.df(field, &term)?;
             terms.push((term, 1.0 / (1.0 + df as f32)));
         }
         Ok(SnippetQuery::new(terms))

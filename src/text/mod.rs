@@ -10,6 +10,7 @@ pub mod scorer;
 pub mod search;
 pub mod simhash;
 pub mod snippet;
+pub mod stats;
 
 pub use config::IndexConfig;
 pub use index::TextIndex;

@@ -9,6 +9,7 @@ use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Score, Searcher, Term};
 
+use super::columns::DocColumns;
 use super::config::Bm25Params;
 use super::index::TextIndex;
 use super::models::bm25f::Bm25fField;
@@ -102,16 +103,16 @@ impl TextIndex {
         }
     }
 
-    /// Analyses `q` for `kind` and binds the model to `searcher`'s statistics. `None` when
-    /// the query has no searchable terms (only stop words).
+    /// Analyses `q` for `kind` and binds the model to the collection statistics `stats` (the
+    /// searcher's own, or the whole collection's when this index is one shard of it). `None`
+    /// when the query has no searchable terms (only stop words).
     pub fn bind(
         &self,
-        searcher: &Searcher,
+        stats: &Stats,
         kind: ModelKind,
         field: Option<&str>,
         q: &str,
     ) -> Result<Option<BoundModel>, SearchError> {
-        let stats = Stats::new(searcher);
         let (field, field_name) = self.model_field(field)?;
         let fc = self.config.field(if kind == ModelKind::Bm25F {
             "all"
@@ -128,30 +129,30 @@ impl TextIndex {
         let mut native = None;
         let mut count_field = None;
         let model: Arc<dyn TextModel> = match kind {
-            ModelKind::TfIdf => Arc::new(TfIdf::new(&stats, field, t)?),
+            ModelKind::TfIdf => Arc::new(TfIdf::new(stats, field, t)?),
             ModelKind::Bm25 => {
                 if fc.bm25 == Bm25Params::default() {
                     native = Some(native_bm25(field, t));
                 }
-                Arc::new(Bm25::new(&stats, field, t, k1, b)?)
+                Arc::new(Bm25::new(stats, field, t, k1, b)?)
             }
             ModelKind::Bm25F => {
                 let parts = self.bm25f_parts();
                 if self.parts_make_all(&parts) {
                     count_field = Some(self.fields.all);
                 }
-                Arc::new(Bm25F::new(&stats, &parts, self.fields.all, t, m.bm25f.k1)?)
+                Arc::new(Bm25F::new(stats, &parts, self.fields.all, t, m.bm25f.k1)?)
             }
-            ModelKind::F2Exp => Arc::new(F2Exp::new(&stats, field, t, m.f2exp.k, m.f2exp.s)?),
+            ModelKind::F2Exp => Arc::new(F2Exp::new(stats, field, t, m.f2exp.k, m.f2exp.s)?),
             ModelKind::Lm => {
-                let lm = LmDirichlet::new(&stats, field, t, m.lm.mu)?;
+                let lm = LmDirichlet::new(stats, field, t, m.lm.mu)?;
                 if lm.terms().is_empty() {
                     return Ok(None);
                 }
                 Arc::new(lm)
             }
             ModelKind::Bm25Prox => Arc::new(Bm25Proximity::new(
-                Bm25::new(&stats, field, t, k1, b)?,
+                Bm25::new(stats, field, t, k1, b)?,
                 m.proximity.alpha,
             )),
         };
@@ -169,18 +170,63 @@ impl BoundModel {
         self.query.model()
     }
 
-    /// The top `k` after `offset`, ties broken by ascending document address.
+    /// The top `k` after `offset` in the canonical order: score descending, then document
+    /// id ascending. Every shard of a cluster and the root's merge order by the same key, so
+    /// a sharded collection cuts its windows and ranks its ties exactly as the single index
+    /// does (tantivy alone breaks ties by document address, which differs between the two).
+    ///
+    /// A tie group crossing the cut is fetched whole: the list is fetched one longer, then
+    /// twice as long, until its last score differs from the score at the cut. Ids are read
+    /// for tied documents only.
+    ///
+    /// With tantivy's own BM25 (block-max WAND) the scores returned are the model's own
+    /// ([`ModelQuery::score_docs`]): tantivy's union adds the terms' scores in the order its
+    /// cursors happen to be in, which depends on the other documents of the segment, so the
+    /// same document could score a few ulps apart in a shard and in the single index. Its
+    /// list only selects: it is fetched until the last native score, raised by the largest
+    /// difference two summation orders can make, lies below the exact score at the cut, so
+    /// no unfetched document can belong above the cut.
     pub fn top(
         &self,
         searcher: &Searcher,
+        columns: &DocColumns,
+        stats: &Stats,
         k: usize,
         offset: usize,
     ) -> tantivy::Result<Vec<(Score, DocAddress)>> {
-        let collector = TopDocs::with_limit(k).and_offset(offset).order_by_score();
-        match &self.native {
-            Some(q) => searcher.search(q.as_ref(), &collector),
-            None => searcher.search(&self.query, &collector),
-        }
+        let want = offset + k;
+        let mut fetch = want + 1;
+        let mut top = loop {
+            let collector = TopDocs::with_limit(fetch).order_by_score();
+            let Some(native) = &self.native else {
+                let top = searcher.search(&self.query, &collector)?;
+                if top.len() < fetch || top[fetch - 1].0 != top[want - 1].0 {
+                    break top;
+                }
+                fetch = fetch.saturating_mul(2);
+                continue;
+            };
+            let mut top =
+                searcher.search_with_statistics_provider(native.as_ref(), &collector, stats)?;
+            let native_last = top.last().map_or(0.0, |t| t.0);
+            let addresses: Vec<DocAddress> = top.iter().map(|t| t.1).collect();
+            for (t, exact) in top
+                .iter_mut()
+                .zip(self.query.score_docs(searcher, &addresses)?)
+            {
+                t.0 = exact;
+            }
+            top.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let slack = 4.0 * (self.model().terms().len() + 1) as f32 * f32::EPSILON;
+            if top.len() < fetch || native_last * (1.0 + slack) < top[want - 1].0 {
+                break top;
+            }
+            fetch = fetch.saturating_mul(2);
+        };
+        canonical_order(columns, &mut top)?;
+        top.truncate(want);
+        top.drain(..offset.min(top.len()));
+        Ok(top)
     }
 
     /// Documents containing at least one query term in a model field (the model's match set),
@@ -213,6 +259,49 @@ impl BoundModel {
     ) -> tantivy::Result<Vec<Score>> {
         self.query.score_docs(searcher, docs)
     }
+}
+
+/// Orders `top` (best first by score) canonically: score descending by `total_cmp`, equal
+/// scores by ascending document id.
+///
+/// Ids are compared through the `id` fast field: within one segment its dictionary ordinals
+/// follow the ids' byte order, so a tie group inside one segment sorts by ordinal without
+/// decoding a string (ties are common: the Rust docs hold many identical pages, and decoding
+/// their ids doubled the cost of a top 100); a group spanning segments sorts by the ids'
+/// ranks over all segments ([`DocColumns::id_rank`]).
+pub fn canonical_order(
+    columns: &DocColumns,
+    top: &mut [(Score, DocAddress)],
+) -> tantivy::Result<()> {
+    top.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut start = 0;
+    while start < top.len() {
+        let bits = top[start].0.to_bits();
+        let end = start
+            + top[start..]
+                .iter()
+                .take_while(|t| t.0.to_bits() == bits)
+                .count();
+        if end - start > 1 {
+            let group = &mut top[start..end];
+            let segment = group[0].1.segment_ord;
+            let key = if group.iter().all(|t| t.1.segment_ord == segment) {
+                |c: &DocColumns, a| c.id_ord(a)
+            } else {
+                |c: &DocColumns, a| c.id_rank(a).map(u64::from)
+            };
+            let mut keyed = group
+                .iter()
+                .map(|&t| Ok((key(columns, t.1)?, t)))
+                .collect::<tantivy::Result<Vec<_>>>()?;
+            keyed.sort_by_key(|k| k.0);
+            for (slot, (_, t)) in group.iter_mut().zip(keyed) {
+                *slot = t;
+            }
+        }
+        start = end;
+    }
+    Ok(())
 }
 
 /// tantivy's BM25 (k1 = 1.2, b = 0.75 hard-coded) over one field: a disjunction of term

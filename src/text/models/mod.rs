@@ -1,7 +1,7 @@
 //! The text scoring models of SPEC §1, one file each.
 //!
 //! A model is built once per query from collection statistics (`df`, `cf`, `avgdl`, gathered
-//! by [`Stats`]) and then scores one document at a time from a [`DocMatch`]: the frequency of
+//! by [`Stats`], `crate::text::stats`) and then scores one document at a time from a [`DocMatch`]: the frequency of
 //! every query term in every field the model reads, and the document's field lengths.
 //! [`super::scorer`] walks the postings and feeds the model, so every model ranks the whole
 //! collection through the inverted index and also serves as a per-(query, doc) feature.
@@ -18,13 +18,10 @@ mod lm;
 pub mod proximity;
 mod tfidf;
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::str::FromStr;
 
 use tantivy::query::Explanation;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{Searcher, Term};
 
 pub use bm25::Bm25;
 pub use bm25f::Bm25F;
@@ -32,6 +29,8 @@ pub use f2exp::F2Exp;
 pub use lm::LmDirichlet;
 pub use proximity::Bm25Proximity;
 pub use tfidf::TfIdf;
+
+pub use super::stats::Stats;
 
 /// What the scorer saw of one document.
 #[derive(Debug)]
@@ -137,97 +136,6 @@ impl FromStr for ModelKind {
 impl std::fmt::Display for ModelKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Collection statistics for one searcher, in the conventions of tantivy's BM25: document
-/// counts include deleted documents not yet merged away, as `df` does.
-///
-/// Built once per query and shared by every model of that query, it remembers what it has
-/// looked up: feature extraction builds four models per field over the same terms, and
-/// repeating their term-dictionary lookups (and the collection-frequency walks) cost ~5% of
-/// a default search.
-pub struct Stats<'a> {
-    searcher: &'a Searcher,
-    df: RefCell<HashMap<Term, u64>>,
-    cf: RefCell<HashMap<Term, u64>>,
-    total_tokens: RefCell<HashMap<Field, u64>>,
-}
-
-impl<'a> Stats<'a> {
-    pub fn new(searcher: &'a Searcher) -> Self {
-        Stats {
-            searcher,
-            df: RefCell::default(),
-            cf: RefCell::default(),
-            total_tokens: RefCell::default(),
-        }
-    }
-
-    /// N.
-    pub fn num_docs(&self) -> u64 {
-        self.searcher
-            .segment_readers()
-            .iter()
-            .map(|r| u64::from(r.max_doc()))
-            .sum()
-    }
-
-    /// |C| for one field: the total number of tokens.
-    pub fn total_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        if let Some(&total) = self.total_tokens.borrow().get(&field) {
-            return Ok(total);
-        }
-        let mut total = 0;
-        for r in self.searcher.segment_readers() {
-            total += r.inverted_index(field)?.total_num_tokens();
-        }
-        self.total_tokens.borrow_mut().insert(field, total);
-        Ok(total)
-    }
-
-    /// avgdl of one field (0 for an empty collection).
-    pub fn avgdl(&self, field: Field) -> tantivy::Result<f32> {
-        let n = self.num_docs();
-        Ok(if n == 0 {
-            0.0
-        } else {
-            self.total_tokens(field)? as f32 / n as f32
-        })
-    }
-
-    pub fn df(&self, field: Field, term: &str) -> tantivy::Result<u64> {
-        let term = Term::from_field_text(field, term);
-        if let Some(&df) = self.df.borrow().get(&term) {
-            return Ok(df);
-        }
-        let df = self.searcher.doc_freq(&term)?;
-        self.df.borrow_mut().insert(term, df);
-        Ok(df)
-    }
-
-    /// cf(t): occurrences of the term in the field over the collection. tantivy keeps no
-    /// collection frequency, so this sums the term's frequency blocks once (128 decoded
-    /// frequencies at a time, without stepping document by document).
-    pub fn cf(&self, field: Field, term: &str) -> tantivy::Result<u64> {
-        let term = Term::from_field_text(field, term);
-        if let Some(&cf) = self.cf.borrow().get(&term) {
-            return Ok(cf);
-        }
-        let mut cf = 0u64;
-        for r in self.searcher.segment_readers() {
-            let inverted = r.inverted_index(field)?;
-            if let Some(mut block) =
-                inverted.read_block_postings(&term, IndexRecordOption::WithFreqs)?
-            {
-                while !block.docs().is_empty() {
-                    cf += block.freqs().iter().map(|&f| u64::from(f)).sum::<u64>();
-                    block.advance();
-                }
-            }
-        }
-        self.cf.borrow_mut().insert(term, cf);
-        Ok(cf)
     }
 }
 

@@ -1,0 +1,156 @@
+//! Sharded serving (issue 13; design in docs/design/scale-out.md): a collection split over
+//! shards by a stable hash of the document id ([`routing`]), searched as one index.
+//!
+//! Exactness comes from two rules every part follows:
+//!
+//! - **Collection statistics are the collection's.** A search first gathers, from every
+//!   shard, the statistics its models and features read (`crate::text::stats`), sums them,
+//!   and scores every shard with the sums — Elasticsearch's `dfs_query_then_fetch`, Solr's
+//!   `ExactStatsCache`. The sums are integers, so a shard computes exactly the floats the
+//!   single index computes for the same document.
+//! - **One order.** Shards return their top in the canonical order (score descending, then
+//!   id ascending, `crate::text::search::BoundModel::top`), and the root merges by the same
+//!   key, so the merged window is the single index's window, ties included.
+//!
+//! [`LocalCluster`] holds its shards in this process; it is the reference the networked root
+//! is tested against, and what `rankd` uses to search a sharded data directory directly.
+
+pub mod routing;
+
+use tantivy::Searcher;
+
+use crate::features::{self, FeatureMatrix};
+use crate::search::{Engine, SearchQuery, ShardHit};
+use crate::text::search::SearchError;
+use crate::text::stats::{GlobalStats, Stats, StatsRequest};
+use crate::text::ModelKind;
+
+/// A document of a merged first phase, and the shard it lives on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedHit {
+    pub shard: usize,
+    pub hit: ShardHit,
+}
+
+/// A sharded collection's first phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedTop {
+    /// Documents matching at least one query term, over every shard.
+    pub total_hits: usize,
+    pub hits: Vec<MergedHit>,
+}
+
+/// Merges the shards' lists (each in the canonical order) into the collection's top `limit`.
+/// The collection's top `limit` is always within the union of the shards' top `limit`.
+pub fn merge(lists: Vec<Vec<ShardHit>>, limit: usize) -> Vec<MergedHit> {
+    let mut all: Vec<MergedHit> = lists
+        .into_iter()
+        .enumerate()
+        .flat_map(|(shard, hits)| hits.into_iter().map(move |hit| MergedHit { shard, hit }))
+        .collect();
+    all.sort_by(|a, b| {
+        b.hit
+            .score
+            .total_cmp(&a.hit.score)
+            .then_with(|| a.hit.id.cmp(&b.hit.id))
+    });
+    all.truncate(limit);
+    all
+}
+
+/// The shards of one collection, open in this process.
+pub struct LocalCluster {
+    pub shards: Vec<Engine>,
+}
+
+impl LocalCluster {
+    pub fn new(shards: Vec<Engine>) -> Self {
+        assert!(!shards.is_empty(), "a collection has at least one shard");
+        LocalCluster { shards }
+    }
+
+    /// One searcher per shard, for every phase of one search.
+    pub fn searchers(&self) -> Vec<Searcher> {
+        self.shards
+            .iter()
+            .map(|e| e.index.reader.searcher())
+            .collect()
+    }
+
+    /// The collection statistics `text` needs, summed over the shards.
+    pub fn gather(&self, searchers: &[Searcher], text: &str) -> Result<GlobalStats, SearchError> {
+        let config = &self.shards[0].index.config;
+        let request = StatsRequest::for_query(config, text)?;
+        let mut sum = GlobalStats::default();
+        for (engine, searcher) in self.shards.iter().zip(searchers) {
+            let schema = engine.index.index.schema();
+            sum.add(&GlobalStats::gather(searcher, &schema, &request)?);
+        }
+        Ok(sum)
+    }
+
+    /// The collection's top `limit` of `q` with model `kind`: each shard's top `limit` with
+    /// the collection's statistics, merged. `None` when the query has no searchable term.
+    pub fn first_phase(
+        &self,
+        searchers: &[Searcher],
+        stats: &GlobalStats,
+        q: &SearchQuery,
+        kind: ModelKind,
+        limit: usize,
+    ) -> Result<Option<MergedTop>, SearchError> {
+        let mut lists = Vec::with_capacity(self.shards.len());
+        let mut total_hits = 0;
+        for (engine, searcher) in self.shards.iter().zip(searchers) {
+            let schema = engine.index.index.schema();
+            let source = stats.source(&schema);
+            let Some(top) = engine.shard_top(searcher, &Stats::new(&source), q, kind, limit)?
+            else {
+                return Ok(None);
+            };
+            total_hits += top.total_hits;
+            lists.push(top.hits);
+        }
+        Ok(Some(MergedTop {
+            total_hits,
+            hits: merge(lists, limit),
+        }))
+    }
+
+    /// The feature rows of a merged window, in window order: each shard extracts the rows of
+    /// its own documents with the collection's statistics and their ranks in the window.
+    pub fn window_features(
+        &self,
+        searchers: &[Searcher],
+        stats: &GlobalStats,
+        text: &str,
+        window: &[MergedHit],
+        how: features::Extraction,
+    ) -> Result<FeatureMatrix, SearchError> {
+        let cols = features::FeatureSet::current().len();
+        let mut out = FeatureMatrix {
+            rows: window.len(),
+            cols,
+            values: vec![0.0; window.len() * cols],
+        };
+        for (shard, (engine, searcher)) in self.shards.iter().zip(searchers).enumerate() {
+            let rows: Vec<usize> = (0..window.len())
+                .filter(|&i| window[i].shard == shard)
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let docs: Vec<_> = rows
+                .iter()
+                .map(|&i| (window[i].hit.address, window[i].hit.score, i + 1))
+                .collect();
+            let schema = engine.index.index.schema();
+            let source = stats.source(&schema);
+            let m = engine.shard_features(searcher, &Stats::new(&source), text, &docs, how)?;
+            for (k, &i) in rows.iter().enumerate() {
+                out.values[i * cols..(i + 1) * cols].copy_from_slice(m.row(k));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,235 @@
+//! A collection split over shards ranks exactly as the single index (issue 13): the Cranfield
+//! collection over three shards (by `cluster::routing::shard_of`), every first-phase model,
+//! every query, top 100 ids and score bits equal; a reranker's feature rows equal bit for bit;
+//! ties at the cut ordered by id on both sides.
+
+use std::path::Path;
+
+use rankd::cluster::{routing::shard_of, LocalCluster};
+use rankd::corpus::Document;
+use rankd::features::{Extraction, Prf};
+use rankd::search::{Engine, SearchQuery};
+use rankd::text::{IndexConfig, ModelKind, TextIndex};
+
+const SHARDS: u32 = 3;
+
+struct Fixture {
+    _dirs: Vec<tempfile::TempDir>,
+    single: Engine,
+    cluster: LocalCluster,
+}
+
+fn build(docs: &[Document]) -> Fixture {
+    let mut dirs = Vec::new();
+    let mut open = |docs: Vec<Document>| {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+        index.upsert(docs).unwrap();
+        dirs.push(dir);
+        Engine::new(index)
+    };
+    let single = open(docs.to_vec());
+    let shards = (0..SHARDS)
+        .map(|s| {
+            open(
+                docs.iter()
+                    .filter(|d| shard_of(&d.id, SHARDS) == s)
+                    .cloned()
+                    .collect(),
+            )
+        })
+        .collect();
+    Fixture {
+        _dirs: dirs,
+        single,
+        cluster: LocalCluster::new(shards),
+    }
+}
+
+fn cranfield() -> (Vec<Document>, Vec<String>) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
+    let docs = rankd::corpus::cranfield::read_documents(&dir.join("cran.all.1400")).unwrap();
+    let queries = rankd::corpus::cranfield::read_queries(&dir.join("cran.qry"))
+        .unwrap()
+        .into_iter()
+        .map(|q| q.text)
+        .collect();
+    (docs, queries)
+}
+
+/// Compares the cluster's first phase with the single index's for every model and query;
+/// returns how many hits were compared.
+fn compare_first_phase(f: &Fixture, queries: &[String], k: usize) -> usize {
+    let mut compared = 0;
+    for kind in ModelKind::ALL {
+        for q in queries {
+            let single = f
+                .single
+                .search(&SearchQuery::new(q, k).model(kind))
+                .unwrap();
+            let searchers = f.cluster.searchers();
+            let stats = f.cluster.gather(&searchers, q).unwrap();
+            let query = SearchQuery::new(q, k).model(kind);
+            let Some(merged) = f
+                .cluster
+                .first_phase(&searchers, &stats, &query, kind, k)
+                .unwrap()
+            else {
+                assert!(single.hits.is_empty(), "{kind} {q:?}");
+                continue;
+            };
+            assert_eq!(merged.total_hits, single.total_hits, "{kind} {q:?}");
+            let want: Vec<(&str, u32)> = single
+                .hits
+                .iter()
+                .map(|h| (h.id.as_str(), h.score.to_bits()))
+                .collect();
+            let got: Vec<(&str, u32)> = merged
+                .hits
+                .iter()
+                .map(|h| (h.hit.id.as_str(), h.hit.score.to_bits()))
+                .collect();
+            assert_eq!(got, want, "{kind} {q:?}");
+            compared += got.len();
+        }
+    }
+    compared
+}
+
+#[test]
+fn cranfield_over_three_shards_ranks_as_the_single_index() {
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let sizes: Vec<usize> = f
+        .cluster
+        .shards
+        .iter()
+        .map(|e| e.index.reader.searcher().num_docs() as usize)
+        .collect();
+    assert_eq!(sizes.iter().sum::<usize>(), docs.len());
+    assert!(
+        sizes.iter().all(|&n| n > 400),
+        "unbalanced shards: {sizes:?}"
+    );
+    let compared = compare_first_phase(&f, &queries, 100);
+    // 6 models × 225 queries × 100 hits, less the queries matching fewer documents.
+    assert!(compared > 120_000, "only {compared} hits compared");
+}
+
+#[test]
+fn cranfield_feature_rows_over_three_shards_equal_the_single_index() {
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let searcher = f.single.index.reader.searcher();
+    let mut rows = 0;
+    for q in &queries {
+        let kind = ModelKind::Bm25F;
+        let single = f
+            .single
+            .window(&searcher, q, kind, 100, Prf::Skip)
+            .unwrap()
+            .unwrap();
+        let searchers = f.cluster.searchers();
+        let stats = f.cluster.gather(&searchers, q).unwrap();
+        let merged = f
+            .cluster
+            .first_phase(&searchers, &stats, &SearchQuery::new(q, 100), kind, 100)
+            .unwrap()
+            .unwrap();
+        let how = Extraction {
+            scores_are_bm25f: true,
+            ..Extraction::full(Prf::Skip)
+        };
+        let got = f
+            .cluster
+            .window_features(&searchers, &stats, q, &merged.hits, how)
+            .unwrap();
+        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        for row in 0..got.rows {
+            let names = rankd::features::FeatureSet::current().names();
+            for (col, (a, b)) in got
+                .row(row)
+                .iter()
+                .zip(single.features.row(row))
+                .enumerate()
+            {
+                // Freshness is measured from "now", which differs between the two calls; the
+                // Cranfield documents carry no dates, so it is the default on both sides.
+                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
+            }
+        }
+        rows += got.rows;
+    }
+    assert!(rows > 20_000, "only {rows} rows compared");
+}
+
+/// Identical documents tie; the cut at k falls inside the tie group and the group spans
+/// shards: both sides keep the smallest ids, in id order.
+#[test]
+fn ties_at_the_cut_are_ordered_by_id_on_both_sides() {
+    let docs: Vec<Document> = (0..60)
+        .rev()
+        .map(|i| Document {
+            id: format!("twin-{i:02}"),
+            title: "shock wave boundary layer".into(),
+            body: "the same text in every twin".into(),
+            ..Document::default()
+        })
+        .chain((0..40).map(|i| Document {
+            id: format!("other-{i:02}"),
+            body: format!("unrelated text number {i}"),
+            ..Document::default()
+        }))
+        .collect();
+    let f = build(&docs);
+    assert!(compare_first_phase(&f, &["shock wave".to_string()], 25) >= 6 * 25);
+    let hits = f
+        .single
+        .search(&SearchQuery::new("shock wave", 25).model(ModelKind::Bm25))
+        .unwrap()
+        .hits;
+    let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+    let want: Vec<String> = (0..25).map(|i| format!("twin-{i:02}")).collect();
+    assert_eq!(ids, want);
+    // The same documents committed in three batches (six segments, below the merge policy's
+    // eight): the tie group spans segments, and the order by id holds across them.
+    let dir = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+    for batch in docs.chunks(34) {
+        index.upsert(batch.to_vec()).unwrap();
+    }
+    let segments = index.reader.searcher().segment_readers().len();
+    assert!(segments > 1, "{segments} segment(s)");
+    let engine = Engine::new(index);
+    for kind in ModelKind::ALL {
+        let hits = engine
+            .search(&SearchQuery::new("shock wave", 25).model(kind))
+            .unwrap()
+            .hits;
+        let ids: Vec<&str> = hits.iter().map(|h| h.id.as_str()).collect();
+        assert_eq!(ids, want, "{kind}");
+    }
+}
+
+/// A shard scoring with statistics the table lacks fails with an internal error naming the
+/// term; it never falls back to its own numbers.
+#[test]
+fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
+    let (docs, _) = cranfield();
+    let f = build(&docs[..60]);
+    let searchers = f.cluster.searchers();
+    let stats = f.cluster.gather(&searchers, "shock wave").unwrap();
+    let q = SearchQuery::new("boundary layer", 10).model(ModelKind::Bm25);
+    let err = f
+        .cluster
+        .first_phase(&searchers, &stats, &q, ModelKind::Bm25, 10)
+        .unwrap_err();
+    assert!(
+        matches!(err, rankd::text::SearchError::Internal(_)),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("lack the statistics of all:"),
+        "{err}"
+    );
+}
