@@ -4,6 +4,7 @@
 //! loop with its header-read timeout and connection cap in `listen.rs`.
 
 pub mod admin;
+pub mod cluster;
 mod error;
 mod guard;
 mod listen;
@@ -46,6 +47,8 @@ pub struct AppState {
     pub reranker_error: Mutex<Option<String>>,
     /// Wrong admin tokens per client address (429 after `limits.admin_auth_failures_per_minute`).
     pub auth_failures: crate::admin::auth::FailureThrottle,
+    /// Serves the index as one shard of a collection too (`/cluster/v1/*`, `cluster.rs`).
+    pub leaf: bool,
 }
 
 #[derive(OpenApi)]
@@ -122,6 +125,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/admin", get(pages::admin_page))
         .route("/static/{file}", get(pages::asset))
         .fallback(|| async { ApiError::not_found("no such route") })
+        .merge(match state.leaf {
+            true => cluster::leaf_routes(state.clone()),
+            false => Router::new(),
+        })
         .layer(Extension(Arc::new(openapi)))
         .layer(
             // Outermost first.

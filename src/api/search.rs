@@ -110,7 +110,35 @@ pub async fn search(
     State(state): State<Arc<AppState>>,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let engine = &state.engine;
+    let query = search_query(p, state.engine.model().is_some())?;
+    // Searches take about a millisecond (bounded by the query-length, k and window limits),
+    // so they run on the request's own worker: a hand-off to the blocking pool costs more
+    // than it saves.
+    let response = state.engine.search(&query)?;
+    observe(&query, &response);
+    Ok(Json(response))
+}
+
+/// Records a search's phase times in the metrics.
+pub(super) fn observe(query: &SearchQuery, response: &SearchResponse) {
+    use crate::metrics::{observe_search_phase, SearchPhase};
+    let t = response.times;
+    observe_search_phase(SearchPhase::Retrieve, t.retrieve);
+    if matches!(query.ranking, Ranking::Rerank { .. }) {
+        observe_search_phase(SearchPhase::Features, t.features);
+        observe_search_phase(SearchPhase::Rerank, t.rerank);
+    }
+    if !query.collapse.is_empty() {
+        observe_search_phase(SearchPhase::Collapse, t.collapse);
+    }
+}
+
+/// The [`SearchQuery`] `GET /search`'s parameters ask for, checked; `reranker_active` says
+/// whether reranking is on by default.
+pub(super) fn search_query(
+    p: SearchParams,
+    reranker_active: bool,
+) -> Result<SearchQuery, ApiError> {
     let (model, fusion) = match p.model.as_deref() {
         Some("fusion") => (None, Some(fusion_query(&p)?)),
         Some(m) => (
@@ -192,7 +220,7 @@ pub async fn search(
             weight,
             window: p.window.unwrap_or(DEFAULT_BOOST_WINDOW),
         },
-        None if rerank && engine.model().is_some() => Ranking::Rerank {
+        None if rerank && reranker_active => Ranking::Rerank {
             window: p.window.unwrap_or(DEFAULT_WINDOW),
         },
         None => Ranking::FirstPhase,
@@ -229,7 +257,7 @@ pub async fn search(
     if p.snippets == Some(false) {
         returns.snippet = false;
     }
-    let query = SearchQuery {
+    Ok(SearchQuery {
         text: p.q,
         model,
         field: p.field,
@@ -241,22 +269,7 @@ pub async fn search(
         fusion,
         collapse,
         collapse_window: p.window.unwrap_or(DEFAULT_WINDOW),
-    };
-    // Searches take about a millisecond (bounded by the query-length, k and window limits),
-    // so they run on the request's own worker: a hand-off to the blocking pool costs more
-    // than it saves.
-    let response = engine.search(&query)?;
-    use crate::metrics::{observe_search_phase, SearchPhase};
-    let t = response.times;
-    observe_search_phase(SearchPhase::Retrieve, t.retrieve);
-    if matches!(query.ranking, Ranking::Rerank { .. }) {
-        observe_search_phase(SearchPhase::Features, t.features);
-        observe_search_phase(SearchPhase::Rerank, t.rerank);
-    }
-    if !query.collapse.is_empty() {
-        observe_search_phase(SearchPhase::Collapse, t.collapse);
-    }
-    Ok(Json(response))
+    })
 }
 
 /// The fusion `model=fusion` asks for, checked.

@@ -38,6 +38,11 @@ pub struct IngestArgs {
     /// Print the summary as JSON on stdout (no progress bars).
     #[arg(long)]
     pub json: bool,
+    /// Split the collection over N shards by a stable hash of each id: shard `s` is the data
+    /// directory `DATA_DIR/shards/<s>`, each served by a `rankd serve --role leaf`. Each
+    /// shard commits on its own.
+    #[arg(long, value_name = "N")]
+    pub shards: Option<u32>,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -58,15 +63,35 @@ pub struct IngestSummary {
 }
 
 pub fn run(args: IngestArgs) -> anyhow::Result<()> {
-    let index = TextIndex::open_or_create(&args.data.data_dir, args.data.config()?)?;
-    let summary = ingest(
-        &index,
-        args.format,
-        &args.input,
-        args.base_url.as_ref(),
-        args.skip_invalid,
-        args.json,
-    )?;
+    let summary = match args.shards {
+        None => {
+            let index = TextIndex::open_or_create(&args.data.data_dir, args.data.config()?)?;
+            ingest(
+                &index,
+                args.format,
+                &args.input,
+                args.base_url.as_ref(),
+                args.skip_invalid,
+                args.json,
+            )?
+        }
+        Some(n) => {
+            let dirs = crate::cluster::shard_dirs(&args.data.data_dir, n)?;
+            let config = args.data.config()?;
+            let indexes = dirs
+                .iter()
+                .map(|d| TextIndex::open_or_create(d, config.clone()))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            ingest_sharded(
+                &indexes,
+                args.format,
+                &args.input,
+                args.base_url.as_ref(),
+                args.skip_invalid,
+                args.json,
+            )?
+        }
+    };
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -94,6 +119,27 @@ pub fn ingest(
     skip_invalid: bool,
     quiet: bool,
 ) -> anyhow::Result<IngestSummary> {
+    ingest_sharded(
+        std::slice::from_ref(index),
+        format,
+        input,
+        base_url,
+        skip_invalid,
+        quiet,
+    )
+}
+
+/// Reads `input` in `format` and commits each document to its shard of `indexes` (one
+/// index: all of them). Reading is done for the whole collection first, so anchor text
+/// gathered from every page reaches the page it describes whatever shard holds it.
+pub fn ingest_sharded(
+    indexes: &[TextIndex],
+    format: Format,
+    input: &Path,
+    base_url: Option<&Url>,
+    skip_invalid: bool,
+    quiet: bool,
+) -> anyhow::Result<IngestSummary> {
     let start = Instant::now();
     let (docs, errors, redirects, input_bytes) = read(format, input, base_url, quiet)?;
     if !errors.is_empty() {
@@ -115,7 +161,14 @@ pub fn ingest(
     let read_seconds = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let bar = progress(docs.len() as u64, "indexing", quiet);
-    let documents = index.upsert(docs.into_iter().inspect(|_| bar.inc(1)))?;
+    let mut documents = 0;
+    let parts = match indexes.len() {
+        1 => vec![docs],
+        n => crate::cluster::route(docs, n as u32),
+    };
+    for (index, part) in indexes.iter().zip(parts) {
+        documents += index.upsert(part.into_iter().inspect(|_| bar.inc(1)))?;
+    }
     bar.finish_and_clear();
     let index_seconds = start.elapsed().as_secs_f64();
     let total = read_seconds + index_seconds;
@@ -129,7 +182,7 @@ pub fn ingest(
         docs_per_second: documents as f64 / total,
         mb_per_second: input_bytes as f64 / 1e6 / total,
         peak_rss_mb: peak_rss_mb(),
-        total_documents: index.num_docs(),
+        total_documents: indexes.iter().map(TextIndex::num_docs).sum(),
     })
 }
 

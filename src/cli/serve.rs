@@ -2,14 +2,16 @@
 //! flags, `RANKD_*` variables and a TOML file, in that precedence (`crate::config`).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
+use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
@@ -35,6 +37,25 @@ pub struct ServeArgs {
     /// Index configuration overriding the stored one's scoring parameters.
     #[arg(long)]
     pub index_config: Option<PathBuf>,
+    /// `single` serves one index; `leaf` serves it also as one shard of a collection
+    /// (`/cluster/v1/*`); `root` searches a collection whose shards leaves serve (`--shard`),
+    /// holding no index itself.
+    #[arg(long, value_enum, default_value_t = Role::Single)]
+    pub role: Role,
+    /// With `--role root`: the base URL of each shard's leaf, in shard order (repeat the flag).
+    #[arg(long = "shard", value_name = "URL")]
+    pub shards: Vec<String>,
+    /// With `--role root`: the reranker's model file (as `rankd train` writes it).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+}
+
+/// What a `rankd serve` process is in a collection.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Single,
+    Leaf,
+    Root,
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -45,6 +66,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         database_url: args.database_url,
     })
     .map_err(|e| Invalid(format!("{e:#}")))?;
+    if args.role == Role::Root {
+        return serve_root(config, args.shards, args.model.as_deref());
+    }
+    if !args.shards.is_empty() || args.model.is_some() {
+        return Err(Invalid("--shard and --model apply to --role root".into()).into());
+    }
     let index_config = args
         .index_config
         .as_deref()
@@ -52,13 +79,40 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| Invalid(format!("{e:#}")))?;
     let index = TextIndex::open(&config.data_dir, index_config)?;
-    serve_index(index, config)
+    serve_index(index, config, args.role == Role::Leaf)
+}
+
+/// Serves a root over the leaves at `shards`.
+fn serve_root(config: Config, shards: Vec<String>, model: Option<&Path>) -> anyhow::Result<()> {
+    if shards.is_empty() {
+        return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
+    }
+    let model = model
+        .map(|path| {
+            crate::search::ActiveModel::load(path)
+                .map_err(|e| Invalid(format!("--model {}: {e}", path.display())))
+        })
+        .transpose()?;
+    let timeout = Duration::from_secs(config.limits.request_timeout_secs);
+    let n = shards.len();
+    let root = crate::cluster::root::Root::connect(shards, model, timeout)?;
+    let state = Arc::new(RootState {
+        root,
+        ready: AtomicBool::new(false),
+    });
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(crate::api::cluster::serve_root(
+        state,
+        config.addr,
+        &config.limits,
+        |bound| eprintln!("rankd root is serving {n} shards on http://{bound}/"),
+    ))
 }
 
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
-pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
+pub fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
         eprintln!(
@@ -134,6 +188,7 @@ pub fn serve_index(index: TextIndex, config: Config) -> anyhow::Result<()> {
             ops,
             reranker_error: Mutex::new(loaded.error),
             auth_failures,
+            leaf,
         });
         api::serve(state, config.addr, |bound| {
             eprintln!(

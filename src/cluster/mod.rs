@@ -15,15 +15,79 @@
 //! [`LocalCluster`] holds its shards in this process; it is the reference the networked root
 //! is tested against, and what `rankd` uses to search a sharded data directory directly.
 
+pub mod leaf;
+pub mod root;
 pub mod routing;
+pub mod wire;
 
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
 use tantivy::Searcher;
+
+use crate::corpus::Document;
+use crate::error::Invalid;
 
 use crate::features::{self, FeatureMatrix};
 use crate::search::{Engine, SearchQuery, ShardHit};
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats, StatsRequest};
 use crate::text::ModelKind;
+
+/// What `DIR/shards/collection.json` records of a collection split over shards on one disk
+/// (`rankd ingest --shards N`): shard `s`'s data directory is `DIR/shards/<s>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collection {
+    pub shards: u32,
+    /// [`routing::HASH_SCHEME`] when the documents were routed.
+    pub hash_scheme: String,
+}
+
+/// The data directories of `shards` shards under `dir`, created and recorded on first use;
+/// a directory already split another way is refused (its documents would be misrouted).
+pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
+    if shards == 0 {
+        return Err(Invalid("--shards must be at least 1".into()).into());
+    }
+    let base = dir.join("shards");
+    let path = base.join("collection.json");
+    let want = Collection {
+        shards,
+        hash_scheme: routing::HASH_SCHEME.to_string(),
+    };
+    if path.exists() {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let have: Collection = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a collection record", path.display()))?;
+        if have != want {
+            return Err(Invalid(format!(
+                "{} holds {} shards routed by {}; this ingest asks for {} shards routed by {}",
+                base.display(),
+                have.shards,
+                have.hash_scheme,
+                want.shards,
+                want.hash_scheme
+            ))
+            .into());
+        }
+    } else {
+        std::fs::create_dir_all(&base)
+            .with_context(|| format!("cannot create {}", base.display()))?;
+        crate::durable::write_atomic(&path, serde_json::to_string_pretty(&want)?.as_bytes())?;
+    }
+    Ok((0..shards).map(|s| base.join(s.to_string())).collect())
+}
+
+/// `docs` split by [`routing::shard_of`], one list per shard.
+pub fn route(docs: Vec<Document>, shards: u32) -> Vec<Vec<Document>> {
+    let mut out: Vec<Vec<Document>> = (0..shards).map(|_| Vec::new()).collect();
+    for d in docs {
+        out[routing::shard_of(&d.id, shards) as usize].push(d);
+    }
+    out
+}
 
 /// A document of a merged first phase, and the shard it lives on.
 #[derive(Debug, Clone, PartialEq)]

@@ -416,6 +416,16 @@ struct Fused {
 /// Each document an input listed: its 1-based rank and its score.
 type InputRanks = HashMap<DocAddress, (usize, f32)>;
 
+/// What a hit shows besides its rank and score ([`Engine::hit_fields`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitFields {
+    pub id: String,
+    /// Asked for: the URL or `None` for a document without one.
+    pub url: Option<Option<String>>,
+    pub title: Option<String>,
+    pub snippet: Option<String>,
+}
+
 /// One shard's first phase in a sharded collection (`crate::cluster`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardTop {
@@ -976,21 +986,12 @@ impl Engine {
         links: Option<&LinkData>,
         rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
     ) -> Result<Vec<Hit>, SearchError> {
-        let index = &self.index;
         // One weight for every explained hit; explaining is opt-in and off the hot path.
         let explainer = match (&first.bound, q.explain) {
             (Some(bound), true) => Some(bound.query.weight(
                 tantivy::query::EnableScoring::enabled_from_statistics_provider(stats, searcher),
             )?),
             _ => None,
-        };
-        let mut snippets = if q.returns.snippet {
-            Some((
-                self.snippet_query(stats, &q.text)?,
-                crate::text::schema::analyzer(index.config.field("body").analyzer),
-            ))
-        } else {
-            None
         };
         let nodes = match (q.explain, links) {
             (true, Some(links)) => {
@@ -999,15 +1000,10 @@ impl Engine {
             }
             _ => None,
         };
-        let columns = index.doc_columns(searcher)?;
+        let addresses: Vec<DocAddress> = page.iter().map(|r| r.address).collect();
+        let shown = self.hit_fields(searcher, stats, &q.text, q.returns, &addresses)?;
         let mut hits = Vec::with_capacity(page.len());
-        let mut buf = Vec::new();
-        for (i, r) in page.iter().enumerate() {
-            let value = columns.hit(r.address, &mut buf)?;
-            let head = value.head();
-            let snippet = snippets.as_mut().map(|(query, analyzer)| {
-                query.snippet(value.passages, analyzer).unwrap_or_default()
-            });
+        for (i, (r, shown)) in page.iter().zip(shown).enumerate() {
             let explain = match q.explain {
                 true => Some(Explanation {
                     first_phase: match &explainer {
@@ -1043,10 +1039,10 @@ impl Engine {
             };
             hits.push(Hit {
                 rank: q.offset + i + 1,
-                id: head.id,
-                url: q.returns.url.then_some(head.url),
-                title: q.returns.title.then_some(head.title),
-                snippet,
+                id: shown.id,
+                url: shown.url,
+                title: shown.title,
+                snippet: shown.snippet,
                 score: r.score,
                 sort_key: r.sort_key,
                 collapsed: r.collapsed,
@@ -1055,6 +1051,44 @@ impl Engine {
             });
         }
         Ok(hits)
+    }
+
+    /// What the hits at `addresses` show, as `returns` asks: id, title, URL and snippet
+    /// passages from one `hit` column value each (also a shard's part of a sharded page).
+    pub fn hit_fields(
+        &self,
+        searcher: &Searcher,
+        stats: &Stats,
+        text: &str,
+        returns: Returns,
+        addresses: &[DocAddress],
+    ) -> Result<Vec<HitFields>, SearchError> {
+        let mut snippets = if returns.snippet {
+            Some((
+                self.snippet_query(stats, text)?,
+                crate::text::schema::analyzer(self.index.config.field("body").analyzer),
+            ))
+        } else {
+            None
+        };
+        let columns = self.index.doc_columns(searcher)?;
+        let mut buf = Vec::new();
+        addresses
+            .iter()
+            .map(|&address| {
+                let value = columns.hit(address, &mut buf)?;
+                let head = value.head();
+                let snippet = snippets.as_mut().map(|(query, analyzer)| {
+                    query.snippet(value.passages, analyzer).unwrap_or_default()
+                });
+                Ok(HitFields {
+                    id: head.id,
+                    url: returns.url.then_some(head.url),
+                    title: returns.title.then_some(head.title),
+                    snippet,
+                })
+            })
+            .collect()
     }
 
     /// The query's body terms weighted as tantivy's snippet generator weighs them,

@@ -184,22 +184,24 @@ pub fn start(data: &Path, db: &str, token: Option<&str>) -> Server {
 
 /// As [`start`], with extra environment variables.
 pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, &str)]) -> Server {
+    start_serve(
+        &["--data-dir", data.to_str().unwrap(), "--database-url", db],
+        token,
+        env,
+    )
+}
+
+/// Starts `rankd serve --addr 127.0.0.1:0 ARGS` and waits for the address it announces.
+pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(rankd_bin());
-    cmd.args([
-        "serve",
-        "--addr",
-        "127.0.0.1:0",
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--database-url",
-        db,
-    ])
-    .env("RANKD_LOG", "error")
-    .env_remove("RANKD_ADMIN_TOKEN")
-    .env_remove("RANKD_CONFIG")
-    .env_remove("DATABASE_URL")
-    .env_remove("RANKD_DATABASE_URL")
-    .stderr(Stdio::piped());
+    cmd.args(["serve", "--addr", "127.0.0.1:0"])
+        .args(args)
+        .env("RANKD_LOG", "error")
+        .env_remove("RANKD_ADMIN_TOKEN")
+        .env_remove("RANKD_CONFIG")
+        .env_remove("DATABASE_URL")
+        .env_remove("RANKD_DATABASE_URL")
+        .stderr(Stdio::piped());
     if let Some(t) = token {
         cmd.env("RANKD_ADMIN_TOKEN", t);
     }

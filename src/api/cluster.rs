@@ -1,0 +1,175 @@
+//! The cluster's HTTP surfaces: a leaf's `/cluster/v1/*` calls (beside its usual API, outside
+//! the public OpenAPI document: only a root calls them) and a root's public `/search`.
+//! Handlers are thin: the work is `crate::cluster::{leaf, root}`'s.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tower_http::timeout::TimeoutLayer;
+
+use super::error::ApiError;
+use super::params::Query;
+use super::search::{observe, search_query, SearchParams};
+use super::AppState;
+use crate::cluster::leaf::{self, LeafError, Pins};
+use crate::cluster::root::Root;
+use crate::cluster::wire::*;
+use crate::search::SearchResponse;
+
+impl From<LeafError> for ApiError {
+    fn from(e: LeafError) -> Self {
+        match e {
+            LeafError::Protocol(_) => ApiError::bad_request("protocol", e.to_string()),
+            LeafError::NoSuchDoc(_) => ApiError::bad_request("docs", e.to_string()),
+            LeafError::GenerationGone(_) => ApiError::conflict(e.to_string()),
+            LeafError::Search(e) => e.into(),
+        }
+    }
+}
+
+/// The leaf calls, for a node serving its index as one shard of a collection.
+pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Router<S> {
+    let leaf = Arc::new((state, Pins::default()));
+    Router::new()
+        .route("/cluster/v1/info", get(info))
+        .route("/cluster/v1/stats", post(stats))
+        .route("/cluster/v1/query", post(query))
+        .route("/cluster/v1/features", post(features))
+        .route("/cluster/v1/hits", post(hits))
+        .with_state(leaf)
+}
+
+type Leaf = Arc<(Arc<AppState>, Pins)>;
+
+/// Runs a leaf call on the blocking pool (it reads the index).
+async fn blocking<R: Send + 'static>(
+    leaf: Leaf,
+    f: impl FnOnce(&crate::search::Engine, &Pins) -> Result<R, LeafError> + Send + 'static,
+) -> Result<Json<R>, ApiError> {
+    tokio::task::spawn_blocking(move || f(&leaf.0.engine, &leaf.1))
+        .await
+        .map_err(ApiError::internal)?
+        .map(Json)
+        .map_err(ApiError::from)
+}
+
+async fn info(State(leaf): State<Leaf>) -> Json<InfoResponse> {
+    Json(leaf::info(&leaf.0.engine))
+}
+
+async fn stats(
+    State(leaf): State<Leaf>,
+    Json(call): Json<StatsCall>,
+) -> Result<Json<StatsReply>, ApiError> {
+    blocking(leaf, move |e, p| leaf::stats(e, p, &call)).await
+}
+
+async fn query(
+    State(leaf): State<Leaf>,
+    Json(call): Json<QueryCall>,
+) -> Result<Json<QueryReply>, ApiError> {
+    blocking(leaf, move |e, p| leaf::query(e, p, &call)).await
+}
+
+async fn features(
+    State(leaf): State<Leaf>,
+    Json(call): Json<FeaturesCall>,
+) -> Result<Json<FeaturesReply>, ApiError> {
+    blocking(leaf, move |e, p| leaf::features(e, p, &call)).await
+}
+
+async fn hits(
+    State(leaf): State<Leaf>,
+    Json(call): Json<HitsCall>,
+) -> Result<Json<HitsReply>, ApiError> {
+    blocking(leaf, move |e, p| leaf::hits(e, p, &call)).await
+}
+
+/// A root's state.
+pub struct RootState {
+    pub root: Root,
+    pub ready: AtomicBool,
+}
+
+/// A root's routes: `/search` with the single node's parameters and answers, `/livez`,
+/// `/readyz`, `/metrics`.
+pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
+    Router::new()
+        .route("/search", get(root_search))
+        .route("/livez", get(|| async { "ok" }))
+        .route("/readyz", get(root_ready))
+        .route(
+            "/metrics",
+            get(|| async {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    )],
+                    crate::metrics::render(),
+                )
+            }),
+        )
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
+        .with_state(state)
+}
+
+async fn root_search(
+    State(state): State<Arc<RootState>>,
+    Query(p): Query<SearchParams>,
+) -> Result<Json<SearchResponse>, ApiError> {
+    let query = search_query(p, state.root.model().is_some())?;
+    // The root waits on its leaves: the calls block, so off the async workers.
+    let s = state.clone();
+    let (query, response) = tokio::task::spawn_blocking(move || {
+        let response = s.root.search(&query);
+        (query, response)
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    let response = response?;
+    observe(&query, &response);
+    Ok(Json(response))
+}
+
+async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, &'static str) {
+    if state.ready.load(Ordering::SeqCst) {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+/// Serves a root until SIGTERM or Ctrl-C, then drains like the single node
+/// (`super::serve`). `on_bound` receives the bound address.
+pub async fn serve_root(
+    state: Arc<RootState>,
+    addr: std::net::SocketAddr,
+    limits: &crate::config::Limits,
+    on_bound: impl FnOnce(std::net::SocketAddr),
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr}: {e}"))?;
+    let shutdown = super::shutdown_signal()?;
+    on_bound(listener.local_addr()?);
+    state.ready.store(true, Ordering::SeqCst);
+    let draining = state.clone();
+    let router = root_router(state, Duration::from_secs(limits.request_timeout_secs));
+    super::listen::run(listener, router, limits, async move {
+        shutdown.await;
+        draining.ready.store(false, Ordering::SeqCst);
+        tracing::info!("shutting down: draining requests");
+    })
+    .await;
+    Ok(())
+}

@@ -1,0 +1,225 @@
+//! A leaf: one shard's index answering a root's calls ([`super::wire`]).
+//!
+//! Each call runs against a pinned searcher ([`Pins`]): the statistics call opens the current
+//! one and names its generation, and the later calls of the same search ask for that
+//! generation again. A leaf keeps its last few searchers open (a searcher holds its segments'
+//! files open, so a commit or merge in between does not invalidate the documents the root
+//! was given); a generation no longer kept is refused, never silently replaced.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use tantivy::{DocAddress, Searcher};
+
+use super::wire::*;
+use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
+use crate::search::{Engine, Returns, SearchQuery};
+use crate::text::search::SearchError;
+use crate::text::stats::{GlobalStats, Stats};
+use crate::text::ModelKind;
+
+/// Why a leaf refused a call.
+#[derive(Debug, thiserror::Error)]
+pub enum LeafError {
+    #[error("this leaf speaks cluster protocol {PROTOCOL}, the call protocol {0}")]
+    Protocol(u32),
+    #[error("generation {0} is no longer open on this shard (it changed during the search)")]
+    GenerationGone(u64),
+    #[error("document {0:?} is not in the pinned searcher")]
+    NoSuchDoc(DocRef),
+    #[error(transparent)]
+    Search(#[from] SearchError),
+}
+
+impl From<tantivy::TantivyError> for LeafError {
+    fn from(e: tantivy::TantivyError) -> Self {
+        LeafError::Search(e.into())
+    }
+}
+
+/// The searchers a leaf keeps for searches in flight.
+pub struct Pins {
+    /// Distinguishes this process's generations from an earlier process's (tantivy counts
+    /// searcher generations from 0 in every process).
+    incarnation: u64,
+    recent: Mutex<VecDeque<(u64, Searcher)>>,
+}
+
+impl Default for Pins {
+    fn default() -> Self {
+        Pins {
+            incarnation: u64::from(rand::random::<u32>()) << 32,
+            recent: Mutex::default(),
+        }
+    }
+}
+
+impl Pins {
+    /// How many searchers are kept: a search lasts milliseconds, commits seconds apart.
+    const KEEP: usize = 4;
+
+    fn generation(&self, searcher: &Searcher) -> u64 {
+        self.incarnation | (searcher.generation().generation_id() & 0xffff_ffff)
+    }
+
+    /// The current searcher, kept, with its generation.
+    pub fn current(&self, engine: &Engine) -> (u64, Searcher) {
+        let searcher = engine.index.reader.searcher();
+        let generation = self.generation(&searcher);
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if !recent.iter().any(|(g, _)| *g == generation) {
+            recent.push_back((generation, searcher.clone()));
+            if recent.len() > Self::KEEP {
+                recent.pop_front();
+            }
+        }
+        (generation, searcher)
+    }
+
+    /// The searcher of `generation`, if still kept.
+    pub fn get(&self, engine: &Engine, generation: u64) -> Result<Searcher, LeafError> {
+        let (current, searcher) = self.current(engine);
+        if current == generation {
+            return Ok(searcher);
+        }
+        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        recent
+            .iter()
+            .find(|(g, _)| *g == generation)
+            .map(|(_, s)| s.clone())
+            .ok_or(LeafError::GenerationGone(generation))
+    }
+}
+
+fn check(protocol: u32) -> Result<(), LeafError> {
+    if protocol == PROTOCOL {
+        Ok(())
+    } else {
+        Err(LeafError::Protocol(protocol))
+    }
+}
+
+fn address(searcher: &Searcher, d: DocRef) -> Result<DocAddress, LeafError> {
+    let readers = searcher.segment_readers();
+    match readers.get(d.segment as usize) {
+        Some(r) if d.doc < r.max_doc() => Ok(DocAddress::new(d.segment, d.doc)),
+        _ => Err(LeafError::NoSuchDoc(d)),
+    }
+}
+
+pub fn info(engine: &Engine) -> InfoResponse {
+    InfoResponse {
+        protocol: PROTOCOL,
+        config: engine.index.config.clone(),
+        feature_set: FEATURE_SET_VERSION.to_string(),
+        num_docs: engine.index.num_docs(),
+    }
+}
+
+pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsReply, LeafError> {
+    check(call.protocol)?;
+    let (generation, searcher) = pins.current(engine);
+    let schema = engine.index.index.schema();
+    Ok(StatsReply {
+        protocol: PROTOCOL,
+        generation,
+        stats: GlobalStats::gather(&searcher, &schema, &call.request)?,
+    })
+}
+
+pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
+    check(call.protocol)?;
+    let searcher = pins.get(engine, call.generation)?;
+    let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
+        field: "model",
+        message: e,
+    })?;
+    let schema = engine.index.index.schema();
+    let source = call.stats.source(&schema);
+    let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
+    q.field.clone_from(&call.field);
+    let top = engine.shard_top(&searcher, &Stats::new(&source), &q, kind, call.limit)?;
+    let (total_hits, hits) = match top {
+        Some(top) => (top.total_hits, top.hits),
+        None => (0, Vec::new()),
+    };
+    Ok(QueryReply {
+        protocol: PROTOCOL,
+        total_hits,
+        hits: hits
+            .into_iter()
+            .map(|h| WireCandidate {
+                doc: DocRef {
+                    segment: h.address.segment_ord,
+                    doc: h.address.doc_id,
+                },
+                id: h.id,
+                score: h.score.to_bits(),
+            })
+            .collect(),
+    })
+}
+
+pub fn features(
+    engine: &Engine,
+    pins: &Pins,
+    call: &FeaturesCall,
+) -> Result<FeaturesReply, LeafError> {
+    check(call.protocol)?;
+    let searcher = pins.get(engine, call.generation)?;
+    let docs = call
+        .docs
+        .iter()
+        .map(|&(d, score, rank)| Ok((address(&searcher, d)?, f32::from_bits(score), rank)))
+        .collect::<Result<Vec<_>, LeafError>>()?;
+    let schema = engine.index.index.schema();
+    let source = call.stats.source(&schema);
+    let how = Extraction {
+        prf: Prf::Skip,
+        scores_are_bm25f: call.scores_are_bm25f,
+        now: call.now,
+    };
+    let m = engine.shard_features(&searcher, &Stats::new(&source), &call.text, &docs, how)?;
+    Ok(FeaturesReply {
+        protocol: PROTOCOL,
+        feature_set: FEATURE_SET_VERSION.to_string(),
+        cols: m.cols,
+        values: m.values.iter().map(|v| v.to_bits()).collect(),
+    })
+}
+
+pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, LeafError> {
+    check(call.protocol)?;
+    let searcher = pins.get(engine, call.generation)?;
+    let addresses = call
+        .docs
+        .iter()
+        .map(|&d| address(&searcher, d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let schema = engine.index.index.schema();
+    let source = call.stats.source(&schema);
+    let returns = Returns {
+        url: call.url,
+        title: call.title,
+        snippet: call.snippet,
+    };
+    let shown = engine.hit_fields(
+        &searcher,
+        &Stats::new(&source),
+        &call.text,
+        returns,
+        &addresses,
+    )?;
+    Ok(HitsReply {
+        protocol: PROTOCOL,
+        hits: shown
+            .into_iter()
+            .map(|h| WireHit {
+                id: h.id,
+                url: h.url.flatten(),
+                title: h.title,
+                snippet: h.snippet,
+            })
+            .collect(),
+    })
+}

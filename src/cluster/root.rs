@@ -1,0 +1,509 @@
+//! A root: searches a collection whose shards are served by leaves ([`super::leaf`]), and
+//! answers as the single index would (`docs/design/scale-out.md` §5).
+//!
+//! One search is four rounds, each sent to every shard concerned at once (one thread per
+//! shard; the calls block on the network, not the CPU):
+//!
+//! 1. **statistics**: each shard's part of what the query's models and features read; the
+//!    root sums them (`crate::text::stats`), and each shard names the searcher it pinned;
+//! 2. **query**: each shard's top `window` with the summed statistics, merged by score and
+//!    id ([`super::merge`]);
+//! 3. **features** (reranking only): each shard's rows of its documents of the merged
+//!    window, with their ranks in it; the root assembles the matrix, scores it with the
+//!    active model once and re-sorts as the single index does (score, then first-phase rank);
+//! 4. **hits**: what the page shows, from the shards holding its documents.
+//!
+//! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing, the PageRank
+//! boost and link features (the link graph is not split over shards yet), RM3 features (their
+//! feedback documents span shards) and explanations.
+
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tantivy::DocAddress;
+
+use super::wire::*;
+use super::MergedHit;
+use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
+use crate::search::{ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit};
+use crate::text::config::TEXT_FIELDS;
+use crate::text::search::SearchError;
+use crate::text::stats::{GlobalStats, StatsRequest};
+use crate::text::{IndexConfig, ModelKind};
+
+/// A collection served by leaves: one base URL per shard.
+pub struct Root {
+    shards: Vec<String>,
+    config: IndexConfig,
+    model: ArcSwapOption<ActiveModel>,
+    agent: ureq::Agent,
+}
+
+fn internal(message: String) -> SearchError {
+    SearchError::Internal(anyhow::anyhow!(message))
+}
+
+fn unsharded(field: &'static str, what: &str) -> SearchError {
+    SearchError::Param {
+        field,
+        message: format!("{what} is not available on a sharded collection yet"),
+    }
+}
+
+impl Root {
+    /// Asks every shard for its configuration and checks that they agree with each other
+    /// and with this binary (protocol, feature set).
+    pub fn connect(
+        shards: Vec<String>,
+        model: Option<ActiveModel>,
+        timeout: Duration,
+    ) -> anyhow::Result<Self> {
+        anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut root = Root {
+            shards: shards
+                .into_iter()
+                .map(|s| s.trim_end_matches('/').to_string())
+                .collect(),
+            config: IndexConfig::default(),
+            model: ArcSwapOption::from_pointee(model),
+            agent,
+        };
+        let mut config: Option<IndexConfig> = None;
+        for (shard, url) in root.shards.iter().enumerate() {
+            let info: InfoResponse = root
+                .get(shard, "info")
+                .map_err(|e| anyhow::anyhow!("shard {shard} ({url}): {e}"))?;
+            anyhow::ensure!(
+                info.protocol == PROTOCOL,
+                "shard {shard} ({url}) speaks cluster protocol {}, this root {PROTOCOL}",
+                info.protocol
+            );
+            anyhow::ensure!(
+                info.feature_set == FEATURE_SET_VERSION,
+                "shard {shard} ({url}) computes features {}, this root {FEATURE_SET_VERSION}",
+                info.feature_set
+            );
+            match &config {
+                None => config = Some(info.config),
+                Some(c) => anyhow::ensure!(
+                    *c == info.config,
+                    "shard {shard} ({url}) has another index configuration than shard 0"
+                ),
+            }
+        }
+        root.config = config.expect("at least one shard");
+        Ok(root)
+    }
+
+    /// The active reranker.
+    pub fn model(&self) -> Option<std::sync::Arc<ActiveModel>> {
+        self.model.load_full()
+    }
+
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn get<R: DeserializeOwned>(&self, shard: usize, call: &str) -> Result<R, SearchError> {
+        let url = format!("{}/cluster/v1/{call}", self.shards[shard]);
+        let response = self.agent.get(&url).call();
+        self.reply(shard, &url, response)
+    }
+
+    fn post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        shard: usize,
+        call: &str,
+        body: &B,
+    ) -> Result<R, SearchError> {
+        let url = format!("{}/cluster/v1/{call}", self.shards[shard]);
+        let body = serde_json::to_vec(body).map_err(|e| internal(format!("{url}: {e}")))?;
+        let response = self
+            .agent
+            .post(&url)
+            .header("content-type", "application/json")
+            .send(&body[..]);
+        self.reply(shard, &url, response)
+    }
+
+    fn reply<R: DeserializeOwned>(
+        &self,
+        shard: usize,
+        url: &str,
+        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<R, SearchError> {
+        let fail = |e: String| internal(format!("shard {shard} ({url}): {e}"));
+        let mut response = response.map_err(|e| fail(e.to_string()))?;
+        let status = response.status();
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(256 << 20)
+            .read_to_vec()
+            .map_err(|e| fail(e.to_string()))?;
+        if !status.is_success() {
+            return Err(fail(format!(
+                "{status}: {}",
+                String::from_utf8_lossy(&body[..body.len().min(500)])
+            )));
+        }
+        serde_json::from_slice(&body).map_err(|e| fail(format!("malformed reply: {e}")))
+    }
+
+    /// Calls `f` for each of `shards` at once; the replies in `shards` order.
+    fn fan_out<R: Send>(
+        &self,
+        shards: &[usize],
+        f: impl Fn(usize) -> Result<R, SearchError> + Sync,
+    ) -> Result<Vec<R>, SearchError> {
+        if let [shard] = shards {
+            return Ok(vec![f(*shard)?]);
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = shards
+                .iter()
+                .map(|&s| {
+                    let f = &f;
+                    scope.spawn(move || f(s))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(internal("a shard call panicked".into())))
+                })
+                .collect()
+        })
+    }
+
+    /// Runs one search over every shard.
+    pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
+        let start = Instant::now();
+        q.validate()?;
+        if q.fusion.is_some() {
+            return Err(unsharded("model", "model=fusion"));
+        }
+        if !q.collapse.is_empty() {
+            return Err(unsharded("collapse", "collapse"));
+        }
+        if q.explain {
+            return Err(unsharded("explain", "explain"));
+        }
+        match q.ranking {
+            Ranking::Sort(_) => return Err(unsharded("sort", "sort")),
+            Ranking::Boost { .. } => return Err(unsharded("boost", "the PageRank boost")),
+            _ => {}
+        }
+        let kind = match q.model {
+            Some(m) => m,
+            None => self
+                .config
+                .default_model
+                .parse()
+                .map_err(|e: String| internal(format!("index configuration: {e}")))?,
+        };
+        if let Some(f) = &q.field {
+            if !TEXT_FIELDS.contains(&f.as_str()) {
+                return Err(SearchError::Param {
+                    field: "field",
+                    message: format!(
+                        "unknown field `{f}` (known: title, headings, body, anchor, url, all)"
+                    ),
+                });
+            }
+        }
+        let model = match q.ranking {
+            Ranking::Rerank { .. } => {
+                let m = self.model.load_full().ok_or(SearchError::Param {
+                    field: "rerank",
+                    message: "no reranker is active; pass rerank=false or activate a model".into(),
+                })?;
+                if m.prf() == Prf::Compute {
+                    return Err(unsharded("rerank", "a reranker reading RM3 features"));
+                }
+                Some(m)
+            }
+            _ => None,
+        };
+        let (limit, skip) = match q.ranking {
+            Ranking::Rerank { window } => (window, 0),
+            _ => (q.offset + q.k, q.offset),
+        };
+        let all: Vec<usize> = (0..self.shards.len()).collect();
+        let mut times = PhaseTimes::default();
+
+        // 1. Statistics, summed; each shard pins its searcher.
+        let request = StatsRequest::for_query(&self.config, &q.text)?;
+        let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
+            self.post(
+                s,
+                "stats",
+                &StatsCall {
+                    protocol: PROTOCOL,
+                    request: request.clone(),
+                },
+            )
+        })?;
+        let mut stats = GlobalStats::default();
+        for r in &replies {
+            stats.add(&r.stats);
+        }
+        let generations: Vec<u64> = replies.iter().map(|r| r.generation).collect();
+
+        // 2. First phase, merged.
+        let replies: Vec<QueryReply> = self.fan_out(&all, |s| {
+            self.post(
+                s,
+                "query",
+                &QueryCall {
+                    protocol: PROTOCOL,
+                    generation: generations[s],
+                    text: q.text.clone(),
+                    model: kind.name().to_string(),
+                    field: q.field.clone(),
+                    limit,
+                    stats: stats.clone(),
+                },
+            )
+        })?;
+        let total_hits = replies.iter().map(|r| r.total_hits).sum();
+        let lists = replies
+            .into_iter()
+            .map(|r| {
+                r.hits
+                    .into_iter()
+                    .map(|c| ShardHit {
+                        score: f32::from_bits(c.score),
+                        id: c.id,
+                        address: DocAddress::new(c.doc.segment, c.doc.doc),
+                    })
+                    .collect()
+            })
+            .collect();
+        let window = super::merge(lists, limit);
+        times.retrieve = start.elapsed().as_secs_f64();
+
+        // 3. Second phase: (window row, score) of the page, best first.
+        let mut ranked: Vec<(usize, f32)> = window
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (i, h.hit.score))
+            .collect();
+        if let Some(active) = &model {
+            let t = Instant::now();
+            let features = self.window_features(q, kind, &stats, &generations, &window)?;
+            times.features = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let scores = active
+                .score(&features)
+                .map_err(|e| internal(format!("reranker {}: {e}", active.id())))?;
+            for (r, &s) in ranked.iter_mut().zip(&scores) {
+                r.1 = s;
+            }
+            // Re-sorted by the new score, ties in first-phase order.
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            ranked.truncate(q.offset + q.k);
+            ranked.drain(..q.offset.min(ranked.len()));
+            times.rerank = t.elapsed().as_secs_f64();
+        } else {
+            ranked.drain(..skip.min(ranked.len()));
+        }
+
+        // 4. What the page shows.
+        let t = Instant::now();
+        let hits = self.page(q, &stats, &generations, &window, &ranked)?;
+        times.hits = t.elapsed().as_secs_f64();
+        Ok(SearchResponse {
+            query: q.text.clone(),
+            model: kind.to_string(),
+            reranker: model.as_ref().map(|m| m.id().to_string()),
+            total_hits,
+            took_ms: start.elapsed().as_secs_f64() * 1e3,
+            hits,
+            fusion: None,
+            times,
+        })
+    }
+
+    /// The merged window's feature rows, in window order.
+    fn window_features(
+        &self,
+        q: &SearchQuery,
+        kind: ModelKind,
+        stats: &GlobalStats,
+        generations: &[u64],
+        window: &[MergedHit],
+    ) -> Result<FeatureMatrix, SearchError> {
+        let now = crate::features::social::unix_now();
+        let owners: Vec<usize> = (0..self.shards.len())
+            .filter(|&s| window.iter().any(|h| h.shard == s))
+            .collect();
+        let rows_of = |s: usize| -> Vec<usize> {
+            (0..window.len())
+                .filter(|&i| window[i].shard == s)
+                .collect()
+        };
+        let replies: Vec<FeaturesReply> = self.fan_out(&owners, |s| {
+            let docs = rows_of(s)
+                .into_iter()
+                .map(|i| {
+                    let a = window[i].hit.address;
+                    (
+                        DocRef {
+                            segment: a.segment_ord,
+                            doc: a.doc_id,
+                        },
+                        window[i].hit.score.to_bits(),
+                        i + 1,
+                    )
+                })
+                .collect();
+            self.post(
+                s,
+                "features",
+                &FeaturesCall {
+                    protocol: PROTOCOL,
+                    generation: generations[s],
+                    text: q.text.clone(),
+                    stats: stats.clone(),
+                    now,
+                    scores_are_bm25f: kind == ModelKind::Bm25F,
+                    docs,
+                },
+            )
+        })?;
+        let cols = crate::features::FeatureSet::current().len();
+        let mut m = FeatureMatrix {
+            rows: window.len(),
+            cols,
+            values: vec![0.0; window.len() * cols],
+        };
+        for (&s, reply) in owners.iter().zip(replies) {
+            let rows = rows_of(s);
+            if reply.feature_set != FEATURE_SET_VERSION
+                || reply.cols != cols
+                || reply.values.len() != rows.len() * cols
+            {
+                return Err(internal(format!(
+                    "shard {s} sent {} values of {} columns of feature set {} for {} rows",
+                    reply.values.len(),
+                    reply.cols,
+                    reply.feature_set,
+                    rows.len()
+                )));
+            }
+            for (k, &i) in rows.iter().enumerate() {
+                for (dst, &bits) in m.values[i * cols..(i + 1) * cols]
+                    .iter_mut()
+                    .zip(&reply.values[k * cols..(k + 1) * cols])
+                {
+                    *dst = f32::from_bits(bits);
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    /// The page's hits: `ranked` holds (window row, score), best first.
+    fn page(
+        &self,
+        q: &SearchQuery,
+        stats: &GlobalStats,
+        generations: &[u64],
+        window: &[MergedHit],
+        ranked: &[(usize, f32)],
+    ) -> Result<Vec<Hit>, SearchError> {
+        let r = q.returns;
+        let hit = |i: usize, (row, score): (usize, f32), shown: Option<WireHit>| {
+            let h = &window[row];
+            let a = h.hit.address;
+            let shown = shown.unwrap_or(WireHit {
+                id: h.hit.id.clone(),
+                url: None,
+                title: None,
+                snippet: None,
+            });
+            Hit {
+                rank: q.offset + i + 1,
+                id: h.hit.id.clone(),
+                url: r.url.then_some(shown.url),
+                title: r.title.then_some(shown.title.unwrap_or_default()),
+                snippet: r.snippet.then_some(shown.snippet.unwrap_or_default()),
+                score,
+                sort_key: None,
+                collapsed: None,
+                explain: None,
+                address: DocAddress::new(h.shard as u32, a.doc_id),
+            }
+        };
+        if !(r.url || r.title || r.snippet) {
+            return Ok(ranked
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| hit(i, x, None))
+                .collect());
+        }
+        let owners: Vec<usize> = (0..self.shards.len())
+            .filter(|&s| ranked.iter().any(|&(row, _)| window[row].shard == s))
+            .collect();
+        let page_of = |s: usize| -> Vec<usize> {
+            (0..ranked.len())
+                .filter(|&i| window[ranked[i].0].shard == s)
+                .collect()
+        };
+        let replies: Vec<HitsReply> = self.fan_out(&owners, |s| {
+            let docs = page_of(s)
+                .into_iter()
+                .map(|i| {
+                    let a = window[ranked[i].0].hit.address;
+                    DocRef {
+                        segment: a.segment_ord,
+                        doc: a.doc_id,
+                    }
+                })
+                .collect();
+            self.post(
+                s,
+                "hits",
+                &HitsCall {
+                    protocol: PROTOCOL,
+                    generation: generations[s],
+                    text: q.text.clone(),
+                    stats: stats.clone(),
+                    url: r.url,
+                    title: r.title,
+                    snippet: r.snippet,
+                    docs,
+                },
+            )
+        })?;
+        let mut shown: Vec<Option<WireHit>> = vec![None; ranked.len()];
+        for (&s, reply) in owners.iter().zip(replies) {
+            let slots = page_of(s);
+            if reply.hits.len() != slots.len() {
+                return Err(internal(format!(
+                    "shard {s} sent {} hits for {} documents",
+                    reply.hits.len(),
+                    slots.len()
+                )));
+            }
+            for (i, h) in slots.into_iter().zip(reply.hits) {
+                shown[i] = Some(h);
+            }
+        }
+        Ok(ranked
+            .iter()
+            .zip(shown)
+            .enumerate()
+            .map(|(i, (&x, s))| hit(i, x, s))
+            .collect())
+    }
+}

@@ -1,0 +1,132 @@
+//! The messages between a cluster's root and its leaves (`POST /cluster/v1/*`, JSON).
+//!
+//! Scores and feature values travel as `f32` bit patterns (`u32`): the root must compare and
+//! rerank exactly the floats the leaves computed, and bit patterns leave no question about
+//! decimal round trips. Every message carries the protocol version; a leaf refuses another.
+//!
+//! A search pins each shard's searcher by its generation: the first call to a leaf (the
+//! statistics) returns the generation it answered from, and every later call of the same
+//! search names it, so one search never mixes two states of a shard, and a [`DocRef`] taken
+//! in one call is valid in the next.
+
+use serde::{Deserialize, Serialize};
+
+use crate::text::stats::{GlobalStats, StatsRequest};
+use crate::text::IndexConfig;
+
+/// The version of these messages.
+pub const PROTOCOL: u32 = 1;
+
+/// A document of a pinned searcher: segment ordinal and document id within it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DocRef {
+    pub segment: u32,
+    pub doc: u32,
+}
+
+/// `GET /cluster/v1/info`: what the root checks before it sends a leaf any search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InfoResponse {
+    pub protocol: u32,
+    /// The index configuration: every shard of a collection must have the same.
+    pub config: IndexConfig,
+    /// `crate::features::FEATURE_SET_VERSION`: rows are only comparable within one version.
+    pub feature_set: String,
+    pub num_docs: u64,
+}
+
+/// `POST /cluster/v1/stats`: this shard's part of the collection statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsCall {
+    pub protocol: u32,
+    pub request: StatsRequest,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsReply {
+    pub protocol: u32,
+    /// The searcher the statistics come from; later calls of the search name it.
+    pub generation: u64,
+    pub stats: GlobalStats,
+}
+
+/// `POST /cluster/v1/query`: this shard's first-phase top with the collection's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryCall {
+    pub protocol: u32,
+    pub generation: u64,
+    pub text: String,
+    /// A `crate::text::ModelKind` name.
+    pub model: String,
+    pub field: Option<String>,
+    pub limit: usize,
+    pub stats: GlobalStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryReply {
+    pub protocol: u32,
+    /// This shard's documents matching at least one query term.
+    pub total_hits: usize,
+    /// The shard's top in the canonical order.
+    pub hits: Vec<WireCandidate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireCandidate {
+    pub doc: DocRef,
+    pub id: String,
+    /// `f32::to_bits` of the first-phase score.
+    pub score: u32,
+}
+
+/// `POST /cluster/v1/features`: the rows of this shard's documents of a merged window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeaturesCall {
+    pub protocol: u32,
+    pub generation: u64,
+    pub text: String,
+    pub stats: GlobalStats,
+    /// The search's clock (Unix seconds) for the freshness features.
+    pub now: i64,
+    /// The first phase was BM25F: its scores are the `bm25f` feature.
+    pub scores_are_bm25f: bool,
+    /// Each document with its first-phase score bits and its 1-based rank in the window.
+    pub docs: Vec<(DocRef, u32, usize)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeaturesReply {
+    pub protocol: u32,
+    pub feature_set: String,
+    pub cols: usize,
+    /// Row-major `f32::to_bits` values, one row per requested document, in request order.
+    pub values: Vec<u32>,
+}
+
+/// `POST /cluster/v1/hits`: what the page shows of this shard's documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HitsCall {
+    pub protocol: u32,
+    pub generation: u64,
+    pub text: String,
+    pub stats: GlobalStats,
+    pub url: bool,
+    pub title: bool,
+    pub snippet: bool,
+    pub docs: Vec<DocRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HitsReply {
+    pub protocol: u32,
+    pub hits: Vec<WireHit>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireHit {
+    pub id: String,
+    pub url: Option<String>,
+    pub title: Option<String>,
+    pub snippet: Option<String>,
+}

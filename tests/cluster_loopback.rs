@@ -1,0 +1,181 @@
+//! A collection over three leaf processes and a root answers on loopback exactly as the
+//! single index does (issue 13): the Cranfield collection ingested with `--shards 3`, every
+//! first-phase model and every query, top 100 ids and scores; the default reranked search
+//! with titles, URLs and snippets; each document on the shard its id routes to.
+
+mod ops_support;
+
+use std::path::Path;
+
+use ops_support::*;
+use serde_json::Value;
+
+const TOKEN: &str = "cluster-test-token";
+
+fn cranfield() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield")
+}
+
+fn queries() -> Vec<String> {
+    rankd::corpus::cranfield::read_queries(&cranfield().join("cran.qry"))
+        .unwrap()
+        .into_iter()
+        .map(|q| q.text)
+        .collect()
+}
+
+fn search(base: &str, params: &str, q: &str) -> Value {
+    let url = format!(
+        "{base}/search?{params}&q={}",
+        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let a = get(&url, None);
+    assert_eq!(a.status, 200, "{url}: {}", a.body);
+    a.body
+}
+
+#[test]
+fn a_root_over_three_leaves_answers_as_the_single_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let single = dir.path().join("single");
+    let sharded = dir.path().join("sharded");
+    let input = cranfield();
+    for (data, extra) in [(&single, None), (&sharded, Some("3"))] {
+        let mut args = vec![
+            "ingest",
+            "--format",
+            "cranfield",
+            "--input",
+            input.to_str().unwrap(),
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ];
+        if let Some(n) = extra {
+            args.extend(["--shards", n]);
+        }
+        rankd_ok(args);
+    }
+    // A reranker trained on the single index, active there and loaded by the root.
+    let model = dir.path().join("m.json");
+    rankd_ok([
+        "train",
+        "--format",
+        "cranfield",
+        "--queries",
+        input.join("cran.qry").to_str().unwrap(),
+        "--qrels",
+        input.join("cranqrel").to_str().unwrap(),
+        "--epochs",
+        "3",
+        "--json",
+        "--out",
+        model.to_str().unwrap(),
+        "--data-dir",
+        single.to_str().unwrap(),
+    ]);
+    let id = serde_json::from_slice::<Value>(&std::fs::read(&model).unwrap()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::create_dir_all(single.join("models")).unwrap();
+    std::fs::copy(&model, single.join(format!("models/{id}.json"))).unwrap();
+    let db = fresh_database(dir.path());
+    let one = start(&single, &db, Some(TOKEN));
+    let a = post_json(
+        &format!("{}/admin/models/{id}/activate", one.base),
+        Some(TOKEN),
+        "{}",
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| {
+            let data = sharded.join(format!("shards/{s}"));
+            start_serve(
+                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
+                None,
+                &[],
+            )
+        })
+        .collect();
+    let mut root_args = vec!["--role", "root", "--model", model.to_str().unwrap()];
+    for leaf in &leaves {
+        root_args.extend(["--shard", leaf.base.as_str()]);
+    }
+    let root = start_serve(&root_args, None, &[]);
+
+    // Every document is on the shard its id routes to, and only there.
+    let mut total = 0;
+    for (s, leaf) in leaves.iter().enumerate() {
+        let info = get(&format!("{}/cluster/v1/info", leaf.base), None);
+        assert_eq!(info.status, 200, "{}", info.body);
+        total += info.body["num_docs"].as_u64().unwrap();
+        for doc in ["1", "2", "3", "700", "1400"] {
+            let want = rankd::cluster::routing::shard_of(doc, 3) as usize == s;
+            let status = get(&format!("{}/doc/{doc}", leaf.base), None).status;
+            assert_eq!(
+                status,
+                if want { 200 } else { 404 },
+                "doc {doc} on shard {s}"
+            );
+        }
+    }
+    assert_eq!(total, 1400);
+
+    let queries = queries();
+    // First phase, every model, every query: ids, scores and counts.
+    let mut compared = 0;
+    for model in ["bm25f", "bm25", "tfidf", "f2exp", "lm", "bm25prox"] {
+        let params = format!("model={model}&k=100&rerank=false&fields=");
+        for q in &queries {
+            let (a, b) = (
+                search(&one.base, &params, q),
+                search(&root.base, &params, q),
+            );
+            assert_eq!(a["hits"], b["hits"], "{model} {q:?}");
+            assert_eq!(a["total_hits"], b["total_hits"], "{model} {q:?}");
+            compared += a["hits"].as_array().unwrap().len();
+        }
+    }
+    assert!(compared > 120_000, "only {compared} hits compared");
+    // The default search: reranked by the same model, with titles, URLs and snippets.
+    let mut snippets_with_terms = 0;
+    for q in &queries {
+        let (a, b) = (search(&one.base, "k=10", q), search(&root.base, "k=10", q));
+        assert_eq!(a["reranker"], Value::String(id.clone()));
+        assert_eq!(a["reranker"], b["reranker"], "{q:?}");
+        assert_eq!(a["hits"], b["hits"], "{q:?}");
+        let hits = a["hits"].as_array().unwrap();
+        assert!(hits.iter().all(|h| h["title"].is_string()), "{a}");
+        snippets_with_terms += hits
+            .iter()
+            .filter(|h| h["snippet"].as_str().is_some_and(|s| s.contains("<b>")))
+            .count();
+    }
+    assert!(
+        snippets_with_terms > 1000,
+        "{snippets_with_terms} snippets show a query term"
+    );
+    // A page deep in the reranked window.
+    for q in queries.iter().take(20) {
+        let p = "k=7&offset=40&window=60";
+        assert_eq!(
+            search(&one.base, p, q)["hits"],
+            search(&root.base, p, q)["hits"]
+        );
+    }
+    // What is not sharded yet is refused clearly, not answered wrongly.
+    let a = get(
+        &format!(
+            "{}/search?q=flow&model=fusion&inputs=bm25,lm&fusion=rrf",
+            root.base
+        ),
+        None,
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(a.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("sharded"));
+}
