@@ -26,6 +26,9 @@ pub enum ErrorKind {
     Conflict,
     /// The work was cancelled on request.
     Cancelled,
+    /// A part the answer needs is down (a cluster shard without a live replica); retrying
+    /// later may succeed.
+    Unavailable,
     /// Anything else: a bug, a full disk, a dead database.
     Internal,
 }
@@ -37,7 +40,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Invalid | ErrorKind::NotFound | ErrorKind::Conflict => 2,
             ErrorKind::Cancelled => 130,
-            ErrorKind::Internal => 1,
+            ErrorKind::Unavailable | ErrorKind::Internal => 1,
         }
     }
 
@@ -47,6 +50,7 @@ impl ErrorKind {
             ErrorKind::Invalid => 400,
             ErrorKind::NotFound => 404,
             ErrorKind::Conflict | ErrorKind::Cancelled => 409,
+            ErrorKind::Unavailable => 503,
             ErrorKind::Internal => 500,
         }
     }
@@ -94,6 +98,7 @@ impl Kinded for SearchError {
     fn kind(&self) -> ErrorKind {
         match self {
             SearchError::Query(_) | SearchError::Param { .. } => ErrorKind::Invalid,
+            SearchError::Unavailable(_) => ErrorKind::Unavailable,
             SearchError::Internal(_) => ErrorKind::Internal,
         }
     }

@@ -93,6 +93,7 @@ impl ApiError {
                 ErrorKind::NotFound => "not_found",
                 ErrorKind::Conflict => "conflict",
                 ErrorKind::Cancelled => "cancelled",
+                ErrorKind::Unavailable => "unavailable",
                 ErrorKind::Internal => "internal",
             },
             message,
@@ -106,7 +107,7 @@ impl From<SearchError> for ApiError {
         let field = match &e {
             SearchError::Query(_) => Some("q".to_string()),
             SearchError::Param { field, .. } => Some(field.to_string()),
-            SearchError::Internal(_) => None,
+            SearchError::Unavailable(_) | SearchError::Internal(_) => None,
         };
         let message = match &e {
             SearchError::Param { message, .. } => message.clone(),

@@ -42,9 +42,18 @@ pub struct ServeArgs {
     /// holding no index itself.
     #[arg(long, value_enum, default_value_t = Role::Single)]
     pub role: Role,
-    /// With `--role root`: the base URL of each shard's leaf, in shard order (repeat the flag).
-    #[arg(long = "shard", value_name = "URL")]
+    /// With `--role root`: the base URLs of each shard's leaves, in shard order (repeat the
+    /// flag; replicas of one shard comma-separated: `--shard http://a:8101,http://b:8101`).
+    #[arg(long = "shard", value_name = "URL[,URL..]")]
     pub shards: Vec<String>,
+    /// With `--role root`: how long one call to a leaf may take before the root tries the
+    /// shard's next replica.
+    #[arg(long, default_value_t = 1000)]
+    pub leaf_timeout_ms: u64,
+    /// With `--role root`: answer without the shards that have no live replica (the answer
+    /// says `partial: true` and names them) instead of a 503.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub allow_partial_results: bool,
     /// With `--role root`: the reranker's model file (as `rankd train` writes it).
     #[arg(long)]
     pub model: Option<PathBuf>,
@@ -67,7 +76,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     })
     .map_err(|e| Invalid(format!("{e:#}")))?;
     if args.role == Role::Root {
-        return serve_root(config, args.shards, args.model.as_deref());
+        let shards = args
+            .shards
+            .iter()
+            .map(|s| s.split(',').map(|u| u.trim().to_string()).collect())
+            .collect();
+        let calls = Duration::from_millis(args.leaf_timeout_ms);
+        return serve_root(
+            config,
+            shards,
+            args.model.as_deref(),
+            calls,
+            args.allow_partial_results,
+        );
     }
     if !args.shards.is_empty() || args.model.is_some() {
         return Err(Invalid("--shard and --model apply to --role root".into()).into());
@@ -83,7 +104,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Serves a root over the leaves at `shards`.
-fn serve_root(config: Config, shards: Vec<String>, model: Option<&Path>) -> anyhow::Result<()> {
+fn serve_root(
+    config: Config,
+    shards: Vec<Vec<String>>,
+    model: Option<&Path>,
+    leaf_timeout: Duration,
+    allow_partial: bool,
+) -> anyhow::Result<()> {
     if shards.is_empty() {
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
     }
@@ -95,7 +122,8 @@ fn serve_root(config: Config, shards: Vec<String>, model: Option<&Path>) -> anyh
         .transpose()?;
     let timeout = Duration::from_secs(config.limits.request_timeout_secs);
     let n = shards.len();
-    let root = crate::cluster::root::Root::connect(shards, model, timeout)?;
+    let root =
+        crate::cluster::root::Root::connect(shards, model, timeout, leaf_timeout, allow_partial)?;
     let state = Arc::new(RootState {
         root,
         ready: AtomicBool::new(false),

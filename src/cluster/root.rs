@@ -17,6 +17,8 @@
 //! boost and link features (the link graph is not split over shards yet), RM3 features (their
 //! feedback documents span shards) and explanations.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
@@ -27,18 +29,84 @@ use tantivy::DocAddress;
 use super::wire::*;
 use super::MergedHit;
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
-use crate::search::{ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit};
+use crate::search::{
+    ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardFailure, ShardHit,
+    ShardsReport,
+};
 use crate::text::config::TEXT_FIELDS;
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::{IndexConfig, ModelKind};
 
-/// A collection served by leaves: one base URL per shard.
+/// A collection served by leaves: each shard by one or more replicas.
 pub struct Root {
-    shards: Vec<String>,
+    shards: Vec<Vec<Replica>>,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
     agent: ureq::Agent,
+    /// Answer without the shards that have no live replica (flagged `partial`), or 503.
+    allow_partial: bool,
+    /// The whole search's deadline.
+    timeout: Duration,
+    /// Rotates which replica of a shard a search tries first.
+    next: AtomicUsize,
+}
+
+/// One leaf serving a shard, with the root's local view of its health: a replica that
+/// failed a call is skipped for [`RETRY_AFTER`], then tried again, so a recovered leaf is
+/// used again without a restart. (Membership by gossip replaces this view in a later step;
+/// failover within a search does not wait for it.)
+struct Replica {
+    url: String,
+    down_until: Mutex<Option<Instant>>,
+}
+
+/// How long a failed replica is skipped.
+const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+impl Replica {
+    fn up(&self) -> bool {
+        let down = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
+        down.is_none_or(|t| Instant::now() >= t)
+    }
+
+    fn mark_down(&self) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Instant::now() + RETRY_AFTER);
+    }
+
+    fn mark_up(&self) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// What every try of one search does.
+struct Plan {
+    kind: ModelKind,
+    model: Option<std::sync::Arc<ActiveModel>>,
+    /// The first phase's depth: the rerank window, or the page's end.
+    limit: usize,
+    /// First-phase hits before the page (without reranking).
+    skip: usize,
+}
+
+/// A failed call: a shard's replica that did not answer properly (the search moves to
+/// another replica), or an error of the search itself.
+enum CallError {
+    Replica { target: usize, reason: String },
+    Search(SearchError),
+}
+
+impl From<SearchError> for CallError {
+    fn from(e: SearchError) -> Self {
+        CallError::Search(e)
+    }
+}
+
+impl From<crate::text::query::QueryError> for CallError {
+    fn from(e: crate::text::query::QueryError) -> Self {
+        CallError::Search(e.into())
+    }
 }
 
 fn internal(message: String) -> SearchError {
@@ -55,47 +123,67 @@ fn unsharded(field: &'static str, what: &str) -> SearchError {
 impl Root {
     /// Asks every shard for its configuration and checks that they agree with each other
     /// and with this binary (protocol, feature set).
+    ///
+    /// `shards[s]` lists the base URLs of shard `s`'s replicas. Each call to a leaf may take
+    /// `leaf_timeout`; the whole search `timeout`.
     pub fn connect(
-        shards: Vec<String>,
+        shards: Vec<Vec<String>>,
         model: Option<ActiveModel>,
         timeout: Duration,
+        leaf_timeout: Duration,
+        allow_partial: bool,
     ) -> anyhow::Result<Self> {
         anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
         let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(timeout))
+            .timeout_global(Some(leaf_timeout))
             .http_status_as_error(false)
             .build()
             .into();
         let mut root = Root {
             shards: shards
                 .into_iter()
-                .map(|s| s.trim_end_matches('/').to_string())
+                .map(|urls| {
+                    urls.into_iter()
+                        .map(|u| Replica {
+                            url: u.trim_end_matches('/').to_string(),
+                            down_until: Mutex::new(None),
+                        })
+                        .collect()
+                })
                 .collect(),
             config: IndexConfig::default(),
             model: ArcSwapOption::from_pointee(model),
             agent,
+            allow_partial,
+            timeout,
+            next: AtomicUsize::new(0),
         };
         let mut config: Option<IndexConfig> = None;
-        for (shard, url) in root.shards.iter().enumerate() {
-            let info: InfoResponse = root
-                .get(shard, "info")
-                .map_err(|e| anyhow::anyhow!("shard {shard} ({url}): {e}"))?;
-            anyhow::ensure!(
-                info.protocol == PROTOCOL,
-                "shard {shard} ({url}) speaks cluster protocol {}, this root {PROTOCOL}",
-                info.protocol
-            );
-            anyhow::ensure!(
-                info.feature_set == FEATURE_SET_VERSION,
-                "shard {shard} ({url}) computes features {}, this root {FEATURE_SET_VERSION}",
-                info.feature_set
-            );
-            match &config {
-                None => config = Some(info.config),
-                Some(c) => anyhow::ensure!(
-                    *c == info.config,
-                    "shard {shard} ({url}) has another index configuration than shard 0"
-                ),
+        for (shard, replicas) in root.shards.iter().enumerate() {
+            anyhow::ensure!(!replicas.is_empty(), "shard {shard} has no replica");
+            // Every replica must be reachable at start: a typo in a URL is found now.
+            for replica in replicas {
+                let url = &replica.url;
+                let info: InfoResponse = root
+                    .get(url, "info")
+                    .map_err(|e| anyhow::anyhow!("shard {shard} ({url}): {e}"))?;
+                anyhow::ensure!(
+                    info.protocol == PROTOCOL,
+                    "shard {shard} ({url}) speaks cluster protocol {}, this root {PROTOCOL}",
+                    info.protocol
+                );
+                anyhow::ensure!(
+                    info.feature_set == FEATURE_SET_VERSION,
+                    "shard {shard} ({url}) computes features {}, this root {FEATURE_SET_VERSION}",
+                    info.feature_set
+                );
+                match &config {
+                    None => config = Some(info.config),
+                    Some(c) => anyhow::ensure!(
+                        *c == info.config,
+                        "shard {shard} ({url}) has another index configuration than shard 0"
+                    ),
+                }
             }
         }
         root.config = config.expect("at least one shard");
@@ -111,82 +199,143 @@ impl Root {
         self.shards.len()
     }
 
-    fn get<R: DeserializeOwned>(&self, shard: usize, call: &str) -> Result<R, SearchError> {
-        let url = format!("{}/cluster/v1/{call}", self.shards[shard]);
-        let response = self.agent.get(&url).call();
-        self.reply(shard, &url, response)
+    fn get<R: DeserializeOwned>(&self, base: &str, call: &str) -> Result<R, String> {
+        let url = format!("{base}/cluster/v1/{call}");
+        read_reply(self.agent.get(&url).call())
     }
 
+    /// Posts `body` to the `call` of the replica `targets[t]` names.
     fn post<B: Serialize, R: DeserializeOwned>(
         &self,
-        shard: usize,
+        targets: &[(usize, usize)],
+        t: usize,
         call: &str,
         body: &B,
-    ) -> Result<R, SearchError> {
-        let url = format!("{}/cluster/v1/{call}", self.shards[shard]);
+    ) -> Result<R, CallError> {
+        let (shard, replica) = targets[t];
+        let base = &self.shards[shard][replica].url;
+        let url = format!("{base}/cluster/v1/{call}");
         let body = serde_json::to_vec(body).map_err(|e| internal(format!("{url}: {e}")))?;
         let response = self
             .agent
             .post(&url)
             .header("content-type", "application/json")
             .send(&body[..]);
-        self.reply(shard, &url, response)
+        read_reply(response).map_err(|reason| CallError::Replica {
+            target: t,
+            reason: format!("{url}: {reason}"),
+        })
     }
 
-    fn reply<R: DeserializeOwned>(
-        &self,
-        shard: usize,
-        url: &str,
-        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<R, SearchError> {
-        let fail = |e: String| internal(format!("shard {shard} ({url}): {e}"));
-        let mut response = response.map_err(|e| fail(e.to_string()))?;
-        let status = response.status();
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(256 << 20)
-            .read_to_vec()
-            .map_err(|e| fail(e.to_string()))?;
-        if !status.is_success() {
-            return Err(fail(format!(
-                "{status}: {}",
-                String::from_utf8_lossy(&body[..body.len().min(500)])
-            )));
-        }
-        serde_json::from_slice(&body).map_err(|e| fail(format!("malformed reply: {e}")))
-    }
-
-    /// Calls `f` for each of `shards` at once; the replies in `shards` order.
+    /// Calls `f` for each of `targets` at once; the replies in `targets` order.
     fn fan_out<R: Send>(
         &self,
-        shards: &[usize],
-        f: impl Fn(usize) -> Result<R, SearchError> + Sync,
-    ) -> Result<Vec<R>, SearchError> {
-        if let [shard] = shards {
-            return Ok(vec![f(*shard)?]);
+        targets: &[usize],
+        f: impl Fn(usize) -> Result<R, CallError> + Sync,
+    ) -> Result<Vec<R>, CallError> {
+        if let [t] = targets {
+            return Ok(vec![f(*t)?]);
         }
         std::thread::scope(|scope| {
-            let handles: Vec<_> = shards
+            let handles: Vec<_> = targets
                 .iter()
-                .map(|&s| {
+                .map(|&t| {
                     let f = &f;
-                    scope.spawn(move || f(s))
+                    scope.spawn(move || f(t))
                 })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(internal("a shard call panicked".into())))
+                    h.join().unwrap_or_else(|_| {
+                        Err(CallError::Search(internal("a shard call panicked".into())))
+                    })
                 })
                 .collect()
         })
     }
 
-    /// Runs one search over every shard.
+    /// Runs one search over every shard. A replica that fails a call is skipped and the
+    /// search starts again on the shard's next replica (reads are idempotent); a shard left
+    /// without a replica is dropped from the answer, flagged `partial`, or the search fails
+    /// with 503 when partial answers are not allowed.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
-        let start = Instant::now();
+        let plan = self.plan(q)?;
+        let deadline = Instant::now() + self.timeout;
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut tried: Vec<Vec<bool>> = self.shards.iter().map(|r| vec![false; r.len()]).collect();
+        let mut reasons: Vec<Option<String>> = vec![None; self.shards.len()];
+        loop {
+            let mut targets = Vec::new();
+            let mut failures = Vec::new();
+            for (shard, replicas) in self.shards.iter().enumerate() {
+                let n = replicas.len();
+                let order = (0..n).map(|i| (turn + i) % n);
+                // Replicas believed up first, then those marked down (a probe), never one
+                // this search already saw fail.
+                let pick = order
+                    .clone()
+                    .find(|&r| !tried[shard][r] && replicas[r].up())
+                    .or_else(|| order.clone().find(|&r| !tried[shard][r]));
+                match pick {
+                    Some(r) => targets.push((shard, r)),
+                    None => failures.push(ShardFailure {
+                        shard,
+                        reason: reasons[shard]
+                            .clone()
+                            .unwrap_or_else(|| "no replica answered".into()),
+                    }),
+                }
+            }
+            if !failures.is_empty() && (!self.allow_partial || targets.is_empty()) {
+                let list: Vec<String> = failures
+                    .iter()
+                    .map(|f| format!("shard {}: {}", f.shard, f.reason))
+                    .collect();
+                return Err(SearchError::Unavailable(format!(
+                    "no replica of {} answered ({})",
+                    if failures.len() == 1 {
+                        "a shard"
+                    } else {
+                        "several shards"
+                    },
+                    list.join("; ")
+                )));
+            }
+            match self.attempt(q, &plan, &targets) {
+                Ok(mut response) => {
+                    for &(shard, replica) in &targets {
+                        self.shards[shard][replica].mark_up();
+                    }
+                    response.partial = Some(!failures.is_empty());
+                    response.shards = Some(ShardsReport {
+                        total: self.shards.len(),
+                        successful: targets.len(),
+                        failed: failures.len(),
+                        failures,
+                    });
+                    return Ok(response);
+                }
+                Err(CallError::Search(e)) => return Err(e),
+                Err(CallError::Replica { target, reason }) => {
+                    let (shard, replica) = targets[target];
+                    self.shards[shard][replica].mark_down();
+                    tried[shard][replica] = true;
+                    tracing::warn!("shard {shard} replica {replica} failed: {reason}");
+                    reasons[shard] = Some(reason);
+                    if Instant::now() >= deadline {
+                        return Err(SearchError::Unavailable(format!(
+                            "the shards did not answer within {} ms",
+                            self.timeout.as_millis()
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks `q` and decides what every try of it does.
+    fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
         if q.fusion.is_some() {
             return Err(unsharded("model", "model=fusion"));
@@ -237,13 +386,31 @@ impl Root {
             Ranking::Rerank { window } => (window, 0),
             _ => (q.offset + q.k, q.offset),
         };
-        let all: Vec<usize> = (0..self.shards.len()).collect();
+        Ok(Plan {
+            kind,
+            model,
+            limit,
+            skip,
+        })
+    }
+
+    /// One try of a search on one replica of each shard in `targets` (shard, replica).
+    fn attempt(
+        &self,
+        q: &SearchQuery,
+        plan: &Plan,
+        targets: &[(usize, usize)],
+    ) -> Result<SearchResponse, CallError> {
+        let (kind, model, limit, skip) = (plan.kind, &plan.model, plan.limit, plan.skip);
+        let start = Instant::now();
+        let all: Vec<usize> = (0..targets.len()).collect();
         let mut times = PhaseTimes::default();
 
         // 1. Statistics, summed; each shard pins its searcher.
         let request = StatsRequest::for_query(&self.config, &q.text)?;
         let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
             self.post(
+                targets,
                 s,
                 "stats",
                 &StatsCall {
@@ -261,6 +428,7 @@ impl Root {
         // 2. First phase, merged.
         let replies: Vec<QueryReply> = self.fan_out(&all, |s| {
             self.post(
+                targets,
                 s,
                 "query",
                 &QueryCall {
@@ -299,7 +467,7 @@ impl Root {
             .collect();
         if let Some(active) = &model {
             let t = Instant::now();
-            let features = self.window_features(q, kind, &stats, &generations, &window)?;
+            let features = self.window_features(q, kind, &stats, &generations, targets, &window)?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let scores = active
@@ -319,7 +487,7 @@ impl Root {
 
         // 4. What the page shows.
         let t = Instant::now();
-        let hits = self.page(q, &stats, &generations, &window, &ranked)?;
+        let hits = self.page(q, &stats, &generations, targets, &window, &ranked)?;
         times.hits = t.elapsed().as_secs_f64();
         Ok(SearchResponse {
             query: q.text.clone(),
@@ -329,6 +497,8 @@ impl Root {
             took_ms: start.elapsed().as_secs_f64() * 1e3,
             hits,
             fusion: None,
+            partial: None,
+            shards: None,
             times,
         })
     }
@@ -340,10 +510,11 @@ impl Root {
         kind: ModelKind,
         stats: &GlobalStats,
         generations: &[u64],
+        targets: &[(usize, usize)],
         window: &[MergedHit],
-    ) -> Result<FeatureMatrix, SearchError> {
+    ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
-        let owners: Vec<usize> = (0..self.shards.len())
+        let owners: Vec<usize> = (0..targets.len())
             .filter(|&s| window.iter().any(|h| h.shard == s))
             .collect();
         let rows_of = |s: usize| -> Vec<usize> {
@@ -367,6 +538,7 @@ impl Root {
                 })
                 .collect();
             self.post(
+                targets,
                 s,
                 "features",
                 &FeaturesCall {
@@ -392,13 +564,16 @@ impl Root {
                 || reply.cols != cols
                 || reply.values.len() != rows.len() * cols
             {
-                return Err(internal(format!(
-                    "shard {s} sent {} values of {} columns of feature set {} for {} rows",
-                    reply.values.len(),
-                    reply.cols,
-                    reply.feature_set,
-                    rows.len()
-                )));
+                return Err(CallError::Replica {
+                    target: s,
+                    reason: format!(
+                        "sent {} values of {} columns of feature set {} for {} rows",
+                        reply.values.len(),
+                        reply.cols,
+                        reply.feature_set,
+                        rows.len()
+                    ),
+                });
             }
             for (k, &i) in rows.iter().enumerate() {
                 for (dst, &bits) in m.values[i * cols..(i + 1) * cols]
@@ -418,9 +593,10 @@ impl Root {
         q: &SearchQuery,
         stats: &GlobalStats,
         generations: &[u64],
+        targets: &[(usize, usize)],
         window: &[MergedHit],
         ranked: &[(usize, f32)],
-    ) -> Result<Vec<Hit>, SearchError> {
+    ) -> Result<Vec<Hit>, CallError> {
         let r = q.returns;
         let hit = |i: usize, (row, score): (usize, f32), shown: Option<WireHit>| {
             let h = &window[row];
@@ -451,7 +627,7 @@ impl Root {
                 .map(|(i, &x)| hit(i, x, None))
                 .collect());
         }
-        let owners: Vec<usize> = (0..self.shards.len())
+        let owners: Vec<usize> = (0..targets.len())
             .filter(|&s| ranked.iter().any(|&(row, _)| window[row].shard == s))
             .collect();
         let page_of = |s: usize| -> Vec<usize> {
@@ -471,6 +647,7 @@ impl Root {
                 })
                 .collect();
             self.post(
+                targets,
                 s,
                 "hits",
                 &HitsCall {
@@ -489,11 +666,14 @@ impl Root {
         for (&s, reply) in owners.iter().zip(replies) {
             let slots = page_of(s);
             if reply.hits.len() != slots.len() {
-                return Err(internal(format!(
-                    "shard {s} sent {} hits for {} documents",
-                    reply.hits.len(),
-                    slots.len()
-                )));
+                return Err(CallError::Replica {
+                    target: s,
+                    reason: format!(
+                        "sent {} hits for {} documents",
+                        reply.hits.len(),
+                        slots.len()
+                    ),
+                });
             }
             for (i, h) in slots.into_iter().zip(reply.hits) {
                 shown[i] = Some(h);
@@ -506,4 +686,27 @@ impl Root {
             .map(|(i, (&x, s))| hit(i, x, s))
             .collect())
     }
+}
+
+/// A leaf's answer: the decoded body of a 2xx, else why not. A 4xx other than 409 means the
+/// root sent a call the leaf could not take (a bug or a version mismatch); it is reported
+/// like a dead replica so the search can go on elsewhere, and logged.
+fn read_reply<R: DeserializeOwned>(
+    response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> Result<R, String> {
+    let mut response = response.map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .with_config()
+        .limit(256 << 20)
+        .read_to_vec()
+        .map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!(
+            "{status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(500)])
+        ));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("malformed reply: {e}"))
 }

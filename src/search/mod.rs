@@ -253,9 +253,33 @@ pub struct SearchResponse {
     /// For `model=fusion`: the method and each input's agreement with the fused list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fusion: Option<FusionReport>,
+    /// On a sharded collection: whether shards are missing from this answer (their
+    /// documents are absent, and the statistics are those of the shards that answered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// On a sharded collection: which shards answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardsReport>,
     /// Seconds per phase, for the metrics.
     #[serde(skip)]
     pub times: PhaseTimes,
+}
+
+/// Which shards of a sharded collection answered a search (Elasticsearch's `_shards`).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ShardsReport {
+    pub total: usize,
+    pub successful: usize,
+    pub failed: usize,
+    pub failures: Vec<ShardFailure>,
+}
+
+/// A shard missing from an answer, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ShardFailure {
+    pub shard: usize,
+    /// What its last replica tried answered (or did not).
+    pub reason: String,
 }
 
 /// One ranked document.
@@ -536,6 +560,8 @@ impl Engine {
             took_ms: 0.0,
             hits: Vec::new(),
             fusion: None,
+            partial: None,
+            shards: None,
             times: PhaseTimes::default(),
         };
         let searcher = self.index.reader.searcher();

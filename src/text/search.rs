@@ -33,6 +33,9 @@ pub enum SearchError {
         field: &'static str,
         message: String,
     },
+    /// Part of a sharded collection is down and partial answers are not allowed.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }

@@ -194,8 +194,11 @@ pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, 
 /// Starts `rankd serve --addr 127.0.0.1:0 ARGS` and waits for the address it announces.
 pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(rankd_bin());
-    cmd.args(["serve", "--addr", "127.0.0.1:0"])
-        .args(args)
+    cmd.arg("serve");
+    if !args.contains(&"--addr") {
+        cmd.args(["--addr", "127.0.0.1:0"]);
+    }
+    cmd.args(args)
         .env("RANKD_LOG", "error")
         .env_remove("RANKD_ADMIN_TOKEN")
         .env_remove("RANKD_CONFIG")

@@ -1,0 +1,209 @@
+//! Failures of a sharded collection on loopback (issue 13): `kill -9` of a leaf under load
+//! while its shard has a replica (no error, no wrong answer); of every replica of a shard
+//! (answers flagged `partial`, naming the shard, holding only the other shards' documents;
+//! a 503 from a root that disallows partial answers); the leaf restarted and used again
+//! without restarting the root.
+
+mod ops_support;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ops_support::*;
+use rankd::cluster::routing::shard_of;
+use serde_json::Value;
+
+fn queries() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
+    rankd::corpus::cranfield::read_queries(&dir.join("cran.qry"))
+        .unwrap()
+        .into_iter()
+        .take(40)
+        .map(|q| q.text)
+        .collect()
+}
+
+fn url(base: &str, q: &str) -> String {
+    format!(
+        "{base}/search?model=bm25&k=20&fields=&q={}",
+        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+    )
+}
+
+fn leaf(data: &Path, addr: Option<&str>) -> Server {
+    let mut args = vec!["--role", "leaf", "--data-dir", data.to_str().unwrap()];
+    if let Some(a) = addr {
+        args.extend(["--addr", a]);
+    }
+    start_serve(&args, None, &[])
+}
+
+fn kill9(server: &mut Server) {
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+}
+
+#[test]
+fn leaves_dying_and_returning_under_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sharded");
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
+    rankd_ok([
+        "ingest",
+        "--format",
+        "cranfield",
+        "--input",
+        input.to_str().unwrap(),
+        "--json",
+        "--shards",
+        "3",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    // A replica of shard 1: a copy of its data directory, served by a fourth leaf.
+    let replica = dir.path().join("replica1");
+    let status = std::process::Command::new("cp")
+        .args(["-r"])
+        .arg(data.join("shards/1"))
+        .arg(&replica)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let l0 = leaf(&data.join("shards/0"), None);
+    let mut l1 = leaf(&data.join("shards/1"), None);
+    let mut l3 = leaf(&replica, None);
+    let l2 = leaf(&data.join("shards/2"), None);
+    let l1_addr = l1.base.trim_start_matches("http://").to_string();
+    let shard1 = format!("{},{}", l1.base, l3.base);
+    let root_args = |partial: &'static str| {
+        vec![
+            "--role".to_string(),
+            "root".into(),
+            "--shard".into(),
+            l0.base.clone(),
+            "--shard".into(),
+            shard1.clone(),
+            "--shard".into(),
+            l2.base.clone(),
+            "--allow-partial-results".into(),
+            partial.into(),
+        ]
+    };
+    let args: Vec<String> = root_args("true");
+    let root = start_serve(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+        &[],
+    );
+    let args: Vec<String> = root_args("false");
+    let strict = start_serve(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+        &[],
+    );
+
+    let queries = queries();
+    let baseline: Vec<Value> = queries
+        .iter()
+        .map(|q| {
+            let a = get(&url(&root.base, q), None);
+            assert_eq!(a.status, 200, "{}", a.body);
+            assert_eq!(a.body["partial"], false);
+            a.body["hits"].clone()
+        })
+        .collect();
+
+    // Load from four clients; shard 1's first replica is killed in the middle.
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let problems = Arc::new(Mutex::new(Vec::<String>::new()));
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (stop, answered, problems) = (stop.clone(), answered.clone(), problems.clone());
+            let (base, queries, baseline) = (root.base.clone(), queries.clone(), baseline.clone());
+            std::thread::spawn(move || {
+                let mut i = c;
+                while !stop.load(Ordering::SeqCst) {
+                    let k = i % queries.len();
+                    let a = get(&url(&base, &queries[k]), None);
+                    if a.status != 200
+                        || a.body["partial"] != false
+                        || a.body["hits"] != baseline[k]
+                    {
+                        problems
+                            .lock()
+                            .unwrap()
+                            .push(format!("{}: {}", a.status, a.body));
+                    }
+                    answered.fetch_add(1, Ordering::SeqCst);
+                    i += 4;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(700));
+    let before = answered.load(Ordering::SeqCst);
+    kill9(&mut l1);
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::SeqCst);
+    for c in clients {
+        c.join().unwrap();
+    }
+    let after = answered.load(Ordering::SeqCst) - before;
+    let problems = problems.lock().unwrap();
+    assert!(
+        problems.is_empty(),
+        "{} bad answers: {:?}",
+        problems.len(),
+        &problems[..1]
+    );
+    assert!(after > 20, "only {after} answers after the kill");
+    eprintln!(
+        "kill -9 of a replica under load: {before} answers before, {after} in the {:.1} s after, none wrong",
+        killed.elapsed().as_secs_f64()
+    );
+
+    // Shard 1 without any replica: partial answers from shards 0 and 2, or a 503.
+    kill9(&mut l3);
+    for q in &queries {
+        let a = get(&url(&root.base, q), None);
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(a.body["partial"], true, "{}", a.body);
+        assert_eq!(a.body["shards"]["failed"], 1);
+        assert_eq!(a.body["shards"]["failures"][0]["shard"], 1);
+        for h in a.body["hits"].as_array().unwrap() {
+            let id = h["id"].as_str().unwrap();
+            assert_ne!(shard_of(id, 3), 1, "{id} comes from the dead shard");
+        }
+        let b = get(&url(&strict.base, q), None);
+        assert_eq!(b.status, 503, "{}", b.body);
+        assert_eq!(b.body["error"]["code"], "unavailable");
+        assert!(b.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shard 1"));
+    }
+
+    // Shard 1's leaf back on its address: used again without restarting the root.
+    let _l1 = leaf(&data.join("shards/1"), Some(&l1_addr));
+    let back = Instant::now();
+    let complete = loop {
+        let a = get(&url(&root.base, &queries[0]), None);
+        if a.status == 200 && a.body["partial"] == false {
+            break a;
+        }
+        assert!(
+            back.elapsed() < Duration::from_secs(10),
+            "shard 1 never came back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(complete.body["hits"], baseline[0]);
+    eprintln!(
+        "restarted leaf used again after {:.0} ms",
+        back.elapsed().as_secs_f64() * 1e3
+    );
+}
