@@ -71,6 +71,10 @@ struct Metrics {
     train_epochs: IntCounter,
     train_validation: GaugeVec,
     errors: IntCounterVec,
+    cluster_calls: HistogramVec,
+    cluster_bytes: IntCounterVec,
+    cluster_replica_failures: IntCounterVec,
+    cluster_partial: IntCounter,
 }
 
 static METRICS: LazyLock<Metrics> =
@@ -141,6 +145,36 @@ impl Metrics {
             Opts::new("rankd_build_info", "rankd version (value 1)"),
             &["version"],
         )?;
+        let cluster_calls = HistogramVec::new(
+            HistogramOpts::new(
+                "rankd_cluster_leaf_call_duration_seconds",
+                "A cluster root's calls to its leaves, per call and shard",
+            )
+            .buckets(PHASE_BUCKETS.to_vec()),
+            &["call", "shard"],
+        )?;
+        let cluster_bytes = IntCounterVec::new(
+            Opts::new(
+                "rankd_cluster_bytes_total",
+                "Bytes of a cluster root's calls to its leaves (bodies)",
+            ),
+            &["call", "direction"],
+        )?;
+        let cluster_replica_failures = IntCounterVec::new(
+            Opts::new(
+                "rankd_cluster_replica_failures_total",
+                "Calls a shard's replica failed (the search moved to another replica)",
+            ),
+            &["shard"],
+        )?;
+        let cluster_partial = IntCounter::new(
+            "rankd_cluster_partial_responses_total",
+            "Searches answered without some shard (partial: true)",
+        )?;
+        registry.register(Box::new(cluster_calls.clone()))?;
+        registry.register(Box::new(cluster_bytes.clone()))?;
+        registry.register(Box::new(cluster_replica_failures.clone()))?;
+        registry.register(Box::new(cluster_partial.clone()))?;
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_duration.clone()))?;
         registry.register(Box::new(search_phase.clone()))?;
@@ -188,6 +222,10 @@ impl Metrics {
             train_epochs,
             train_validation,
             errors,
+            cluster_calls,
+            cluster_bytes,
+            cluster_replica_failures,
+            cluster_partial,
         })
     }
 }
@@ -198,6 +236,7 @@ const ERROR_KINDS: &[&str] = &[
     "not_found",
     "unauthorized",
     "conflict",
+    "unavailable",
     "internal",
     "job_failed",
 ];
@@ -264,6 +303,33 @@ pub fn observe_training_epoch(metric: &str, value: f64) {
 /// One error of `kind` (an API error code, `job_failed`, ...).
 pub fn count_error(kind: &str) {
     METRICS.errors.with_label_values(&[kind]).inc();
+}
+
+/// One call of a cluster root to a leaf: its time and the bytes sent and received.
+pub fn observe_leaf_call(call: &str, shard: usize, seconds: f64, sent: usize, received: usize) {
+    let m = &*METRICS;
+    m.cluster_calls
+        .with_label_values(&[call, &shard.to_string()])
+        .observe(seconds);
+    m.cluster_bytes
+        .with_label_values(&[call, "sent"])
+        .inc_by(sent as u64);
+    m.cluster_bytes
+        .with_label_values(&[call, "received"])
+        .inc_by(received as u64);
+}
+
+/// A replica of `shard` failed a call.
+pub fn count_replica_failure(shard: usize) {
+    METRICS
+        .cluster_replica_failures
+        .with_label_values(&[&shard.to_string()])
+        .inc();
+}
+
+/// A search answered without some shard.
+pub fn count_partial_response() {
+    METRICS.cluster_partial.inc();
 }
 
 /// Every metric in the Prometheus text format.

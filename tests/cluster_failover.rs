@@ -202,6 +202,22 @@ fn leaves_dying_and_returning_under_load() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(complete.body["hits"], baseline[0]);
+    // The root counted what happened.
+    let metrics = get(&format!("{}/metrics", root.base), None).body;
+    let metrics = metrics.as_str().unwrap();
+    let value = |series: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(series))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{series} missing from /metrics"))
+    };
+    assert!(value("rankd_cluster_replica_failures_total{shard=\"1\"}") >= 2.0);
+    assert_eq!(
+        value("rankd_cluster_partial_responses_total"),
+        queries.len() as f64
+    );
+    assert!(value("rankd_cluster_bytes_total{call=\"query\",direction=\"received\"}") > 0.0);
     eprintln!(
         "restarted leaf used again after {:.0} ms",
         back.elapsed().as_secs_f64() * 1e3

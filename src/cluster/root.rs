@@ -50,6 +50,9 @@ pub struct Root {
     timeout: Duration,
     /// Rotates which replica of a shard a search tries first.
     next: AtomicUsize,
+    /// The threads the calls to leaves block on: kept, because creating a thread per call
+    /// (its stack mapped and unmapped) cost more CPU than the calls themselves.
+    pool: rayon::ThreadPool,
 }
 
 /// One leaf serving a shard, with the root's local view of its health: a replica that
@@ -88,6 +91,10 @@ struct Plan {
     limit: usize,
     /// First-phase hits before the page (without reranking).
     skip: usize,
+    /// The statistics the search reads: the first-phase model's field (collection
+    /// frequencies for the language model), the body's for snippets, everything for the
+    /// reranker's features.
+    stats: StatsRequest,
 }
 
 /// A failed call: a shard's replica that did not answer properly (the search moves to
@@ -134,6 +141,7 @@ impl Root {
         allow_partial: bool,
     ) -> anyhow::Result<Self> {
         anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
+        let shards_len = shards.len();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(leaf_timeout))
             .http_status_as_error(false)
@@ -157,6 +165,10 @@ impl Root {
             allow_partial,
             timeout,
             next: AtomicUsize::new(0),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads((8 * shards_len).clamp(16, 256))
+                .thread_name(|i| format!("rankd-root-call-{i}"))
+                .build()?,
         };
         let mut config: Option<IndexConfig> = None;
         for (shard, replicas) in root.shards.iter().enumerate() {
@@ -201,7 +213,7 @@ impl Root {
 
     fn get<R: DeserializeOwned>(&self, base: &str, call: &str) -> Result<R, String> {
         let url = format!("{base}/cluster/v1/{call}");
-        read_reply(self.agent.get(&url).call())
+        read_reply(self.agent.get(&url).call()).map(|(r, _)| r)
     }
 
     /// Posts `body` to the `call` of the replica `targets[t]` names.
@@ -216,41 +228,45 @@ impl Root {
         let base = &self.shards[shard][replica].url;
         let url = format!("{base}/cluster/v1/{call}");
         let body = serde_json::to_vec(body).map_err(|e| internal(format!("{url}: {e}")))?;
+        let start = Instant::now();
         let response = self
             .agent
             .post(&url)
             .header("content-type", "application/json")
             .send(&body[..]);
-        read_reply(response).map_err(|reason| CallError::Replica {
+        let reply = read_reply(response);
+        let received = reply.as_ref().map_or(0, |(_, n)| *n);
+        crate::metrics::observe_leaf_call(
+            call,
+            shard,
+            start.elapsed().as_secs_f64(),
+            body.len(),
+            received,
+        );
+        reply.map(|(r, _)| r).map_err(|reason| CallError::Replica {
             target: t,
             reason: format!("{url}: {reason}"),
         })
     }
 
-    /// Calls `f` for each of `targets` at once; the replies in `targets` order.
+    /// Calls `f` for each of `targets` at once (one pool thread each); the replies in
+    /// `targets` order.
     fn fan_out<R: Send>(
         &self,
         targets: &[usize],
         f: impl Fn(usize) -> Result<R, CallError> + Sync,
     ) -> Result<Vec<R>, CallError> {
+        use rayon::prelude::*;
         if let [t] = targets {
             return Ok(vec![f(*t)?]);
         }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = targets
-                .iter()
-                .map(|&t| {
-                    let f = &f;
-                    scope.spawn(move || f(t))
-                })
-                .collect();
-            handles
+        self.pool.install(|| {
+            targets
+                .par_iter()
+                .with_max_len(1)
+                .map(|&t| f(t))
+                .collect::<Vec<_>>()
                 .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(CallError::Search(internal("a shard call panicked".into())))
-                    })
-                })
                 .collect()
         })
     }
@@ -307,6 +323,9 @@ impl Root {
                     for &(shard, replica) in &targets {
                         self.shards[shard][replica].mark_up();
                     }
+                    if !failures.is_empty() {
+                        crate::metrics::count_partial_response();
+                    }
                     response.partial = Some(!failures.is_empty());
                     response.shards = Some(ShardsReport {
                         total: self.shards.len(),
@@ -320,6 +339,7 @@ impl Root {
                 Err(CallError::Replica { target, reason }) => {
                     let (shard, replica) = targets[target];
                     self.shards[shard][replica].mark_down();
+                    crate::metrics::count_replica_failure(shard);
                     tried[shard][replica] = true;
                     tracing::warn!("shard {shard} replica {replica} failed: {reason}");
                     reasons[shard] = Some(reason);
@@ -386,11 +406,25 @@ impl Root {
             Ranking::Rerank { window } => (window, 0),
             _ => (q.offset + q.k, q.offset),
         };
+        let stats = if model.is_some() {
+            StatsRequest::for_query(&self.config, &q.text)?
+        } else {
+            let field = match kind {
+                ModelKind::Bm25F => "all",
+                _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+            };
+            let mut fields = vec![field];
+            if q.returns.snippet {
+                fields.push("body");
+            }
+            StatsRequest::for_fields(&self.config, &q.text, &fields, kind == ModelKind::Lm)?
+        };
         Ok(Plan {
             kind,
             model,
             limit,
             skip,
+            stats,
         })
     }
 
@@ -407,7 +441,7 @@ impl Root {
         let mut times = PhaseTimes::default();
 
         // 1. Statistics, summed; each shard pins its searcher.
-        let request = StatsRequest::for_query(&self.config, &q.text)?;
+        let request = &plan.stats;
         let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
             self.post(
                 targets,
@@ -415,7 +449,7 @@ impl Root {
                 "stats",
                 &StatsCall {
                     protocol: PROTOCOL,
-                    request: request.clone(),
+                    request: (*request).clone(),
                 },
             )
         })?;
@@ -693,7 +727,7 @@ impl Root {
 /// like a dead replica so the search can go on elsewhere, and logged.
 fn read_reply<R: DeserializeOwned>(
     response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-) -> Result<R, String> {
+) -> Result<(R, usize), String> {
     let mut response = response.map_err(|e| e.to_string())?;
     let status = response.status();
     let body = response
@@ -708,5 +742,7 @@ fn read_reply<R: DeserializeOwned>(
             String::from_utf8_lossy(&body[..body.len().min(500)])
         ));
     }
-    serde_json::from_slice(&body).map_err(|e| format!("malformed reply: {e}"))
+    serde_json::from_slice(&body)
+        .map(|r| (r, body.len()))
+        .map_err(|e| format!("malformed reply: {e}"))
 }

@@ -173,16 +173,32 @@ pub struct StatsRequest {
 impl StatsRequest {
     /// Every statistic any model or text feature reads for `text`.
     pub fn for_query(config: &IndexConfig, text: &str) -> Result<Self, QueryError> {
+        Self::for_fields(config, text, &TEXT_FIELDS, true)
+    }
+
+    /// The statistics of `text`'s terms in `fields` (collection frequencies when `cf`), and
+    /// every text field's token count (BM25F reads each part's, whatever field its terms
+    /// are counted in).
+    pub fn for_fields(
+        config: &IndexConfig,
+        text: &str,
+        fields: &[&str],
+        cf: bool,
+    ) -> Result<Self, QueryError> {
         let mut request = StatsRequest {
             terms: BTreeMap::new(),
-            cf: true,
+            cf,
         };
         for name in TEXT_FIELDS {
-            let terms = QueryTerms::analyze(text, config.field(name).analyzer)?;
-            request.terms.insert(
-                name.to_string(),
-                terms.terms.into_iter().map(|(t, _)| t).collect(),
-            );
+            let terms = match fields.contains(&name) {
+                true => QueryTerms::analyze(text, config.field(name).analyzer)?
+                    .terms
+                    .into_iter()
+                    .map(|(t, _)| t)
+                    .collect(),
+                false => BTreeSet::new(),
+            };
+            request.terms.insert(name.to_string(), terms);
         }
         Ok(request)
     }
