@@ -193,24 +193,55 @@ pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
     ))
 }
 
-/// Every live document's id, URL and out-links, read from the store of `searcher`'s
-/// point-in-time view.
-fn link_documents(index: &TextIndex, searcher: &Searcher) -> anyhow::Result<Vec<Document>> {
-    let mut docs = Vec::with_capacity(searcher.num_docs() as usize);
-    for reader in searcher.segment_readers() {
-        let store = reader.get_store_reader(64)?;
-        for doc_id in reader.doc_ids_alive() {
-            let t: TantivyDocument = store.get(doc_id)?;
-            let d = index.stored(&t);
-            docs.push(Document {
-                id: d.id,
-                url: d.url,
-                links: d.links,
-                ..Default::default()
-            });
+/// Every live document's id, URL and out-links, read from the stores of the searchers'
+/// point-in-time views (one index, or every shard of a collection), sorted by id: the graph
+/// numbers its nodes in this order, so the node numbers, and the floats summed in their
+/// order, depend on the collection only, not on how it is split over shards.
+fn link_documents(parts: &[(&TextIndex, &Searcher)]) -> anyhow::Result<Vec<Document>> {
+    let mut docs = Vec::new();
+    for (index, searcher) in parts {
+        for reader in searcher.segment_readers() {
+            let store = reader.get_store_reader(64)?;
+            for doc_id in reader.doc_ids_alive() {
+                let t: TantivyDocument = store.get(doc_id)?;
+                let d = index.stored(&t);
+                docs.push(Document {
+                    id: d.id,
+                    url: d.url,
+                    links: d.links,
+                    ..Default::default()
+                });
+            }
         }
     }
+    docs.sort_by(|a, b| a.id.cmp(&b.id));
     Ok(docs)
+}
+
+/// Computes every score over the documents of all `shards` (the graph of the whole
+/// collection) and stores the scores beside each shard, each under its own generation: a
+/// leaf then finds any document's node and scores, and the window features of a sharded
+/// window are computed on the same graph the single index would use.
+pub fn compute_and_store_sharded(
+    shards: &[TextIndex],
+    options: &LinkScoreOptions,
+    trusted: Option<&[String]>,
+    progress: &mut dyn FnMut(graph::scores::Progress),
+) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
+    let generations = shards
+        .iter()
+        .map(generation_key)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let searchers: Vec<Searcher> = shards.iter().map(|i| i.reader.searcher()).collect();
+    let parts: Vec<(&TextIndex, &Searcher)> = shards.iter().zip(&searchers).collect();
+    let (csr, keys, stats) = link_graph(&parts)?;
+    let options = with_trusted(&keys, options, trusted)?;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, &never)?;
+    for (index, generation) in shards.iter().zip(&generations) {
+        store(index, generation, &scores)?;
+    }
+    Ok((scores, stats))
 }
 
 /// Builds the link graph of `index`, computes every score and stores them atomically.
@@ -248,7 +279,7 @@ pub fn compute(
     progress: &mut dyn FnMut(graph::scores::Progress),
     cancel: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
-    let (csr, keys, stats) = link_graph(index, searcher)?;
+    let (csr, keys, stats) = link_graph(&[(index, searcher)])?;
     let options = with_trusted(&keys, options, trusted)?;
     let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
     Ok((scores, stats))
@@ -267,7 +298,7 @@ pub fn compute_on_dataflow(
     progress: Option<graph::dataflow::ProgressFn>,
 ) -> anyhow::Result<(Option<LinkScores>, graph::dataflow::JobReport)> {
     let searcher = index.reader.searcher();
-    let (csr, keys, _) = link_graph(index, &searcher)?;
+    let (csr, keys, _) = link_graph(&[(index, &searcher)])?;
     let options = with_trusted(&keys, options, trusted)?;
     let csr = std::sync::Arc::new(csr);
     let mut report = graph::dataflow::run(
@@ -285,12 +316,11 @@ pub fn compute_on_dataflow(
     Ok((scores, report))
 }
 
-/// The link graph of the documents `searcher` sees, with each node's document id.
+/// The link graph of the documents the searchers see, with each node's document id.
 fn link_graph(
-    index: &TextIndex,
-    searcher: &Searcher,
+    parts: &[(&TextIndex, &Searcher)],
 ) -> anyhow::Result<(Csr, Vec<String>, graph::build::BuildStats)> {
-    let docs = link_documents(index, searcher)?;
+    let docs = link_documents(parts)?;
     let lg = graph::build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default())?;
     let keys: Vec<String> = lg.nodes.iter().map(|n| n.key.clone()).collect();
     Ok((lg.to_csr(), keys, lg.stats))

@@ -233,3 +233,146 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         "{err}"
     );
 }
+
+/// A linked corpus: 400 pages about a few topics, each linking to 1–8 others (some links
+/// leave the collection). Seeded, so every run builds the same graph.
+fn linked_corpus() -> Vec<Document> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+    let words = [
+        "shock",
+        "wave",
+        "boundary",
+        "layer",
+        "flow",
+        "heat",
+        "transfer",
+        "pressure",
+        "wing",
+        "supersonic",
+        "laminar",
+        "turbulent",
+        "nozzle",
+        "jet",
+        "mach",
+        "drag",
+    ];
+    let n = 400;
+    (0..n)
+        .map(|i| {
+            let mut text = |len: usize| {
+                (0..len)
+                    .map(|_| words[rng.random_range(0..words.len())])
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let title = text(3);
+            let body = text(20 + i % 37);
+            let links = (0..1 + i % 8)
+                .map(|k| format!("https://x.org/p{}", (i * 7 + k * 13 + 1) % (n + 20)))
+                .collect();
+            Document {
+                id: format!("p{i}"),
+                url: Some(format!("https://x.org/p{i}")),
+                title,
+                body,
+                links,
+                ..Document::default()
+            }
+        })
+        .collect()
+}
+
+/// The link graph of the whole collection, computed over the shards, gives every document
+/// the single index's scores bit for bit (nodes are numbered by id on both sides), and a
+/// sharded window's feature rows, link features and window HITS/SALSA included, equal the
+/// single index's.
+#[test]
+fn link_scores_and_link_features_over_shards_equal_the_single_index() {
+    let docs = linked_corpus();
+    let f = build(&docs);
+    let options = rankd::graph::LinkScoreOptions::default();
+    let single_index = &f.single.index;
+    rankd::links::compute_and_store(single_index, &options, None, &mut |_| {}).unwrap();
+    let shards: Vec<TextIndex> = f
+        .cluster
+        .shards
+        .iter()
+        .map(|e| TextIndex::open(&e.index.dir, None).unwrap())
+        .collect();
+    rankd::links::compute_and_store_sharded(&shards, &options, None, &mut |_| {}).unwrap();
+    let single_links = rankd::links::load(single_index).unwrap().unwrap();
+    for (engine, shard) in f.cluster.shards.iter().zip(&shards) {
+        let links = rankd::links::load(shard).unwrap().unwrap();
+        assert_eq!(links.scores.keys, single_links.scores.keys);
+        assert_eq!(
+            links
+                .scores
+                .pagerank
+                .iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<_>>(),
+            single_links
+                .scores
+                .pagerank
+                .iter()
+                .map(|x| x.to_bits())
+                .collect::<Vec<_>>()
+        );
+        engine.set_links(Some(std::sync::Arc::new(links)));
+    }
+    f.single.set_links(Some(std::sync::Arc::new(single_links)));
+    let searcher = f.single.index.reader.searcher();
+    let names = rankd::features::FeatureSet::current().names();
+    let mut linked_rows = 0;
+    for q in [
+        "shock wave",
+        "boundary layer flow",
+        "heat transfer",
+        "mach nozzle jet",
+    ] {
+        let single = f
+            .single
+            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
+            .unwrap()
+            .unwrap();
+        let searchers = f.cluster.searchers();
+        let stats = f.cluster.gather(&searchers, q).unwrap();
+        let merged = f
+            .cluster
+            .first_phase(
+                &searchers,
+                &stats,
+                &SearchQuery::new(q, 60),
+                ModelKind::Bm25F,
+                60,
+            )
+            .unwrap()
+            .unwrap();
+        let how = Extraction {
+            scores_are_bm25f: true,
+            ..Extraction::full(Prf::Skip)
+        };
+        let got = f
+            .cluster
+            .window_features(&searchers, &stats, q, &merged.hits, how)
+            .unwrap();
+        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        let in_links = names.iter().position(|n| n == "window.in_links").unwrap();
+        for row in 0..got.rows {
+            for (col, (a, b)) in got
+                .row(row)
+                .iter()
+                .zip(single.features.row(row))
+                .enumerate()
+            {
+                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
+            }
+            linked_rows += usize::from(got.row(row)[in_links] > 0.0);
+        }
+    }
+    assert!(
+        linked_rows > 20,
+        "only {linked_rows} rows with window in-links"
+    );
+}

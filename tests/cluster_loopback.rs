@@ -179,3 +179,156 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
         .unwrap()
         .contains("sharded"));
 }
+
+/// A linked collection: link scores computed by `rankd graph` over the sharded directory
+/// equal the single index's, so the PageRank boost and a reranker reading link and window
+/// features rank through the root exactly as on the single node.
+#[test]
+fn links_boost_and_link_features_through_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = [
+        "shock",
+        "wave",
+        "boundary",
+        "layer",
+        "flow",
+        "heat",
+        "transfer",
+        "pressure",
+        "wing",
+        "supersonic",
+        "laminar",
+        "turbulent",
+        "nozzle",
+        "jet",
+        "mach",
+        "drag",
+    ];
+    let n = 300;
+    let mut lines = Vec::new();
+    let mut state = 7u64;
+    let mut next = |m: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        ((state >> 33) as usize) % m
+    };
+    for i in 0..n {
+        let title: Vec<&str> = (0..3).map(|_| words[next(words.len())]).collect();
+        let body: Vec<&str> = (0..20 + i % 31).map(|_| words[next(words.len())]).collect();
+        let links: Vec<String> = (0..1 + i % 6)
+            .map(|_| format!("https://x.org/p{}", next(n + 10)))
+            .collect();
+        lines.push(
+            serde_json::json!({
+                "id": format!("p{i}"), "url": format!("https://x.org/p{i}"),
+                "title": title.join(" "), "body": body.join(" "), "links": links,
+            })
+            .to_string(),
+        );
+    }
+    let input = dir.path().join("docs.jsonl");
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let single = dir.path().join("single");
+    let sharded = dir.path().join("sharded");
+    for (data, shards) in [(&single, None), (&sharded, Some("3"))] {
+        let mut args = vec![
+            "ingest",
+            "--format",
+            "jsonl",
+            "--input",
+            input.to_str().unwrap(),
+            "--json",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ];
+        if let Some(s) = shards {
+            args.extend(["--shards", s]);
+        }
+        rankd_ok(args);
+        rankd_ok(["graph", "--json", "--data-dir", data.to_str().unwrap()]);
+    }
+    // Judgments: a document is relevant to "WORD" when its title holds the word.
+    let queries: Vec<&str> = words.to_vec();
+    let (mut qfile, mut qrels) = (String::new(), String::new());
+    for (q, word) in queries.iter().enumerate() {
+        qfile.push_str(&format!("q{q} {word}\n"));
+        for (i, line) in lines.iter().enumerate() {
+            let doc: Value = serde_json::from_str(line).unwrap();
+            let grade = i32::from(doc["title"].as_str().unwrap().contains(word));
+            qrels.push_str(&format!("q{q} 0 p{i} {grade}\n"));
+        }
+    }
+    let (qpath, rpath, model) = (
+        dir.path().join("q.txt"),
+        dir.path().join("qrels.txt"),
+        dir.path().join("m.json"),
+    );
+    std::fs::write(&qpath, qfile).unwrap();
+    std::fs::write(&rpath, qrels).unwrap();
+    rankd_ok([
+        "train",
+        "--queries",
+        qpath.to_str().unwrap(),
+        "--qrels",
+        rpath.to_str().unwrap(),
+        "--epochs",
+        "3",
+        "--json",
+        "--out",
+        model.to_str().unwrap(),
+        "--data-dir",
+        single.to_str().unwrap(),
+    ]);
+    let trained: Value = serde_json::from_slice(&std::fs::read(&model).unwrap()).unwrap();
+    let id = trained["id"].as_str().unwrap().to_string();
+    assert!(
+        trained.to_string().contains("window.hits_authority"),
+        "the model reads the window's link features"
+    );
+    std::fs::create_dir_all(single.join("models")).unwrap();
+    std::fs::copy(&model, single.join(format!("models/{id}.json"))).unwrap();
+    let db = fresh_database(dir.path());
+    let one = start(&single, &db, Some(TOKEN));
+    let a = post_json(
+        &format!("{}/admin/models/{id}/activate", one.base),
+        Some(TOKEN),
+        "{}",
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| {
+            let data = sharded.join(format!("shards/{s}"));
+            start_serve(
+                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
+                None,
+                &[],
+            )
+        })
+        .collect();
+    let mut root_args = vec!["--role", "root", "--model", model.to_str().unwrap()];
+    for leaf in &leaves {
+        root_args.extend(["--shard", leaf.base.as_str()]);
+    }
+    let root = start_serve(&root_args, None, &[]);
+    let mut compared = 0;
+    for q in [
+        "shock wave",
+        "boundary layer",
+        "heat transfer flow",
+        "mach",
+        "jet nozzle drag",
+    ] {
+        for params in [
+            "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=",
+            "k=10",
+            "k=5&offset=10&window=50",
+        ] {
+            let (a, b) = (search(&one.base, params, q), search(&root.base, params, q));
+            assert_eq!(a["hits"], b["hits"], "{params} {q:?}");
+            assert_eq!(a["reranker"], b["reranker"], "{params} {q:?}");
+            compared += a["hits"].as_array().unwrap().len();
+        }
+    }
+    assert!(compared > 150, "only {compared} hits compared");
+}

@@ -200,6 +200,29 @@ fn run_csr(args: &GraphArgs, options: &LinkScoreOptions) -> anyhow::Result<()> {
         table.write_table(output)?;
         return summarise(args, &table, start, load_seconds, &[]);
     }
+    if let Some(dirs) = crate::cluster::existing_shard_dirs(&args.data.data_dir)? {
+        // A collection split over shards: one graph over all of them, stored in each.
+        let config = args.data.config()?;
+        let shards = dirs
+            .iter()
+            .map(|d| TextIndex::open(d, config.clone()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let trusted = args.seeds.as_deref().map(read_seed_ids).transpose()?;
+        let bar = progress(6, "link scores", args.json);
+        let (scores, stats) =
+            links::compute_and_store_sharded(&shards, options, trusted.as_deref(), &mut |p| {
+                bar.set_position(p.step as u64);
+                bar.set_message(p.stage);
+            })?;
+        bar.finish_and_clear();
+        return print_index_summary(
+            args,
+            &scores,
+            stats.edges,
+            start.elapsed().as_secs_f64(),
+            serde_json::json!({"engine": "csr", "shards": shards.len()}),
+        );
+    }
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let (scores, edges, seconds) = compute(&index, args.seeds.as_deref(), options, args.json)?;
     print_index_summary(

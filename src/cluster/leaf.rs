@@ -143,18 +143,35 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         Some(top) => (top.total_hits, top.hits),
         None => (0, Vec::new()),
     };
+    let boosts: Vec<Option<u32>> = match call.boost {
+        Some(weight) => {
+            let links = engine.links().ok_or(SearchError::Param {
+                field: "boost",
+                message: "no link scores on this shard; run `rankd graph` on the collection".into(),
+            })?;
+            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
+            links
+                .nodes_of(&searcher, &addresses)?
+                .into_iter()
+                .map(|node| Some(links.pagerank_boost_of(node, weight).to_bits()))
+                .collect()
+        }
+        None => vec![None; hits.len()],
+    };
     Ok(QueryReply {
         protocol: PROTOCOL,
         total_hits,
         hits: hits
             .into_iter()
-            .map(|h| WireCandidate {
+            .zip(boosts)
+            .map(|(h, boost)| WireCandidate {
                 doc: DocRef {
                     segment: h.address.segment_ord,
                     doc: h.address.doc_id,
                 },
                 id: h.id,
                 score: h.score.to_bits(),
+                boost,
             })
             .collect(),
     })
@@ -179,7 +196,14 @@ pub fn features(
         scores_are_bm25f: call.scores_are_bm25f,
         now: call.now,
     };
-    let m = engine.shard_features(&searcher, &Stats::new(&source), &call.text, &docs, how)?;
+    let m = engine.shard_features(
+        &searcher,
+        &Stats::new(&source),
+        &call.text,
+        &docs,
+        &call.window_ids,
+        how,
+    )?;
     Ok(FeaturesReply {
         protocol: PROTOCOL,
         feature_set: FEATURE_SET_VERSION.to_string(),

@@ -80,6 +80,20 @@ pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
     Ok((0..shards).map(|s| base.join(s.to_string())).collect())
 }
 
+/// The shards' data directories when `dir` holds a collection split over shards
+/// (`DIR/shards/collection.json`), `None` when it does not.
+pub fn existing_shard_dirs(dir: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
+    let path = dir.join("shards").join("collection.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let c: Collection = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a collection record", path.display()))?;
+    shard_dirs(dir, c.shards).map(Some)
+}
+
 /// `docs` split by [`routing::shard_of`], one list per shard.
 pub fn route(docs: Vec<Document>, shards: u32) -> Vec<Vec<Document>> {
     let mut out: Vec<Vec<Document>> = (0..shards).map(|_| Vec::new()).collect();
@@ -192,6 +206,7 @@ impl LocalCluster {
         how: features::Extraction,
     ) -> Result<FeatureMatrix, SearchError> {
         let cols = features::FeatureSet::current().len();
+        let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
         let mut out = FeatureMatrix {
             rows: window.len(),
             cols,
@@ -210,7 +225,14 @@ impl LocalCluster {
                 .collect();
             let schema = engine.index.index.schema();
             let source = stats.source(&schema);
-            let m = engine.shard_features(searcher, &Stats::new(&source), text, &docs, how)?;
+            let m = engine.shard_features(
+                searcher,
+                &Stats::new(&source),
+                text,
+                &docs,
+                &window_ids,
+                how,
+            )?;
             for (k, &i) in rows.iter().enumerate() {
                 out.values[i * cols..(i + 1) * cols].copy_from_slice(m.row(k));
             }

@@ -13,9 +13,12 @@
 //!    active model once and re-sorts as the single index does (score, then first-phase rank);
 //! 4. **hits**: what the page shows, from the shards holding its documents.
 //!
-//! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing, the PageRank
-//! boost and link features (the link graph is not split over shards yet), RM3 features (their
-//! feedback documents span shards) and explanations.
+//! Link scores are those of the whole collection's graph (`rankd graph` on a sharded data
+//! directory stores them beside every shard); the window features are computed on the whole
+//! window's subgraph, whose ids go with the feature call.
+//!
+//! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing, RM3 features
+//! (their feedback documents span shards) and explanations.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -366,10 +369,8 @@ impl Root {
         if q.explain {
             return Err(unsharded("explain", "explain"));
         }
-        match q.ranking {
-            Ranking::Sort(_) => return Err(unsharded("sort", "sort")),
-            Ranking::Boost { .. } => return Err(unsharded("boost", "the PageRank boost")),
-            _ => {}
+        if let Ranking::Sort(_) = q.ranking {
+            return Err(unsharded("sort", "sort"));
         }
         let kind = match q.model {
             Some(m) => m,
@@ -403,7 +404,7 @@ impl Root {
             _ => None,
         };
         let (limit, skip) = match q.ranking {
-            Ranking::Rerank { window } => (window, 0),
+            Ranking::Rerank { window } | Ranking::Boost { window, .. } => (window, 0),
             _ => (q.offset + q.k, q.offset),
         };
         let stats = if model.is_some() {
@@ -473,19 +474,29 @@ impl Root {
                     field: q.field.clone(),
                     limit,
                     stats: stats.clone(),
+                    boost: match q.ranking {
+                        Ranking::Boost { weight, .. } => Some(weight),
+                        _ => None,
+                    },
                 },
             )
         })?;
         let total_hits = replies.iter().map(|r| r.total_hits).sum();
+        let mut boosts: std::collections::HashMap<String, f32> = Default::default();
         let lists = replies
             .into_iter()
             .map(|r| {
                 r.hits
                     .into_iter()
-                    .map(|c| ShardHit {
-                        score: f32::from_bits(c.score),
-                        id: c.id,
-                        address: DocAddress::new(c.doc.segment, c.doc.doc),
+                    .map(|c| {
+                        if let Some(b) = c.boost {
+                            boosts.insert(c.id.clone(), f32::from_bits(b));
+                        }
+                        ShardHit {
+                            score: f32::from_bits(c.score),
+                            id: c.id,
+                            address: DocAddress::new(c.doc.segment, c.doc.doc),
+                        }
                     })
                     .collect()
             })
@@ -515,6 +526,19 @@ impl Root {
             ranked.truncate(q.offset + q.k);
             ranked.drain(..q.offset.min(ranked.len()));
             times.rerank = t.elapsed().as_secs_f64();
+        } else if let Ranking::Boost { .. } = q.ranking {
+            // SPEC §1.8: the boost added to the window's first-phase scores, re-sorted with
+            // ties in first-phase order, as the single node does.
+            for r in ranked.iter_mut() {
+                let added = boosts
+                    .get(&window[r.0].hit.id)
+                    .copied()
+                    .ok_or_else(|| internal(format!("no boost for {}", window[r.0].hit.id)))?;
+                r.1 += added;
+            }
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            ranked.truncate(q.offset + q.k);
+            ranked.drain(..q.offset.min(ranked.len()));
         } else {
             ranked.drain(..skip.min(ranked.len()));
         }
@@ -548,6 +572,7 @@ impl Root {
         window: &[MergedHit],
     ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
+        let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
         let owners: Vec<usize> = (0..targets.len())
             .filter(|&s| window.iter().any(|h| h.shard == s))
             .collect();
@@ -583,6 +608,7 @@ impl Root {
                     now,
                     scores_are_bm25f: kind == ModelKind::Bm25F,
                     docs,
+                    window_ids: window_ids.clone(),
                 },
             )
         })?;

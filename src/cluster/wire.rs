@@ -61,6 +61,9 @@ pub struct QueryCall {
     pub field: Option<String>,
     pub limit: usize,
     pub stats: GlobalStats,
+    /// The PageRank boost's λ: each candidate then carries what the boost adds to it.
+    #[serde(default)]
+    pub boost: Option<f32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +81,9 @@ pub struct WireCandidate {
     pub id: String,
     /// `f32::to_bits` of the first-phase score.
     pub score: u32,
+    /// With a boost: `f32::to_bits` of `λ·ln(ε + PageRank·N)` (SPEC §1.8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<u32>,
 }
 
 /// `POST /cluster/v1/features`: the rows of this shard's documents of a merged window.
@@ -93,6 +99,8 @@ pub struct FeaturesCall {
     pub scores_are_bm25f: bool,
     /// Each document with its first-phase score bits and its 1-based rank in the window.
     pub docs: Vec<(DocRef, u32, usize)>,
+    /// The ids of the whole window, in window order (the link window features' subgraph).
+    pub window_ids: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

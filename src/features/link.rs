@@ -11,11 +11,14 @@ use crate::links::LinkData;
 /// HITS on a window of at most 1000 nodes converges well within this many iterations.
 const WINDOW_HITS_ITERATIONS: usize = 50;
 
-/// `nodes[row]` is the graph node of candidate `row`, if it is in the graph.
+/// `nodes[row]` is the graph node of candidate `row`, if it is in the graph. `window`: the
+/// graph nodes of the whole window when the candidates are only part of it (one shard's
+/// rows of a sharded window); `None`: the candidates are the window.
 pub(super) fn extract(
     links: &LinkData,
     set: &FeatureSet,
     nodes: &[Option<u32>],
+    window_nodes: Option<&[u32]>,
     m: &mut FeatureMatrix,
 ) {
     let s = &links.scores;
@@ -53,16 +56,27 @@ pub(super) fn extract(
         m.set(row, in_deg, (1.0 + s.in_degree[i] as f32).ln());
         m.set(row, out_deg, (1.0 + s.out_degree[i] as f32).ln());
     }
-    window(links, set, &in_window, m);
+    let all: Vec<u32> = match window_nodes {
+        Some(w) => w.to_vec(),
+        None => in_window.iter().map(|&(_, n)| n).collect(),
+    };
+    window(links, set, &in_window, &all, m);
 }
 
 /// HITS and SALSA on the candidates' induced subgraph, scaled by the window size so that a
 /// uniform score is 1 whatever the window.
-fn window(links: &LinkData, set: &FeatureSet, nodes: &[(usize, u32)], m: &mut FeatureMatrix) {
+/// `nodes` are the rows to fill and their nodes; `all` the window's nodes (a superset).
+fn window(
+    links: &LinkData,
+    set: &FeatureSet,
+    nodes: &[(usize, u32)],
+    all: &[u32],
+    m: &mut FeatureMatrix,
+) {
     if nodes.is_empty() {
         return;
     }
-    let mut ids: Vec<u32> = nodes.iter().map(|&(_, n)| n).collect();
+    let mut ids: Vec<u32> = all.to_vec();
     ids.sort_unstable();
     ids.dedup();
     let Ok(sub) = links.graph.induced(&ids) else {
@@ -161,7 +175,7 @@ mod tests {
             values: ids.iter().flat_map(|_| set.defaults().to_vec()).collect(),
         };
         let nodes: Vec<Option<u32>> = ids.iter().map(|id| links.node(id)).collect();
-        extract(&links, set, &nodes, &mut m);
+        extract(&links, set, &nodes, None, &mut m);
         let get = |row: usize, name: &str| m.row(row)[set.col(name)];
         // Global scores, log-scaled by N = 4.
         assert!((get(0, "link.pagerank") - (1e-3f64 + 0.5 * 4.0).ln() as f32).abs() < 1e-6);

@@ -119,6 +119,24 @@ pub fn extract(
     candidates: &[Candidate],
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
+    extract_part(index, searcher, stats, links, set, q, candidates, None, how)
+}
+
+/// [`extract`] for some candidates of a larger window (one shard's rows of a window spread
+/// over shards): `window_ids` are the ids of the whole window, whose link subgraph the
+/// window features (HITS, SALSA, in-links) are computed on.
+#[allow(clippy::too_many_arguments)]
+pub fn extract_part(
+    index: &TextIndex,
+    searcher: &Searcher,
+    stats: &Stats,
+    links: Option<&LinkData>,
+    set: &FeatureSet,
+    q: &str,
+    candidates: &[Candidate],
+    window_ids: Option<&[String]>,
+    how: Extraction,
+) -> Result<FeatureMatrix, SearchError> {
     let mut m = FeatureMatrix {
         rows: candidates.len(),
         cols: set.len(),
@@ -152,7 +170,9 @@ pub fn extract(
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let nodes = links.nodes_of(searcher, &docs)?;
-        link::extract(links, set, &nodes, &mut m);
+        let window: Option<Vec<u32>> =
+            window_ids.map(|ids| ids.iter().filter_map(|id| links.node(id)).collect());
+        link::extract(links, set, &nodes, window.as_deref(), &mut m);
     }
     Ok(m)
 }

@@ -869,38 +869,47 @@ impl Engine {
     }
 
     /// Feature rows of this shard's members of a sharded window: `docs` are (address,
-    /// first-phase score, 1-based rank in the whole window), and the rows follow their order.
-    /// Text features score with the collection's statistics `stats`, so each row equals the
-    /// single index's row of the same document.
+    /// first-phase score, 1-based rank in the whole window), and the rows follow their order;
+    /// `window_ids` are the ids of the whole window (its link subgraph gives the window
+    /// features). Text features score with the collection's statistics `stats`, so each row
+    /// equals the single index's row of the same document.
     ///
     /// Refused until built: RM3 (its feedback documents are the top of the whole window, on
-    /// several shards) and link features (window HITS and SALSA run on the whole window's
-    /// subgraph).
+    /// several shards).
     pub fn shard_features(
         &self,
         searcher: &Searcher,
         stats: &Stats,
         text: &str,
         docs: &[(DocAddress, f32, usize)],
+        window_ids: &[String],
         how: features::Extraction,
     ) -> Result<FeatureMatrix, SearchError> {
-        let unbuilt = |what: &str| {
-            Err(SearchError::Param {
-                field: "rerank",
-                message: format!("{what} of a sharded window are not computed yet"),
-            })
-        };
         if how.prf == features::Prf::Compute {
-            return unbuilt("RM3 features");
+            return Err(SearchError::Param {
+                field: "rerank",
+                message: "RM3 features of a sharded window are not computed yet".into(),
+            });
         }
-        if self.links().is_some() {
-            return unbuilt("link features");
-        }
-        let top: Vec<(Score, DocAddress)> = docs.iter().map(|&(a, s, _)| (s, a)).collect();
-        let mut w = self.features(searcher, stats, None, text, &top, how)?;
+        let candidates: Vec<Candidate> = docs
+            .iter()
+            .map(|&(address, score, _)| Candidate { address, score })
+            .collect();
+        let links = self.links.load_full();
+        let mut m = features::extract_part(
+            &self.index,
+            searcher,
+            stats,
+            links.as_deref(),
+            FeatureSet::current(),
+            text,
+            &candidates,
+            Some(window_ids),
+            how,
+        )?;
         let ranks: Vec<usize> = docs.iter().map(|&(_, _, rank)| rank).collect();
-        w.features.set_ranks(FeatureSet::current(), &ranks);
-        Ok(w.features)
+        m.set_ranks(FeatureSet::current(), &ranks);
+        Ok(m)
     }
 
     /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
