@@ -118,15 +118,34 @@ fn cranfield_over_three_shards_ranks_as_the_single_index() {
 
 #[test]
 fn cranfield_feature_rows_over_three_shards_equal_the_single_index() {
-    let (docs, queries) = cranfield();
+    feature_rows_equal(Prf::Skip, 225, 20_000);
+}
+
+/// With RM3: the relevance model estimated once from the merged window's feedback documents
+/// (read on their shards) with the collection's statistics, its expansion terms' statistics
+/// gathered from every shard.
+#[test]
+fn cranfield_rm3_feature_rows_over_three_shards_equal_the_single_index() {
+    feature_rows_equal(Prf::Compute, 40, 3_000);
+}
+
+fn feature_rows_equal(prf: Prf, queries: usize, min_rows: usize) {
+    let (docs, queries_all) = cranfield();
+    let queries = &queries_all[..queries];
     let f = build(&docs);
     let searcher = f.single.index.reader.searcher();
     let mut rows = 0;
-    for q in &queries {
+    let mut rm3_rows = 0;
+    let rm3_col = rankd::features::FeatureSet::current()
+        .names()
+        .iter()
+        .position(|n| n == "rm3.bm25")
+        .unwrap();
+    for q in queries {
         let kind = ModelKind::Bm25F;
         let single = f
             .single
-            .window(&searcher, q, kind, 100, Prf::Skip)
+            .window(&searcher, q, kind, 100, prf)
             .unwrap()
             .unwrap();
         let searchers = f.cluster.searchers();
@@ -138,7 +157,7 @@ fn cranfield_feature_rows_over_three_shards_equal_the_single_index() {
             .unwrap();
         let how = Extraction {
             scores_are_bm25f: true,
-            ..Extraction::full(Prf::Skip)
+            ..Extraction::full(prf)
         };
         let got = f
             .cluster
@@ -157,10 +176,17 @@ fn cranfield_feature_rows_over_three_shards_equal_the_single_index() {
                 // Cranfield documents carry no dates, so it is the default on both sides.
                 assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
             }
+            rm3_rows += usize::from(got.row(row)[rm3_col] != 0.0);
         }
         rows += got.rows;
     }
-    assert!(rows > 20_000, "only {rows} rows compared");
+    assert!(rows > min_rows, "only {rows} rows compared");
+    if prf == Prf::Compute {
+        assert!(
+            rm3_rows > min_rows / 2,
+            "only {rm3_rows} rows with RM3 scores"
+        );
+    }
 }
 
 /// Identical documents tie; the cut at k falls inside the tie group and the group spans

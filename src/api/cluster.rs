@@ -40,6 +40,7 @@ pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Ro
         .route("/cluster/v1/stats", post(stats))
         .route("/cluster/v1/query", post(query))
         .route("/cluster/v1/features", post(features))
+        .route("/cluster/v1/feedback", post(feedback))
         .route("/cluster/v1/hits", post(hits))
         .with_state(leaf)
 }
@@ -79,6 +80,13 @@ async fn features(
     Json(call): Json<FeaturesCall>,
 ) -> Result<Json<FeaturesReply>, ApiError> {
     inline(leaf, move |e, p| leaf::features(e, p, &call)).await
+}
+
+async fn feedback(
+    State(leaf): State<Leaf>,
+    Json(call): Json<FeedbackCall>,
+) -> Result<Json<FeedbackReply>, ApiError> {
+    inline(leaf, move |e, p| leaf::feedback(e, p, &call)).await
 }
 
 async fn hits(

@@ -192,7 +192,7 @@ pub fn features(
     let schema = engine.index.index.schema();
     let source = call.stats.source(&schema);
     let how = Extraction {
-        prf: Prf::Skip,
+        prf: if call.prf { Prf::Compute } else { Prf::Skip },
         scores_are_bm25f: call.scores_are_bm25f,
         now: call.now,
     };
@@ -202,6 +202,7 @@ pub fn features(
         &call.text,
         &docs,
         &call.window_ids,
+        call.rm3.as_ref(),
         how,
     )?;
     Ok(FeaturesReply {
@@ -209,6 +210,29 @@ pub fn features(
         feature_set: FEATURE_SET_VERSION.to_string(),
         cols: m.cols,
         values: m.values.iter().map(|v| v.to_bits()).collect(),
+    })
+}
+
+pub fn feedback(
+    engine: &Engine,
+    pins: &Pins,
+    call: &FeedbackCall,
+) -> Result<FeedbackReply, LeafError> {
+    check(call.protocol)?;
+    let searcher = pins.get(engine, call.generation)?;
+    let candidates = call
+        .docs
+        .iter()
+        .map(|&d| {
+            Ok(crate::features::Candidate {
+                address: address(&searcher, d)?,
+                score: 0.0,
+            })
+        })
+        .collect::<Result<Vec<_>, LeafError>>()?;
+    Ok(FeedbackReply {
+        protocol: PROTOCOL,
+        docs: crate::features::prf::feedback_docs(&engine.index, &searcher, &candidates)?,
     })
 }
 

@@ -195,6 +195,59 @@ impl LocalCluster {
         }))
     }
 
+    /// RM3's relevance model of a merged window (`crate::features::prf`): the feedback
+    /// documents are the window's top `fb_docs`, read on their shards; the model is
+    /// estimated once, and the statistics of its expansion terms gathered from every shard
+    /// and added to `stats`.
+    pub fn relevance_model(
+        &self,
+        searchers: &[Searcher],
+        stats: &GlobalStats,
+        text: &str,
+        window: &[MergedHit],
+    ) -> Result<(Option<features::prf::Rm3Query>, GlobalStats), SearchError> {
+        let config = &self.shards[0].index.config;
+        let fb = config.models.rm3.fb_docs.min(window.len());
+        let mut feedback = Vec::with_capacity(fb);
+        for h in &window[..fb] {
+            let engine = &self.shards[h.shard];
+            let c = features::Candidate {
+                address: h.hit.address,
+                score: h.hit.score,
+            };
+            feedback.extend(features::prf::feedback_docs(
+                &engine.index,
+                &searchers[h.shard],
+                &[c],
+            )?);
+        }
+        let index = &self.shards[0].index;
+        let schema = index.index.schema();
+        let source = stats.source(&schema);
+        let rm = features::prf::estimate(
+            config,
+            index.fields.all,
+            &Stats::new(&source),
+            text,
+            &feedback,
+        )?;
+        let mut stats = stats.clone();
+        if let Some(rm) = &rm {
+            let mut request = StatsRequest {
+                terms: Default::default(),
+                cf: false,
+            };
+            request.add("all", rm.expanded.iter().map(|(t, _)| t.clone()));
+            let mut extra = GlobalStats::default();
+            for (engine, searcher) in self.shards.iter().zip(searchers) {
+                let schema = engine.index.index.schema();
+                extra.add(&GlobalStats::gather(searcher, &schema, &request)?);
+            }
+            stats.extend(extra);
+        }
+        Ok((rm, stats))
+    }
+
     /// The feature rows of a merged window, in window order: each shard extracts the rows of
     /// its own documents with the collection's statistics and their ranks in the window.
     pub fn window_features(
@@ -207,6 +260,11 @@ impl LocalCluster {
     ) -> Result<FeatureMatrix, SearchError> {
         let cols = features::FeatureSet::current().len();
         let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
+        let (rm3, stats) = match how.prf {
+            features::Prf::Compute => self.relevance_model(searchers, stats, text, window)?,
+            features::Prf::Skip => (None, stats.clone()),
+        };
+        let stats = &stats;
         let mut out = FeatureMatrix {
             rows: window.len(),
             cols,
@@ -231,6 +289,7 @@ impl LocalCluster {
                 text,
                 &docs,
                 &window_ids,
+                rm3.as_ref(),
                 how,
             )?;
             for (k, &i) in rows.iter().enumerate() {

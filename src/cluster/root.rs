@@ -17,8 +17,12 @@
 //! directory stores them beside every shard); the window features are computed on the whole
 //! window's subgraph, whose ids go with the feature call.
 //!
-//! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing, RM3 features
-//! (their feedback documents span shards) and explanations.
+//! A reranker reading RM3 features adds a round before the features: the window's top
+//! `fb_docs` documents' term counts come from their shards, the root estimates the relevance
+//! model once and gathers its expansion terms' statistics, and the leaves score it.
+//!
+//! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing and
+//! explanations.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -31,6 +35,7 @@ use tantivy::DocAddress;
 
 use super::wire::*;
 use super::MergedHit;
+use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
     ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardFailure, ShardHit,
@@ -53,6 +58,10 @@ pub struct Root {
     timeout: Duration,
     /// Rotates which replica of a shard a search tries first.
     next: AtomicUsize,
+    /// The collection's schema (from its configuration) and its `all` field, to read the
+    /// shipped statistics by field as the leaves do.
+    schema: tantivy::schema::Schema,
+    all: tantivy::schema::Field,
     /// The threads the calls to leaves block on: kept, because creating a thread per call
     /// (its stack mapped and unmapped) cost more CPU than the calls themselves.
     pool: rayon::ThreadPool,
@@ -163,6 +172,8 @@ impl Root {
                 })
                 .collect(),
             config: IndexConfig::default(),
+            schema: tantivy::schema::Schema::builder().build(),
+            all: tantivy::schema::Field::from_field_id(0),
             model: ArcSwapOption::from_pointee(model),
             agent,
             allow_partial,
@@ -202,6 +213,9 @@ impl Root {
             }
         }
         root.config = config.expect("at least one shard");
+        let (schema, fields) = crate::text::schema::build_schema(&root.config);
+        root.schema = schema;
+        root.all = fields.all;
         Ok(root)
     }
 
@@ -396,9 +410,6 @@ impl Root {
                     field: "rerank",
                     message: "no reranker is active; pass rerank=false or activate a model".into(),
                 })?;
-                if m.prf() == Prf::Compute {
-                    return Err(unsharded("rerank", "a reranker reading RM3 features"));
-                }
                 Some(m)
             }
             _ => None,
@@ -512,7 +523,15 @@ impl Root {
             .collect();
         if let Some(active) = &model {
             let t = Instant::now();
-            let features = self.window_features(q, kind, &stats, &generations, targets, &window)?;
+            let features = self.window_features(
+                q,
+                kind,
+                active.prf(),
+                &stats,
+                &generations,
+                targets,
+                &window,
+            )?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
             let scores = active
@@ -561,11 +580,115 @@ impl Root {
         })
     }
 
+    /// RM3's relevance model of the merged window: the feedback documents' term counts from
+    /// their shards, the model estimated here once, its expansion terms' statistics gathered
+    /// from every shard and added to `stats` (`LocalCluster::relevance_model` in process).
+    fn relevance_model(
+        &self,
+        q: &SearchQuery,
+        stats: &GlobalStats,
+        generations: &[u64],
+        targets: &[(usize, usize)],
+        window: &[MergedHit],
+    ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
+        let fb = self.config.models.rm3.fb_docs.min(window.len());
+        let feedback_rows = &window[..fb];
+        let owners: Vec<usize> = (0..targets.len())
+            .filter(|&s| feedback_rows.iter().any(|h| h.shard == s))
+            .collect();
+        let rows_of =
+            |s: usize| -> Vec<usize> { (0..fb).filter(|&i| feedback_rows[i].shard == s).collect() };
+        let replies: Vec<FeedbackReply> = self.fan_out(&owners, |s| {
+            let docs = rows_of(s)
+                .into_iter()
+                .map(|i| {
+                    let a = feedback_rows[i].hit.address;
+                    DocRef {
+                        segment: a.segment_ord,
+                        doc: a.doc_id,
+                    }
+                })
+                .collect();
+            self.post(
+                targets,
+                s,
+                "feedback",
+                &FeedbackCall {
+                    protocol: PROTOCOL,
+                    generation: generations[s],
+                    docs,
+                },
+            )
+        })?;
+        let mut feedback: Vec<Option<FeedbackDoc>> = vec![None; fb];
+        for (&s, reply) in owners.iter().zip(replies) {
+            let rows = rows_of(s);
+            if reply.docs.len() != rows.len() {
+                return Err(CallError::Replica {
+                    target: s,
+                    reason: format!(
+                        "sent {} feedback documents for {}",
+                        reply.docs.len(),
+                        rows.len()
+                    ),
+                });
+            }
+            for (i, d) in rows.into_iter().zip(reply.docs) {
+                feedback[i] = Some(d);
+            }
+        }
+        let feedback: Vec<FeedbackDoc> = feedback.into_iter().flatten().collect();
+        let source = stats.source(&self.schema);
+        let rm = crate::features::prf::estimate(
+            &self.config,
+            self.all,
+            &crate::text::stats::Stats::new(&source),
+            &q.text,
+            &feedback,
+        )?;
+        let mut stats = stats.clone();
+        if let Some(rm) = &rm {
+            let mut request = StatsRequest {
+                terms: Default::default(),
+                cf: false,
+            };
+            request.add("all", rm.expanded.iter().map(|(t, _)| t.clone()));
+            let all: Vec<usize> = (0..targets.len()).collect();
+            let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
+                self.post(
+                    targets,
+                    s,
+                    "stats",
+                    &StatsCall {
+                        protocol: PROTOCOL,
+                        request: request.clone(),
+                    },
+                )
+            })?;
+            let mut extra = GlobalStats::default();
+            for (s, r) in replies.iter().enumerate() {
+                if r.generation != generations[s] {
+                    // The shard committed since the search began: its statistics would mix
+                    // two states of it. The search starts again.
+                    return Err(CallError::Replica {
+                        target: s,
+                        reason: "the shard changed during the search".into(),
+                    });
+                }
+                extra.add(&r.stats);
+            }
+            stats.extend(extra);
+        }
+        Ok((rm, stats))
+    }
+
     /// The merged window's feature rows, in window order.
+    #[allow(clippy::too_many_arguments)]
     fn window_features(
         &self,
         q: &SearchQuery,
         kind: ModelKind,
+        prf: Prf,
         stats: &GlobalStats,
         generations: &[u64],
         targets: &[(usize, usize)],
@@ -573,6 +696,12 @@ impl Root {
     ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
         let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
+        let prf = prf == Prf::Compute;
+        let (rm3, stats) = match prf {
+            true => self.relevance_model(q, stats, generations, targets, window)?,
+            false => (None, stats.clone()),
+        };
+        let stats = &stats;
         let owners: Vec<usize> = (0..targets.len())
             .filter(|&s| window.iter().any(|h| h.shard == s))
             .collect();
@@ -609,6 +738,8 @@ impl Root {
                     scores_are_bm25f: kind == ModelKind::Bm25F,
                     docs,
                     window_ids: window_ids.clone(),
+                    prf,
+                    rm3: rm3.clone(),
                 },
             )
         })?;

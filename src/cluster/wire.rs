@@ -11,6 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::IndexConfig;
 
@@ -101,6 +102,27 @@ pub struct FeaturesCall {
     pub docs: Vec<(DocRef, u32, usize)>,
     /// The ids of the whole window, in window order (the link window features' subgraph).
     pub window_ids: Vec<String>,
+    /// Whether to compute the RM3 features, from `rm3`: the relevance model the root
+    /// estimated on the window's feedback documents (`None`: none could be).
+    #[serde(default)]
+    pub prf: bool,
+    #[serde(default)]
+    pub rm3: Option<Rm3Query>,
+}
+
+/// `POST /cluster/v1/feedback`: the term counts of this shard's feedback documents (RM3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackCall {
+    pub protocol: u32,
+    pub generation: u64,
+    pub docs: Vec<DocRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FeedbackReply {
+    pub protocol: u32,
+    /// One per requested document, in request order.
+    pub docs: Vec<FeedbackDoc>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -119,7 +119,28 @@ pub fn extract(
     candidates: &[Candidate],
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
-    extract_part(index, searcher, stats, links, set, q, candidates, None, how)
+    extract_part(
+        index,
+        searcher,
+        stats,
+        links,
+        set,
+        q,
+        candidates,
+        None,
+        Rm3Source::Candidates,
+        how,
+    )
+}
+
+/// Where [`extract_part`] takes the RM3 relevance model from.
+#[derive(Debug, Clone, Copy)]
+pub enum Rm3Source<'a> {
+    /// Estimated from the candidates' top `fb_docs` (the candidates are the whole window).
+    Candidates,
+    /// Estimated from the whole window's feedback documents elsewhere (a cluster root);
+    /// `None`: there is no model (no feedback text), the features keep their defaults.
+    Given(Option<&'a prf::Rm3Query>),
 }
 
 /// [`extract`] for some candidates of a larger window (one shard's rows of a window spread
@@ -135,6 +156,7 @@ pub fn extract_part(
     q: &str,
     candidates: &[Candidate],
     window_ids: Option<&[String]>,
+    rm3: Rm3Source,
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
     let mut m = FeatureMatrix {
@@ -164,7 +186,15 @@ pub fn extract_part(
         text::bm25f(index, searcher, stats, bm25f_col, q, candidates, &mut m)?;
     }
     if how.prf == Prf::Compute {
-        prf::extract(index, searcher, stats, set, q, candidates, &mut m)?;
+        match rm3 {
+            Rm3Source::Candidates => {
+                prf::extract(index, searcher, stats, set, q, candidates, &mut m)?
+            }
+            Rm3Source::Given(Some(rm)) => {
+                prf::score(index, searcher, stats, set, rm, candidates, &mut m)?
+            }
+            Rm3Source::Given(None) => {}
+        }
     }
     columns(index, searcher, set, candidates, now, &mut m)?;
     if let Some(links) = links {

@@ -62,7 +62,7 @@ pub(super) const RM3_FEATURES: [&str; 4] = [
 ];
 
 /// One feedback document: its term counts in `all` and its exact length.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct FeedbackDoc {
     pub tf: HashMap<String, u32>,
     pub len: u32,
@@ -81,7 +81,7 @@ impl FeedbackDoc {
 }
 
 /// The estimated relevance model and the RM3 query built from it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rm3Query {
     /// E with P̂(w), most probable first.
     pub expansion: Vec<(String, f64)>,
@@ -173,30 +173,64 @@ pub fn extract(
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
-    let params = index.config.models.rm3;
-    let all = index.config.field("all");
-    let field = index.fields.all;
-    let query = QueryTerms::analyze(q, all.analyzer)?;
-    if query.is_empty() || candidates.is_empty() {
-        return Ok(());
+    let fb_docs = index.config.models.rm3.fb_docs.min(candidates.len());
+    let feedback = feedback_docs(index, searcher, &candidates[..fb_docs])?;
+    let rm = estimate(&index.config, index.fields.all, stats, q, &feedback)?;
+    match rm {
+        Some(rm) => score(index, searcher, stats, set, &rm, candidates, m),
+        None => Ok(()),
     }
-    let feedback = feedback_docs(
-        index,
-        searcher,
-        &candidates[..params.fb_docs.min(candidates.len())],
-    )?;
-    let mu = f64::from(index.config.models.lm.mu);
-    let collection_len = stats.total_tokens(field)? as f64;
+}
+
+/// The relevance model of `q` estimated on `feedback` (the window's top `fb_docs`, in window
+/// order) with the collection statistics `stats`; `None` when the query has no term in `all`
+/// or no feedback document has text. `all` is the schema's `all` field.
+pub fn estimate(
+    config: &crate::text::IndexConfig,
+    all: tantivy::schema::Field,
+    stats: &Stats,
+    q: &str,
+    feedback: &[FeedbackDoc],
+) -> Result<Option<Rm3Query>, SearchError> {
+    let query = QueryTerms::analyze(q, config.field("all").analyzer)?;
+    if query.is_empty() || feedback.is_empty() {
+        return Ok(None);
+    }
+    let mu = f64::from(config.models.lm.mu);
+    let collection_len = stats.total_tokens(all)? as f64;
     let mut mu_p = HashMap::new();
     for (t, _) in &query.terms {
-        let cf = stats.cf(field, t)?;
+        let cf = stats.cf(all, t)?;
         if cf > 0 {
             mu_p.insert(t.clone(), mu * cf as f64 / collection_len);
         }
     }
-    let Some(rm) = relevance_model(&query.terms, &feedback, &mu_p, mu, params) else {
+    Ok(relevance_model(
+        &query.terms,
+        feedback,
+        &mu_p,
+        mu,
+        config.models.rm3,
+    ))
+}
+
+/// Fills the `rm3.*` columns of `m` for `candidates` from the relevance model `rm` (estimated
+/// here, or by a cluster root from the whole window's feedback documents).
+#[allow(clippy::too_many_arguments)]
+pub fn score(
+    index: &TextIndex,
+    searcher: &Searcher,
+    stats: &Stats,
+    set: &FeatureSet,
+    rm: &Rm3Query,
+    candidates: &[Candidate],
+    m: &mut FeatureMatrix,
+) -> Result<(), SearchError> {
+    if candidates.is_empty() {
         return Ok(());
-    };
+    }
+    let all = index.config.field("all");
+    let field = index.fields.all;
     let (k1, b) = (all.bm25.k1, all.bm25.b);
     let rm3 = Arc::new(Bm25::weighted(stats, field, &rm.expanded, k1, b)?);
     let p_hat: Vec<(String, f64)> = rm
@@ -252,7 +286,7 @@ pub fn extract(
 
 /// Reads and analyses the feedback documents: the stored values `all` was built from (title,
 /// headings, body, anchor, url; `TextIndex::upsert`), under `all`'s analyzer.
-fn feedback_docs(
+pub fn feedback_docs(
     index: &TextIndex,
     searcher: &Searcher,
     feedback: &[Candidate],

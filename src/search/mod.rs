@@ -874,8 +874,10 @@ impl Engine {
     /// features). Text features score with the collection's statistics `stats`, so each row
     /// equals the single index's row of the same document.
     ///
-    /// Refused until built: RM3 (its feedback documents are the top of the whole window, on
-    /// several shards).
+    /// The RM3 features use `rm3`, the relevance model estimated from the whole window's
+    /// feedback documents (`crate::features::prf::estimate`); `stats` must then hold its
+    /// expansion terms too.
+    #[allow(clippy::too_many_arguments)]
     pub fn shard_features(
         &self,
         searcher: &Searcher,
@@ -883,14 +885,9 @@ impl Engine {
         text: &str,
         docs: &[(DocAddress, f32, usize)],
         window_ids: &[String],
+        rm3: Option<&features::prf::Rm3Query>,
         how: features::Extraction,
     ) -> Result<FeatureMatrix, SearchError> {
-        if how.prf == features::Prf::Compute {
-            return Err(SearchError::Param {
-                field: "rerank",
-                message: "RM3 features of a sharded window are not computed yet".into(),
-            });
-        }
         let candidates: Vec<Candidate> = docs
             .iter()
             .map(|&(address, score, _)| Candidate { address, score })
@@ -905,6 +902,7 @@ impl Engine {
             text,
             &candidates,
             Some(window_ids),
+            features::Rm3Source::Given(rm3),
             how,
         )?;
         let ranks: Vec<usize> = docs.iter().map(|&(_, _, rank)| rank).collect();

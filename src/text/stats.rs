@@ -290,10 +290,14 @@ impl GlobalStats {
         }
     }
 
-    /// Merges in statistics of other terms (a second round for RM3's expansion terms).
+    /// Merges in statistics of other terms (a second round for RM3's expansion terms); terms
+    /// already present keep theirs (with their collection frequencies).
     pub fn extend(&mut self, other: GlobalStats) {
         for (name, terms) in other.terms {
-            self.terms.entry(name).or_default().extend(terms);
+            let mine = self.terms.entry(name).or_default();
+            for (t, s) in terms {
+                mine.entry(t).or_insert(s);
+            }
         }
         for (name, tokens) in other.total_tokens {
             self.total_tokens.entry(name).or_insert(tokens);
