@@ -223,3 +223,124 @@ fn leaves_dying_and_returning_under_load() {
         back.elapsed().as_secs_f64() * 1e3
     );
 }
+
+/// `POST /admin/documents` on the root: each document lands on the shard its id routes to
+/// (every replica of it) and is searchable through the root at once; a batch with a bad
+/// record is refused whole, nothing written anywhere; a wrong token is a 401.
+#[test]
+fn admin_batches_through_the_root_land_on_their_shards() {
+    const TOKEN: &str = "cluster-admin-token";
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sharded");
+    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
+    rankd_ok([
+        "ingest",
+        "--format",
+        "cranfield",
+        "--input",
+        input.to_str().unwrap(),
+        "--json",
+        "--shards",
+        "3",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
+    let replica = dir.path().join("replica2");
+    assert!(std::process::Command::new("cp")
+        .arg("-r")
+        .arg(data.join("shards/2"))
+        .arg(&replica)
+        .status()
+        .unwrap()
+        .success());
+    let serve_leaf = |d: &Path| {
+        start_serve(
+            &["--role", "leaf", "--data-dir", d.to_str().unwrap()],
+            Some(TOKEN),
+            &[],
+        )
+    };
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| serve_leaf(&data.join(format!("shards/{s}"))))
+        .collect();
+    let extra = serve_leaf(&replica);
+    let shard2 = format!("{},{}", leaves[2].base, extra.base);
+    let root = start_serve(
+        &[
+            "--role",
+            "root",
+            "--shard",
+            &leaves[0].base,
+            "--shard",
+            &leaves[1].base,
+            "--shard",
+            &shard2,
+        ],
+        Some(TOKEN),
+        &[],
+    );
+    let ids: Vec<String> = (0..12).map(|i| format!("new-{i}")).collect();
+    let batch: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id, "title": "zyxwv marker", "body": format!("{id} text")})
+                .to_string()
+        })
+        .collect();
+    let url = format!("{}/admin/documents", root.base);
+    let ndjson = |lines: &[String]| ("application/x-ndjson", lines.join("\n").into_bytes());
+    let (ct, body) = ndjson(&batch);
+    let wrong = call("POST", &url, Some("nope"), Some((ct, &body)));
+    assert_eq!(wrong.status, 401, "{}", wrong.body);
+    // A bad third record: refused whole, nothing written.
+    let mut bad = batch.clone();
+    bad[2] = r#"{"id": 5, "title": "numeric id"}"#.into();
+    let (ct, body) = ndjson(&bad);
+    let a = call("POST", &url, Some(TOKEN), Some((ct, &body)));
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert!(
+        a.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("body:3"),
+        "{}",
+        a.body
+    );
+    for leaf in leaves.iter().chain([&extra]) {
+        assert_eq!(get(&format!("{}/doc/new-0", leaf.base), None).status, 404);
+    }
+    let (ct, body) = ndjson(&batch);
+    let a = call("POST", &url, Some(TOKEN), Some((ct, &body)));
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["indexed"], 12);
+    for id in &ids {
+        let home = shard_of(id, 3) as usize;
+        for (s, leaf) in leaves.iter().enumerate() {
+            let status = get(&format!("{}/doc/{id}", leaf.base), None).status;
+            assert_eq!(
+                status,
+                if s == home { 200 } else { 404 },
+                "{id} on shard {s}"
+            );
+        }
+        let on_replica = get(&format!("{}/doc/{id}", extra.base), None).status;
+        assert_eq!(
+            on_replica,
+            if home == 2 { 200 } else { 404 },
+            "{id} on the replica"
+        );
+    }
+    let found = get(&format!("{}/search?q=zyxwv&k=20&fields=", root.base), None);
+    assert_eq!(found.status, 200, "{}", found.body);
+    let mut got: Vec<String> = found.body["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(found.body["total_hits"], 12);
+}

@@ -100,6 +100,9 @@ async fn hits(
 pub struct RootState {
     pub root: Root,
     pub ready: AtomicBool,
+    /// The cluster's admin token: checked on the root's admin routes and sent to the
+    /// leaves' (`None`: the admin routes answer 503).
+    pub token: Option<String>,
 }
 
 /// A root's routes: `/search` with the single node's parameters and answers, `/livez`,
@@ -107,6 +110,7 @@ pub struct RootState {
 pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
+        .route("/admin/documents", post(root_documents))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(root_ready))
         .route(
@@ -145,6 +149,32 @@ async fn root_search(
     let response = response?;
     observe(&query, &response);
     Ok(Json(response))
+}
+
+/// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
+async fn root_documents(
+    State(state): State<Arc<RootState>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
+    let Some(token) = state.token.clone() else {
+        return Err(ApiError::unavailable(
+            "admin_disabled",
+            "the admin API is disabled: set RANKD_ADMIN_TOKEN and restart",
+        ));
+    };
+    let given = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !given.is_some_and(|g| crate::admin::auth::AdminToken::new(&token).matches(g)) {
+        return Err(ApiError::unauthorized("missing or wrong admin token"));
+    }
+    let s = state.clone();
+    let report = tokio::task::spawn_blocking(move || s.root.upsert(&body, &token))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok(Json(report))
 }
 
 async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, &'static str) {

@@ -127,6 +127,7 @@ fn serve_root(
     let state = Arc::new(RootState {
         root,
         ready: AtomicBool::new(false),
+        token: config.admin_token.clone(),
     });
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(crate::api::cluster::serve_root(

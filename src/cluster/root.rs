@@ -903,3 +903,74 @@ fn read_reply<R: DeserializeOwned>(
         .map(|r| (r, body.len()))
         .map_err(|e| format!("malformed reply: {e}"))
 }
+
+/// What a document batch through the root did on each shard.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BatchReport {
+    /// Documents indexed, over all shards.
+    pub indexed: usize,
+    /// Per shard that received documents: its number and how many.
+    pub shards: Vec<(usize, usize)>,
+}
+
+impl Root {
+    /// Adds or replaces the NDJSON documents of `body` (the format of a leaf's
+    /// `POST /admin/documents`): the whole batch is parsed and checked first, so a bad record
+    /// rejects it before any shard is written; then each shard's lines go, as one batch, to
+    /// every replica of the shard, with the cluster's admin `token`.
+    ///
+    /// Shards commit one after the other, not together: a replica failing leaves the shards
+    /// before it written, and the error says which (as Elasticsearch's bulk API reports per
+    /// shard). Resending the same batch is safe: a document replaces the one with its id.
+    pub fn upsert(&self, body: &[u8], token: &str) -> Result<BatchReport, SearchError> {
+        crate::admin::documents::parse_batch(body).map_err(|e| SearchError::Param {
+            field: "body",
+            message: e.to_string(),
+        })?;
+        let n = self.shards.len() as u32;
+        let mut parts: Vec<Vec<&[u8]>> = vec![Vec::new(); self.shards.len()];
+        for line in body.split(|&b| b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let value: serde_json::Value = serde_json::from_slice(line)
+                .map_err(|e| internal(format!("a checked record does not parse: {e}")))?;
+            let id = value["id"]
+                .as_str()
+                .ok_or_else(|| internal("a checked record has no string id".into()))?;
+            parts[super::routing::shard_of(id, n) as usize].push(line);
+        }
+        let mut report = BatchReport {
+            indexed: 0,
+            shards: Vec::new(),
+        };
+        for (shard, lines) in parts.iter().enumerate() {
+            if lines.is_empty() {
+                continue;
+            }
+            let batch = lines.join(&b'\n');
+            for replica in &self.shards[shard] {
+                let url = format!("{}/admin/documents", replica.url);
+                let response = self
+                    .agent
+                    .post(&url)
+                    .header("content-type", "application/x-ndjson")
+                    .header("authorization", &format!("Bearer {token}"))
+                    .send(&batch[..]);
+                if let Err(reason) = read_reply::<serde_json::Value>(response) {
+                    let done: Vec<String> =
+                        report.shards.iter().map(|(s, _)| s.to_string()).collect();
+                    return Err(SearchError::Unavailable(format!(
+                        "shard {shard} ({url}) did not take its {} documents: {reason}; \
+                         shards written before it: [{}]; resending the batch is safe",
+                        lines.len(),
+                        done.join(", ")
+                    )));
+                }
+            }
+            report.indexed += lines.len();
+            report.shards.push((shard, lines.len()));
+        }
+        Ok(report)
+    }
+}
