@@ -7,15 +7,9 @@ use tantivy::query::TermQuery;
 use tantivy::schema::IndexRecordOption;
 use tantivy::Term;
 
-use crate::corpus::{jsonl, Document, RecordError};
 use crate::text::TextIndex;
 
-/// Parses a whole NDJSON body; the first bad line (1-based) fails the batch.
-pub fn parse_batch(body: &[u8]) -> Result<Vec<Document>, RecordError> {
-    jsonl::parse(std::path::Path::new("request body"), body)
-        .into_iter()
-        .collect()
-}
+pub use crate::corpus::jsonl::parse_batch;
 
 /// Whether a live (not deleted) document has this id. `doc_freq` would count deleted
 /// documents until their segment is merged, so this runs a query instead.

@@ -233,11 +233,7 @@ impl LocalCluster {
         )?;
         let mut stats = stats.clone();
         if let Some(rm) = &rm {
-            let mut request = StatsRequest {
-                terms: Default::default(),
-                cf: false,
-            };
-            request.add("all", rm.expanded.iter().map(|(t, _)| t.clone()));
+            let request = rm.stats_request();
             let mut extra = GlobalStats::default();
             for (engine, searcher) in self.shards.iter().zip(searchers) {
                 let schema = engine.index.index.schema();

@@ -288,6 +288,42 @@ impl Root {
         })
     }
 
+    /// One call to each target owning some of a list of documents: `owner[i]` is the target
+    /// holding document `i`; `call(t, rows)` makes target `t`'s call for its rows (in list
+    /// order) and `items` splits a reply into one item per row. The items come back in list
+    /// order; a reply with another number of items fails its replica.
+    fn scatter<R: Send, T: Clone>(
+        &self,
+        owner: &[usize],
+        call: impl Fn(usize, &[usize]) -> Result<R, CallError> + Sync,
+        items: impl Fn(R) -> Result<Vec<T>, String>,
+    ) -> Result<Vec<T>, CallError> {
+        let mut targets: Vec<usize> = owner.to_vec();
+        targets.sort_unstable();
+        targets.dedup();
+        let rows_of =
+            |t: usize| -> Vec<usize> { (0..owner.len()).filter(|&i| owner[i] == t).collect() };
+        let replies = self.fan_out(&targets, |t| call(t, &rows_of(t)))?;
+        let mut out: Vec<Option<T>> = vec![None; owner.len()];
+        for (&t, reply) in targets.iter().zip(replies) {
+            let rows = rows_of(t);
+            let got = items(reply).map_err(|reason| CallError::Replica { target: t, reason })?;
+            if got.len() != rows.len() {
+                return Err(CallError::Replica {
+                    target: t,
+                    reason: format!("sent {} items for {} documents", got.len(), rows.len()),
+                });
+            }
+            for (i, item) in rows.into_iter().zip(got) {
+                out[i] = Some(item);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|x| x.expect("every row has an owner"))
+            .collect())
+    }
+
     /// Runs one search over every shard. A replica that fails a call is skipped and the
     /// search starts again on the shard's next replica (reads are idempotent); a shard left
     /// without a replica is dropped from the answer, flagged `partial`, or the search fails
@@ -592,52 +628,24 @@ impl Root {
         window: &[MergedHit],
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
         let fb = self.config.models.rm3.fb_docs.min(window.len());
-        let feedback_rows = &window[..fb];
-        let owners: Vec<usize> = (0..targets.len())
-            .filter(|&s| feedback_rows.iter().any(|h| h.shard == s))
-            .collect();
-        let rows_of =
-            |s: usize| -> Vec<usize> { (0..fb).filter(|&i| feedback_rows[i].shard == s).collect() };
-        let replies: Vec<FeedbackReply> = self.fan_out(&owners, |s| {
-            let docs = rows_of(s)
-                .into_iter()
-                .map(|i| {
-                    let a = feedback_rows[i].hit.address;
-                    DocRef {
-                        segment: a.segment_ord,
-                        doc: a.doc_id,
-                    }
-                })
-                .collect();
-            self.post(
-                targets,
-                s,
-                "feedback",
-                &FeedbackCall {
-                    protocol: PROTOCOL,
-                    generation: generations[s],
-                    docs,
-                },
-            )
-        })?;
-        let mut feedback: Vec<Option<FeedbackDoc>> = vec![None; fb];
-        for (&s, reply) in owners.iter().zip(replies) {
-            let rows = rows_of(s);
-            if reply.docs.len() != rows.len() {
-                return Err(CallError::Replica {
-                    target: s,
-                    reason: format!(
-                        "sent {} feedback documents for {}",
-                        reply.docs.len(),
-                        rows.len()
-                    ),
-                });
-            }
-            for (i, d) in rows.into_iter().zip(reply.docs) {
-                feedback[i] = Some(d);
-            }
-        }
-        let feedback: Vec<FeedbackDoc> = feedback.into_iter().flatten().collect();
+        let owner: Vec<usize> = window[..fb].iter().map(|h| h.shard).collect();
+        let feedback: Vec<FeedbackDoc> = self.scatter(
+            &owner,
+            |t, rows| {
+                let docs = rows.iter().map(|&i| doc_ref(&window[i])).collect();
+                self.post(
+                    targets,
+                    t,
+                    "feedback",
+                    &FeedbackCall {
+                        protocol: PROTOCOL,
+                        generation: generations[t],
+                        docs,
+                    },
+                )
+            },
+            |reply: FeedbackReply| Ok(reply.docs),
+        )?;
         let source = stats.source(&self.schema);
         let rm = crate::features::prf::estimate(
             &self.config,
@@ -648,11 +656,7 @@ impl Root {
         )?;
         let mut stats = stats.clone();
         if let Some(rm) = &rm {
-            let mut request = StatsRequest {
-                terms: Default::default(),
-                cf: false,
-            };
-            request.add("all", rm.expanded.iter().map(|(t, _)| t.clone()));
+            let request = rm.stats_request();
             let all: Vec<usize> = (0..targets.len()).collect();
             let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
                 self.post(
@@ -702,79 +706,57 @@ impl Root {
             false => (None, stats.clone()),
         };
         let stats = &stats;
-        let owners: Vec<usize> = (0..targets.len())
-            .filter(|&s| window.iter().any(|h| h.shard == s))
-            .collect();
-        let rows_of = |s: usize| -> Vec<usize> {
-            (0..window.len())
-                .filter(|&i| window[i].shard == s)
-                .collect()
-        };
-        let replies: Vec<FeaturesReply> = self.fan_out(&owners, |s| {
-            let docs = rows_of(s)
-                .into_iter()
-                .map(|i| {
-                    let a = window[i].hit.address;
-                    (
-                        DocRef {
-                            segment: a.segment_ord,
-                            doc: a.doc_id,
-                        },
-                        window[i].hit.score.to_bits(),
-                        i + 1,
-                    )
-                })
-                .collect();
-            self.post(
-                targets,
-                s,
-                "features",
-                &FeaturesCall {
-                    protocol: PROTOCOL,
-                    generation: generations[s],
-                    text: q.text.clone(),
-                    stats: stats.clone(),
-                    now,
-                    scores_are_bm25f: kind == ModelKind::Bm25F,
-                    docs,
-                    window_ids: window_ids.clone(),
-                    prf,
-                    rm3: rm3.clone(),
-                },
-            )
-        })?;
         let cols = crate::features::FeatureSet::current().len();
-        let mut m = FeatureMatrix {
-            rows: window.len(),
-            cols,
-            values: vec![0.0; window.len() * cols],
-        };
-        for (&s, reply) in owners.iter().zip(replies) {
-            let rows = rows_of(s);
-            if reply.feature_set != FEATURE_SET_VERSION
-                || reply.cols != cols
-                || reply.values.len() != rows.len() * cols
-            {
-                return Err(CallError::Replica {
-                    target: s,
-                    reason: format!(
-                        "sent {} values of {} columns of feature set {} for {} rows",
+        let owner: Vec<usize> = window.iter().map(|h| h.shard).collect();
+        let rows: Vec<Vec<u32>> = self.scatter(
+            &owner,
+            |t, rows| {
+                let docs = rows
+                    .iter()
+                    .map(|&i| (doc_ref(&window[i]), window[i].hit.score.to_bits(), i + 1))
+                    .collect();
+                self.post(
+                    targets,
+                    t,
+                    "features",
+                    &FeaturesCall {
+                        protocol: PROTOCOL,
+                        generation: generations[t],
+                        text: q.text.clone(),
+                        stats: stats.clone(),
+                        now,
+                        scores_are_bm25f: kind == ModelKind::Bm25F,
+                        docs,
+                        window_ids: window_ids.clone(),
+                        prf,
+                        rm3: rm3.clone(),
+                    },
+                )
+            },
+            |reply: FeaturesReply| {
+                if reply.feature_set != FEATURE_SET_VERSION
+                    || reply.cols != cols
+                    || !reply.values.len().is_multiple_of(cols)
+                {
+                    return Err(format!(
+                        "sent {} values of {} columns of feature set {}",
                         reply.values.len(),
                         reply.cols,
-                        reply.feature_set,
-                        rows.len()
-                    ),
-                });
-            }
-            for (k, &i) in rows.iter().enumerate() {
-                for (dst, &bits) in m.values[i * cols..(i + 1) * cols]
-                    .iter_mut()
-                    .zip(&reply.values[k * cols..(k + 1) * cols])
-                {
-                    *dst = f32::from_bits(bits);
+                        reply.feature_set
+                    ));
                 }
-            }
-        }
+                Ok(reply.values.chunks(cols).map(<[u32]>::to_vec).collect())
+            },
+        )?;
+        let m = FeatureMatrix {
+            rows: window.len(),
+            cols,
+            values: rows
+                .iter()
+                .flatten()
+                .map(|&bits| f32::from_bits(bits))
+                .collect(),
+        };
         Ok(m)
     }
 
@@ -818,63 +800,37 @@ impl Root {
                 .map(|(i, &x)| hit(i, x, None))
                 .collect());
         }
-        let owners: Vec<usize> = (0..targets.len())
-            .filter(|&s| ranked.iter().any(|&(row, _)| window[row].shard == s))
-            .collect();
-        let page_of = |s: usize| -> Vec<usize> {
-            (0..ranked.len())
-                .filter(|&i| window[ranked[i].0].shard == s)
-                .collect()
-        };
-        let replies: Vec<HitsReply> = self.fan_out(&owners, |s| {
-            let docs = page_of(s)
-                .into_iter()
-                .map(|i| {
-                    let a = window[ranked[i].0].hit.address;
-                    DocRef {
-                        segment: a.segment_ord,
-                        doc: a.doc_id,
-                    }
-                })
-                .collect();
-            self.post(
-                targets,
-                s,
-                "hits",
-                &HitsCall {
-                    protocol: PROTOCOL,
-                    generation: generations[s],
-                    text: q.text.clone(),
-                    stats: stats.clone(),
-                    url: r.url,
-                    title: r.title,
-                    snippet: r.snippet,
-                    docs,
-                },
-            )
-        })?;
-        let mut shown: Vec<Option<WireHit>> = vec![None; ranked.len()];
-        for (&s, reply) in owners.iter().zip(replies) {
-            let slots = page_of(s);
-            if reply.hits.len() != slots.len() {
-                return Err(CallError::Replica {
-                    target: s,
-                    reason: format!(
-                        "sent {} hits for {} documents",
-                        reply.hits.len(),
-                        slots.len()
-                    ),
-                });
-            }
-            for (i, h) in slots.into_iter().zip(reply.hits) {
-                shown[i] = Some(h);
-            }
-        }
+        let owner: Vec<usize> = ranked.iter().map(|&(row, _)| window[row].shard).collect();
+        let shown: Vec<WireHit> = self.scatter(
+            &owner,
+            |t, rows| {
+                let docs = rows
+                    .iter()
+                    .map(|&i| doc_ref(&window[ranked[i].0]))
+                    .collect();
+                self.post(
+                    targets,
+                    t,
+                    "hits",
+                    &HitsCall {
+                        protocol: PROTOCOL,
+                        generation: generations[t],
+                        text: q.text.clone(),
+                        stats: stats.clone(),
+                        url: r.url,
+                        title: r.title,
+                        snippet: r.snippet,
+                        docs,
+                    },
+                )
+            },
+            |reply: HitsReply| Ok(reply.hits),
+        )?;
         Ok(ranked
             .iter()
             .zip(shown)
             .enumerate()
-            .map(|(i, (&x, s))| hit(i, x, s))
+            .map(|(i, (&x, s))| hit(i, x, Some(s)))
             .collect())
     }
 }
@@ -923,7 +879,7 @@ impl Root {
     /// before it written, and the error says which (as Elasticsearch's bulk API reports per
     /// shard). Resending the same batch is safe: a document replaces the one with its id.
     pub fn upsert(&self, body: &[u8], token: &str) -> Result<BatchReport, SearchError> {
-        crate::admin::documents::parse_batch(body).map_err(|e| SearchError::Param {
+        crate::corpus::jsonl::parse_batch(body).map_err(|e| SearchError::Param {
             field: "body",
             message: e.to_string(),
         })?;
@@ -972,5 +928,13 @@ impl Root {
             report.shards.push((shard, lines.len()));
         }
         Ok(report)
+    }
+}
+
+/// The address of a merged hit as its shard knows it.
+fn doc_ref(h: &MergedHit) -> DocRef {
+    DocRef {
+        segment: h.hit.address.segment_ord,
+        doc: h.hit.address.doc_id,
     }
 }

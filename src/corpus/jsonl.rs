@@ -157,6 +157,12 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// Parses a whole NDJSON request body (an admin document batch, on a node or a cluster
+/// root); the first bad line (1-based) fails the batch.
+pub fn parse_batch(body: &[u8]) -> Result<Vec<Document>, RecordError> {
+    parse(Path::new("request body"), body).into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,6 +80,17 @@ impl FeedbackDoc {
     }
 }
 
+impl Rm3Query {
+    /// The statistics the RM3 features read beyond the query's: the document frequencies of
+    /// the expanded query's terms in `all` (a second round once the model is known).
+    pub fn stats_request(&self) -> crate::text::stats::StatsRequest {
+        crate::text::stats::StatsRequest::for_terms(
+            "all",
+            self.expanded.iter().map(|(t, _)| t.clone()),
+        )
+    }
+}
+
 /// The estimated relevance model and the RM3 query built from it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Rm3Query {

@@ -203,12 +203,12 @@ impl StatsRequest {
         Ok(request)
     }
 
-    /// Adds terms of one field (RM3's expansion terms, say).
-    pub fn add(&mut self, field: &str, terms: impl IntoIterator<Item = String>) {
-        self.terms
-            .entry(field.to_string())
-            .or_default()
-            .extend(terms);
+    /// The document frequencies of `terms` in one field, without collection frequencies.
+    pub fn for_terms(field: &str, terms: impl IntoIterator<Item = String>) -> Self {
+        StatsRequest {
+            terms: BTreeMap::from([(field.to_string(), terms.into_iter().collect())]),
+            cf: false,
+        }
     }
 }
 
