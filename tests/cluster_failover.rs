@@ -343,4 +343,38 @@ fn admin_batches_through_the_root_land_on_their_shards() {
     want.sort();
     assert_eq!(got, want);
     assert_eq!(found.body["total_hits"], 12);
+
+    // Deletes through the root: all or none, then on every replica of each id's shard.
+    let del = format!("{}/admin/documents/delete", root.base);
+    let a = post_json(
+        &del,
+        Some(TOKEN),
+        r#"{"ids":["new-0","new-1","no-such-doc"]}"#,
+    );
+    assert_eq!(a.status, 404, "{}", a.body);
+    assert_eq!(a.body["error"]["field"], "ids[2]");
+    assert_eq!(
+        get(&format!("{}/search?q=zyxwv&k=20", root.base), None).body["total_hits"],
+        12
+    );
+    let a = post_json(
+        &del,
+        Some(TOKEN),
+        r#"{"ids":["new-0","new-1","new-2","new-3"]}"#,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["deleted"], 4);
+    for id in &ids[..4] {
+        for leaf in leaves.iter().chain([&extra]) {
+            assert_eq!(
+                get(&format!("{}/doc/{id}", leaf.base), None).status,
+                404,
+                "{id}"
+            );
+        }
+    }
+    assert_eq!(
+        get(&format!("{}/search?q=zyxwv&k=20", root.base), None).body["total_hits"],
+        8
+    );
 }

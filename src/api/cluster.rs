@@ -111,6 +111,7 @@ pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
         .route("/admin/documents", post(root_documents))
+        .route("/admin/documents/delete", post(root_delete))
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(root_ready))
         .route(
@@ -151,12 +152,8 @@ async fn root_search(
     Ok(Json(response))
 }
 
-/// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
-async fn root_documents(
-    State(state): State<Arc<RootState>>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
+/// The cluster token, if the request carries it.
+fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<String, ApiError> {
     let Some(token) = state.token.clone() else {
         return Err(ApiError::unavailable(
             "admin_disabled",
@@ -170,11 +167,48 @@ async fn root_documents(
     if !given.is_some_and(|g| crate::admin::auth::AdminToken::new(&token).matches(g)) {
         return Err(ApiError::unauthorized("missing or wrong admin token"));
     }
+    Ok(token)
+}
+
+/// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
+async fn root_documents(
+    State(state): State<Arc<RootState>>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
+    let token = root_token(&state, &headers)?;
     let s = state.clone();
     let report = tokio::task::spawn_blocking(move || s.root.upsert(&body, &token))
         .await
         .map_err(ApiError::internal)??;
     Ok(Json(report))
+}
+
+/// `POST /admin/documents/delete` on a root: `{"ids": [..]}`, all or none as on a single
+/// node (an id that is no document of the collection is a 404, nothing deleted), then each
+/// shard's ids deleted on every replica.
+async fn root_delete(
+    State(state): State<Arc<RootState>>,
+    headers: axum::http::HeaderMap,
+    raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let token = root_token(&state, &headers)?;
+    let raw = super::admin::body::bytes(raw)?;
+    let request: super::admin::documents::DeleteRequest = super::admin::body::json(&raw)?;
+    let ids = request.ids()?;
+    let s = state.clone();
+    let deleted = tokio::task::spawn_blocking(move || {
+        if let Some((i, id)) = s.root.first_missing(&ids)? {
+            let mut e =
+                ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
+            e.field = Some(format!("ids[{i}]"));
+            return Err(e);
+        }
+        Ok(s.root.delete(&ids, &token)?)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(Json(serde_json::json!({ "deleted": deleted })))
 }
 
 async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, &'static str) {

@@ -860,6 +860,20 @@ fn read_reply<R: DeserializeOwned>(
         .map_err(|e| format!("malformed reply: {e}"))
 }
 
+/// The characters a document id keeps escaped in a `/doc/{*id}` path (`/` stays: the route
+/// takes the rest of the path).
+const ID_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
 /// What a document batch through the root did on each shard.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BatchReport {
@@ -928,6 +942,78 @@ impl Root {
             report.shards.push((shard, lines.len()));
         }
         Ok(report)
+    }
+
+    /// The first of `ids` (with its position) that is no document of the collection, asked
+    /// of the shard each routes to (its first replica that answers).
+    pub fn first_missing(&self, ids: &[String]) -> Result<Option<(usize, String)>, SearchError> {
+        let n = self.shards.len() as u32;
+        for (i, id) in ids.iter().enumerate() {
+            let shard = super::routing::shard_of(id, n) as usize;
+            let path = percent_encoding::utf8_percent_encode(id, ID_IN_PATH);
+            let mut last = String::new();
+            let mut found = None;
+            for replica in &self.shards[shard] {
+                let url = format!("{}/doc/{path}", replica.url);
+                match self.agent.get(&url).call() {
+                    Ok(r) if r.status().is_success() => found = Some(true),
+                    Ok(r) if r.status() == 404 => found = Some(false),
+                    Ok(r) => last = format!("{url}: {}", r.status()),
+                    Err(e) => last = format!("{url}: {e}"),
+                }
+                if found.is_some() {
+                    break;
+                }
+            }
+            match found {
+                Some(true) => {}
+                Some(false) => return Ok(Some((i, id.clone()))),
+                None => {
+                    return Err(SearchError::Unavailable(format!(
+                        "no replica of shard {shard} answered whether {id:?} exists ({last}); \
+                         nothing was deleted"
+                    )))
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Deletes `ids` (each a document of the collection, [`Root::first_missing`]) on every
+    /// replica of the shard each routes to. Shards commit one after the other, as batches do.
+    pub fn delete(&self, ids: &[String], token: &str) -> Result<usize, SearchError> {
+        let n = self.shards.len() as u32;
+        let mut parts: Vec<Vec<&String>> = vec![Vec::new(); self.shards.len()];
+        for id in ids {
+            parts[super::routing::shard_of(id, n) as usize].push(id);
+        }
+        let mut done = Vec::new();
+        for (shard, ids) in parts.iter().enumerate() {
+            if ids.is_empty() {
+                continue;
+            }
+            let body = serde_json::to_vec(&serde_json::json!({ "ids": ids }))
+                .map_err(|e| internal(e.to_string()))?;
+            for replica in &self.shards[shard] {
+                let url = format!("{}/admin/documents/delete", replica.url);
+                let response = self
+                    .agent
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .header("authorization", &format!("Bearer {token}"))
+                    .send(&body[..]);
+                if let Err(reason) = read_reply::<serde_json::Value>(response) {
+                    return Err(SearchError::Unavailable(format!(
+                        "shard {shard} ({url}) did not delete its {} documents: {reason}; \
+                         shards done before it: {done:?}; resending the deletion is safe only \
+                         for the ids not yet deleted",
+                        ids.len()
+                    )));
+                }
+            }
+            done.push(shard);
+        }
+        Ok(ids.len())
     }
 }
 

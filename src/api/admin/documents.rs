@@ -124,6 +124,20 @@ pub struct DeleteRequest {
     ids: Vec<String>,
 }
 
+impl DeleteRequest {
+    /// The ids, checked: at least one, none empty.
+    pub(in crate::api) fn ids(&self) -> Result<Vec<String>, ApiError> {
+        if self.ids.is_empty() {
+            return Err(ApiError::bad_request("ids", "`ids` is empty"));
+        }
+        self.ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| body::id(&format!("ids[{i}]"), id))
+            .collect()
+    }
+}
+
 /// Deletes documents by id, all or none: an unknown id rejects the request.
 #[utoipa::path(
     post, path = "/documents/delete", tag = "admin",
@@ -146,15 +160,7 @@ pub async fn delete(
     let recompute = p.recompute_links.unwrap_or(false);
     let raw = body::bytes(raw)?;
     let request: DeleteRequest = body::json(&raw)?;
-    if request.ids.is_empty() {
-        return Err(ApiError::bad_request("ids", "`ids` is empty"));
-    }
-    let ids = request
-        .ids
-        .iter()
-        .enumerate()
-        .map(|(i, id)| body::id(&format!("ids[{i}]"), id))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ids = request.ids()?;
     let writing = state.ops.index_writes.lock().await;
     if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
         .map_err(ApiError::internal)?

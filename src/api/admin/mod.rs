@@ -6,7 +6,7 @@
 //! the routes served (the auth tests walk that list).
 
 mod auth;
-mod body;
+pub(super) mod body;
 pub(super) mod documents;
 mod evaluate;
 pub(super) mod jobs;
