@@ -16,8 +16,7 @@ use rankd::cluster::routing::shard_of;
 use serde_json::Value;
 
 fn queries() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
-    rankd::corpus::cranfield::read_queries(&dir.join("cran.qry"))
+    rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
         .unwrap()
         .into_iter()
         .take(40)
@@ -49,28 +48,10 @@ fn kill9(server: &mut Server) {
 fn leaves_dying_and_returning_under_load() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("sharded");
-    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
-    rankd_ok([
-        "ingest",
-        "--format",
-        "cranfield",
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        "--shards",
-        "3",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
+    ingest_into("cranfield", &cranfield_dir(), &data, Some(3));
     // A replica of shard 1: a copy of its data directory, served by a fourth leaf.
     let replica = dir.path().join("replica1");
-    let status = std::process::Command::new("cp")
-        .args(["-r"])
-        .arg(data.join("shards/1"))
-        .arg(&replica)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_dir(&data.join("shards/1"), &replica);
     let l0 = leaf(&data.join("shards/0"), None);
     let mut l1 = leaf(&data.join("shards/1"), None);
     let mut l3 = leaf(&replica, None);
@@ -232,27 +213,9 @@ fn admin_batches_through_the_root_land_on_their_shards() {
     const TOKEN: &str = "cluster-admin-token";
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("sharded");
-    let input = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
-    rankd_ok([
-        "ingest",
-        "--format",
-        "cranfield",
-        "--input",
-        input.to_str().unwrap(),
-        "--json",
-        "--shards",
-        "3",
-        "--data-dir",
-        data.to_str().unwrap(),
-    ]);
+    ingest_into("cranfield", &cranfield_dir(), &data, Some(3));
     let replica = dir.path().join("replica2");
-    assert!(std::process::Command::new("cp")
-        .arg("-r")
-        .arg(data.join("shards/2"))
-        .arg(&replica)
-        .status()
-        .unwrap()
-        .success());
+    copy_dir(&data.join("shards/2"), &replica);
     let serve_leaf = |d: &Path| {
         start_serve(
             &["--role", "leaf", "--data-dir", d.to_str().unwrap()],

@@ -5,19 +5,13 @@
 
 mod ops_support;
 
-use std::path::Path;
-
 use ops_support::*;
 use serde_json::Value;
 
 const TOKEN: &str = "cluster-test-token";
 
-fn cranfield() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield")
-}
-
 fn queries() -> Vec<String> {
-    rankd::corpus::cranfield::read_queries(&cranfield().join("cran.qry"))
+    rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
         .unwrap()
         .into_iter()
         .map(|q| q.text)
@@ -39,23 +33,9 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
     let dir = tempfile::tempdir().unwrap();
     let single = dir.path().join("single");
     let sharded = dir.path().join("sharded");
-    let input = cranfield();
-    for (data, extra) in [(&single, None), (&sharded, Some("3"))] {
-        let mut args = vec![
-            "ingest",
-            "--format",
-            "cranfield",
-            "--input",
-            input.to_str().unwrap(),
-            "--json",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
-        if let Some(n) = extra {
-            args.extend(["--shards", n]);
-        }
-        rankd_ok(args);
-    }
+    let input = cranfield_dir();
+    ingest_into("cranfield", &input, &single, None);
+    ingest_into("cranfield", &input, &sharded, Some(3));
     // A reranker trained on the single index, active there and loaded by the root.
     let model = dir.path().join("m.json");
     rankd_ok([
@@ -231,21 +211,8 @@ fn links_boost_and_link_features_through_the_root() {
     std::fs::write(&input, lines.join("\n")).unwrap();
     let single = dir.path().join("single");
     let sharded = dir.path().join("sharded");
-    for (data, shards) in [(&single, None), (&sharded, Some("3"))] {
-        let mut args = vec![
-            "ingest",
-            "--format",
-            "jsonl",
-            "--input",
-            input.to_str().unwrap(),
-            "--json",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
-        if let Some(s) = shards {
-            args.extend(["--shards", s]);
-        }
-        rankd_ok(args);
+    for (data, shards) in [(&single, None), (&sharded, Some(3))] {
+        ingest_into("jsonl", &input, data, shards);
         rankd_ok(["graph", "--json", "--data-dir", data.to_str().unwrap()]);
     }
     // Judgments: a document is relevant to "WORD" when its title holds the word.

@@ -919,29 +919,43 @@ impl Root {
                 continue;
             }
             let batch = lines.join(&b'\n');
-            for replica in &self.shards[shard] {
-                let url = format!("{}/admin/documents", replica.url);
-                let response = self
-                    .agent
-                    .post(&url)
-                    .header("content-type", "application/x-ndjson")
-                    .header("authorization", &format!("Bearer {token}"))
-                    .send(&batch[..]);
-                if let Err(reason) = read_reply::<serde_json::Value>(response) {
-                    let done: Vec<String> =
-                        report.shards.iter().map(|(s, _)| s.to_string()).collect();
-                    return Err(SearchError::Unavailable(format!(
-                        "shard {shard} ({url}) did not take its {} documents: {reason}; \
-                         shards written before it: [{}]; resending the batch is safe",
-                        lines.len(),
-                        done.join(", ")
-                    )));
-                }
+            let sent = self.admin_write(shard, "documents", "application/x-ndjson", &batch, token);
+            if let Err(reason) = sent {
+                let done: Vec<usize> = report.shards.iter().map(|(s, _)| *s).collect();
+                return Err(SearchError::Unavailable(format!(
+                    "shard {shard} did not take its {} documents: {reason}; shards written \
+                     before it: {done:?}; resending the batch is safe",
+                    lines.len()
+                )));
             }
             report.indexed += lines.len();
             report.shards.push((shard, lines.len()));
         }
         Ok(report)
+    }
+
+    /// Posts `body` to `/admin/{path}` of every replica of `shard` with the cluster token;
+    /// the first failure, naming its replica.
+    fn admin_write(
+        &self,
+        shard: usize,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+        token: &str,
+    ) -> Result<(), String> {
+        for replica in &self.shards[shard] {
+            let url = format!("{}/admin/{path}", replica.url);
+            let response = self
+                .agent
+                .post(&url)
+                .header("content-type", content_type)
+                .header("authorization", &format!("Bearer {token}"))
+                .send(body);
+            read_reply::<serde_json::Value>(response)
+                .map_err(|reason| format!("{url}: {reason}"))?;
+        }
+        Ok(())
     }
 
     /// The first of `ids` (with its position) that is no document of the collection, asked
@@ -994,22 +1008,15 @@ impl Root {
             }
             let body = serde_json::to_vec(&serde_json::json!({ "ids": ids }))
                 .map_err(|e| internal(e.to_string()))?;
-            for replica in &self.shards[shard] {
-                let url = format!("{}/admin/documents/delete", replica.url);
-                let response = self
-                    .agent
-                    .post(&url)
-                    .header("content-type", "application/json")
-                    .header("authorization", &format!("Bearer {token}"))
-                    .send(&body[..]);
-                if let Err(reason) = read_reply::<serde_json::Value>(response) {
-                    return Err(SearchError::Unavailable(format!(
-                        "shard {shard} ({url}) did not delete its {} documents: {reason}; \
-                         shards done before it: {done:?}; resending the deletion is safe only \
-                         for the ids not yet deleted",
-                        ids.len()
-                    )));
-                }
+            let sent =
+                self.admin_write(shard, "documents/delete", "application/json", &body, token);
+            if let Err(reason) = sent {
+                return Err(SearchError::Unavailable(format!(
+                    "shard {shard} did not delete its {} documents: {reason}; shards done \
+                     before it: {done:?}; resending the deletion is safe only for the ids not \
+                     yet deleted",
+                    ids.len()
+                )));
             }
             done.push(shard);
         }

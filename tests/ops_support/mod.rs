@@ -241,6 +241,46 @@ where
     out
 }
 
+/// The Cranfield collection of `../shared/data/cranfield`.
+pub fn cranfield_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield")
+}
+
+/// Ingests `input` in `format` into `data` with the CLI, split over `shards` when given.
+pub fn ingest_into(format: &str, input: &Path, data: &Path, shards: Option<u32>) {
+    let shards = shards.map(|n| n.to_string());
+    let mut args = vec![
+        "ingest",
+        "--format",
+        format,
+        "--input",
+        input.to_str().unwrap(),
+        "--json",
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    if let Some(n) = &shards {
+        args.extend(["--shards", n.as_str()]);
+    }
+    rankd_ok(args);
+}
+
+/// Copies a directory (a shard's data directory into a replica's).
+pub fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-r")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -r {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
 /// Writes `docs` (JSON lines) and ingests them with the CLI into `dir/data`.
 pub fn ingest(dir: &Path, docs: &[&str]) -> PathBuf {
     let data = dir.join("data");
