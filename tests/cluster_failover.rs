@@ -168,6 +168,47 @@ fn leaves_dying_and_returning_under_load() {
             .contains("shard 1"));
     }
 
+    // Readiness says so: degraded where partial answers are allowed, 503 where not (checked
+    // right after a failed search, while the root counts the replicas as down).
+    let _ = get(&url(&root.base, &queries[0]), None);
+    let ready = get(&format!("{}/readyz", root.base), None);
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert!(
+        ready.body.as_str().unwrap().contains("degraded"),
+        "{}",
+        ready.body
+    );
+    let _ = get(&url(&strict.base, &queries[0]), None);
+    let ready = get(&format!("{}/readyz", strict.base), None);
+    assert_eq!(ready.status, 503, "{}", ready.body);
+    assert!(
+        ready.body.as_str().unwrap().contains("[1]"),
+        "{}",
+        ready.body
+    );
+    // A root started while shard 1 is down starts, and answers without it.
+    let args: Vec<String> = root_args("true");
+    let late = start_serve(
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        None,
+        &[],
+    );
+    let a = get(&url(&late.base, &queries[0]), None);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["partial"], true);
+    // Documents by id through the root, from the shard the id routes to.
+    let alive = (1..=1400)
+        .map(|i| i.to_string())
+        .find(|id| shard_of(id, 3) == 0)
+        .unwrap();
+    let a = get(&format!("{}/doc/{alive}", root.base), None);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["id"], alive.as_str());
+    assert_eq!(
+        get(&format!("{}/doc/no-such-doc", root.base), None).status,
+        404
+    );
+
     // Shard 1's leaf back on its address: used again without restarting the root.
     let _l1 = leaf(&data.join("shards/1"), Some(&l1_addr));
     let back = Instant::now();
@@ -194,9 +235,10 @@ fn leaves_dying_and_returning_under_load() {
             .unwrap_or_else(|| panic!("{series} missing from /metrics"))
     };
     assert!(value("rankd_cluster_replica_failures_total{shard=\"1\"}") >= 2.0);
+    // One per query above, and the search before the readiness check.
     assert_eq!(
         value("rankd_cluster_partial_responses_total"),
-        queries.len() as f64
+        queries.len() as f64 + 1.0
     );
     assert!(value("rankd_cluster_bytes_total{call=\"query\",direction=\"received\"}") > 0.0);
     eprintln!(

@@ -110,6 +110,7 @@ pub struct RootState {
 pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
+        .route("/doc/{*id}", get(root_doc))
         .route("/admin/documents", post(root_documents))
         .route("/admin/documents/delete", post(root_delete))
         .route("/livez", get(|| async { "ok" }))
@@ -211,11 +212,38 @@ async fn root_delete(
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }
 
-async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, &'static str) {
-    if state.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+/// `GET /doc/{id}` on a root: the document from the shard its id routes to.
+async fn root_doc(
+    State(state): State<Arc<RootState>>,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let s = state.clone();
+    let (status, body) = tokio::task::spawn_blocking(move || s.root.document(&id))
+        .await
+        .map_err(ApiError::internal)??;
+    Ok((
+        StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
+        Json(body),
+    ))
+}
+
+/// A root's readiness: 503 while starting or draining; 503 naming the shards without a live
+/// replica when partial answers are not allowed, 200 saying `degraded` when they are.
+async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, String) {
+    if !state.ready.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "not ready".into());
+    }
+    let down = state.root.shards_down();
+    match (down.is_empty(), state.root.allows_partial()) {
+        (true, _) => (StatusCode::OK, "ready".into()),
+        (false, true) => (
+            StatusCode::OK,
+            format!("degraded: no live replica of shards {down:?}"),
+        ),
+        (false, false) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("no live replica of shards {down:?}"),
+        ),
     }
 }
 

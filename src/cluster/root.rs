@@ -187,12 +187,20 @@ impl Root {
         let mut config: Option<IndexConfig> = None;
         for (shard, replicas) in root.shards.iter().enumerate() {
             anyhow::ensure!(!replicas.is_empty(), "shard {shard} has no replica");
-            // Every replica must be reachable at start: a typo in a URL is found now.
+            let mut reachable = 0;
             for replica in replicas {
                 let url = &replica.url;
-                let info: InfoResponse = root
-                    .get(url, "info")
-                    .map_err(|e| anyhow::anyhow!("shard {shard} ({url}): {e}"))?;
+                // A replica that does not answer may be down for now: it is probed again
+                // later. One that answers must belong to this collection.
+                let info: InfoResponse = match root.get(url, "info") {
+                    Ok(info) => info,
+                    Err(e) => {
+                        eprintln!("warning: shard {shard} replica {url} does not answer: {e}");
+                        replica.mark_down();
+                        continue;
+                    }
+                };
+                reachable += 1;
                 anyhow::ensure!(
                     info.protocol == PROTOCOL,
                     "shard {shard} ({url}) speaks cluster protocol {}, this root {PROTOCOL}",
@@ -207,12 +215,21 @@ impl Root {
                     None => config = Some(info.config),
                     Some(c) => anyhow::ensure!(
                         *c == info.config,
-                        "shard {shard} ({url}) has another index configuration than shard 0"
+                        "shard {shard} ({url}) has another index configuration than the others"
                     ),
                 }
             }
+            if reachable == 0 {
+                eprintln!(
+                    "warning: no replica of shard {shard} answers; searches leave it out \
+                     (or answer 503 without partial results) until one does"
+                );
+            }
         }
-        root.config = config.expect("at least one shard");
+        let Some(config) = config else {
+            anyhow::bail!("no leaf of any shard answers; cannot learn the index configuration");
+        };
+        root.config = config;
         let (schema, fields) = crate::text::schema::build_schema(&root.config);
         root.schema = schema;
         root.all = fields.all;
@@ -226,6 +243,45 @@ impl Root {
 
     pub fn num_shards(&self) -> usize {
         self.shards.len()
+    }
+
+    /// The shards none of whose replicas the root believes up (a failed replica counts as
+    /// down for [`RETRY_AFTER`] after its failure).
+    pub fn shards_down(&self) -> Vec<usize> {
+        (0..self.shards.len())
+            .filter(|&s| !self.shards[s].iter().any(Replica::up))
+            .collect()
+    }
+
+    /// Whether answers may leave out shards without a live replica.
+    pub fn allows_partial(&self) -> bool {
+        self.allow_partial
+    }
+
+    /// A document by id, from the shard its id routes to (its first replica that answers):
+    /// the leaf's status and JSON body.
+    pub fn document(&self, id: &str) -> Result<(u16, serde_json::Value), SearchError> {
+        let shard = super::routing::shard_of(id, self.shards.len() as u32) as usize;
+        let path = percent_encoding::utf8_percent_encode(id, ID_IN_PATH);
+        let mut last = String::new();
+        for replica in &self.shards[shard] {
+            let url = format!("{}/doc/{path}", replica.url);
+            match self.agent.get(&url).call() {
+                Ok(mut r) if r.status().is_success() || r.status() == 404 => {
+                    let status = r.status().as_u16();
+                    let body = r.body_mut().read_to_vec().map_err(|e| e.to_string());
+                    match body.and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+                        Ok(v) => return Ok((status, v)),
+                        Err(e) => last = format!("{url}: {e}"),
+                    }
+                }
+                Ok(r) => last = format!("{url}: {}", r.status()),
+                Err(e) => last = format!("{url}: {e}"),
+            }
+        }
+        Err(SearchError::Unavailable(format!(
+            "no replica of shard {shard} answered ({last})"
+        )))
     }
 
     fn get<R: DeserializeOwned>(&self, base: &str, call: &str) -> Result<R, String> {

@@ -217,7 +217,7 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
             .next()
             .expect("the server prints its address or an error")
             .unwrap();
-        if let Some(rest) = line.split("http://").nth(1) {
+        if let Some(rest) = line.split(" on http://").nth(1) {
             break format!("http://{}", rest.split('/').next().unwrap());
         }
         assert!(!line.starts_with("error"), "rankd serve failed: {line}");
