@@ -44,6 +44,25 @@ pub struct Collection {
     pub hash_scheme: String,
 }
 
+/// `DIR/shards/collection.json`, if `dir` holds a collection split over shards.
+fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> {
+    let path = dir.join("shards").join("collection.json");
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let c = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a collection record", path.display()))?;
+    Ok(Some(c))
+}
+
+fn dirs_of(dir: &Path, shards: u32) -> Vec<PathBuf> {
+    (0..shards)
+        .map(|s| dir.join("shards").join(s.to_string()))
+        .collect()
+}
+
 /// The data directories of `shards` shards under `dir`, created and recorded on first use;
 /// a directory already split another way is refused (its documents would be misrouted).
 pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
@@ -51,17 +70,12 @@ pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
         return Err(Invalid("--shards must be at least 1".into()).into());
     }
     let base = dir.join("shards");
-    let path = base.join("collection.json");
     let want = Collection {
         shards,
         hash_scheme: routing::HASH_SCHEME.to_string(),
     };
-    if path.exists() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let have: Collection = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a collection record", path.display()))?;
-        if have != want {
+    match read_collection(dir)? {
+        Some(have) if have != want => {
             return Err(Invalid(format!(
                 "{} holds {} shards routed by {}; this ingest asks for {} shards routed by {}",
                 base.display(),
@@ -70,28 +84,38 @@ pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
                 want.shards,
                 want.hash_scheme
             ))
-            .into());
+            .into())
         }
-    } else {
-        std::fs::create_dir_all(&base)
-            .with_context(|| format!("cannot create {}", base.display()))?;
-        crate::durable::write_atomic(&path, serde_json::to_string_pretty(&want)?.as_bytes())?;
+        Some(_) => {}
+        None => {
+            std::fs::create_dir_all(&base)
+                .with_context(|| format!("cannot create {}", base.display()))?;
+            crate::durable::write_atomic(
+                &base.join("collection.json"),
+                serde_json::to_string_pretty(&want)?.as_bytes(),
+            )?;
+        }
     }
-    Ok((0..shards).map(|s| base.join(s.to_string())).collect())
+    Ok(dirs_of(dir, shards))
 }
 
 /// The shards' data directories when `dir` holds a collection split over shards
-/// (`DIR/shards/collection.json`), `None` when it does not.
+/// (`DIR/shards/collection.json`), `None` when it does not. A collection routed by a scheme
+/// this binary does not know is refused.
 pub fn existing_shard_dirs(dir: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
-    let path = dir.join("shards").join("collection.json");
-    if !path.exists() {
+    let Some(c) = read_collection(dir)? else {
         return Ok(None);
+    };
+    if c.hash_scheme != routing::HASH_SCHEME {
+        return Err(Invalid(format!(
+            "{} is routed by {}; this rankd routes by {}",
+            dir.join("shards").display(),
+            c.hash_scheme,
+            routing::HASH_SCHEME
+        ))
+        .into());
     }
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let c: Collection = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a collection record", path.display()))?;
-    shard_dirs(dir, c.shards).map(Some)
+    Ok(Some(dirs_of(dir, c.shards)))
 }
 
 /// `docs` split by [`routing::shard_of`], one list per shard.

@@ -463,6 +463,20 @@ impl Root {
         }
     }
 
+    /// One statistics call to every target.
+    fn stats_round(
+        &self,
+        targets: &[(usize, usize)],
+        request: &StatsRequest,
+    ) -> Result<Vec<StatsReply>, CallError> {
+        let all: Vec<usize> = (0..targets.len()).collect();
+        let call = StatsCall {
+            protocol: PROTOCOL,
+            request: request.clone(),
+        };
+        self.fan_out(&all, |t| self.post(targets, t, "stats", &call))
+    }
+
     /// Checks `q` and decides what every try of it does.
     fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
@@ -545,18 +559,7 @@ impl Root {
         let mut times = PhaseTimes::default();
 
         // 1. Statistics, summed; each shard pins its searcher.
-        let request = &plan.stats;
-        let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
-            self.post(
-                targets,
-                s,
-                "stats",
-                &StatsCall {
-                    protocol: PROTOCOL,
-                    request: (*request).clone(),
-                },
-            )
-        })?;
+        let replies = self.stats_round(targets, &plan.stats)?;
         let mut stats = GlobalStats::default();
         for r in &replies {
             stats.add(&r.stats);
@@ -712,19 +715,7 @@ impl Root {
         )?;
         let mut stats = stats.clone();
         if let Some(rm) = &rm {
-            let request = rm.stats_request();
-            let all: Vec<usize> = (0..targets.len()).collect();
-            let replies: Vec<StatsReply> = self.fan_out(&all, |s| {
-                self.post(
-                    targets,
-                    s,
-                    "stats",
-                    &StatsCall {
-                        protocol: PROTOCOL,
-                        request: request.clone(),
-                    },
-                )
-            })?;
+            let replies = self.stats_round(targets, &rm.stats_request())?;
             let mut extra = GlobalStats::default();
             for (s, r) in replies.iter().enumerate() {
                 if r.generation != generations[s] {
@@ -1017,33 +1008,15 @@ impl Root {
     /// The first of `ids` (with its position) that is no document of the collection, asked
     /// of the shard each routes to (its first replica that answers).
     pub fn first_missing(&self, ids: &[String]) -> Result<Option<(usize, String)>, SearchError> {
-        let n = self.shards.len() as u32;
         for (i, id) in ids.iter().enumerate() {
-            let shard = super::routing::shard_of(id, n) as usize;
-            let path = percent_encoding::utf8_percent_encode(id, ID_IN_PATH);
-            let mut last = String::new();
-            let mut found = None;
-            for replica in &self.shards[shard] {
-                let url = format!("{}/doc/{path}", replica.url);
-                match self.agent.get(&url).call() {
-                    Ok(r) if r.status().is_success() => found = Some(true),
-                    Ok(r) if r.status() == 404 => found = Some(false),
-                    Ok(r) => last = format!("{url}: {}", r.status()),
-                    Err(e) => last = format!("{url}: {e}"),
+            let (status, _) = self.document(id).map_err(|e| match e {
+                SearchError::Unavailable(m) => {
+                    SearchError::Unavailable(format!("{m}; nothing was deleted"))
                 }
-                if found.is_some() {
-                    break;
-                }
-            }
-            match found {
-                Some(true) => {}
-                Some(false) => return Ok(Some((i, id.clone()))),
-                None => {
-                    return Err(SearchError::Unavailable(format!(
-                        "no replica of shard {shard} answered whether {id:?} exists ({last}); \
-                         nothing was deleted"
-                    )))
-                }
+                other => other,
+            })?;
+            if status == 404 {
+                return Ok(Some((i, id.clone())));
             }
         }
         Ok(None)
