@@ -5,6 +5,8 @@
 
 mod ops_support;
 
+use std::path::Path;
+
 use ops_support::*;
 use serde_json::Value;
 
@@ -16,6 +18,46 @@ fn queries() -> Vec<String> {
         .into_iter()
         .map(|q| q.text)
         .collect()
+}
+
+/// Uploads the model file `model` (id `id`) to the single node `one` and activates it.
+fn activate(one: &Server, model: &Path, id: &str) {
+    let bytes = std::fs::read(model).unwrap();
+    let url = format!("{}/admin/models", one.base);
+    let up = call(
+        "POST",
+        &url,
+        Some(TOKEN),
+        Some(("application/octet-stream", &bytes)),
+    );
+    assert_eq!(up.status, 201, "{}", up.body);
+    assert_eq!(up.body["model"], id);
+    let url = format!("{}/admin/models/{id}/activate", one.base);
+    let a = post_json(&url, Some(TOKEN), "{}");
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+/// A leaf for each of the three shards of `sharded`.
+fn start_leaves(sharded: &Path) -> Vec<Server> {
+    (0..3)
+        .map(|s| {
+            let data = sharded.join(format!("shards/{s}"));
+            start_serve(
+                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
+                None,
+                &[],
+            )
+        })
+        .collect()
+}
+
+/// A root over `leaves` (one per shard) reranking with the model file `model`.
+fn start_root(leaves: &[Server], model: &Path) -> Server {
+    let mut args = vec!["--role", "root", "--model", model.to_str().unwrap()];
+    for leaf in leaves {
+        args.extend(["--shard", leaf.base.as_str()]);
+    }
+    start_serve(&args, None, &[])
 }
 
 fn search(base: &str, params: &str, q: &str) -> Value {
@@ -58,32 +100,12 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
         .as_str()
         .unwrap()
         .to_string();
-    std::fs::create_dir_all(single.join("models")).unwrap();
-    std::fs::copy(&model, single.join(format!("models/{id}.json"))).unwrap();
     let db = fresh_database(dir.path());
     let one = start(&single, &db, Some(TOKEN));
-    let a = post_json(
-        &format!("{}/admin/models/{id}/activate", one.base),
-        Some(TOKEN),
-        "{}",
-    );
-    assert_eq!(a.status, 200, "{}", a.body);
+    activate(&one, &model, &id);
 
-    let leaves: Vec<Server> = (0..3)
-        .map(|s| {
-            let data = sharded.join(format!("shards/{s}"));
-            start_serve(
-                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
-                None,
-                &[],
-            )
-        })
-        .collect();
-    let mut root_args = vec!["--role", "root", "--model", model.to_str().unwrap()];
-    for leaf in &leaves {
-        root_args.extend(["--shard", leaf.base.as_str()]);
-    }
-    let root = start_serve(&root_args, None, &[]);
+    let leaves = start_leaves(&sharded);
+    let root = start_root(&leaves, &model);
 
     // Every document is on the shard its id routes to, and only there.
     let mut total = 0;
@@ -253,49 +275,70 @@ fn links_boost_and_link_features_through_the_root() {
         trained.to_string().contains("window.hits_authority"),
         "the model reads the window's link features"
     );
-    std::fs::create_dir_all(single.join("models")).unwrap();
-    std::fs::copy(&model, single.join(format!("models/{id}.json"))).unwrap();
     let db = fresh_database(dir.path());
     let one = start(&single, &db, Some(TOKEN));
-    let a = post_json(
-        &format!("{}/admin/models/{id}/activate", one.base),
-        Some(TOKEN),
-        "{}",
-    );
-    assert_eq!(a.status, 200, "{}", a.body);
-    let leaves: Vec<Server> = (0..3)
-        .map(|s| {
-            let data = sharded.join(format!("shards/{s}"));
-            start_serve(
-                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
-                None,
-                &[],
-            )
-        })
-        .collect();
-    let mut root_args = vec!["--role", "root", "--model", model.to_str().unwrap()];
-    for leaf in &leaves {
-        root_args.extend(["--shard", leaf.base.as_str()]);
-    }
-    let root = start_serve(&root_args, None, &[]);
-    let mut compared = 0;
-    for q in [
-        "shock wave",
-        "boundary layer",
-        "heat transfer flow",
-        "mach",
-        "jet nozzle drag",
-    ] {
-        for params in [
-            "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=",
-            "k=10",
-            "k=5&offset=10&window=50",
+    activate(&one, &model, &id);
+    let leaves = start_leaves(&sharded);
+    let root = start_root(&leaves, &model);
+    let compare = |root: &Server, params: &[&str]| {
+        let mut compared = 0;
+        for q in [
+            "shock wave",
+            "boundary layer",
+            "heat transfer flow",
+            "mach",
+            "jet nozzle drag",
         ] {
-            let (a, b) = (search(&one.base, params, q), search(&root.base, params, q));
-            assert_eq!(a["hits"], b["hits"], "{params} {q:?}");
-            assert_eq!(a["reranker"], b["reranker"], "{params} {q:?}");
-            compared += a["hits"].as_array().unwrap().len();
+            for p in params {
+                let (a, b) = (search(&one.base, p, q), search(&root.base, p, q));
+                assert_eq!(a["hits"], b["hits"], "{p} {q:?}");
+                assert_eq!(a["reranker"], b["reranker"], "{p} {q:?}");
+                compared += a["hits"].as_array().unwrap().len();
+            }
         }
-    }
+        compared
+    };
+    let params = [
+        "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=",
+        "k=10",
+        "k=5&offset=10&window=50",
+    ];
+    let compared = compare(&root, &params);
     assert!(compared > 150, "only {compared} hits compared");
+
+    // A reranker reading the RM3 features too: the root estimates the relevance model from
+    // the merged window's feedback documents and ships it to the leaves.
+    let rm3_model = dir.path().join("rm3.json");
+    let features = "first_phase.score,bm25f,rm3.bm25,rm3.bm25f,rm3.expansion_bm25,\
+                    rm3.centroid_cosine,link.in_graph,window.hits_authority";
+    rankd_ok([
+        "train",
+        "--queries",
+        qpath.to_str().unwrap(),
+        "--qrels",
+        rpath.to_str().unwrap(),
+        "--epochs",
+        "3",
+        "--features",
+        features,
+        "--json",
+        "--out",
+        rm3_model.to_str().unwrap(),
+        "--data-dir",
+        single.to_str().unwrap(),
+    ]);
+    let rm3: Value = serde_json::from_slice(&std::fs::read(&rm3_model).unwrap()).unwrap();
+    assert!(rm3.to_string().contains("rm3.centroid_cosine"));
+    let rm3_id = rm3["id"].as_str().unwrap().to_string();
+    activate(&one, &rm3_model, &rm3_id);
+    drop(root);
+    let root = start_root(&leaves, &rm3_model);
+    let compared = compare(&root, &params[1..]);
+    assert!(compared > 50, "only {compared} hits compared");
+    assert_eq!(
+        search(&root.base, "k=3", "shock wave")["reranker"],
+        rm3_id.as_str()
+    );
+    let rm3_scores = search(&one.base, "k=10", "shock wave");
+    assert_eq!(rm3_scores["reranker"], rm3_id.as_str());
 }
