@@ -181,8 +181,11 @@ pub struct NodeScores {
 }
 
 pub fn sidecar_path(index: &TextIndex) -> PathBuf {
-    index.dir.join("link_scores.json")
+    index.dir.join(SIDECAR_NAME)
 }
+
+/// The link scores' file in a data directory.
+pub const SIDECAR_NAME: &str = "link_scores.json";
 
 /// Identifies the index commit the scores belong to: any ingest or delete changes it.
 pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {

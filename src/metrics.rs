@@ -75,6 +75,9 @@ struct Metrics {
     cluster_bytes: IntCounterVec,
     cluster_replica_failures: IntCounterVec,
     cluster_partial: IntCounter,
+    generation: IntGaugeVec,
+    generation_events: IntCounterVec,
+    generation_fetched: IntCounterVec,
 }
 
 static METRICS: LazyLock<Metrics> =
@@ -175,6 +178,31 @@ impl Metrics {
         registry.register(Box::new(cluster_bytes.clone()))?;
         registry.register(Box::new(cluster_replica_failures.clone()))?;
         registry.register(Box::new(cluster_partial.clone()))?;
+        let generation = IntGaugeVec::new(
+            Opts::new(
+                "rankd_cluster_generation",
+                "The index generation a replica serves, per shard (0: none from a store)",
+            ),
+            &["shard"],
+        )?;
+        let generation_events = IntCounterVec::new(
+            Opts::new(
+                "rankd_cluster_generation_events_total",
+                "A replica's generation switches, refusals (missing or corrupt files) and store \
+                 errors, per shard",
+            ),
+            &["shard", "event"],
+        )?;
+        let generation_fetched = IntCounterVec::new(
+            Opts::new(
+                "rankd_cluster_generation_fetched_bytes_total",
+                "Bytes a replica fetched from the store for new generations, per shard",
+            ),
+            &["shard"],
+        )?;
+        registry.register(Box::new(generation.clone()))?;
+        registry.register(Box::new(generation_events.clone()))?;
+        registry.register(Box::new(generation_fetched.clone()))?;
         registry.register(Box::new(http_requests.clone()))?;
         registry.register(Box::new(http_duration.clone()))?;
         registry.register(Box::new(search_phase.clone()))?;
@@ -226,6 +254,9 @@ impl Metrics {
             cluster_bytes,
             cluster_replica_failures,
             cluster_partial,
+            generation,
+            generation_events,
+            generation_fetched,
         })
     }
 }
@@ -330,6 +361,28 @@ pub fn count_replica_failure(shard: usize) {
 /// A search answered without some shard.
 pub fn count_partial_response() {
     METRICS.cluster_partial.inc();
+}
+
+/// A replica of `shard` now serves `generation`, having fetched `bytes` for it.
+pub fn set_generation(shard: u32, generation: u64, bytes: u64) {
+    let shard = shard.to_string();
+    METRICS
+        .generation
+        .with_label_values(&[&shard])
+        .set(generation as i64);
+    METRICS
+        .generation_fetched
+        .with_label_values(&[&shard])
+        .inc_by(bytes);
+}
+
+/// A replica of `shard` switched generations (`switch`), refused one (`refused`) or could
+/// not read the store (`store_error`).
+pub fn count_generation_event(shard: u32, event: &str) {
+    METRICS
+        .generation_events
+        .with_label_values(&[&shard.to_string(), event])
+        .inc();
 }
 
 /// Every metric in the Prometheus text format.

@@ -51,6 +51,12 @@ pub struct AppState {
     pub leaf: bool,
 }
 
+impl AsRef<crate::search::Engine> for AppState {
+    fn as_ref(&self) -> &crate::search::Engine {
+        &self.engine
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(

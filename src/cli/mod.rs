@@ -14,6 +14,7 @@ pub mod gbdt;
 pub mod graph;
 pub mod ingest;
 pub mod learn;
+pub mod publish;
 pub mod serve;
 pub mod train;
 
@@ -43,6 +44,9 @@ pub enum Command {
     Fuse(fuse::FuseArgs),
     /// Serve the HTTP API.
     Serve(serve::ServeArgs),
+    /// Upload each shard's index to an object store as its next generation, for replicas
+    /// (`serve --role leaf --store`) to fetch.
+    Publish(publish::PublishArgs),
     /// Cross-validate the reranker on judgments over the index (SPEC §3.5).
     Cv(cv::CvArgs),
     /// Log the feature vectors of judged (query, doc) pairs as SVMlight/LETOR.
@@ -89,6 +93,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Eval(a) => eval::run(a),
         Command::Fuse(a) => fuse::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Publish(a) => publish::run(a),
         Command::Cv(a) => cv::run(a),
         Command::Features(a) => features::run_features(a),
         Command::KnownItems(a) => features::run_known_items(a),

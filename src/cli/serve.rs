@@ -57,6 +57,25 @@ pub struct ServeArgs {
     /// With `--role root`: the reranker's model file (as `rankd train` writes it).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// With `--role leaf`: follow the generations `rankd publish` writes to this object
+    /// store (`s3://BUCKET[/PREFIX]`, `file:///PATH` or a directory) for `--shard-id`: fetch
+    /// the newest before serving, then switch to each new one while serving. The data
+    /// directory is then a replica: its admin API is off (write to the publishing index).
+    #[arg(long, env = "RANKD_STORE")]
+    pub store: Option<String>,
+    /// With `--store`: which shard of the collection this leaf serves.
+    #[arg(long)]
+    pub shard_id: Option<u32>,
+    /// With `--store`: how often to look for a new generation.
+    #[arg(long, default_value_t = 2000)]
+    pub poll_ms: u64,
+}
+
+/// A leaf following a store's generations of one shard.
+pub struct Following {
+    pub store: crate::cluster::generation::Store,
+    pub shard: u32,
+    pub interval: Duration,
 }
 
 /// What a `rankd serve` process is in a collection.
@@ -93,6 +112,51 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !args.shards.is_empty() || args.model.is_some() {
         return Err(Invalid("--shard and --model apply to --role root".into()).into());
     }
+    let following = match (&args.store, args.shard_id) {
+        (Some(_), _) | (_, Some(_)) if args.role != Role::Leaf => {
+            return Err(Invalid("--store and --shard-id apply to --role leaf".into()).into())
+        }
+        (Some(url), Some(shard)) => {
+            let store = crate::cluster::generation::Store::open(url)?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let bootstrapped = runtime.block_on(crate::cluster::generation::bootstrap(
+                &store,
+                &config.data_dir,
+                shard,
+            ));
+            match bootstrapped {
+                Ok(Some(a)) => eprintln!(
+                    "fetched generation {} of shard {shard} from {url}: {} files, {} bytes                      ({} files reused)",
+                    a.generation, a.files_fetched, a.bytes_fetched, a.files_reused
+                ),
+                Ok(None) => {}
+                // A replica that holds a generation serves it while the store is away.
+                Err(e) if crate::cluster::generation::local_generation(&config.data_dir)?.is_some() => {
+                    eprintln!("warning: serving the generation in {} : {e:#}", config.data_dir.display())
+                }
+                Err(e) => return Err(e),
+            }
+            Some(Following {
+                store,
+                shard,
+                interval: Duration::from_millis(args.poll_ms.max(10)),
+            })
+        }
+        (Some(_), None) => return Err(Invalid("--store needs --shard-id".into()).into()),
+        (None, Some(_)) => return Err(Invalid("--shard-id needs --store".into()).into()),
+        (None, None) => None,
+    };
+    let mut config = config;
+    if following.is_some() && config.admin_token.is_some() {
+        eprintln!(
+            "note: the admin API is off: this leaf's index follows {} (write to the publishing \
+             index)",
+            args.store.as_deref().unwrap_or_default()
+        );
+        config.admin_token = None;
+    }
     let index_config = args
         .index_config
         .as_deref()
@@ -100,7 +164,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(|e| Invalid(format!("{e:#}")))?;
     let index = TextIndex::open(&config.data_dir, index_config)?;
-    serve_index(index, config, args.role == Role::Leaf)
+    serve_index(index, config, args.role == Role::Leaf, following)
 }
 
 /// Serves a root over the leaves at `shards`.
@@ -141,7 +205,12 @@ fn serve_root(
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
-pub fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
+pub fn serve_index(
+    index: TextIndex,
+    config: Config,
+    leaf: bool,
+    following: Option<Following>,
+) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
         eprintln!(
@@ -209,16 +278,29 @@ pub fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Resu
             }
         }
         crate::metrics::set_active_model(reranker.as_ref().map(|m| m.id()));
+        let engine = crate::search::Engine::new(index)
+            .with_links(links)
+            .with_model(reranker);
+        if following.is_some() {
+            let held = crate::cluster::generation::local_generation(&engine.index.dir)?;
+            engine.set_store_generation(held.map_or(0, |m| m.generation));
+        }
         let state = Arc::new(AppState {
-            engine: crate::search::Engine::new(index)
-                .with_links(links)
-                .with_model(reranker),
+            engine,
             ready: AtomicBool::new(false),
             ops,
             reranker_error: Mutex::new(loaded.error),
             auth_failures,
             leaf,
         });
+        if let Some(f) = following {
+            tokio::spawn(crate::cluster::generation::follow(
+                f.store,
+                f.shard,
+                state.clone(),
+                f.interval,
+            ));
+        }
         api::serve(state, config.addr, |bound| {
             eprintln!(
                 "rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)"

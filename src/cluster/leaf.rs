@@ -4,15 +4,18 @@
 //! one and names its generation, and the later calls of the same search ask for that
 //! generation again. A leaf keeps its last few searchers open (a searcher holds its segments'
 //! files open, so a commit or merge in between does not invalidate the documents the root
-//! was given); a generation no longer kept is refused, never silently replaced.
+//! was given); a generation no longer kept is refused, never silently replaced. A searcher is
+//! kept with the link scores of its index generation (`Engine::snapshot`), so a replica that
+//! switches generations (`super::generation`) mid-search still answers from one generation.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use tantivy::{DocAddress, Searcher};
 
 use super::wire::*;
 use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
+use crate::links::LinkData;
 use crate::search::{Engine, Returns, SearchQuery};
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
@@ -42,7 +45,15 @@ pub struct Pins {
     /// Distinguishes this process's generations from an earlier process's (tantivy counts
     /// searcher generations from 0 in every process).
     incarnation: u64,
-    recent: Mutex<VecDeque<(u64, Searcher)>>,
+    recent: Mutex<VecDeque<Pinned>>,
+}
+
+/// A kept searcher and the link scores of its generation.
+#[derive(Clone)]
+pub struct Pinned {
+    pub generation: u64,
+    pub searcher: Searcher,
+    pub links: Option<Arc<LinkData>>,
 }
 
 impl Default for Pins {
@@ -63,30 +74,36 @@ impl Pins {
     }
 
     /// The current searcher, kept, with its generation.
-    pub fn current(&self, engine: &Engine) -> (u64, Searcher) {
-        let searcher = engine.index.reader.searcher();
+    pub fn current(&self, engine: &Engine) -> Pinned {
+        let (searcher, links) = engine.snapshot();
         let generation = self.generation(&searcher);
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if !recent.iter().any(|(g, _)| *g == generation) {
-            recent.push_back((generation, searcher.clone()));
-            if recent.len() > Self::KEEP {
-                recent.pop_front();
-            }
+        if let Some(kept) = recent.iter().find(|p| p.generation == generation) {
+            return kept.clone();
         }
-        (generation, searcher)
+        let pinned = Pinned {
+            generation,
+            searcher,
+            links,
+        };
+        recent.push_back(pinned.clone());
+        if recent.len() > Self::KEEP {
+            recent.pop_front();
+        }
+        pinned
     }
 
     /// The searcher of `generation`, if still kept.
-    pub fn get(&self, engine: &Engine, generation: u64) -> Result<Searcher, LeafError> {
-        let (current, searcher) = self.current(engine);
-        if current == generation {
-            return Ok(searcher);
+    pub fn get(&self, engine: &Engine, generation: u64) -> Result<Pinned, LeafError> {
+        let current = self.current(engine);
+        if current.generation == generation {
+            return Ok(current);
         }
         let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         recent
             .iter()
-            .find(|(g, _)| *g == generation)
-            .map(|(_, s)| s.clone())
+            .find(|p| p.generation == generation)
+            .cloned()
             .ok_or(LeafError::GenerationGone(generation))
     }
 }
@@ -113,12 +130,17 @@ pub fn info(engine: &Engine) -> InfoResponse {
         config: engine.index.config.clone(),
         feature_set: FEATURE_SET_VERSION.to_string(),
         num_docs: engine.index.num_docs(),
+        store_generation: engine.store_generation(),
     }
 }
 
 pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsReply, LeafError> {
     check(call.protocol)?;
-    let (generation, searcher) = pins.current(engine);
+    let Pinned {
+        generation,
+        searcher,
+        ..
+    } = pins.current(engine);
     let schema = engine.index.index.schema();
     Ok(StatsReply {
         protocol: PROTOCOL,
@@ -129,7 +151,8 @@ pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsRepl
 
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
     check(call.protocol)?;
-    let searcher = pins.get(engine, call.generation)?;
+    let pinned = pins.get(engine, call.generation)?;
+    let searcher = &pinned.searcher;
     let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
         field: "model",
         message: e,
@@ -138,20 +161,20 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let source = call.stats.source(&schema);
     let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
     q.field.clone_from(&call.field);
-    let top = engine.shard_top(&searcher, &Stats::new(&source), &q, kind, call.limit)?;
+    let top = engine.shard_top(searcher, &Stats::new(&source), &q, kind, call.limit)?;
     let (total_hits, hits) = match top {
         Some(top) => (top.total_hits, top.hits),
         None => (0, Vec::new()),
     };
     let boosts: Vec<Option<u32>> = match call.boost {
         Some(weight) => {
-            let links = engine.links().ok_or(SearchError::Param {
+            let links = pinned.links.as_deref().ok_or(SearchError::Param {
                 field: "boost",
                 message: "no link scores on this shard; run `rankd graph` on the collection".into(),
             })?;
             let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
             links
-                .nodes_of(&searcher, &addresses)?
+                .nodes_of(searcher, &addresses)?
                 .into_iter()
                 .map(|node| Some(links.pagerank_boost_of(node, weight).to_bits()))
                 .collect()
@@ -183,11 +206,12 @@ pub fn features(
     call: &FeaturesCall,
 ) -> Result<FeaturesReply, LeafError> {
     check(call.protocol)?;
-    let searcher = pins.get(engine, call.generation)?;
+    let pinned = pins.get(engine, call.generation)?;
+    let searcher = &pinned.searcher;
     let docs = call
         .docs
         .iter()
-        .map(|&(d, score, rank)| Ok((address(&searcher, d)?, f32::from_bits(score), rank)))
+        .map(|&(d, score, rank)| Ok((address(searcher, d)?, f32::from_bits(score), rank)))
         .collect::<Result<Vec<_>, LeafError>>()?;
     let schema = engine.index.index.schema();
     let source = call.stats.source(&schema);
@@ -197,12 +221,13 @@ pub fn features(
         now: call.now,
     };
     let m = engine.shard_features(
-        &searcher,
+        searcher,
         &Stats::new(&source),
         &call.text,
         &docs,
         &call.window_ids,
         call.rm3.as_ref(),
+        pinned.links.as_deref(),
         how,
     )?;
     Ok(FeaturesReply {
@@ -219,30 +244,32 @@ pub fn feedback(
     call: &FeedbackCall,
 ) -> Result<FeedbackReply, LeafError> {
     check(call.protocol)?;
-    let searcher = pins.get(engine, call.generation)?;
+    let pinned = pins.get(engine, call.generation)?;
+    let searcher = &pinned.searcher;
     let candidates = call
         .docs
         .iter()
         .map(|&d| {
             Ok(crate::features::Candidate {
-                address: address(&searcher, d)?,
+                address: address(searcher, d)?,
                 score: 0.0,
             })
         })
         .collect::<Result<Vec<_>, LeafError>>()?;
     Ok(FeedbackReply {
         protocol: PROTOCOL,
-        docs: crate::features::prf::feedback_docs(&engine.index, &searcher, &candidates)?,
+        docs: crate::features::prf::feedback_docs(&engine.index, searcher, &candidates)?,
     })
 }
 
 pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, LeafError> {
     check(call.protocol)?;
-    let searcher = pins.get(engine, call.generation)?;
+    let pinned = pins.get(engine, call.generation)?;
+    let searcher = &pinned.searcher;
     let addresses = call
         .docs
         .iter()
-        .map(|&d| address(&searcher, d))
+        .map(|&d| address(searcher, d))
         .collect::<Result<Vec<_>, _>>()?;
     let schema = engine.index.index.schema();
     let source = call.stats.source(&schema);
@@ -252,7 +279,7 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
         snippet: call.snippet,
     };
     let shown = engine.hit_fields(
-        &searcher,
+        searcher,
         &Stats::new(&source),
         &call.text,
         returns,

@@ -15,9 +15,11 @@
 //! [`LocalCluster`] holds its shards in this process; it is the reference the networked root
 //! is tested against, and what `rankd` uses to search a sharded data directory directly.
 
+pub mod generation;
 pub mod leaf;
 pub mod root;
 pub mod routing;
+pub mod storage;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -310,6 +312,7 @@ impl LocalCluster {
                 &docs,
                 &window_ids,
                 rm3.as_ref(),
+                engine.links().as_deref(),
                 how,
             )?;
             for (k, &i) in rows.iter().enumerate() {

@@ -34,6 +34,10 @@ pub struct InfoResponse {
     /// `crate::features::FEATURE_SET_VERSION`: rows are only comparable within one version.
     pub feature_set: String,
     pub num_docs: u64,
+    /// The generation from a store the leaf serves, when it follows one
+    /// (`crate::cluster::generation`).
+    #[serde(default)]
+    pub store_generation: Option<u64>,
 }
 
 /// `POST /cluster/v1/stats`: this shard's part of the collection statistics.

@@ -474,6 +474,12 @@ pub struct Engine {
     pub index: TextIndex,
     links: ArcSwapOption<LinkData>,
     model: ArcSwapOption<ActiveModel>,
+    /// Held for writing while a replica switches index generations
+    /// ([`Engine::switch_generation`]), for reading while a [`Engine::snapshot`] is taken.
+    switching: std::sync::RwLock<()>,
+    /// The generation from a store this index follows (`crate::cluster::generation`); 0
+    /// when it follows none.
+    store_generation: std::sync::atomic::AtomicU64,
 }
 
 impl Engine {
@@ -482,7 +488,51 @@ impl Engine {
             index,
             links: ArcSwapOption::empty(),
             model: ArcSwapOption::empty(),
+            switching: std::sync::RwLock::new(()),
+            store_generation: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The generation from a store being served, if the index follows one.
+    pub fn store_generation(&self) -> Option<u64> {
+        match self
+            .store_generation
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            0 => None,
+            g => Some(g),
+        }
+    }
+
+    /// Records the store generation the index holds when serving starts.
+    pub fn set_store_generation(&self, generation: u64) {
+        self.store_generation
+            .store(generation, std::sync::atomic::Ordering::Release);
+    }
+
+    /// The current searcher with the link scores of the same index generation (a switch in
+    /// between is waited for).
+    pub fn snapshot(&self) -> (Searcher, Option<Arc<LinkData>>) {
+        let _reading = self.switching.read().unwrap_or_else(|p| p.into_inner());
+        (self.index.reader.searcher(), self.links())
+    }
+
+    /// Switches to the store's index generation `generation`: `replace` puts its files in
+    /// place, then the reader and the link scores are reloaded, all while no
+    /// [`Engine::snapshot`] can be taken, so no snapshot pairs one generation's documents with
+    /// another's link scores; [`Engine::store_generation`] says `generation` once it serves.
+    pub fn switch_generation<T>(
+        &self,
+        generation: u64,
+        replace: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let _writing = self.switching.write().unwrap_or_else(|p| p.into_inner());
+        let done = replace()?;
+        self.index.reader.reload()?;
+        let links = crate::links::load_for_serving(&self.index)?.map(|(l, _)| Arc::new(l));
+        self.links.store(links);
+        self.set_store_generation(generation);
+        Ok(done)
     }
 
     /// The index back, for a caller that is done searching it.
@@ -876,7 +926,7 @@ impl Engine {
     ///
     /// The RM3 features use `rm3`, the relevance model estimated from the whole window's
     /// feedback documents (`crate::features::prf::estimate`); `stats` must then hold its
-    /// expansion terms too.
+    /// expansion terms too. `links` are the link scores of `searcher`'s generation.
     #[allow(clippy::too_many_arguments)]
     pub fn shard_features(
         &self,
@@ -886,18 +936,18 @@ impl Engine {
         docs: &[(DocAddress, f32, usize)],
         window_ids: &[String],
         rm3: Option<&features::prf::Rm3Query>,
+        links: Option<&LinkData>,
         how: features::Extraction,
     ) -> Result<FeatureMatrix, SearchError> {
         let candidates: Vec<Candidate> = docs
             .iter()
             .map(|&(address, score, _)| Candidate { address, score })
             .collect();
-        let links = self.links.load_full();
         let mut m = features::extract_part(
             &self.index,
             searcher,
             stats,
-            links.as_deref(),
+            links,
             FeatureSet::current(),
             text,
             &candidates,

@@ -1,0 +1,774 @@
+//! Index generations on object storage (issue 13, design note §8): a shard's index as
+//! published by the process that writes it, and fetched by the replicas that serve it.
+//!
+//! A **generation** of shard `s` is a manifest listing every file a replica needs — tantivy's
+//! `meta.json` and the files of the segments it names, `index.toml`, rankd's `manifest.json`
+//! and the link scores — each with its SHA-256 and size. In the store ([`Store`]):
+//!
+//! ```text
+//! blobs/<sha256>                          file contents, written once, shared by generations
+//! shards/<s>/generations/<g:012>.json     the manifest of generation g (never rewritten)
+//! shards/<s>/CURRENT                      {"generation": g}: a hint, where readers start
+//! ```
+//!
+//! **Publishing** uploads the blobs the store lacks — a commit adds segments and leaves the
+//! old ones alone, so only new segments move — and then creates the manifest of generation
+//! `g + 1` with a create-if-absent put. That put is the commit point: two publishers cannot both
+//! create `g + 1` (the loser is told to publish again), and a publisher that dies before it
+//! leaves only unreferenced blobs. `CURRENT` is then advanced, but readers do not trust it
+//! alone: they roll forward from it while a next manifest exists, so a publisher dying between
+//! the two puts loses nothing.
+//!
+//! **Following** ([`prepare`], [`Prepared::commit`]): a replica lays the new generation out in
+//! a staging directory beside its index — hard links for files it already has (same path and
+//! checksum), downloads for the rest, each checked against the manifest's SHA-256 and size —
+//! and opens it there as an index (`TextIndex::open`: manifest, analysis and segments checked)
+//! before anything is touched. A missing or corrupt blob, or a generation that does not open,
+//! is refused and the old generation keeps serving. The switch itself moves the new segment
+//! files into the index directory (new names: tantivy never rewrites a file) and then
+//! replaces `meta.json` by a rename, tantivy's own commit point; the server reloads its reader
+//! and link scores together under `Engine::switch_generation`, so a search pinned to a
+//! generation sees that generation's documents and link scores only (`super::leaf::Pins`).
+//! Files of older generations are removed after the switch: a searcher still pinned to one
+//! keeps its memory maps, which outlive the names on Linux.
+//!
+//! Why not a remote tantivy `Directory` reading segments from the store on demand (Quickwit's
+//! way): rankd's scorers read postings synchronously and expect local memory-mapped latency;
+//! copying the immutable files once per replica keeps the query path unchanged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use futures_util::StreamExt;
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub use super::storage::Store;
+use crate::durable::write_atomic;
+
+/// The manifest format this rankd writes and reads.
+pub const FORMAT: u32 = 1;
+/// Where a replica records the generation its directory holds (the applied manifest).
+pub const LOCAL_RECORD: &str = "generation.json";
+/// Where a replica lays out a generation before switching to it.
+const STAGING: &str = ".generation-staging";
+/// Files above this size go up in parts (S3 takes at most 5 GiB in one put).
+const MULTIPART_ABOVE: u64 = 16 << 20;
+
+/// One file of a generation, by its path relative to the shard's data directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// A published generation of one shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub shard: u32,
+    /// How many shards the collection has, and how documents were routed to them.
+    pub shards: u32,
+    pub hash_scheme: String,
+    pub generation: u64,
+    /// Unix seconds.
+    pub published_at: u64,
+    pub num_docs: u64,
+    /// Sorted by path.
+    pub files: Vec<FileEntry>,
+}
+
+impl Manifest {
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Current {
+    generation: u64,
+}
+
+fn manifest_key(store: &Store, shard: u32, generation: u64) -> object_store::path::Path {
+    store.key(&[
+        "shards",
+        &shard.to_string(),
+        "generations",
+        &format!("{generation:012}.json"),
+    ])
+}
+
+fn current_key(store: &Store, shard: u32) -> object_store::path::Path {
+    store.key(&["shards", &shard.to_string(), "CURRENT"])
+}
+
+fn blob_key(store: &Store, sha256: &str) -> object_store::path::Path {
+    store.key(&["blobs", sha256])
+}
+
+fn not_found(e: &object_store::Error) -> bool {
+    matches!(e, object_store::Error::NotFound { .. })
+}
+
+/// The newest generation of `shard` in `store`, if any: `CURRENT`, rolled forward while a
+/// newer manifest exists.
+pub async fn latest(store: &Store, shard: u32) -> anyhow::Result<Option<u64>> {
+    let mut generation = match store.inner.get(&current_key(store, shard)).await {
+        Ok(r) => {
+            let bytes = r.bytes().await?;
+            let c: Current = serde_json::from_slice(&bytes).with_context(|| {
+                format!("{} is not a generation pointer", current_key(store, shard))
+            })?;
+            c.generation
+        }
+        Err(e) if not_found(&e) => 0,
+        Err(e) => {
+            return Err(anyhow!(e).context(format!("cannot read the store {}", store.url)));
+        }
+    };
+    loop {
+        match store
+            .inner
+            .head(&manifest_key(store, shard, generation + 1))
+            .await
+        {
+            Ok(_) => generation += 1,
+            Err(e) if not_found(&e) => break,
+            Err(e) => {
+                return Err(anyhow!(e).context(format!("cannot read the store {}", store.url)));
+            }
+        }
+    }
+    Ok((generation > 0).then_some(generation))
+}
+
+/// The manifest of `generation` of `shard`.
+pub async fn manifest(store: &Store, shard: u32, generation: u64) -> anyhow::Result<Manifest> {
+    let key = manifest_key(store, shard, generation);
+    let bytes = store
+        .inner
+        .get(&key)
+        .await
+        .with_context(|| format!("cannot read {key} from {}", store.url))?
+        .bytes()
+        .await
+        .with_context(|| format!("cannot read {key} from {}", store.url))?;
+    let m: Manifest = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{key} in {} is not a generation manifest", store.url))?;
+    if m.format != FORMAT || m.shard != shard || m.generation != generation {
+        bail!(
+            "{key} in {} describes format {} shard {} generation {}, not format {FORMAT} shard \
+             {shard} generation {generation}",
+            store.url,
+            m.format,
+            m.shard,
+            m.generation
+        );
+    }
+    Ok(m)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256_file(path: &Path) -> anyhow::Result<(String, u64)> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = f
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok((hex(&hasher.finalize()), size))
+}
+
+/// Is `path` (relative) a file tantivy writes once and never changes (a segment's file)?
+fn immutable(path: &str) -> bool {
+    path.starts_with("index/") && path != "index/meta.json"
+}
+
+/// The files of the index in `dir` as they are now, with checksums. A segment file listed in
+/// `previous` with the same size is not read again: tantivy names segment files by a fresh
+/// UUID and never rewrites one.
+fn local_files(dir: &Path, previous: Option<&Manifest>) -> anyhow::Result<(Vec<FileEntry>, u64)> {
+    let index_dir = dir.join("index");
+    let meta_path = index_dir.join("meta.json");
+    let before =
+        std::fs::read(&meta_path).with_context(|| format!("{} holds no index", dir.display()))?;
+    let index = tantivy::Index::open_in_dir(&index_dir)
+        .with_context(|| format!("cannot open the index in {}", dir.display()))?;
+    let metas = index.load_metas()?;
+    let num_docs: u64 = metas.segments.iter().map(|s| u64::from(s.num_docs())).sum();
+    let segments: BTreeSet<String> = metas
+        .segments
+        .iter()
+        .map(|s| s.id().uuid_string())
+        .collect();
+    let mut paths: Vec<String> = vec!["index/meta.json".into()];
+    for entry in std::fs::read_dir(&index_dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some((stem, _)) = name.split_once('.') {
+            if segments.contains(stem) {
+                paths.push(format!("index/{name}"));
+            }
+        }
+    }
+    for name in ["index.toml", "manifest.json", crate::links::SIDECAR_NAME] {
+        if dir.join(name).exists() {
+            paths.push(name.to_string());
+        }
+    }
+    paths.sort();
+    let known: BTreeMap<&str, &FileEntry> = previous
+        .map(|m| m.files.iter().map(|f| (f.path.as_str(), f)).collect())
+        .unwrap_or_default();
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        let full = dir.join(&path);
+        let size = std::fs::metadata(&full)
+            .with_context(|| {
+                format!(
+                    "{} disappeared while publishing (the index changed); publish again",
+                    full.display()
+                )
+            })?
+            .len();
+        let entry = match known.get(path.as_str()) {
+            Some(f) if immutable(&path) && f.size == size => (*f).clone(),
+            _ => {
+                let (sha256, size) = sha256_file(&full)?;
+                FileEntry { path, sha256, size }
+            }
+        };
+        files.push(entry);
+    }
+    if std::fs::read(&meta_path)? != before {
+        bail!(
+            "the index in {} committed while publishing; publish again",
+            dir.display()
+        );
+    }
+    Ok((files, num_docs))
+}
+
+/// What publishing one shard did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Published {
+    pub shard: u32,
+    pub generation: u64,
+    /// Nothing changed since the newest generation: none was created.
+    pub unchanged: bool,
+    pub files: usize,
+    pub bytes: u64,
+    pub files_uploaded: usize,
+    pub bytes_uploaded: u64,
+    pub seconds: f64,
+}
+
+async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<()> {
+    let key = blob_key(store, &file.sha256);
+    if file.size <= MULTIPART_ABOVE {
+        let bytes =
+            std::fs::read(full).with_context(|| format!("cannot read {}", full.display()))?;
+        store
+            .inner
+            .put(&key, PutPayload::from(bytes))
+            .await
+            .with_context(|| format!("cannot upload {} to {}", file.path, store.url))?;
+        return Ok(());
+    }
+    let upload = store
+        .inner
+        .put_multipart(&key)
+        .await
+        .with_context(|| format!("cannot upload {} to {}", file.path, store.url))?;
+    let mut writer = WriteMultipart::new(upload);
+    let mut f =
+        std::fs::File::open(full).with_context(|| format!("cannot read {}", full.display()))?;
+    let mut buf = vec![0u8; 8 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        writer.wait_for_capacity(4).await?;
+        writer.write(&buf[..n]);
+    }
+    writer
+        .finish()
+        .await
+        .with_context(|| format!("cannot upload {} to {}", file.path, store.url))?;
+    Ok(())
+}
+
+/// Publishes the index in `dir` as the next generation of `shard` (of `shards`).
+pub async fn publish(
+    store: &Store,
+    dir: &Path,
+    shard: u32,
+    shards: u32,
+) -> anyhow::Result<Published> {
+    let started = Instant::now();
+    let newest = match latest(store, shard).await? {
+        Some(g) => Some(manifest(store, shard, g).await?),
+        None => None,
+    };
+    let (files, num_docs) = local_files(dir, newest.as_ref())?;
+    let bytes = files.iter().map(|f| f.size).sum();
+    if let Some(m) = &newest {
+        if m.files == files {
+            return Ok(Published {
+                shard,
+                generation: m.generation,
+                unchanged: true,
+                files: files.len(),
+                bytes,
+                files_uploaded: 0,
+                bytes_uploaded: 0,
+                seconds: started.elapsed().as_secs_f64(),
+            });
+        }
+    }
+    let present: BTreeSet<&str> = newest
+        .iter()
+        .flat_map(|m| m.files.iter().map(|f| f.sha256.as_str()))
+        .collect();
+    let (mut files_uploaded, mut bytes_uploaded) = (0, 0);
+    let mut done = BTreeSet::new();
+    for file in &files {
+        if present.contains(file.sha256.as_str()) || !done.insert(file.sha256.clone()) {
+            continue;
+        }
+        match store.inner.head(&blob_key(store, &file.sha256)).await {
+            Ok(meta) if meta.size == file.size => continue,
+            Ok(_) => {}
+            Err(e) if not_found(&e) => {}
+            Err(e) => return Err(anyhow!(e).context(format!("cannot read {}", store.url))),
+        }
+        upload(store, &dir.join(&file.path), file).await?;
+        files_uploaded += 1;
+        bytes_uploaded += file.size;
+    }
+    let generation = newest.as_ref().map_or(1, |m| m.generation + 1);
+    let m = Manifest {
+        format: FORMAT,
+        shard,
+        shards,
+        hash_scheme: super::routing::HASH_SCHEME.to_string(),
+        generation,
+        published_at: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        num_docs,
+        files,
+    };
+    let key = manifest_key(store, shard, generation);
+    let created = store
+        .inner
+        .put_opts(
+            &key,
+            PutPayload::from(serde_json::to_vec_pretty(&m)?),
+            PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            },
+        )
+        .await;
+    match created {
+        Ok(_) => {}
+        Err(object_store::Error::AlreadyExists { .. }) => bail!(
+            "another publisher created generation {generation} of shard {shard} in {} first; \
+             publish again",
+            store.url
+        ),
+        Err(e) => return Err(anyhow!(e).context(format!("cannot write {key} to {}", store.url))),
+    }
+    // The manifest is the commit; CURRENT only spares readers the roll-forward.
+    store
+        .inner
+        .put(
+            &current_key(store, shard),
+            PutPayload::from(serde_json::to_vec(&Current { generation })?),
+        )
+        .await
+        .with_context(|| format!("generation {generation} is published, but CURRENT of shard {shard} could not be advanced"))?;
+    Ok(Published {
+        shard,
+        generation,
+        unchanged: false,
+        files: m.files.len(),
+        bytes: m.bytes(),
+        files_uploaded,
+        bytes_uploaded,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The generation a replica's directory holds, if it follows a store.
+pub fn local_generation(dir: &Path) -> anyhow::Result<Option<Manifest>> {
+    let path = dir.join(LOCAL_RECORD);
+    match std::fs::read(&path) {
+        Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| {
+            format!("{} is not a generation record", path.display())
+        })?)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(anyhow!(e).context(format!("cannot read {}", path.display()))),
+    }
+}
+
+/// A generation laid out and checked beside the index, ready to switch to.
+#[derive(Debug)]
+pub struct Prepared {
+    dir: PathBuf,
+    staging: PathBuf,
+    pub manifest: Manifest,
+    pub files_fetched: usize,
+    pub bytes_fetched: u64,
+    pub files_reused: usize,
+}
+
+/// What switching did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub shard: u32,
+    pub generation: u64,
+    pub num_docs: u64,
+    pub files_fetched: usize,
+    pub bytes_fetched: u64,
+    pub files_reused: usize,
+    pub files_removed: usize,
+}
+
+async fn download(store: &Store, file: &FileEntry, to: &Path) -> anyhow::Result<()> {
+    let key = blob_key(store, &file.sha256);
+    let result = store.inner.get(&key).await.map_err(|e| {
+        if not_found(&e) {
+            anyhow!(
+                "the store {} has no blob {key} for {}",
+                store.url,
+                file.path
+            )
+        } else {
+            anyhow!(e).context(format!("cannot fetch {} from {}", file.path, store.url))
+        }
+    })?;
+    let mut out =
+        std::fs::File::create(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut stream = result.into_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.with_context(|| format!("cannot fetch {} from {}", file.path, store.url))?;
+        hasher.update(&chunk);
+        size += chunk.len() as u64;
+        out.write_all(&chunk)
+            .with_context(|| format!("cannot write {}", to.display()))?;
+    }
+    out.sync_all()?;
+    let sha256 = hex(&hasher.finalize());
+    if sha256 != file.sha256 || size != file.size {
+        bail!(
+            "{} from {} is corrupt: {size} bytes with SHA-256 {sha256}, the manifest says {} \
+             bytes with {}",
+            file.path,
+            store.url,
+            file.size,
+            file.sha256
+        );
+    }
+    Ok(())
+}
+
+/// Lays `manifest` out in a staging directory of `dir` — reusing the files `dir` already
+/// holds, fetching the others — and opens it as an index to check it. Nothing of what `dir`
+/// serves changes; an error refuses the generation.
+pub async fn prepare(store: &Store, dir: &Path, manifest: Manifest) -> anyhow::Result<Prepared> {
+    let refuse = |e: anyhow::Error| {
+        e.context(format!(
+            "generation {} of shard {} refused",
+            manifest.generation, manifest.shard
+        ))
+    };
+    let staging = dir.join(STAGING);
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("cannot clear {}", staging.display()))?;
+    }
+    std::fs::create_dir_all(staging.join("index"))
+        .with_context(|| format!("cannot create {}", staging.display()))?;
+    let local = local_generation(dir)?;
+    let recorded: BTreeMap<&str, &FileEntry> = local
+        .iter()
+        .flat_map(|m| m.files.iter().map(|f| (f.path.as_str(), f)))
+        .collect();
+    let (mut files_fetched, mut bytes_fetched, mut files_reused) = (0, 0, 0);
+    for file in &manifest.files {
+        if file
+            .path
+            .split('/')
+            .any(|p| p.is_empty() || p == "." || p == "..")
+            || !(file.path.starts_with("index/") || !file.path.contains('/'))
+        {
+            return Err(refuse(anyhow!(
+                "the manifest names the file {:?}",
+                file.path
+            )));
+        }
+        let have = dir.join(&file.path);
+        let to = staging.join(&file.path);
+        let same = match std::fs::metadata(&have) {
+            Ok(m) if m.len() == file.size => match recorded.get(file.path.as_str()) {
+                Some(r) => r.sha256 == file.sha256,
+                None => sha256_file(&have)?.0 == file.sha256,
+            },
+            _ => false,
+        };
+        if same {
+            std::fs::hard_link(&have, &to)
+                .with_context(|| format!("cannot link {} into {}", have.display(), to.display()))?;
+            files_reused += 1;
+        } else {
+            download(store, file, &to).await.map_err(refuse)?;
+            files_fetched += 1;
+            bytes_fetched += file.size;
+        }
+    }
+    check_staged(dir, &staging, &manifest).map_err(refuse)?;
+    Ok(Prepared {
+        dir: dir.to_path_buf(),
+        staging,
+        manifest,
+        files_fetched,
+        bytes_fetched,
+        files_reused,
+    })
+}
+
+/// The staged generation opens as rankd's index, holds the documents its manifest counts, and
+/// keeps the analysis and scoring settings `dir` serves with (a running server cannot change
+/// them; a new collection can).
+fn check_staged(dir: &Path, staging: &Path, manifest: &Manifest) -> anyhow::Result<()> {
+    let index = crate::text::TextIndex::open(staging, None)?;
+    let num_docs = index.num_docs();
+    drop(index);
+    if num_docs != manifest.num_docs {
+        bail!(
+            "it holds {num_docs} documents, its manifest says {}",
+            manifest.num_docs
+        );
+    }
+    let sidecar = staging.join(crate::links::SIDECAR_NAME);
+    if sidecar.exists() {
+        crate::graph::sidecar::read(&sidecar, None).context("its link scores do not load")?;
+    }
+    let serving = dir.join("index.toml");
+    if serving.exists() && std::fs::read(&serving)? != std::fs::read(staging.join("index.toml"))? {
+        bail!(
+            "its index.toml differs from the one served in {}: analysis and scoring settings \
+             cannot change under a running replica (publish a new collection instead)",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+impl Prepared {
+    /// Switches `dir` to the prepared generation: new segment files in, then `meta.json`
+    /// replaced by a rename (the commit point), then the other files, the local record, and
+    /// the removal of files no generation since the previous one names. The caller reloads
+    /// its reader afterwards (`Engine::switch_generation` does both under one lock).
+    pub fn commit(self) -> anyhow::Result<Applied> {
+        let index_dir = self.dir.join("index");
+        std::fs::create_dir_all(&index_dir)?;
+        let previous = local_generation(&self.dir)?;
+        for file in &self.manifest.files {
+            if immutable(&file.path) {
+                let target = self.dir.join(&file.path);
+                if !target.exists() {
+                    std::fs::rename(self.staging.join(&file.path), &target)
+                        .with_context(|| format!("cannot move {} into place", file.path))?;
+                }
+            }
+        }
+        sync_dir(&index_dir)?;
+        for file in &self.manifest.files {
+            if !immutable(&file.path) {
+                std::fs::rename(self.staging.join(&file.path), self.dir.join(&file.path))
+                    .with_context(|| format!("cannot move {} into place", file.path))?;
+            }
+            if file.path == "index/meta.json" {
+                sync_dir(&index_dir)?;
+            }
+        }
+        if !self
+            .manifest
+            .files
+            .iter()
+            .any(|f| f.path == crate::links::SIDECAR_NAME)
+        {
+            let stale = self.dir.join(crate::links::SIDECAR_NAME);
+            if stale.exists() {
+                std::fs::remove_file(&stale)?;
+            }
+        }
+        sync_dir(&self.dir)?;
+        write_atomic(
+            &self.dir.join(LOCAL_RECORD),
+            &serde_json::to_vec_pretty(&self.manifest)?,
+        )?;
+        std::fs::remove_dir_all(&self.staging)
+            .with_context(|| format!("cannot remove {}", self.staging.display()))?;
+        // Keep the files of this generation and the previous one; remove the rest.
+        let keep: BTreeSet<String> = self
+            .manifest
+            .files
+            .iter()
+            .chain(previous.iter().flat_map(|m| m.files.iter()))
+            .filter_map(|f| f.path.strip_prefix("index/").map(str::to_string))
+            .collect();
+        let mut files_removed = 0;
+        for entry in std::fs::read_dir(&index_dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || keep.contains(&name) || !entry.file_type()?.is_file() {
+                continue;
+            }
+            std::fs::remove_file(entry.path())?;
+            files_removed += 1;
+        }
+        Ok(Applied {
+            shard: self.manifest.shard,
+            generation: self.manifest.generation,
+            num_docs: self.manifest.num_docs,
+            files_fetched: self.files_fetched,
+            bytes_fetched: self.bytes_fetched,
+            files_reused: self.files_reused,
+            files_removed,
+        })
+    }
+}
+
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync the directory {}", dir.display()))
+}
+
+/// The newest generation of `shard` if `dir` does not hold it yet.
+pub async fn newer(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Option<Manifest>> {
+    let Some(newest) = latest(store, shard).await? else {
+        return Ok(None);
+    };
+    let have = local_generation(dir)?.map(|m| m.generation);
+    if have.is_some_and(|g| g >= newest) {
+        return Ok(None);
+    }
+    Ok(Some(manifest(store, shard, newest).await?))
+}
+
+/// Brings `dir` to the newest generation of `shard` before a server opens it. Without a
+/// generation in the store it is an error unless `dir` already holds one.
+pub async fn bootstrap(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Option<Applied>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    match newer(store, dir, shard).await? {
+        Some(m) => Ok(Some(prepare(store, dir, m).await?.commit()?)),
+        None if local_generation(dir)?.is_some() => Ok(None),
+        None => bail!(
+            "the store {} has no generation of shard {shard} yet; `rankd publish` writes one",
+            store.url
+        ),
+    }
+}
+
+/// Keeps a serving replica of `shard` on the newest generation in `store`, checking every
+/// `interval`. A refused generation is retried after 15 intervals (a blob repaired or uploaded
+/// late heals; a corrupt one is not fetched again at every look); store errors
+/// are logged once per distinct message and the replica goes on serving what it has.
+pub async fn follow<E>(store: Store, shard: u32, engine: std::sync::Arc<E>, interval: Duration)
+where
+    E: AsRef<crate::search::Engine> + Send + Sync + 'static,
+{
+    let dir = engine.as_ref().as_ref().index.dir.clone();
+    if let Some(g) = engine.as_ref().as_ref().store_generation() {
+        crate::metrics::set_generation(shard, g, 0);
+    }
+    let mut refused: Option<(u64, Instant)> = None;
+    let mut last_error = String::new();
+    loop {
+        tokio::time::sleep(interval).await;
+        let manifest = match newer(&store, &dir, shard).await {
+            Ok(Some(m)) => m,
+            Ok(None) => continue,
+            Err(e) => {
+                crate::metrics::count_generation_event(shard, "store_error");
+                let message = format!("{e:#}");
+                if message != last_error {
+                    tracing::warn!("shard {shard}: serving the generation it has: {message}");
+                    last_error = message;
+                }
+                continue;
+            }
+        };
+        last_error.clear();
+        if refused.is_some_and(|(g, at)| g == manifest.generation && at.elapsed() < interval * 15) {
+            continue;
+        }
+        let generation = manifest.generation;
+        let started = Instant::now();
+        let prepared = match prepare(&store, &dir, manifest).await {
+            Ok(p) => p,
+            Err(e) => {
+                crate::metrics::count_generation_event(shard, "refused");
+                tracing::error!("shard {shard}: {e:#}; the previous generation keeps serving");
+                refused = Some((generation, Instant::now()));
+                continue;
+            }
+        };
+        let engine = engine.clone();
+        let switched = tokio::task::spawn_blocking(move || {
+            engine
+                .as_ref()
+                .as_ref()
+                .switch_generation(generation, || prepared.commit())
+        })
+        .await;
+        match switched {
+            Ok(Ok(applied)) => {
+                crate::metrics::count_generation_event(shard, "switch");
+                crate::metrics::set_generation(shard, applied.generation, applied.bytes_fetched);
+                tracing::info!(
+                    "shard {shard}: now serving generation {} ({} documents; fetched {} files, \
+                     {} bytes, reused {}; {:.0} ms)",
+                    applied.generation,
+                    applied.num_docs,
+                    applied.files_fetched,
+                    applied.bytes_fetched,
+                    applied.files_reused,
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+                refused = None;
+            }
+            Ok(Err(e)) => {
+                crate::metrics::count_generation_event(shard, "refused");
+                tracing::error!("shard {shard}: cannot switch to generation {generation}: {e:#}");
+                refused = Some((generation, Instant::now()));
+            }
+            Err(e) => tracing::error!("shard {shard}: the generation switch panicked: {e}"),
+        }
+    }
+}
