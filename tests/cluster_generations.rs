@@ -297,7 +297,6 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     };
 
     // Generation 2: a new segment; only it, meta.json and manifest.json move.
-    let before0 = blobs_of(&src, 0);
     let b = batch(dir.path(), "quasar", "zyzzyva", 40);
     ingest_into("jsonl", &b, &src, Some(2));
     let p2 = publish(&src, store, &env);
@@ -523,4 +522,140 @@ fn generations_on_s3() {
     round_trip("s3://rankd-test/collection", env, &objects, "s3");
     let _ = server.kill();
     let _ = server.wait();
+}
+
+fn runtime1() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A search pinned to a generation (the leaf's `Pins`) keeps that generation's documents and
+/// link scores while the replica switches to the next; new pins see the new one.
+#[test]
+fn a_pinned_search_never_mixes_generations() {
+    use rankd::cluster::generation;
+    use rankd::cluster::leaf::Pins;
+    let dir = tempfile::tempdir().unwrap();
+    let src = ingest(dir.path(), DOCS);
+    rankd_ok(["graph", "--json", "--data-dir", src.to_str().unwrap()]);
+    let store = generation::Store::open(dir.path().join("store").to_str().unwrap()).unwrap();
+    let rt = runtime1();
+    rt.block_on(generation::publish(&store, &src, 0, 1))
+        .unwrap();
+    let replica = dir.path().join("replica");
+    rt.block_on(generation::bootstrap(&store, &replica, 0))
+        .unwrap()
+        .unwrap();
+    let engine = rankd::search::Engine::new(rankd::text::TextIndex::open(&replica, None).unwrap())
+        .with_links(
+            rankd::links::load(&rankd::text::TextIndex::open(&replica, None).unwrap()).unwrap(),
+        );
+    engine.set_store_generation(1);
+    let pins = Pins::default();
+    let old = pins.current(&engine);
+    assert_eq!(old.searcher.num_docs(), 3);
+    assert_eq!(old.links.as_ref().unwrap().scores.keys.len(), 3);
+
+    // Generation 2: two more documents, and link scores over five.
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        [
+            r#"{"id":"set","url":"https://x.org/set","title":"HashSet","body":"A hash set.","links":["https://x.org/map"]}"#,
+            r#"{"id":"str","url":"https://x.org/str","title":"str","body":"String slices.","links":["https://x.org/vec"]}"#,
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    rankd_ok([
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        more.to_str().unwrap(),
+        "--data-dir",
+        src.to_str().unwrap(),
+    ]);
+    rankd_ok(["graph", "--json", "--data-dir", src.to_str().unwrap()]);
+    let p = rt
+        .block_on(generation::publish(&store, &src, 0, 1))
+        .unwrap();
+    assert_eq!(p.generation, 2);
+    let m = rt
+        .block_on(generation::newer(&store, &replica, 0))
+        .unwrap()
+        .unwrap();
+    let prepared = rt
+        .block_on(generation::prepare(&store, &replica, m))
+        .unwrap();
+    // Preparing changes nothing served.
+    assert_eq!(pins.current(&engine).searcher.num_docs(), 3);
+    let applied = engine.switch_generation(2, || prepared.commit()).unwrap();
+    assert_eq!((applied.generation, applied.num_docs), (2, 5));
+    assert_eq!(engine.store_generation(), Some(2));
+
+    let new = pins.current(&engine);
+    assert_ne!(new.generation, old.generation);
+    assert_eq!(new.searcher.num_docs(), 5);
+    assert_eq!(new.links.as_ref().unwrap().scores.keys.len(), 5);
+    // The old pin: its documents and its link scores, readable after the switch removed
+    // nothing it holds open.
+    let again = pins.get(&engine, old.generation).ok().unwrap();
+    assert_eq!(again.searcher.num_docs(), 3);
+    assert_eq!(again.links.as_ref().unwrap().scores.keys.len(), 3);
+    let doc: tantivy::TantivyDocument = again.searcher.doc(tantivy::DocAddress::new(0, 0)).unwrap();
+    assert!(doc.field_values().next().is_some());
+}
+
+/// Two publishers of one shard: the manifest's create-if-absent put lets one win; the other
+/// is told so and publishes again. A reader finds the newest generation even when `CURRENT`
+/// lags (a publisher died between its two puts).
+#[test]
+fn publishers_race_for_a_generation_and_one_wins() {
+    use rankd::cluster::generation;
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["a", "b", "c"] {
+        std::fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    let a = ingest(&dir.path().join("a"), DOCS);
+    let b = ingest(&dir.path().join("b"), &DOCS[..2]);
+    let store_dir = dir.path().join("store");
+    let store = generation::Store::open(store_dir.to_str().unwrap()).unwrap();
+    let rt = runtime1();
+    rt.block_on(generation::publish(&store, &a, 0, 1)).unwrap();
+    // Publisher B read generation 1 as the newest and is about to create 2; A gets there first.
+    let manifest2 = store_dir.join("shards/0/generations/000000000002.json");
+    let g1 = std::fs::read(store_dir.join("shards/0/generations/000000000001.json")).unwrap();
+    let mut m: Value = serde_json::from_slice(&g1).unwrap();
+    m["generation"] = 2.into();
+    std::fs::write(&manifest2, serde_json::to_vec(&m).unwrap()).unwrap();
+    // CURRENT still says 1: B rolls forward to 2 and creates 3, or, had it read 1, loses.
+    assert_eq!(rt.block_on(generation::latest(&store, 0)).unwrap(), Some(2));
+    let p = rt.block_on(generation::publish(&store, &b, 0, 1)).unwrap();
+    assert_eq!(p.generation, 3);
+    // Two publishers that both read 3 as the newest: the first creates 4, the second is told.
+    let c = ingest(&dir.path().join("c"), &DOCS[..1]);
+    let newest = rt.block_on(generation::manifest(&store, 0, 3)).unwrap();
+    let first = rt
+        .block_on(generation::publish_after(
+            &store,
+            &a,
+            0,
+            1,
+            Some(newest.clone()),
+        ))
+        .unwrap();
+    assert_eq!(first.generation, 4);
+    let lost = rt
+        .block_on(generation::publish_after(&store, &c, 0, 1, Some(newest)))
+        .unwrap_err();
+    assert!(
+        format!("{lost:#}").contains("another publisher created generation 4"),
+        "{lost:#}"
+    );
+    // The winner's generation is intact: A's three documents.
+    let m = rt.block_on(generation::manifest(&store, 0, 4)).unwrap();
+    assert_eq!(m.num_docs, 3);
 }

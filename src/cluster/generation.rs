@@ -322,11 +322,23 @@ pub async fn publish(
     shard: u32,
     shards: u32,
 ) -> anyhow::Result<Published> {
-    let started = Instant::now();
     let newest = match latest(store, shard).await? {
         Some(g) => Some(manifest(store, shard, g).await?),
         None => None,
     };
+    publish_after(store, dir, shard, shards, newest).await
+}
+
+/// [`publish`] with the newest generation as the caller read it: the new one is created as
+/// its successor, or not at all if another publisher created that first.
+pub async fn publish_after(
+    store: &Store,
+    dir: &Path,
+    shard: u32,
+    shards: u32,
+    newest: Option<Manifest>,
+) -> anyhow::Result<Published> {
+    let started = Instant::now();
     let (files, num_docs) = local_files(dir, newest.as_ref())?;
     let bytes = files.iter().map(|f| f.size).sum();
     if let Some(m) = &newest {
