@@ -402,3 +402,41 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
         "only {linked_rows} rows with window in-links"
     );
 }
+
+/// A shard's whole statistics table answers every query's statistics exactly as a gather
+/// from the shard does (the root's `--stats table` against its default), and the tables
+/// summed over the shards equal the single index's own numbers.
+#[test]
+fn statistics_tables_answer_as_gathering_does() {
+    use rankd::text::stats::{GlobalStats, StatsRequest};
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let config = IndexConfig::default();
+    let schema = f.single.index.index.schema();
+    let searchers = f.cluster.searchers();
+    let tables: Vec<GlobalStats> = searchers
+        .iter()
+        .map(|s| GlobalStats::table(s, &schema).unwrap())
+        .collect();
+    let single = GlobalStats::table(&f.single.index.reader.searcher(), &schema).unwrap();
+    let mut summed = GlobalStats::default();
+    for t in &tables {
+        summed.add(t);
+    }
+    assert_eq!(summed, single);
+    let mut terms = 0;
+    for q in &queries {
+        for request in [
+            StatsRequest::for_query(&config, q).unwrap(),
+            StatsRequest::for_fields(&config, q, &["body"], false).unwrap(),
+            StatsRequest::for_terms("all", ["zzznotaterm".to_string(), "flow".into()]),
+        ] {
+            for (s, t) in searchers.iter().zip(&tables) {
+                let gathered = GlobalStats::gather(s, &schema, &request).unwrap();
+                assert_eq!(t.lookup(&request), gathered, "{q:?}");
+                terms += gathered.terms.values().map(|m| m.len()).sum::<usize>();
+            }
+        }
+    }
+    assert!(terms > 10_000, "only {terms} terms compared");
+}

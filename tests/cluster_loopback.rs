@@ -53,7 +53,13 @@ fn start_leaves(sharded: &Path) -> Vec<Server> {
 
 /// A root over `leaves` (one per shard) reranking with the model file `model`.
 fn start_root(leaves: &[Server], model: &Path) -> Server {
+    start_root_with(leaves, model, &[])
+}
+
+/// As [`start_root`], with more flags.
+fn start_root_with(leaves: &[Server], model: &Path, more: &[&str]) -> Server {
     let mut args = vec!["--role", "root", "--model", model.to_str().unwrap()];
+    args.extend(more);
     for leaf in leaves {
         args.extend(["--shard", leaf.base.as_str()]);
     }
@@ -126,17 +132,19 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
     assert_eq!(total, 1400);
 
     let queries = queries();
+    // Statistics gathered per search, and summed from the shards' tables.
+    let table_root = start_root_with(&leaves, &model, &["--stats", "table"]);
     // First phase, every model, every query: ids, scores and counts.
     let mut compared = 0;
     for model in ["bm25f", "bm25", "tfidf", "f2exp", "lm", "bm25prox"] {
         let params = format!("model={model}&k=100&rerank=false&fields=");
         for q in &queries {
-            let (a, b) = (
-                search(&one.base, &params, q),
-                search(&root.base, &params, q),
-            );
-            assert_eq!(a["hits"], b["hits"], "{model} {q:?}");
-            assert_eq!(a["total_hits"], b["total_hits"], "{model} {q:?}");
+            let a = search(&one.base, &params, q);
+            for root in [&root, &table_root] {
+                let b = search(&root.base, &params, q);
+                assert_eq!(a["hits"], b["hits"], "{model} {q:?}");
+                assert_eq!(a["total_hits"], b["total_hits"], "{model} {q:?}");
+            }
             compared += a["hits"].as_array().unwrap().len();
         }
     }
@@ -148,6 +156,11 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
         assert_eq!(a["reranker"], Value::String(id.clone()));
         assert_eq!(a["reranker"], b["reranker"], "{q:?}");
         assert_eq!(a["hits"], b["hits"], "{q:?}");
+        assert_eq!(
+            a["hits"],
+            search(&table_root.base, "k=10", q)["hits"],
+            "{q:?}"
+        );
         let hits = a["hits"].as_array().unwrap();
         assert!(hits.iter().all(|h| h["title"].is_string()), "{a}");
         snippets_with_terms += hits
@@ -180,6 +193,35 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
         .as_str()
         .unwrap()
         .contains("sharded"));
+
+    // The collection changes under the running leaves: a table root runs the search after
+    // the change on the generation it pinned, learns of the new one from the replies and
+    // fetches the new tables; from then on it answers as the single index, new document in.
+    let more = dir.path().join("more.jsonl");
+    std::fs::write(
+        &more,
+        r#"{"id":"late-1","url":"https://x.org/late","title":"Late shock","body":"shock wave boundary layer interaction zyzzyva"}"#,
+    )
+    .unwrap();
+    ingest_into("jsonl", &more, &single, None);
+    ingest_into("jsonl", &more, &sharded, Some(3));
+    let params = "model=bm25&k=20&rerank=false&fields=";
+    let start = std::time::Instant::now();
+    let mut searches = 0;
+    loop {
+        let a = search(&one.base, params, "shock wave zyzzyva");
+        let b = search(&table_root.base, params, "shock wave zyzzyva");
+        searches += 1;
+        if a["hits"][0]["id"] == "late-1" && a["hits"] == b["hits"] {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "the table root did not catch up: {b}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    eprintln!("table root caught up after {searches} searches");
 }
 
 /// A linked collection: link scores computed by `rankd graph` over the sharded directory
@@ -335,6 +377,9 @@ fn links_boost_and_link_features_through_the_root() {
     let root = start_root(&leaves, &rm3_model);
     let compared = compare(&root, &params[1..]);
     assert!(compared > 50, "only {compared} hits compared");
+    // The expansion terms' statistics from the shards' tables.
+    let table_root = start_root_with(&leaves, &rm3_model, &["--stats", "table"]);
+    assert!(compare(&table_root, &params) > 150);
     assert_eq!(
         search(&root.base, "k=3", "shock wave")["reranker"],
         rm3_id.as_str()

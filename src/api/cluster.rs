@@ -38,6 +38,7 @@ pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Ro
     Router::new()
         .route("/cluster/v1/info", get(info))
         .route("/cluster/v1/stats", post(stats))
+        .route("/cluster/v1/table", post(table))
         .route("/cluster/v1/query", post(query))
         .route("/cluster/v1/features", post(features))
         .route("/cluster/v1/feedback", post(feedback))
@@ -66,6 +67,13 @@ async fn stats(
     Json(call): Json<StatsCall>,
 ) -> Result<Json<StatsReply>, ApiError> {
     inline(leaf, move |e, p| leaf::stats(e, p, &call)).await
+}
+
+async fn table(
+    State(leaf): State<Leaf>,
+    Json(call): Json<TableCall>,
+) -> Result<Json<StatsReply>, ApiError> {
+    inline(leaf, move |e, p| leaf::table(e, p, &call)).await
 }
 
 async fn query(

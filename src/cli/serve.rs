@@ -57,6 +57,11 @@ pub struct ServeArgs {
     /// With `--role root`: the reranker's model file (as `rankd train` writes it).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// With `--role root`: where collection statistics come from: `gather` asks every shard
+    /// per search; `table` keeps each shard's whole statistics table per index generation
+    /// and sums it at the root (docs/BENCHMARKS.md compares them).
+    #[arg(long, value_enum, default_value_t = StatsArg::Gather)]
+    pub stats: StatsArg,
     /// With `--role leaf`: follow the generations `rankd publish` writes to this object
     /// store (`s3://BUCKET[/PREFIX]`, `file:///PATH` or a directory) for `--shard-id`: fetch
     /// the newest before serving, then switch to each new one while serving. The data
@@ -76,6 +81,13 @@ pub struct Following {
     pub store: crate::cluster::generation::Store,
     pub shard: u32,
     pub interval: Duration,
+}
+
+/// `--stats`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatsArg {
+    Gather,
+    Table,
 }
 
 /// What a `rankd serve` process is in a collection.
@@ -107,6 +119,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.model.as_deref(),
             calls,
             args.allow_partial_results,
+            match args.stats {
+                StatsArg::Gather => crate::cluster::root::StatsMode::Gather,
+                StatsArg::Table => crate::cluster::root::StatsMode::Table,
+            },
         );
     }
     if !args.shards.is_empty() || args.model.is_some() {
@@ -174,6 +190,7 @@ fn serve_root(
     model: Option<&Path>,
     leaf_timeout: Duration,
     allow_partial: bool,
+    stats: crate::cluster::root::StatsMode,
 ) -> anyhow::Result<()> {
     if shards.is_empty() {
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
@@ -187,7 +204,8 @@ fn serve_root(
     let timeout = Duration::from_secs(config.limits.request_timeout_secs);
     let n = shards.len();
     let root =
-        crate::cluster::root::Root::connect(shards, model, timeout, leaf_timeout, allow_partial)?;
+        crate::cluster::root::Root::connect(shards, model, timeout, leaf_timeout, allow_partial)?
+            .with_stats_mode(stats);
     let state = Arc::new(RootState {
         root,
         ready: AtomicBool::new(false),

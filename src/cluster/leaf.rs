@@ -54,6 +54,8 @@ pub struct Pinned {
     pub generation: u64,
     pub searcher: Searcher,
     pub links: Option<Arc<LinkData>>,
+    /// The searcher's whole statistics table, computed at the first `table` call.
+    table: Arc<Mutex<Option<Arc<GlobalStats>>>>,
 }
 
 impl Default for Pins {
@@ -85,6 +87,7 @@ impl Pins {
             generation,
             searcher,
             links,
+            table: Arc::default(),
         };
         recent.push_back(pinned.clone());
         if recent.len() > Self::KEEP {
@@ -149,6 +152,29 @@ pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsRepl
     })
 }
 
+/// The whole statistics table of the current searcher, computed once per generation.
+pub fn table(engine: &Engine, pins: &Pins, call: &TableCall) -> Result<StatsReply, LeafError> {
+    check(call.protocol)?;
+    let pinned = pins.current(engine);
+    let mut table = pinned.table.lock().unwrap_or_else(|p| p.into_inner());
+    let stats = match &*table {
+        Some(t) => t.clone(),
+        None => {
+            let t = Arc::new(GlobalStats::table(
+                &pinned.searcher,
+                &engine.index.index.schema(),
+            )?);
+            *table = Some(t.clone());
+            t
+        }
+    };
+    Ok(StatsReply {
+        protocol: PROTOCOL,
+        generation: pinned.generation,
+        stats: (*stats).clone(),
+    })
+}
+
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
     check(call.protocol)?;
     let pinned = pins.get(engine, call.generation)?;
@@ -183,6 +209,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     };
     Ok(QueryReply {
         protocol: PROTOCOL,
+        current: pins.generation(&engine.index.reader.searcher()),
         total_hits,
         hits: hits
             .into_iter()

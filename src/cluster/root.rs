@@ -21,6 +21,13 @@
 //! `fb_docs` documents' term counts come from their shards, the root estimates the relevance
 //! model once and gathers its expansion terms' statistics, and the leaves score it.
 //!
+//! The statistics round has a second form ([`StatsMode::Table`]): the root keeps every
+//! shard's whole statistics table per index generation (fetched once, `/cluster/v1/table`),
+//! and answers each query's statistics from the sum of those tables without a round trip.
+//! The leaf's query reply names its current generation, and a table of an older one is
+//! fetched again by the next search; until then searches run on the pinned generation the
+//! table describes, so they stay exact.
+//!
 //! Not yet sharded, and refused with a clear error: fusions, sorts, collapsing and
 //! explanations.
 
@@ -46,8 +53,21 @@ use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::{IndexConfig, ModelKind};
 
+/// Where a search's collection statistics come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsMode {
+    /// A statistics call to every shard per search (Elasticsearch's `dfs_query_then_fetch`).
+    Gather,
+    /// The shards' whole tables, fetched once per index generation and summed at the root.
+    Table,
+}
+
 /// A collection served by leaves: each shard by one or more replicas.
 pub struct Root {
+    stats_mode: StatsMode,
+    /// With [`StatsMode::Table`]: each replica's table (by base URL) and the generation it
+    /// describes.
+    tables: dashmap::DashMap<String, (u64, std::sync::Arc<GlobalStats>)>,
     shards: Vec<Vec<Replica>>,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
@@ -160,6 +180,8 @@ impl Root {
             .build()
             .into();
         let mut root = Root {
+            stats_mode: StatsMode::Gather,
+            tables: dashmap::DashMap::new(),
             shards: shards
                 .into_iter()
                 .map(|urls| {
@@ -234,6 +256,12 @@ impl Root {
         root.schema = schema;
         root.all = fields.all;
         Ok(root)
+    }
+
+    /// Where searches take their collection statistics from (default: [`StatsMode::Gather`]).
+    pub fn with_stats_mode(mut self, mode: StatsMode) -> Self {
+        self.stats_mode = mode;
+        self
     }
 
     /// The active reranker.
@@ -447,6 +475,8 @@ impl Root {
                 Err(CallError::Search(e)) => return Err(e),
                 Err(CallError::Replica { target, reason }) => {
                     let (shard, replica) = targets[target];
+                    // A refused generation included: the table goes with it.
+                    self.tables.remove(self.url(targets[target]));
                     self.shards[shard][replica].mark_down();
                     crate::metrics::count_replica_failure(shard);
                     tried[shard][replica] = true;
@@ -475,6 +505,82 @@ impl Root {
             request: request.clone(),
         };
         self.fan_out(&all, |t| self.post(targets, t, "stats", &call))
+    }
+
+    fn url(&self, target: (usize, usize)) -> &str {
+        &self.shards[target.0][target.1].url
+    }
+
+    /// With [`StatsMode::Table`]: every target's table, fetched where the root has none.
+    fn tables(
+        &self,
+        targets: &[(usize, usize)],
+    ) -> Result<Vec<(u64, std::sync::Arc<GlobalStats>)>, CallError> {
+        let missing: Vec<usize> = (0..targets.len())
+            .filter(|&t| !self.tables.contains_key(self.url(targets[t])))
+            .collect();
+        if !missing.is_empty() {
+            let call = TableCall { protocol: PROTOCOL };
+            let replies: Vec<StatsReply> =
+                self.fan_out(&missing, |t| self.post(targets, t, "table", &call))?;
+            for (&t, r) in missing.iter().zip(replies) {
+                self.tables.insert(
+                    self.url(targets[t]).to_string(),
+                    (r.generation, std::sync::Arc::new(r.stats)),
+                );
+            }
+        }
+        targets
+            .iter()
+            .enumerate()
+            .map(|(t, &target)| {
+                self.tables
+                    .get(self.url(target))
+                    .map(|e| e.value().clone())
+                    .ok_or_else(|| CallError::Replica {
+                        target: t,
+                        reason: "its statistics table was dropped during the search".into(),
+                    })
+            })
+            .collect()
+    }
+
+    /// The collection statistics `request` asks for, and the generation each target pinned:
+    /// summed from a statistics round, or from the targets' tables.
+    fn statistics(
+        &self,
+        targets: &[(usize, usize)],
+        request: &StatsRequest,
+    ) -> Result<
+        (
+            GlobalStats,
+            Vec<u64>,
+            Option<Vec<std::sync::Arc<GlobalStats>>>,
+        ),
+        CallError,
+    > {
+        let mut stats = GlobalStats::default();
+        match self.stats_mode {
+            StatsMode::Gather => {
+                let replies = self.stats_round(targets, request)?;
+                for r in &replies {
+                    stats.add(&r.stats);
+                }
+                Ok((stats, replies.iter().map(|r| r.generation).collect(), None))
+            }
+            StatsMode::Table => {
+                let tables = self.tables(targets)?;
+                for (_, t) in &tables {
+                    stats.add(&t.lookup(request));
+                }
+                let generations = tables.iter().map(|(g, _)| *g).collect();
+                Ok((
+                    stats,
+                    generations,
+                    Some(tables.into_iter().map(|(_, t)| t).collect()),
+                ))
+            }
+        }
     }
 
     /// Checks `q` and decides what every try of it does.
@@ -559,12 +665,7 @@ impl Root {
         let mut times = PhaseTimes::default();
 
         // 1. Statistics, summed; each shard pins its searcher.
-        let replies = self.stats_round(targets, &plan.stats)?;
-        let mut stats = GlobalStats::default();
-        for r in &replies {
-            stats.add(&r.stats);
-        }
-        let generations: Vec<u64> = replies.iter().map(|r| r.generation).collect();
+        let (stats, generations, tables) = self.statistics(targets, &plan.stats)?;
 
         // 2. First phase, merged.
         let replies: Vec<QueryReply> = self.fan_out(&all, |s| {
@@ -587,6 +688,15 @@ impl Root {
                 },
             )
         })?;
+        if tables.is_some() {
+            // A shard whose searcher moved on: its table is fetched again next time (this
+            // search goes on with the generation it pinned).
+            for (t, r) in replies.iter().enumerate() {
+                if r.current != generations[t] {
+                    self.tables.remove(self.url(targets[t]));
+                }
+            }
+        }
         let total_hits = replies.iter().map(|r| r.total_hits).sum();
         let mut boosts: std::collections::HashMap<String, f32> = Default::default();
         let lists = replies
@@ -626,6 +736,7 @@ impl Root {
                 &generations,
                 targets,
                 &window,
+                tables.as_deref(),
             )?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
@@ -685,6 +796,7 @@ impl Root {
         generations: &[u64],
         targets: &[(usize, usize)],
         window: &[MergedHit],
+        tables: Option<&[std::sync::Arc<GlobalStats>]>,
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
         let fb = self.config.models.rm3.fb_docs.min(window.len());
         let owner: Vec<usize> = window[..fb].iter().map(|h| h.shard).collect();
@@ -714,7 +826,13 @@ impl Root {
             &feedback,
         )?;
         let mut stats = stats.clone();
-        if let Some(rm) = &rm {
+        if let (Some(rm), Some(tables)) = (&rm, tables) {
+            let mut extra = GlobalStats::default();
+            for t in tables {
+                extra.add(&t.lookup(&rm.stats_request()));
+            }
+            stats.extend(extra);
+        } else if let Some(rm) = &rm {
             let replies = self.stats_round(targets, &rm.stats_request())?;
             let mut extra = GlobalStats::default();
             for (s, r) in replies.iter().enumerate() {
@@ -744,12 +862,13 @@ impl Root {
         generations: &[u64],
         targets: &[(usize, usize)],
         window: &[MergedHit],
+        tables: Option<&[std::sync::Arc<GlobalStats>]>,
     ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
         let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
         let prf = prf == Prf::Compute;
         let (rm3, stats) = match prf {
-            true => self.relevance_model(q, stats, generations, targets, window)?,
+            true => self.relevance_model(q, stats, generations, targets, window, tables)?,
             false => (None, stats.clone()),
         };
         let stats = &stats;

@@ -47,6 +47,14 @@ pub struct StatsCall {
     pub request: StatsRequest,
 }
 
+/// `POST /cluster/v1/table`: the shard's whole statistics table
+/// (`crate::text::stats::GlobalStats::table`) of its current searcher, which it pins; the
+/// reply is a [`StatsReply`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableCall {
+    pub protocol: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatsReply {
     pub protocol: u32,
@@ -74,6 +82,10 @@ pub struct QueryCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueryReply {
     pub protocol: u32,
+    /// The generation the leaf's current searcher has as it answers: a root that keeps the
+    /// shard's statistics table of an older one fetches the table again.
+    #[serde(default)]
+    pub current: u64,
     /// This shard's documents matching at least one query term.
     pub total_hits: usize,
     /// The shard's top in the canonical order.

@@ -266,6 +266,76 @@ impl GlobalStats {
         Ok(out)
     }
 
+    /// Every statistic of `searcher`'s index: N, each text field's token count, and df and cf
+    /// of every term of every text field — a table a cluster root keeps per shard and index
+    /// generation, to answer any query's [`StatsRequest`] without asking the shard
+    /// ([`GlobalStats::lookup`]). One pass over each field's term dictionary and postings.
+    pub fn table(searcher: &Searcher, schema: &Schema) -> tantivy::Result<Self> {
+        let mut out = GlobalStats {
+            num_docs: StatsSource::num_docs(searcher),
+            ..GlobalStats::default()
+        };
+        for name in TEXT_FIELDS {
+            let field = schema.get_field(name)?;
+            out.total_tokens
+                .insert(name.to_string(), searcher.total_tokens(field)?);
+            let by_term = out.terms.entry(name.to_string()).or_default();
+            for reader in searcher.segment_readers() {
+                let inverted = reader.inverted_index(field)?;
+                let mut terms = inverted.terms().stream()?;
+                while let Some((key, info)) = terms.next() {
+                    let Ok(text) = std::str::from_utf8(key) else {
+                        continue;
+                    };
+                    let mut cf = 0u64;
+                    let mut block = inverted
+                        .read_block_postings_from_terminfo(info, IndexRecordOption::WithFreqs)?;
+                    while !block.docs().is_empty() {
+                        cf += block.freqs().iter().map(|&f| u64::from(f)).sum::<u64>();
+                        block.advance();
+                    }
+                    let s = by_term
+                        .entry(text.to_string())
+                        .or_insert(TermStats { df: 0, cf: Some(0) });
+                    s.df += u64::from(info.doc_freq);
+                    s.cf = s.cf.map(|c| c + cf);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// What `request` asks for, read from a whole [`GlobalStats::table`] (or a sum of such
+    /// tables): a term the table lacks occurs in no document (df = cf = 0).
+    pub fn lookup(&self, request: &StatsRequest) -> Self {
+        let mut out = GlobalStats {
+            num_docs: self.num_docs,
+            ..GlobalStats::default()
+        };
+        let none = BTreeMap::new();
+        for (name, terms) in &request.terms {
+            if let Some(&tokens) = self.total_tokens.get(name) {
+                out.total_tokens.insert(name.clone(), tokens);
+            }
+            let have = self.terms.get(name).unwrap_or(&none);
+            let by_term = out.terms.entry(name.clone()).or_default();
+            for t in terms {
+                let s = have
+                    .get(t)
+                    .copied()
+                    .unwrap_or(TermStats { df: 0, cf: Some(0) });
+                by_term.insert(
+                    t.clone(),
+                    TermStats {
+                        df: s.df,
+                        cf: if request.cf { s.cf } else { None },
+                    },
+                );
+            }
+        }
+        out
+    }
+
     /// Adds another shard's statistics (of the same request). Integer sums: the order of
     /// the shards does not matter. A collection frequency one side lacks is lacking in the sum.
     pub fn add(&mut self, other: &GlobalStats) {
