@@ -66,6 +66,21 @@ fn start_root_with(leaves: &[Server], model: &Path, more: &[&str]) -> Server {
     start_serve(&args, None, &[])
 }
 
+/// How many `call`s the root `root` made to its leaves (all shards).
+fn calls(root: &Server, call: &str) -> f64 {
+    let text = ureq::get(&format!("{}/metrics", root.base))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    let start = format!("rankd_cluster_leaf_call_duration_seconds_count{{call=\"{call}\"");
+    text.lines()
+        .filter(|l| l.starts_with(&start))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
 fn search(base: &str, params: &str, q: &str) -> Value {
     let url = format!(
         "{base}/search?{params}&q={}",
@@ -149,6 +164,10 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
         }
     }
     assert!(compared > 120_000, "only {compared} hits compared");
+    // The table root took its statistics from the tables, once it had them.
+    let (tables, rounds) = (calls(&table_root, "table"), calls(&table_root, "stats"));
+    assert_eq!(tables, 3.0);
+    assert!(rounds < 300.0, "{rounds} statistics calls in 1350 searches");
     // The default search: reranked by the same model, with titles, URLs and snippets.
     let mut snippets_with_terms = 0;
     for q in &queries {

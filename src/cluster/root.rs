@@ -62,12 +62,19 @@ pub enum StatsMode {
     Table,
 }
 
+/// A shard's whole statistics table and the generation it describes.
+type Table = (u64, std::sync::Arc<GlobalStats>);
+
+/// How long fetching one shard's statistics table may take (it runs beside the searches,
+/// which gather their statistics meanwhile).
+const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// A collection served by leaves: each shard by one or more replicas.
 pub struct Root {
     stats_mode: StatsMode,
     /// With [`StatsMode::Table`]: each replica's table (by base URL) and the generation it
-    /// describes.
-    tables: dashmap::DashMap<String, (u64, std::sync::Arc<GlobalStats>)>,
+    /// describes; `None` while it is being fetched.
+    tables: std::sync::Arc<dashmap::DashMap<String, Option<Table>>>,
     shards: Vec<Vec<Replica>>,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
@@ -181,7 +188,7 @@ impl Root {
             .into();
         let mut root = Root {
             stats_mode: StatsMode::Gather,
-            tables: dashmap::DashMap::new(),
+            tables: Default::default(),
             shards: shards
                 .into_iter()
                 .map(|urls| {
@@ -511,42 +518,67 @@ impl Root {
         &self.shards[target.0][target.1].url
     }
 
-    /// With [`StatsMode::Table`]: every target's table, fetched where the root has none.
-    fn tables(
-        &self,
-        targets: &[(usize, usize)],
-    ) -> Result<Vec<(u64, std::sync::Arc<GlobalStats>)>, CallError> {
-        let missing: Vec<usize> = (0..targets.len())
-            .filter(|&t| !self.tables.contains_key(self.url(targets[t])))
-            .collect();
-        if !missing.is_empty() {
-            let call = TableCall { protocol: PROTOCOL };
-            let replies: Vec<StatsReply> =
-                self.fan_out(&missing, |t| self.post(targets, t, "table", &call))?;
-            for (&t, r) in missing.iter().zip(replies) {
-                self.tables.insert(
-                    self.url(targets[t]).to_string(),
-                    (r.generation, std::sync::Arc::new(r.stats)),
-                );
+    /// With [`StatsMode::Table`]: every target's table, or `None` while some are being
+    /// fetched. A missing table is fetched in the background (a large collection's table
+    /// takes seconds to compute and ship), so no search waits for one.
+    fn tables(&self, targets: &[(usize, usize)]) -> Option<Vec<Table>> {
+        let mut out = Vec::with_capacity(targets.len());
+        for &(shard, replica) in targets {
+            let url = self.url((shard, replica));
+            match self.tables.get(url).map(|e| e.value().clone()) {
+                Some(Some(table)) => out.push(table),
+                Some(None) => return None,
+                None => {
+                    self.tables.insert(url.to_string(), None);
+                    self.fetch_table(shard, url.to_string());
+                    return None;
+                }
             }
         }
-        targets
-            .iter()
-            .enumerate()
-            .map(|(t, &target)| {
-                self.tables
-                    .get(self.url(target))
-                    .map(|e| e.value().clone())
-                    .ok_or_else(|| CallError::Replica {
-                        target: t,
-                        reason: "its statistics table was dropped during the search".into(),
-                    })
-            })
-            .collect()
+        Some(out)
+    }
+
+    /// Fetches `url`'s statistics table on a thread of its own.
+    fn fetch_table(&self, shard: usize, url: String) {
+        let tables = self.tables.clone();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(TABLE_TIMEOUT))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        std::thread::spawn(move || {
+            let call = format!("{url}/cluster/v1/table");
+            let body = serde_json::json!({"protocol": PROTOCOL}).to_string();
+            let start = Instant::now();
+            let reply = read_reply::<StatsReply>(
+                agent
+                    .post(&call)
+                    .header("content-type", "application/json")
+                    .send(body.as_bytes()),
+            );
+            match reply {
+                Ok((r, received)) => {
+                    crate::metrics::observe_leaf_call(
+                        "table",
+                        shard,
+                        start.elapsed().as_secs_f64(),
+                        body.len(),
+                        received,
+                    );
+                    tables.insert(url, Some((r.generation, std::sync::Arc::new(r.stats))));
+                }
+                Err(e) => {
+                    tracing::warn!("shard {shard}: no statistics table from {call}: {e}");
+                    tables.remove(&url);
+                }
+            }
+        });
     }
 
     /// The collection statistics `request` asks for, and the generation each target pinned:
-    /// summed from a statistics round, or from the targets' tables.
+    /// summed from the targets' tables when the root has them all, else from a statistics
+    /// round (also the tables' fallback while they are fetched).
+    #[allow(clippy::type_complexity)]
     fn statistics(
         &self,
         targets: &[(usize, usize)],
@@ -560,27 +592,24 @@ impl Root {
         CallError,
     > {
         let mut stats = GlobalStats::default();
-        match self.stats_mode {
-            StatsMode::Gather => {
-                let replies = self.stats_round(targets, request)?;
-                for r in &replies {
-                    stats.add(&r.stats);
-                }
-                Ok((stats, replies.iter().map(|r| r.generation).collect(), None))
-            }
-            StatsMode::Table => {
-                let tables = self.tables(targets)?;
+        if self.stats_mode == StatsMode::Table {
+            if let Some(tables) = self.tables(targets) {
                 for (_, t) in &tables {
                     stats.add(&t.lookup(request));
                 }
                 let generations = tables.iter().map(|(g, _)| *g).collect();
-                Ok((
+                return Ok((
                     stats,
                     generations,
                     Some(tables.into_iter().map(|(_, t)| t).collect()),
-                ))
+                ));
             }
         }
+        let replies = self.stats_round(targets, request)?;
+        for r in &replies {
+            stats.add(&r.stats);
+        }
+        Ok((stats, replies.iter().map(|r| r.generation).collect(), None))
     }
 
     /// Checks `q` and decides what every try of it does.
