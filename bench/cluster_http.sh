@@ -2,15 +2,18 @@
 # Issue 13's overhead benchmark: one rankd serving a whole index against a root over three
 # leaves serving the same documents split by `rankd ingest --shards 3`, all on loopback on
 # this machine (on 2 cores this measures the cost of sharding, not a speed-up). wrk drives
-# `GET /search` with the 600 Rust-docs queries (bench/http_search.sh), alternating single
-# and root ROUNDS times; the root's /metrics give the bytes its leaf calls moved per query.
+# `GET /search` with the 600 Rust-docs queries (bench/http_search.sh), alternating the single
+# node, a root gathering statistics per search (`--stats gather`) and a root summing the
+# shards' statistics tables (`--stats table`) ROUNDS times; each root's /metrics give the
+# bytes its leaf calls moved per query.
 #
 #   bench/cluster_http.sh RANKD SINGLE_DIR SHARDED_DIR [ROUNDS] [DURATION] [EXTRA_QUERY]
 #   e.g. bench/cluster_http.sh target/release/rankd /tmp/single /tmp/sharded 3 20s
+#   (CONNS=1 for one connection at a time: latency without queueing; default 4)
 #
 # SINGLE_DIR is `rankd ingest ... --data-dir SINGLE_DIR`, SHARDED_DIR the same input with
-# `--shards 3 --data-dir SHARDED_DIR`. Ports 18080 (single), 18090 (root), 18101-18103
-# (leaves) on 127.0.0.1. Prints one JSON line per run on stdout.
+# `--shards 3 --data-dir SHARDED_DIR`. Ports 18080 (single), 18090 (gather root), 18091 (table
+# root), 18101-18103 (leaves) on 127.0.0.1. Prints one JSON line per run on stdout.
 set -euo pipefail
 if [ $# -lt 3 ]; then sed -n '7,8p' "$0" >&2; exit 2; fi
 RANKD="$1"; SINGLE="$2"; SHARDED="$3"; ROUNDS="${4:-3}"; DURATION="${5:-20s}"; EXTRA="${6:-}"
@@ -29,23 +32,43 @@ wait_up() {
   echo "cluster_http: nothing answers $1" >&2; exit 1
 }
 for a in 127.0.0.1:18080 127.0.0.1:18101 127.0.0.1:18102 127.0.0.1:18103; do wait_up "$a"; done
-"$RANKD" serve --role root --addr 127.0.0.1:18090 --shard http://127.0.0.1:18101 \
-  --shard http://127.0.0.1:18102 --shard http://127.0.0.1:18103 2>/dev/null & PIDS+=($!)
-wait_up 127.0.0.1:18090
+for port_stats in 18090:gather 18091:table; do
+  "$RANKD" serve --role root --addr "127.0.0.1:${port_stats%%:*}" --stats "${port_stats##*:}" \
+    --shard http://127.0.0.1:18101 --shard http://127.0.0.1:18102 \
+    --shard http://127.0.0.1:18103 2>/dev/null & PIDS+=($!)
+  wait_up "127.0.0.1:${port_stats%%:*}"
+done
+# The table root fetches the shards' tables in the background at its first search: wait for
+# all three before measuring it, and report how long that took.
+t0=$(date +%s.%N)
+for _ in $(seq 600); do
+  curl -s 'http://127.0.0.1:18091/search?q=vec' >/dev/null
+  n=$(curl -s http://127.0.0.1:18091/metrics |
+    awk '/^rankd_cluster_leaf_call_duration_seconds_count\{call="table"/ { s += $2 } END { printf "%d", s }')
+  [ "$n" = 3 ] && break
+  sleep 0.1
+done
+python3 -c 'import json, sys; print(json.dumps({"tables_ready_s": round(float(sys.argv[2]) - float(sys.argv[1]), 2)}))' \
+  "$t0" "$(date +%s.%N)"
+curl -s http://127.0.0.1:18091/metrics | grep '^rankd_cluster_bytes_total{call="table"' >&2 || true
 bytes() {
-  curl -s http://127.0.0.1:18090/metrics |
-    awk '/^rankd_cluster_bytes_total/ { s += $2 } END { printf "%d", s }'
+  curl -s "http://$1/metrics" |
+    awk '/^rankd_cluster_bytes_total/ && !/call="table"/ { s += $2 } END { printf "%d", s }'
 }
 for r in $(seq "$ROUNDS"); do
-  for who in single root; do
-    addr=127.0.0.1:18080; [ "$who" = root ] && addr=127.0.0.1:18090
-    before=$(bytes)
-    line=$("$ROOT_DIR/bench/http_search.sh" "$addr" "$DURATION" 4 "$EXTRA" 2>/dev/null | grep '^json ')
-    after=$(bytes)
+  for who in single root root-table; do
+    case "$who" in
+      single) addr=127.0.0.1:18080 ;;
+      root) addr=127.0.0.1:18090 ;;
+      *) addr=127.0.0.1:18091 ;;
+    esac
+    before=$(bytes "$addr")
+    line=$("$ROOT_DIR/bench/http_search.sh" "$addr" "$DURATION" "${CONNS:-4}" "$EXTRA" 2>/dev/null | grep '^json ')
+    after=$(bytes "$addr")
     python3 -c '
 import json, sys
 r = json.loads(sys.argv[1][5:]); who, rnd, b0, b1 = sys.argv[2:]
-per = (int(b1) - int(b0)) / r["requests"] if who == "root" else 0
+per = (int(b1) - int(b0)) / r["requests"] if who != "single" else 0
 print(json.dumps({"round": int(rnd), "who": who, "rps": r["rps"], "p50_ms": r["p50_ms"],
                   "p99_ms": r["p99_ms"], "errors": r["non2xx"] + sum(r["socket_errors"].values()),
                   "leaf_bytes_per_query": round(per)}))' "$line" "$who" "$r" "$before" "$after"
