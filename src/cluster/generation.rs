@@ -506,6 +506,18 @@ async fn download(store: &Store, file: &FileEntry, to: &Path) -> anyhow::Result<
     Ok(())
 }
 
+/// Is `path` a file a generation may place: a name in the data directory, or one in its
+/// `index/` directory (a manifest naming `../x` or `/etc/x` is refused, not followed)?
+fn placeable(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('/').collect();
+    let name_ok = |p: &str| !p.is_empty() && p != "." && p != "..";
+    match parts[..] {
+        [name] => name_ok(name),
+        ["index", name] => name_ok(name),
+        _ => false,
+    }
+}
+
 /// Lays `manifest` out in a staging directory of `dir` — reusing the files `dir` already
 /// holds, fetching the others — and opens it as an index to check it. Nothing of what `dir`
 /// serves changes; an error refuses the generation.
@@ -530,12 +542,7 @@ pub async fn prepare(store: &Store, dir: &Path, manifest: Manifest) -> anyhow::R
         .collect();
     let (mut files_fetched, mut bytes_fetched, mut files_reused) = (0, 0, 0);
     for file in &manifest.files {
-        if file
-            .path
-            .split('/')
-            .any(|p| p.is_empty() || p == "." || p == "..")
-            || !(file.path.starts_with("index/") || !file.path.contains('/'))
-        {
+        if !placeable(&file.path) {
             return Err(refuse(anyhow!(
                 "the manifest names the file {:?}",
                 file.path
@@ -781,6 +788,37 @@ where
                 refused = Some((generation, Instant::now()));
             }
             Err(e) => tracing::error!("shard {shard}: the generation switch panicked: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_places_files_only_in_the_data_and_index_directories() {
+        for ok in [
+            "index.toml",
+            "manifest.json",
+            "index/meta.json",
+            "index/abc.idx",
+        ] {
+            assert!(placeable(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".",
+            "/etc/passwd",
+            "../x",
+            "index/../x",
+            "index/",
+            "a/b",
+            "index/a/b",
+            "index//x",
+        ] {
+            assert!(!placeable(bad), "{bad}");
         }
     }
 }
