@@ -65,6 +65,19 @@ pub enum StatsMode {
 /// A shard's whole statistics table and the generation it describes.
 type Table = (u64, std::sync::Arc<GlobalStats>);
 
+/// Where the root is with a replica's table.
+#[derive(Clone)]
+enum TableState {
+    Fetching,
+    Ready(Table),
+    /// The fetch failed then (an older leaf without tables, say): not tried again before
+    /// [`TABLE_RETRY`].
+    Failed(Instant),
+}
+
+/// How long after a failed table fetch the root gathers before fetching again.
+const TABLE_RETRY: Duration = Duration::from_secs(10);
+
 /// How long fetching one shard's statistics table may take (it runs beside the searches,
 /// which gather their statistics meanwhile).
 const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -72,9 +85,8 @@ const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// A collection served by leaves: each shard by one or more replicas.
 pub struct Root {
     stats_mode: StatsMode,
-    /// With [`StatsMode::Table`]: each replica's table (by base URL) and the generation it
-    /// describes; `None` while it is being fetched.
-    tables: std::sync::Arc<dashmap::DashMap<String, Option<Table>>>,
+    /// With [`StatsMode::Table`]: each replica's table (by base URL).
+    tables: std::sync::Arc<dashmap::DashMap<String, TableState>>,
     shards: Vec<Vec<Replica>>,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
@@ -526,10 +538,11 @@ impl Root {
         for &(shard, replica) in targets {
             let url = self.url((shard, replica));
             match self.tables.get(url).map(|e| e.value().clone()) {
-                Some(Some(table)) => out.push(table),
-                Some(None) => return None,
-                None => {
-                    self.tables.insert(url.to_string(), None);
+                Some(TableState::Ready(table)) => out.push(table),
+                Some(TableState::Fetching) => return None,
+                Some(TableState::Failed(at)) if at.elapsed() < TABLE_RETRY => return None,
+                _ => {
+                    self.tables.insert(url.to_string(), TableState::Fetching);
                     self.fetch_table(shard, url.to_string());
                     return None;
                 }
@@ -565,11 +578,15 @@ impl Root {
                         body.len(),
                         received,
                     );
-                    tables.insert(url, Some((r.generation, std::sync::Arc::new(r.stats))));
+                    let table = (r.generation, std::sync::Arc::new(r.stats));
+                    tables.insert(url, TableState::Ready(table));
                 }
                 Err(e) => {
-                    tracing::warn!("shard {shard}: no statistics table from {call}: {e}");
-                    tables.remove(&url);
+                    tracing::warn!(
+                        "shard {shard}: no statistics table from {call} (searches gather their \
+                         statistics): {e}"
+                    );
+                    tables.insert(url, TableState::Failed(Instant::now()));
                 }
             }
         });
