@@ -75,6 +75,9 @@ struct Metrics {
     cluster_bytes: IntCounterVec,
     cluster_replica_failures: IntCounterVec,
     cluster_partial: IntCounter,
+    cluster_live_members: IntGauge,
+    metastore_up: IntGauge,
+    metastore_errors: IntCounterVec,
 }
 
 static METRICS: LazyLock<Metrics> =
@@ -171,6 +174,25 @@ impl Metrics {
             "rankd_cluster_partial_responses_total",
             "Searches answered without some shard (partial: true)",
         )?;
+        let cluster_live_members = IntGauge::new(
+            "rankd_cluster_live_members",
+            "Cluster members the gossip failure detector holds alive (this node included)",
+        )?;
+        let metastore_up = IntGauge::new(
+            "rankd_metastore_up",
+            "1 when the last read of the cluster metastore succeeded; 0 while serving the last \
+             known map",
+        )?;
+        let metastore_errors = IntCounterVec::new(
+            Opts::new(
+                "rankd_metastore_errors_total",
+                "Failed metastore operations (the node keeps serving its last known map)",
+            ),
+            &["operation"],
+        )?;
+        registry.register(Box::new(cluster_live_members.clone()))?;
+        registry.register(Box::new(metastore_up.clone()))?;
+        registry.register(Box::new(metastore_errors.clone()))?;
         registry.register(Box::new(cluster_calls.clone()))?;
         registry.register(Box::new(cluster_bytes.clone()))?;
         registry.register(Box::new(cluster_replica_failures.clone()))?;
@@ -208,6 +230,9 @@ impl Metrics {
         for kind in ERROR_KINDS {
             errors.with_label_values(&[kind]);
         }
+        for operation in ["read_map", "register"] {
+            metastore_errors.with_label_values(&[operation]);
+        }
         Ok(Metrics {
             registry,
             http_requests,
@@ -226,6 +251,9 @@ impl Metrics {
             cluster_bytes,
             cluster_replica_failures,
             cluster_partial,
+            cluster_live_members,
+            metastore_up,
+            metastore_errors,
         })
     }
 }
@@ -330,6 +358,24 @@ pub fn count_replica_failure(shard: usize) {
 /// A search answered without some shard.
 pub fn count_partial_response() {
     METRICS.cluster_partial.inc();
+}
+
+/// The number of live cluster members in this node's gossip view.
+pub fn set_live_members(n: usize) {
+    METRICS.cluster_live_members.set(n as i64);
+}
+
+/// Whether the last metastore read succeeded.
+pub fn set_metastore_up(up: bool) {
+    METRICS.metastore_up.set(i64::from(up));
+}
+
+/// A failed metastore `operation` (`read_map`, `register`, ...).
+pub fn count_metastore_error(operation: &str) {
+    METRICS
+        .metastore_errors
+        .with_label_values(&[operation])
+        .inc();
 }
 
 /// Every metric in the Prometheus text format.

@@ -16,6 +16,7 @@
 //! is tested against, and what `rankd` uses to search a sharded data directory directly.
 
 pub mod leaf;
+pub mod membership;
 pub mod placement;
 pub mod root;
 pub mod routing;
