@@ -17,6 +17,7 @@
 
 pub mod leaf;
 pub mod membership;
+pub mod metastore;
 pub mod placement;
 pub mod root;
 pub mod routing;
