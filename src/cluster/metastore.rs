@@ -609,10 +609,17 @@ impl LiveMap {
                 *store = Some(Metastore::connect(&self.url, self.timeout).await?);
             }
             let s = store.as_ref().expect("just connected");
-            tokio::time::timeout(self.timeout, s.read_map())
+            let read = tokio::time::timeout(self.timeout, s.read_map())
                 .await
-                .map_err(|_| anyhow::anyhow!("no answer within {} ms", self.timeout.as_millis()))?
-                .with_context(|| format!("cannot read the cluster map from {}", s.url()))
+                .map_err(|_| anyhow::anyhow!("no answer within {} ms", self.timeout.as_millis()))
+                .and_then(|r| r)
+                .with_context(|| format!("cannot read the cluster map from {}", s.url()));
+            if read.is_err() {
+                // The next try connects anew, and its error names the cause (a pool that
+                // lost its server only says that it timed out).
+                *store = None;
+            }
+            read
         }
         .await;
         match result {
