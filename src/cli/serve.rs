@@ -482,8 +482,12 @@ fn serve_root_gossip(
             while view.changed().await.is_ok() {
                 let next = replica_map(&view.borrow_and_update().clone());
                 tracing::info!("membership changed: replicas {next:?}");
-                if let Err(e) = following.root.set_replicas(next) {
-                    tracing::error!("{e:#}");
+                // New replicas are asked who they are: blocking calls.
+                let state = following.clone();
+                match tokio::task::spawn_blocking(move || state.root.set_replicas(next)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!("{e:#}"),
+                    Err(e) => tracing::error!("replica map update failed: {e}"),
                 }
             }
         });

@@ -417,6 +417,68 @@ mod tests {
         }
     }
 
+    /// Live, ready leaves first; the metastore's serving replicas only for a shard the view
+    /// knows no replica of.
+    #[test]
+    fn replica_map_falls_back_to_the_metastore_per_shard() {
+        use super::super::metastore::*;
+        let member = |id: &str, shard, ready| Member {
+            node_id: id.into(),
+            gossip_addr: "127.0.0.1:1".parse().unwrap(),
+            keys: NodeKeys {
+                ready,
+                ..leaf(shard, 9000 + shard as u16)
+            },
+        };
+        let view = ClusterView {
+            members: vec![member("a", 0, true), member("b", 1, false)],
+        };
+        let node = |id: &str, port: u16| NodeRecord {
+            node_id: id.into(),
+            role: "leaf".into(),
+            api_url: format!("http://10.0.0.1:{port}"),
+            gossip_addr: String::new(),
+            registered_at: 0,
+        };
+        let replica = |id: &str, state| ReplicaRecord {
+            node_id: id.into(),
+            state,
+        };
+        let map = ClusterMap {
+            collections: vec![CollectionRecord {
+                name: "c".into(),
+                hash_scheme: super::super::routing::HASH_SCHEME.into(),
+                shards: vec![
+                    ShardRecord {
+                        shard: 0,
+                        current_generation: None,
+                        manifest_key: None,
+                        replicas: vec![replica("x", ReplicaState::Serving)],
+                    },
+                    ShardRecord {
+                        shard: 1,
+                        current_generation: None,
+                        manifest_key: None,
+                        replicas: vec![
+                            replica("x", ReplicaState::Fetching),
+                            replica("y", ReplicaState::Serving),
+                        ],
+                    },
+                ],
+            }],
+            nodes: vec![node("x", 1), node("y", 2)],
+            read_at: 0,
+        };
+        assert_eq!(
+            replica_map(&view, Some(&map), "c", 2),
+            [vec!["http://127.0.0.1:9000"], vec!["http://10.0.0.1:2"]]
+        );
+        assert_eq!(
+            replica_map(&view, None, "c", 2),
+            [vec!["http://127.0.0.1:9000"], vec![]]
+        );
+    }
+
     #[test]
     fn announced_shards_disagreeing() {
         let member = |id: &str, shards| Member {

@@ -249,7 +249,9 @@ impl Root {
 
     /// Replaces the shards' replicas (`shards[s]`: shard `s`'s base URLs), as a membership
     /// view changes; a replica kept keeps its health. Searches under way finish on the map
-    /// they started with. A map with another number of shards is refused.
+    /// they started with. A map with another number of shards is refused, and so is a new
+    /// replica that answers as another collection's leaf ([`Root::foreign`]). Blocks on those
+    /// calls.
     pub fn set_replicas(&self, shards: Vec<Vec<String>>) -> anyhow::Result<()> {
         anyhow::ensure!(
             shards.len() == self.num_shards,
@@ -258,13 +260,60 @@ impl Root {
             self.num_shards
         );
         let old = self.shards.load();
+        let known = |url: &str| old.iter().flatten().any(|r| r.url == url);
         let new = shards
             .into_iter()
             .zip(old.iter())
-            .map(|(urls, before)| replicas_of(urls, before))
+            .enumerate()
+            .map(|(shard, (urls, before))| {
+                let urls = urls
+                    .into_iter()
+                    .map(|u| u.trim_end_matches('/').to_string())
+                    .filter(|u| match known(u) {
+                        true => true,
+                        false => match self.foreign(u) {
+                            None => true,
+                            Some(why) => {
+                                tracing::error!("not using {u} for shard {shard}: it {why}");
+                                false
+                            }
+                        },
+                    })
+                    .collect();
+                replicas_of(urls, before)
+            })
             .collect();
         self.shards.store(Arc::new(new));
         Ok(())
+    }
+
+    /// Why the leaf at `url` cannot serve this collection, if it answers and cannot: as at
+    /// [`Root::connect`], it must speak this root's protocol and feature set and hold the
+    /// collection's index configuration. One that does not answer (yet) is taken, and
+    /// skipped by the failover while it does not.
+    fn foreign(&self, url: &str) -> Option<String> {
+        let info: InfoResponse = match self.get(url, "info") {
+            Ok(info) => info,
+            Err(e) => {
+                tracing::warn!("new replica {url} does not answer yet: {e}");
+                return None;
+            }
+        };
+        if info.protocol != PROTOCOL {
+            Some(format!(
+                "speaks cluster protocol {}, this root {PROTOCOL}",
+                info.protocol
+            ))
+        } else if info.feature_set != FEATURE_SET_VERSION {
+            Some(format!(
+                "computes features {}, this root {FEATURE_SET_VERSION}",
+                info.feature_set
+            ))
+        } else if info.config != self.config {
+            Some("has another index configuration than the collection's".into())
+        } else {
+            None
+        }
     }
 
     /// Each shard's replicas' base URLs, as searches see them now.
