@@ -191,7 +191,6 @@ impl Metrics {
             &["operation"],
         )?;
         registry.register(Box::new(cluster_live_members.clone()))?;
-        registry.register(Box::new(metastore_up.clone()))?;
         registry.register(Box::new(metastore_errors.clone()))?;
         registry.register(Box::new(cluster_calls.clone()))?;
         registry.register(Box::new(cluster_bytes.clone()))?;
@@ -365,9 +364,17 @@ pub fn set_live_members(n: usize) {
     METRICS.cluster_live_members.set(n as i64);
 }
 
-/// Whether the last metastore read succeeded.
+/// Whether the last metastore read succeeded. The gauge appears with the first read, so a
+/// node without a metastore exports none (rather than a 0 an alert would take for an outage).
 pub fn set_metastore_up(up: bool) {
-    METRICS.metastore_up.set(i64::from(up));
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    let m = &*METRICS;
+    REGISTERED.call_once(|| {
+        if let Err(e) = m.registry.register(Box::new(m.metastore_up.clone())) {
+            tracing::error!("cannot register rankd_metastore_up: {e}");
+        }
+    });
+    m.metastore_up.set(i64::from(up));
 }
 
 /// A failed metastore `operation` (`read_map`, `register`, ...).
