@@ -78,6 +78,9 @@ struct Metrics {
     generation: IntGaugeVec,
     generation_events: IntCounterVec,
     generation_fetched: IntCounterVec,
+    cluster_live_members: IntGauge,
+    metastore_up: IntGauge,
+    metastore_errors: IntCounterVec,
 }
 
 static METRICS: LazyLock<Metrics> =
@@ -174,6 +177,24 @@ impl Metrics {
             "rankd_cluster_partial_responses_total",
             "Searches answered without some shard (partial: true)",
         )?;
+        let cluster_live_members = IntGauge::new(
+            "rankd_cluster_live_members",
+            "Cluster members the gossip failure detector holds alive (this node included)",
+        )?;
+        let metastore_up = IntGauge::new(
+            "rankd_metastore_up",
+            "1 when the last read of the cluster metastore succeeded; 0 while serving the last \
+             known map",
+        )?;
+        let metastore_errors = IntCounterVec::new(
+            Opts::new(
+                "rankd_metastore_errors_total",
+                "Failed metastore operations (the node keeps serving its last known map)",
+            ),
+            &["operation"],
+        )?;
+        registry.register(Box::new(cluster_live_members.clone()))?;
+        registry.register(Box::new(metastore_errors.clone()))?;
         registry.register(Box::new(cluster_calls.clone()))?;
         registry.register(Box::new(cluster_bytes.clone()))?;
         registry.register(Box::new(cluster_replica_failures.clone()))?;
@@ -236,6 +257,9 @@ impl Metrics {
         for kind in ERROR_KINDS {
             errors.with_label_values(&[kind]);
         }
+        for operation in ["read_map", "register"] {
+            metastore_errors.with_label_values(&[operation]);
+        }
         Ok(Metrics {
             registry,
             http_requests,
@@ -257,6 +281,9 @@ impl Metrics {
             generation,
             generation_events,
             generation_fetched,
+            cluster_live_members,
+            metastore_up,
+            metastore_errors,
         })
     }
 }
@@ -382,6 +409,32 @@ pub fn count_generation_event(shard: u32, event: &str) {
     METRICS
         .generation_events
         .with_label_values(&[&shard.to_string(), event])
+        .inc();
+}
+
+/// The number of live cluster members in this node's gossip view.
+pub fn set_live_members(n: usize) {
+    METRICS.cluster_live_members.set(n as i64);
+}
+
+/// Whether the last metastore read succeeded. The gauge appears with the first read, so a
+/// node without a metastore exports none (rather than a 0 an alert would take for an outage).
+pub fn set_metastore_up(up: bool) {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    let m = &*METRICS;
+    REGISTERED.call_once(|| {
+        if let Err(e) = m.registry.register(Box::new(m.metastore_up.clone())) {
+            tracing::error!("cannot register rankd_metastore_up: {e}");
+        }
+    });
+    m.metastore_up.set(i64::from(up));
+}
+
+/// A failed metastore `operation` (`read_map`, `register`, ...).
+pub fn count_metastore_error(operation: &str) {
+    METRICS
+        .metastore_errors
+        .with_label_values(&[operation])
         .inc();
 }
 

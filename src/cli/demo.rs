@@ -159,7 +159,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     })
     .map_err(|e| crate::error::Invalid(format!("{e:#}")))?;
-    super::serve::serve_index(index, config, false, None)
+    super::serve::serve_index(index, config, false)
 }
 
 /// Known-item queries derived for the demo, and the share held out for measuring.

@@ -13,6 +13,10 @@ use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
+use crate::cluster::membership::{keys, ClusterView, Membership, MembershipConfig, NodeKeys};
+use crate::cluster::metastore::{
+    LiveMap, MapCache, MapSource, Metastore, NodeRecord, ReplicaState,
+};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
 use crate::error::Invalid;
@@ -57,6 +61,38 @@ pub struct ServeArgs {
     /// With `--role root`: the reranker's model file (as `rankd train` writes it).
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Join the cluster's gossip (chitchat over UDP) at this address: a leaf announces its
+    /// shard there, a root learns its shards' replicas from it instead of `--shard`.
+    #[arg(long, value_name = "ADDR")]
+    pub gossip: Option<SocketAddr>,
+    /// With `--gossip`: the gossip addresses of nodes to join through (repeat the flag or
+    /// separate by commas; a node may name itself).
+    #[arg(long = "seed", value_name = "ADDR[,ADDR..]", value_delimiter = ',')]
+    pub seeds: Vec<String>,
+    /// With `--gossip`: this node's id in the cluster [default: ROLE@GOSSIP_ADDR].
+    #[arg(long)]
+    pub node_id: Option<String>,
+    /// With `--gossip`: the collection served (a leaf) or searched (a root).
+    #[arg(long, default_value = "main")]
+    pub collection: String,
+    /// With `--role leaf`: the shard this leaf serves (announced with `--gossip`, fetched
+    /// with `--store`).
+    #[arg(long)]
+    pub shard_id: Option<u32>,
+    /// With `--gossip`: the base URL others reach this node's HTTP API at
+    /// [default: http:// and the bound address].
+    #[arg(long)]
+    pub advertise_url: Option<String>,
+    /// With `--gossip`: the cluster metastore (`postgres://..`, or `sqlite:PATH`): a leaf
+    /// registers itself and its replica there; a root reads the collection's shards from it
+    /// and keeps the last map read in `DATA_DIR/cluster/last_map.json`, which it starts from
+    /// (with a warning) when the metastore is unreachable.
+    #[arg(long, value_name = "URL")]
+    pub metastore: Option<String>,
+    /// With `--role root --gossip`: how long to wait at start for a live replica of every
+    /// shard before serving without the missing ones.
+    #[arg(long, default_value_t = 10_000)]
+    pub discovery_timeout_ms: u64,
     /// With `--role root`: where collection statistics come from: `gather` asks every shard
     /// per search; `table` keeps each shard's whole statistics table per index generation
     /// and sums it at the root (docs/BENCHMARKS.md compares them).
@@ -68,9 +104,6 @@ pub struct ServeArgs {
     /// directory is then a replica: its admin API is off (write to the publishing index).
     #[arg(long, env = "RANKD_STORE")]
     pub store: Option<String>,
-    /// With `--store`: which shard of the collection this leaf serves.
-    #[arg(long)]
-    pub shard_id: Option<u32>,
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = 2000)]
     pub poll_ms: u64,
@@ -90,6 +123,15 @@ pub enum StatsArg {
     Table,
 }
 
+impl StatsArg {
+    fn mode(self) -> crate::cluster::root::StatsMode {
+        match self {
+            StatsArg::Gather => crate::cluster::root::StatsMode::Gather,
+            StatsArg::Table => crate::cluster::root::StatsMode::Table,
+        }
+    }
+}
+
 /// What a `rankd serve` process is in a collection.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -106,6 +148,49 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         database_url: args.database_url,
     })
     .map_err(|e| Invalid(format!("{e:#}")))?;
+    let cluster = ClusterArgs {
+        gossip: args.gossip,
+        seeds: args.seeds,
+        node_id: args.node_id,
+        collection: args.collection,
+        shard_id: args.shard_id,
+        advertise_url: args.advertise_url,
+        metastore: args.metastore,
+        discovery_timeout: Duration::from_millis(args.discovery_timeout_ms),
+    };
+    if cluster.gossip.is_none()
+        && ((cluster.shard_id.is_some() && args.store.is_none())
+            || cluster.metastore.is_some()
+            || !cluster.seeds.is_empty())
+    {
+        return Err(Invalid(
+            "--shard-id needs --gossip ADDR or --store URL; --seed and --metastore need --gossip"
+                .into(),
+        )
+        .into());
+    }
+    if args.role != Role::Leaf && args.store.is_some() {
+        return Err(Invalid("--store applies to --role leaf".into()).into());
+    }
+    let stats = args.stats.mode();
+    if args.role == Role::Root && cluster.gossip.is_some() {
+        if !args.shards.is_empty() {
+            return Err(Invalid(
+                "--role root takes its shards from --shard or from --gossip, not both".into(),
+            )
+            .into());
+        }
+        let calls = Duration::from_millis(args.leaf_timeout_ms);
+        let model = load_model(args.model.as_deref())?;
+        return serve_root_gossip(
+            config,
+            cluster,
+            model,
+            calls,
+            args.allow_partial_results,
+            stats,
+        );
+    }
     if args.role == Role::Root {
         let shards = args
             .shards
@@ -119,59 +204,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             args.model.as_deref(),
             calls,
             args.allow_partial_results,
-            match args.stats {
-                StatsArg::Gather => crate::cluster::root::StatsMode::Gather,
-                StatsArg::Table => crate::cluster::root::StatsMode::Table,
-            },
+            stats,
         );
     }
     if !args.shards.is_empty() || args.model.is_some() {
         return Err(Invalid("--shard and --model apply to --role root".into()).into());
-    }
-    let following = match (&args.store, args.shard_id) {
-        (Some(_), _) | (_, Some(_)) if args.role != Role::Leaf => {
-            return Err(Invalid("--store and --shard-id apply to --role leaf".into()).into())
-        }
-        (Some(url), Some(shard)) => {
-            let store = crate::cluster::generation::Store::open(url)?;
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let bootstrapped = runtime.block_on(crate::cluster::generation::bootstrap(
-                &store,
-                &config.data_dir,
-                shard,
-            ));
-            match bootstrapped {
-                Ok(Some(a)) => eprintln!(
-                    "fetched generation {} of shard {shard} from {url}: {} files, {} bytes                      ({} files reused)",
-                    a.generation, a.files_fetched, a.bytes_fetched, a.files_reused
-                ),
-                Ok(None) => {}
-                // A replica that holds a generation serves it while the store is away.
-                Err(e) if crate::cluster::generation::local_generation(&config.data_dir)?.is_some() => {
-                    eprintln!("warning: serving the generation in {} : {e:#}", config.data_dir.display())
-                }
-                Err(e) => return Err(e),
-            }
-            Some(Following {
-                store,
-                shard,
-                interval: Duration::from_millis(args.poll_ms.max(10)),
-            })
-        }
-        (Some(_), None) => return Err(Invalid("--store needs --shard-id".into()).into()),
-        (None, Some(_)) => return Err(Invalid("--shard-id needs --store".into()).into()),
-        (None, None) => None,
-    };
-    let mut config = config;
-    if following.is_some() && config.admin_token.is_some() {
-        eprintln!(
-            "note: the admin API is off: this leaf's index follows {} (write to the publishing \
-             index)",
-            args.store.as_deref().unwrap_or_default()
-        );
-        config.admin_token = None;
     }
     let index_config = args
         .index_config
@@ -179,8 +216,396 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(crate::text::IndexConfig::load)
         .transpose()
         .map_err(|e| Invalid(format!("{e:#}")))?;
+    let following = match (args.store, cluster.shard_id) {
+        (Some(url), Some(shard)) => {
+            Some(follow_store(&url, shard, &config.data_dir, args.poll_ms)?)
+        }
+        (Some(_), None) => return Err(Invalid("--store needs --shard-id".into()).into()),
+        (None, _) => None,
+    };
+    let mut config = config;
+    if following.is_some() && config.admin_token.is_some() {
+        eprintln!(
+            "note: the admin API is off: this leaf's index follows a store (write to the \
+             publishing index)"
+        );
+        config.admin_token = None;
+    }
+    let gossip = match (args.role, cluster.gossip) {
+        (Role::Leaf, Some(_)) => Some(LeafGossip::new(cluster, &config.data_dir)?),
+        (Role::Single, Some(_)) => {
+            return Err(Invalid("--gossip applies to --role leaf and --role root".into()).into())
+        }
+        _ => None,
+    };
     let index = TextIndex::open(&config.data_dir, index_config)?;
-    serve_index(index, config, args.role == Role::Leaf, following)
+    serve_index_with(index, config, args.role == Role::Leaf, gossip, following)
+}
+
+/// Opens the store a leaf follows and brings `data_dir` to shard `shard`'s newest generation
+/// before the index is opened. A store out of reach is survived when the directory already
+/// holds a generation (it is served, and the store tried again while serving).
+fn follow_store(url: &str, shard: u32, data_dir: &Path, poll_ms: u64) -> anyhow::Result<Following> {
+    use crate::cluster::generation;
+    let store = generation::Store::open(url)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    match runtime.block_on(generation::bootstrap(&store, data_dir, shard)) {
+        Ok(Some(a)) => eprintln!(
+            "fetched generation {} of shard {shard} from {url}: {} files, {} bytes ({} files \
+             reused)",
+            a.generation, a.files_fetched, a.bytes_fetched, a.files_reused
+        ),
+        Ok(None) => {}
+        Err(e) if generation::local_generation(data_dir)?.is_some() => eprintln!(
+            "warning: serving the generation in {}: {e:#}",
+            data_dir.display()
+        ),
+        Err(e) => return Err(e),
+    }
+    Ok(Following {
+        store,
+        shard,
+        interval: Duration::from_millis(poll_ms.max(10)),
+    })
+}
+
+/// The cluster flags of `rankd serve`.
+struct ClusterArgs {
+    gossip: Option<SocketAddr>,
+    seeds: Vec<String>,
+    node_id: Option<String>,
+    collection: String,
+    shard_id: Option<u32>,
+    advertise_url: Option<String>,
+    metastore: Option<String>,
+    discovery_timeout: Duration,
+}
+
+impl ClusterArgs {
+    fn membership(&self, role: &str) -> MembershipConfig {
+        let gossip = self.gossip.expect("checked by the caller");
+        let id = self
+            .node_id
+            .clone()
+            .unwrap_or_else(|| format!("{role}@{gossip}"));
+        MembershipConfig::new(id, gossip, self.seeds.clone())
+    }
+}
+
+/// What a leaf announces by gossip, and where it registers.
+struct LeafGossip {
+    cluster: ClusterArgs,
+    shard: u32,
+    /// The collection's shard count, from `DATA_DIR/../collection.json` when the leaf's data
+    /// directory is a shard of a split collection (`rankd ingest --shards`).
+    shards: Option<u32>,
+}
+
+impl LeafGossip {
+    fn new(cluster: ClusterArgs, data_dir: &Path) -> anyhow::Result<LeafGossip> {
+        let Some(shard) = cluster.shard_id else {
+            return Err(Invalid("--role leaf --gossip needs --shard-id S".into()).into());
+        };
+        let record = data_dir
+            .parent()
+            .map(|p| p.join("collection.json"))
+            .filter(|p| p.exists());
+        let shards = match record {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                let c: crate::cluster::Collection = serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not a collection record", path.display()))?;
+                if shard >= c.shards {
+                    return Err(Invalid(format!(
+                        "--shard-id {shard}: the collection has {} shards ({})",
+                        c.shards,
+                        path.display()
+                    ))
+                    .into());
+                }
+                Some(c.shards)
+            }
+            None => None,
+        };
+        Ok(LeafGossip {
+            cluster,
+            shard,
+            shards,
+        })
+    }
+
+    /// Joins the gossip once the HTTP address is known, registers in the metastore (a
+    /// failure there is logged and counted: the leaf serves without it), and mirrors the
+    /// server's readiness into the `ready` key until the process ends.
+    async fn run(
+        self,
+        bound: tokio::sync::oneshot::Receiver<SocketAddr>,
+        state: Arc<AppState>,
+    ) -> anyhow::Result<()> {
+        let Ok(bound) = bound.await else {
+            return Ok(());
+        };
+        let api_url = self
+            .cluster
+            .advertise_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}"));
+        let announced = NodeKeys {
+            role: "leaf".into(),
+            api_url: api_url.clone(),
+            collection: self.cluster.collection.clone(),
+            shard: Some(self.shard),
+            shards: self.shards,
+            generation: None,
+            ready: true,
+        };
+        let config = self.cluster.membership("leaf");
+        let node_id = config.node_id.clone();
+        let gossip = config.advertise;
+        let membership = Membership::start(config, &announced).await?;
+        eprintln!(
+            "gossip on udp://{gossip} as {node_id}: shard {} of {:?}",
+            self.shard, self.cluster.collection
+        );
+        if let Some(url) = &self.cluster.metastore {
+            if let Err(e) = register_leaf(
+                url,
+                &self.cluster.collection,
+                self.shard,
+                self.shards,
+                &node_id,
+                &api_url,
+                gossip,
+            )
+            .await
+            {
+                crate::metrics::count_metastore_error("register");
+                eprintln!("warning: cannot register in the metastore (serving anyway): {e:#}");
+            }
+        }
+        let mut ready = true;
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let now = state.ready.load(std::sync::atomic::Ordering::SeqCst);
+            if now != ready {
+                ready = now;
+                membership
+                    .set(keys::READY, if ready { "1" } else { "0" })
+                    .await;
+            }
+        }
+    }
+}
+
+/// Records a leaf, its collection (when the leaf knows the shard count) and its replica.
+async fn register_leaf(
+    url: &str,
+    collection: &str,
+    shard: u32,
+    shards: Option<u32>,
+    node_id: &str,
+    api_url: &str,
+    gossip: SocketAddr,
+) -> anyhow::Result<()> {
+    let store = Metastore::connect(url, METASTORE_TIMEOUT).await?;
+    if let Some(n) = shards {
+        store.create_collection(collection, n).await?;
+    }
+    store
+        .register_node(&NodeRecord {
+            node_id: node_id.to_string(),
+            role: "leaf".into(),
+            api_url: api_url.to_string(),
+            gossip_addr: gossip.to_string(),
+            registered_at: crate::db::now_ms(),
+        })
+        .await?;
+    store
+        .upsert_replicas(collection, &[(shard, node_id, ReplicaState::Serving)])
+        .await
+}
+
+/// How long one metastore connection or read may take.
+const METASTORE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often a root reads the metastore again.
+const METASTORE_REFRESH: Duration = Duration::from_secs(5);
+
+fn load_model(model: Option<&Path>) -> anyhow::Result<Option<crate::search::ActiveModel>> {
+    model
+        .map(|path| {
+            crate::search::ActiveModel::load(path)
+                .map_err(|e| Invalid(format!("--model {}: {e}", path.display())).into())
+        })
+        .transpose()
+}
+
+/// Serves a root whose shards' replicas come from the gossip's live view (in rendezvous
+/// order), the shard count from the metastore or, without one, from the leaves' keys.
+fn serve_root_gossip(
+    config: Config,
+    cluster: ClusterArgs,
+    model: Option<crate::search::ActiveModel>,
+    leaf_timeout: Duration,
+    allow_partial: bool,
+    stats: crate::cluster::root::StatsMode,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let collection = cluster.collection.clone();
+        let live_map = match &cluster.metastore {
+            Some(url) => {
+                let cache = MapCache::in_data_dir(&config.data_dir);
+                let (live, source) = LiveMap::open(url, cache.clone(), METASTORE_TIMEOUT)
+                    .await
+                    .map_err(|e| Invalid(format!("{e:#}")))?;
+                if let MapSource::Cache { error } = source {
+                    eprintln!(
+                        "warning: the metastore is unreachable ({error}); serving from the last \
+                         known cluster map {} and retrying every {} s",
+                        cache.path.display(),
+                        METASTORE_REFRESH.as_secs()
+                    );
+                }
+                Some(live)
+            }
+            None => None,
+        };
+        let keys = NodeKeys {
+            role: "root".into(),
+            api_url: cluster
+                .advertise_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{}", config.addr)),
+            collection: collection.clone(),
+            shard: None,
+            shards: None,
+            generation: None,
+            ready: true,
+        };
+        let membership = Membership::start(cluster.membership("root"), &keys).await?;
+        let mut view = membership.view();
+        let deadline = tokio::time::Instant::now() + cluster.discovery_timeout;
+        let from_map = live_map
+            .as_ref()
+            .and_then(|m| m.get().collection(&collection).cloned());
+        let shards = match from_map {
+            Some(c) => {
+                if c.hash_scheme != crate::cluster::routing::HASH_SCHEME {
+                    return Err(Invalid(format!(
+                        "collection {collection:?} is routed by {}; this binary routes by {}",
+                        c.hash_scheme,
+                        crate::cluster::routing::HASH_SCHEME
+                    ))
+                    .into());
+                }
+                c.shards.len() as u32
+            }
+            None => {
+                let _ = tokio::time::timeout_at(
+                    deadline,
+                    view.wait_for(|v| v.announced_shards(&collection) != Ok(None)),
+                )
+                .await
+                .is_ok();
+                let v = view.borrow().clone();
+                match v.announced_shards(&collection) {
+                    Err(e) => return Err(Invalid(e).into()),
+                    Ok(Some(n)) => n,
+                    _ => {
+                        return Err(Invalid(format!(
+                            "no leaf of collection {collection:?} announced its shard count \
+                             by gossip within {} ms{}",
+                            cluster.discovery_timeout.as_millis(),
+                            if live_map.is_some() {
+                                " and the metastore does not know the collection"
+                            } else {
+                                ""
+                            }
+                        ))
+                        .into())
+                    }
+                }
+            }
+        };
+        let replica_map = {
+            let collection = collection.clone();
+            let live_map = live_map.clone();
+            move |v: &Arc<ClusterView>| {
+                crate::cluster::membership::replica_map(
+                    v,
+                    live_map.as_ref().map(|m| m.get()).as_deref(),
+                    &collection,
+                    shards,
+                )
+            }
+        };
+        let complete = tokio::time::timeout_at(
+            deadline,
+            view.wait_for(|v| replica_map(v).iter().all(|r| !r.is_empty())),
+        )
+        .await
+        .is_ok();
+        if !complete {
+            eprintln!(
+                "warning: after {} ms, shards {:?} have no live replica; serving without them \
+                 until one joins",
+                cluster.discovery_timeout.as_millis(),
+                replica_map(&view.borrow().clone())
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, r)| r.is_empty())
+                    .map(|(s, _)| s)
+                    .collect::<Vec<_>>()
+            );
+        }
+        let initial = replica_map(&view.borrow_and_update().clone());
+        let timeout = Duration::from_secs(config.limits.request_timeout_secs);
+        let root = tokio::task::spawn_blocking(move || {
+            crate::cluster::root::Root::connect(
+                initial,
+                model,
+                timeout,
+                leaf_timeout,
+                allow_partial,
+            )
+            .map(|r| r.with_stats_mode(stats))
+        })
+        .await??;
+        let state = Arc::new(RootState {
+            root,
+            ready: AtomicBool::new(false),
+            token: config.admin_token.clone(),
+        });
+        let following = state.clone();
+        tokio::spawn(async move {
+            while view.changed().await.is_ok() {
+                let next = replica_map(&view.borrow_and_update().clone());
+                tracing::info!("membership changed: replicas {next:?}");
+                // New replicas are asked who they are: blocking calls.
+                let state = following.clone();
+                match tokio::task::spawn_blocking(move || state.root.set_replicas(next)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::error!("{e:#}"),
+                    Err(e) => tracing::error!("replica map update failed: {e}"),
+                }
+            }
+        });
+        let _refresh = live_map
+            .as_ref()
+            .map(|m| m.spawn_refresh(METASTORE_REFRESH));
+        let result = crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
+            eprintln!(
+                "rankd root is serving {shards} shards of {collection:?} (replicas by gossip) on \
+                 http://{bound}/"
+            )
+        })
+        .await;
+        let _ = membership.shutdown().await;
+        result
+    })
 }
 
 /// Serves a root over the leaves at `shards`.
@@ -195,12 +620,7 @@ fn serve_root(
     if shards.is_empty() {
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
     }
-    let model = model
-        .map(|path| {
-            crate::search::ActiveModel::load(path)
-                .map_err(|e| Invalid(format!("--model {}: {e}", path.display())))
-        })
-        .transpose()?;
+    let model = load_model(model)?;
     let timeout = Duration::from_secs(config.limits.request_timeout_secs);
     let n = shards.len();
     let root =
@@ -223,10 +643,17 @@ fn serve_root(
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
-pub fn serve_index(
+pub fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
+    serve_index_with(index, config, leaf, None, None)
+}
+
+/// [`serve_index`], a leaf also joining the gossip when `gossip` says how, and following a
+/// store's generations when `following` says which.
+fn serve_index_with(
     index: TextIndex,
     config: Config,
     leaf: bool,
+    gossip: Option<LeafGossip>,
     following: Option<Following>,
 ) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
@@ -319,10 +746,23 @@ pub fn serve_index(
                 f.interval,
             ));
         }
+        let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
+        let _gossip = gossip.map(|g| {
+            let state = state.clone();
+            tokio::spawn(async move {
+                // A leaf outside the gossip is invisible to its roots: stop rather than
+                // serve nobody.
+                if let Err(e) = g.run(bound_rx, state).await {
+                    eprintln!("error: {e:#}");
+                    std::process::exit(1);
+                }
+            })
+        });
         api::serve(state, config.addr, |bound| {
             eprintln!(
                 "rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)"
             );
+            let _ = bound_tx.send(bound);
         })
         .await
     })

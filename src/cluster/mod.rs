@@ -17,6 +17,9 @@
 
 pub mod generation;
 pub mod leaf;
+pub mod membership;
+pub mod metastore;
+pub mod placement;
 pub mod root;
 pub mod routing;
 pub mod storage;

@@ -32,10 +32,10 @@
 //! explanations.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tantivy::DocAddress;
@@ -86,8 +86,11 @@ const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct Root {
     stats_mode: StatsMode,
     /// With [`StatsMode::Table`]: each replica's table (by base URL).
-    tables: std::sync::Arc<dashmap::DashMap<String, TableState>>,
-    shards: Vec<Vec<Replica>>,
+    tables: Arc<dashmap::DashMap<String, TableState>>,
+    /// Each shard's replicas: fixed (`--shard`) or replaced as the membership changes
+    /// ([`Root::set_replicas`]); a search works on the map it loaded at its start.
+    shards: ArcSwap<Vec<Vec<Arc<Replica>>>>,
+    num_shards: usize,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
     agent: ureq::Agent,
@@ -95,7 +98,9 @@ pub struct Root {
     allow_partial: bool,
     /// The whole search's deadline.
     timeout: Duration,
-    /// Rotates which replica of a shard a search tries first.
+    /// Numbers searches: a search tries a shard's replicas in rendezvous order for its number
+    /// (`super::placement::request_key`), which spreads searches evenly and moves only a
+    /// leaving replica's share when the replicas change.
     next: AtomicUsize,
     /// The collection's schema (from its configuration) and its `all` field, to read the
     /// shipped statistics by field as the leaves do.
@@ -108,12 +113,15 @@ pub struct Root {
 
 /// One leaf serving a shard, with the root's local view of its health: a replica that
 /// failed a call is skipped for [`RETRY_AFTER`], then tried again, so a recovered leaf is
-/// used again without a restart. (Membership by gossip replaces this view in a later step;
-/// failover within a search does not wait for it.)
+/// used again without a restart. Membership by gossip (`super::membership`) decides which
+/// replicas a shard has; failover within a search does not wait for its failure detector.
 struct Replica {
     url: String,
     down_until: Mutex<Option<Instant>>,
 }
+
+/// A shard and the replica a search calls for it.
+type Target = (usize, Arc<Replica>);
 
 /// How long a failed replica is skipped.
 const RETRY_AFTER: Duration = Duration::from_millis(500);
@@ -193,6 +201,10 @@ impl Root {
     ) -> anyhow::Result<Self> {
         anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
         let shards_len = shards.len();
+        let replicas = shards
+            .into_iter()
+            .map(|urls| replicas_of(urls, &[]))
+            .collect();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(leaf_timeout))
             .http_status_as_error(false)
@@ -201,17 +213,8 @@ impl Root {
         let mut root = Root {
             stats_mode: StatsMode::Gather,
             tables: Default::default(),
-            shards: shards
-                .into_iter()
-                .map(|urls| {
-                    urls.into_iter()
-                        .map(|u| Replica {
-                            url: u.trim_end_matches('/').to_string(),
-                            down_until: Mutex::new(None),
-                        })
-                        .collect()
-                })
-                .collect(),
+            shards: ArcSwap::from_pointee(replicas),
+            num_shards: shards_len,
             config: IndexConfig::default(),
             schema: tantivy::schema::Schema::builder().build(),
             all: tantivy::schema::Field::from_field_id(0),
@@ -226,8 +229,7 @@ impl Root {
                 .build()?,
         };
         let mut config: Option<IndexConfig> = None;
-        for (shard, replicas) in root.shards.iter().enumerate() {
-            anyhow::ensure!(!replicas.is_empty(), "shard {shard} has no replica");
+        for (shard, replicas) in root.shards.load().iter().enumerate() {
             let mut reachable = 0;
             for replica in replicas {
                 let url = &replica.url;
@@ -289,14 +291,93 @@ impl Root {
     }
 
     pub fn num_shards(&self) -> usize {
-        self.shards.len()
+        self.num_shards
+    }
+
+    /// Replaces the shards' replicas (`shards[s]`: shard `s`'s base URLs), as a membership
+    /// view changes; a replica kept keeps its health. Searches under way finish on the map
+    /// they started with. A map with another number of shards is refused, and so is a new
+    /// replica that answers as another collection's leaf ([`Root::foreign`]). Blocks on those
+    /// calls.
+    pub fn set_replicas(&self, shards: Vec<Vec<String>>) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            shards.len() == self.num_shards,
+            "a replica map of {} shards for a collection of {}",
+            shards.len(),
+            self.num_shards
+        );
+        let old = self.shards.load();
+        let known = |url: &str| old.iter().flatten().any(|r| r.url == url);
+        let new = shards
+            .into_iter()
+            .zip(old.iter())
+            .enumerate()
+            .map(|(shard, (urls, before))| {
+                let urls = urls
+                    .into_iter()
+                    .map(|u| u.trim_end_matches('/').to_string())
+                    .filter(|u| match known(u) {
+                        true => true,
+                        false => match self.foreign(u) {
+                            None => true,
+                            Some(why) => {
+                                tracing::error!("not using {u} for shard {shard}: it {why}");
+                                false
+                            }
+                        },
+                    })
+                    .collect();
+                replicas_of(urls, before)
+            })
+            .collect();
+        self.shards.store(Arc::new(new));
+        Ok(())
+    }
+
+    /// Why the leaf at `url` cannot serve this collection, if it answers and cannot: as at
+    /// [`Root::connect`], it must speak this root's protocol and feature set and hold the
+    /// collection's index configuration. One that does not answer (yet) is taken, and
+    /// skipped by the failover while it does not.
+    fn foreign(&self, url: &str) -> Option<String> {
+        let info: InfoResponse = match self.get(url, "info") {
+            Ok(info) => info,
+            Err(e) => {
+                tracing::warn!("new replica {url} does not answer yet: {e}");
+                return None;
+            }
+        };
+        if info.protocol != PROTOCOL {
+            Some(format!(
+                "speaks cluster protocol {}, this root {PROTOCOL}",
+                info.protocol
+            ))
+        } else if info.feature_set != FEATURE_SET_VERSION {
+            Some(format!(
+                "computes features {}, this root {FEATURE_SET_VERSION}",
+                info.feature_set
+            ))
+        } else if info.config != self.config {
+            Some("has another index configuration than the collection's".into())
+        } else {
+            None
+        }
+    }
+
+    /// Each shard's replicas' base URLs, as searches see them now.
+    pub fn replica_urls(&self) -> Vec<Vec<String>> {
+        self.shards
+            .load()
+            .iter()
+            .map(|r| r.iter().map(|x| x.url.clone()).collect())
+            .collect()
     }
 
     /// The shards none of whose replicas the root believes up (a failed replica counts as
     /// down for [`RETRY_AFTER`] after its failure).
     pub fn shards_down(&self) -> Vec<usize> {
-        (0..self.shards.len())
-            .filter(|&s| !self.shards[s].iter().any(Replica::up))
+        let shards = self.shards.load();
+        (0..shards.len())
+            .filter(|&s| !shards[s].iter().any(|r| r.up()))
             .collect()
     }
 
@@ -308,10 +389,11 @@ impl Root {
     /// A document by id, from the shard its id routes to (its first replica that answers):
     /// the leaf's status and JSON body.
     pub fn document(&self, id: &str) -> Result<(u16, serde_json::Value), SearchError> {
-        let shard = super::routing::shard_of(id, self.shards.len() as u32) as usize;
+        let shard = super::routing::shard_of(id, self.num_shards as u32) as usize;
         let path = percent_encoding::utf8_percent_encode(id, ID_IN_PATH);
-        let mut last = String::new();
-        for replica in &self.shards[shard] {
+        let mut last = String::from("no live replica");
+        let shards = self.shards.load();
+        for replica in &shards[shard] {
             let url = format!("{}/doc/{path}", replica.url);
             match self.agent.get(&url).call() {
                 Ok(mut r) if r.status().is_success() || r.status() == 404 => {
@@ -339,13 +421,13 @@ impl Root {
     /// Posts `body` to the `call` of the replica `targets[t]` names.
     fn post<B: Serialize, R: DeserializeOwned>(
         &self,
-        targets: &[(usize, usize)],
+        targets: &[Target],
         t: usize,
         call: &str,
         body: &B,
     ) -> Result<R, CallError> {
-        let (shard, replica) = targets[t];
-        let base = &self.shards[shard][replica].url;
+        let (shard, replica) = &targets[t];
+        let (shard, base) = (*shard, &replica.url);
         let url = format!("{base}/cluster/v1/{call}");
         let body = serde_json::to_vec(body).map_err(|e| internal(format!("{url}: {e}")))?;
         let start = Instant::now();
@@ -434,15 +516,23 @@ impl Root {
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
         let plan = self.plan(q)?;
         let deadline = Instant::now() + self.timeout;
-        let turn = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut tried: Vec<Vec<bool>> = self.shards.iter().map(|r| vec![false; r.len()]).collect();
-        let mut reasons: Vec<Option<String>> = vec![None; self.shards.len()];
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) as u64;
+        let shards = self.shards.load_full();
+        let mut tried: Vec<Vec<bool>> = shards.iter().map(|r| vec![false; r.len()]).collect();
+        let mut reasons: Vec<Option<String>> = vec![None; shards.len()];
+        let orders: Vec<Vec<usize>> = shards
+            .iter()
+            .enumerate()
+            .map(|(shard, replicas)| {
+                let urls: Vec<&str> = replicas.iter().map(|r| r.url.as_str()).collect();
+                super::placement::hrw_order(&super::placement::request_key(shard, turn), &urls)
+            })
+            .collect();
         loop {
-            let mut targets = Vec::new();
+            let mut targets: Vec<Target> = Vec::new();
             let mut failures = Vec::new();
-            for (shard, replicas) in self.shards.iter().enumerate() {
-                let n = replicas.len();
-                let order = (0..n).map(|i| (turn + i) % n);
+            for (shard, replicas) in shards.iter().enumerate() {
+                let order = orders[shard].iter().copied();
                 // Replicas believed up first, then those marked down (a probe), never one
                 // this search already saw fail.
                 let pick = order
@@ -450,12 +540,16 @@ impl Root {
                     .find(|&r| !tried[shard][r] && replicas[r].up())
                     .or_else(|| order.clone().find(|&r| !tried[shard][r]));
                 match pick {
-                    Some(r) => targets.push((shard, r)),
+                    Some(r) => targets.push((shard, replicas[r].clone())),
                     None => failures.push(ShardFailure {
                         shard,
-                        reason: reasons[shard]
-                            .clone()
-                            .unwrap_or_else(|| "no replica answered".into()),
+                        reason: reasons[shard].clone().unwrap_or_else(|| {
+                            if replicas.is_empty() {
+                                "no live replica".into()
+                            } else {
+                                "no replica answered".into()
+                            }
+                        }),
                     }),
                 }
             }
@@ -476,15 +570,15 @@ impl Root {
             }
             match self.attempt(q, &plan, &targets) {
                 Ok(mut response) => {
-                    for &(shard, replica) in &targets {
-                        self.shards[shard][replica].mark_up();
+                    for (_, replica) in &targets {
+                        replica.mark_up();
                     }
                     if !failures.is_empty() {
                         crate::metrics::count_partial_response();
                     }
                     response.partial = Some(!failures.is_empty());
                     response.shards = Some(ShardsReport {
-                        total: self.shards.len(),
+                        total: shards.len(),
                         successful: targets.len(),
                         failed: failures.len(),
                         failures,
@@ -493,13 +587,16 @@ impl Root {
                 }
                 Err(CallError::Search(e)) => return Err(e),
                 Err(CallError::Replica { target, reason }) => {
-                    let (shard, replica) = targets[target];
+                    let (shard, replica) = &targets[target];
+                    let shard = *shard;
+                    replica.mark_down();
                     // A refused generation included: the table goes with it.
-                    self.tables.remove(self.url(targets[target]));
-                    self.shards[shard][replica].mark_down();
+                    self.tables.remove(&replica.url);
                     crate::metrics::count_replica_failure(shard);
-                    tried[shard][replica] = true;
-                    tracing::warn!("shard {shard} replica {replica} failed: {reason}");
+                    if let Some(r) = shards[shard].iter().position(|x| Arc::ptr_eq(x, replica)) {
+                        tried[shard][r] = true;
+                    }
+                    tracing::warn!("shard {shard} replica {} failed: {reason}", replica.url);
                     reasons[shard] = Some(reason);
                     if Instant::now() >= deadline {
                         return Err(SearchError::Unavailable(format!(
@@ -515,7 +612,7 @@ impl Root {
     /// One statistics call to every target.
     fn stats_round(
         &self,
-        targets: &[(usize, usize)],
+        targets: &[Target],
         request: &StatsRequest,
     ) -> Result<Vec<StatsReply>, CallError> {
         let all: Vec<usize> = (0..targets.len()).collect();
@@ -526,17 +623,13 @@ impl Root {
         self.fan_out(&all, |t| self.post(targets, t, "stats", &call))
     }
 
-    fn url(&self, target: (usize, usize)) -> &str {
-        &self.shards[target.0][target.1].url
-    }
-
     /// With [`StatsMode::Table`]: every target's table, or `None` while some are being
     /// fetched. A missing table is fetched in the background (a large collection's table
     /// takes seconds to compute and ship), so no search waits for one.
-    fn tables(&self, targets: &[(usize, usize)]) -> Option<Vec<Table>> {
+    fn tables(&self, targets: &[(usize, Arc<Replica>)]) -> Option<Vec<Table>> {
         let mut out = Vec::with_capacity(targets.len());
-        for &(shard, replica) in targets {
-            let url = self.url((shard, replica));
+        for (shard, replica) in targets {
+            let (shard, url) = (*shard, replica.url.as_str());
             match self.tables.get(url).map(|e| e.value().clone()) {
                 Some(TableState::Ready(table)) => out.push(table),
                 Some(TableState::Fetching) => return None,
@@ -598,7 +691,7 @@ impl Root {
     #[allow(clippy::type_complexity)]
     fn statistics(
         &self,
-        targets: &[(usize, usize)],
+        targets: &[(usize, Arc<Replica>)],
         request: &StatsRequest,
     ) -> Result<
         (
@@ -703,7 +796,7 @@ impl Root {
         &self,
         q: &SearchQuery,
         plan: &Plan,
-        targets: &[(usize, usize)],
+        targets: &[Target],
     ) -> Result<SearchResponse, CallError> {
         let (kind, model, limit, skip) = (plan.kind, &plan.model, plan.limit, plan.skip);
         let start = Instant::now();
@@ -739,7 +832,7 @@ impl Root {
             // search goes on with the generation it pinned).
             for (t, r) in replies.iter().enumerate() {
                 if r.current != generations[t] {
-                    self.tables.remove(self.url(targets[t]));
+                    self.tables.remove(&targets[t].1.url);
                 }
             }
         }
@@ -840,7 +933,7 @@ impl Root {
         q: &SearchQuery,
         stats: &GlobalStats,
         generations: &[u64],
-        targets: &[(usize, usize)],
+        targets: &[Target],
         window: &[MergedHit],
         tables: Option<&[std::sync::Arc<GlobalStats>]>,
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
@@ -906,7 +999,7 @@ impl Root {
         prf: Prf,
         stats: &GlobalStats,
         generations: &[u64],
-        targets: &[(usize, usize)],
+        targets: &[Target],
         window: &[MergedHit],
         tables: Option<&[std::sync::Arc<GlobalStats>]>,
     ) -> Result<FeatureMatrix, CallError> {
@@ -978,7 +1071,7 @@ impl Root {
         q: &SearchQuery,
         stats: &GlobalStats,
         generations: &[u64],
-        targets: &[(usize, usize)],
+        targets: &[Target],
         window: &[MergedHit],
         ranked: &[(usize, f32)],
     ) -> Result<Vec<Hit>, CallError> {
@@ -1109,8 +1202,8 @@ impl Root {
             field: "body",
             message: e.to_string(),
         })?;
-        let n = self.shards.len() as u32;
-        let mut parts: Vec<Vec<&[u8]>> = vec![Vec::new(); self.shards.len()];
+        let n = self.num_shards as u32;
+        let mut parts: Vec<Vec<&[u8]>> = vec![Vec::new(); self.num_shards];
         for line in body.split(|&b| b == b'\n') {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
@@ -1156,7 +1249,11 @@ impl Root {
         body: &[u8],
         token: &str,
     ) -> Result<(), String> {
-        for replica in &self.shards[shard] {
+        let shards = self.shards.load();
+        if shards[shard].is_empty() {
+            return Err("no live replica".into());
+        }
+        for replica in &shards[shard] {
             let url = format!("{}/admin/{path}", replica.url);
             let response = self
                 .agent
@@ -1190,8 +1287,8 @@ impl Root {
     /// Deletes `ids` (each a document of the collection, [`Root::first_missing`]) on every
     /// replica of the shard each routes to. Shards commit one after the other, as batches do.
     pub fn delete(&self, ids: &[String], token: &str) -> Result<usize, SearchError> {
-        let n = self.shards.len() as u32;
-        let mut parts: Vec<Vec<&String>> = vec![Vec::new(); self.shards.len()];
+        let n = self.num_shards as u32;
+        let mut parts: Vec<Vec<&String>> = vec![Vec::new(); self.num_shards];
         for id in ids {
             parts[super::routing::shard_of(id, n) as usize].push(id);
         }
@@ -1216,6 +1313,25 @@ impl Root {
         }
         Ok(ids.len())
     }
+}
+
+/// The replicas at `urls`, reusing those of `before` with the same URL (and their health).
+fn replicas_of(urls: Vec<String>, before: &[Arc<Replica>]) -> Vec<Arc<Replica>> {
+    urls.into_iter()
+        .map(|u| {
+            let url = u.trim_end_matches('/').to_string();
+            before
+                .iter()
+                .find(|r| r.url == url)
+                .cloned()
+                .unwrap_or_else(|| {
+                    Arc::new(Replica {
+                        url,
+                        down_until: Mutex::new(None),
+                    })
+                })
+        })
+        .collect()
 }
 
 /// The address of a merged hit as its shard knows it.

@@ -29,6 +29,11 @@ pub const TABLES: &[&str] = &[
     "trustrank_seeds",
     "label_batches",
     "label_reservations",
+    "cluster_collections",
+    "cluster_shards",
+    "cluster_nodes",
+    "cluster_replicas",
+    "cluster_generations",
 ];
 
 pub fn runtime() -> tokio::runtime::Runtime {
