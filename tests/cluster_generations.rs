@@ -659,3 +659,46 @@ fn publishers_race_for_a_generation_and_one_wins() {
     let m = rt.block_on(generation::manifest(&store, 0, 4)).unwrap();
     assert_eq!(m.num_docs, 3);
 }
+
+/// `rankd publish --metastore` records every shard's new generation in the metastore (here
+/// SQLite; the same SQL runs on PostgreSQL in `tests/cluster_metastore.rs`), where roots and
+/// operators read the current generation and its manifest.
+#[test]
+fn publish_records_generations_in_the_metastore() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    ingest_into("cranfield", &cranfield_dir(), &src, Some(2));
+    let store = dir.path().join("store");
+    let meta = format!("sqlite://{}?mode=rwc", dir.path().join("meta.db").display());
+    let args = |_: ()| {
+        vec![
+            "publish".to_string(),
+            "--data-dir".into(),
+            src.to_str().unwrap().into(),
+            "--store".into(),
+            store.to_str().unwrap().into(),
+            "--metastore".into(),
+            meta.clone(),
+            "--collection".into(),
+            "cran".into(),
+            "--json".into(),
+        ]
+    };
+    rankd_ok(args(()));
+    let b = batch(dir.path(), "late", "zyzzyva", 20);
+    ingest_into("jsonl", &b, &src, Some(2));
+    let out: Value = serde_json::from_slice(&rankd_ok(args(())).stdout).unwrap();
+    let map = runtime1().block_on(async {
+        let m = rankd::cluster::metastore::Metastore::connect(&meta, Duration::from_secs(5))
+            .await
+            .unwrap();
+        m.read_map().await.unwrap()
+    });
+    let c = map.collection("cran").unwrap();
+    assert_eq!(c.shards.len(), 2);
+    for (s, p) in c.shards.iter().zip(out["shards"].as_array().unwrap()) {
+        assert_eq!(s.current_generation, Some(2), "{p}");
+        assert_eq!(s.manifest_key.as_deref(), p["manifest"].as_str());
+        assert!(store.join(s.manifest_key.as_deref().unwrap()).exists());
+    }
+}

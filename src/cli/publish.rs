@@ -1,11 +1,41 @@
 //! `rankd publish`: uploads the index in the data directory — every shard of a collection
 //! split by `rankd ingest --shards N`, or a single index as shard 0 of 1 — to an object store
 //! as each shard's next generation, for replicas started with `serve --role leaf --store` to
-//! fetch (`crate::cluster::generation`). Only files the store lacks are uploaded.
+//! fetch (`crate::cluster::generation`). Only files the store lacks are uploaded. With
+//! `--metastore`, each new generation is recorded there too (compare-and-set).
 
 use std::path::PathBuf;
 
-use crate::cluster::generation::{self, Store};
+use std::time::Duration;
+
+use crate::cluster::generation::{self, Published, Store};
+use crate::cluster::metastore::{Metastore, Publish};
+
+/// Makes `p`'s generation its shard's current one in the metastore. The store's manifest is
+/// the commit (`crate::cluster::generation`); the metastore's compare-and-set keeps its
+/// record monotonic, so a slower publisher cannot move it back.
+async fn record(m: &Metastore, collection: &str, p: &Published) -> anyhow::Result<()> {
+    let map = m.read_map().await?;
+    let current = map
+        .collection(collection)
+        .and_then(|c| c.shards.get(p.shard as usize))
+        .and_then(|s| s.current_generation);
+    if current.is_some_and(|g| g >= p.generation) {
+        return Ok(());
+    }
+    match m
+        .publish_generation(collection, p.shard, current, p.generation, &p.manifest)
+        .await?
+    {
+        Publish::Won => Ok(()),
+        Publish::Lost { current } => anyhow::bail!(
+            "generation {} of shard {} is in the store, but the metastore moved to {current:?} \
+             meanwhile (another publisher); publish again",
+            p.generation,
+            p.shard
+        ),
+    }
+}
 
 #[derive(clap::Args, Debug)]
 pub struct PublishArgs {
@@ -16,6 +46,14 @@ pub struct PublishArgs {
     /// variables), `file:///PATH` or a directory.
     #[arg(long, env = "RANKD_STORE")]
     pub store: String,
+    /// Record each shard's new generation in the cluster metastore (`postgres://..` or
+    /// `sqlite:PATH`) by compare-and-set, for `--collection`: roots and operators read the
+    /// current generation of every shard there.
+    #[arg(long, value_name = "URL")]
+    pub metastore: Option<String>,
+    /// With `--metastore`: the collection's name.
+    #[arg(long, default_value = "main")]
+    pub collection: String,
     /// Print a JSON summary instead of text (and no progress bar).
     #[arg(long)]
     pub json: bool,
@@ -32,9 +70,20 @@ pub fn run(args: PublishArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let metastore = match &args.metastore {
+        Some(url) => Some(runtime.block_on(async {
+            let m = Metastore::connect(url, Duration::from_secs(10)).await?;
+            m.create_collection(&args.collection, shards).await?;
+            anyhow::Ok(m)
+        })?),
+        None => None,
+    };
     let mut published = Vec::new();
     for (shard, dir) in dirs.iter().enumerate() {
         let p = runtime.block_on(generation::publish(&store, dir, shard as u32, shards))?;
+        if let Some(m) = &metastore {
+            runtime.block_on(record(m, &args.collection, &p))?;
+        }
         bar.inc(1);
         published.push(p);
     }

@@ -277,6 +277,8 @@ pub struct Published {
     pub files_uploaded: usize,
     pub bytes_uploaded: u64,
     pub seconds: f64,
+    /// The manifest's key in the store.
+    pub manifest: String,
 }
 
 async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<()> {
@@ -352,6 +354,7 @@ pub async fn publish_after(
                 files_uploaded: 0,
                 bytes_uploaded: 0,
                 seconds: started.elapsed().as_secs_f64(),
+                manifest: manifest_key(store, shard, m.generation).to_string(),
             });
         }
     }
@@ -427,6 +430,7 @@ pub async fn publish_after(
         files_uploaded,
         bytes_uploaded,
         seconds: started.elapsed().as_secs_f64(),
+        manifest: key.to_string(),
     })
 }
 
