@@ -15,22 +15,6 @@ use ops_support::*;
 use rankd::cluster::routing::shard_of;
 use serde_json::Value;
 
-fn queries() -> Vec<String> {
-    rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
-        .unwrap()
-        .into_iter()
-        .take(40)
-        .map(|q| q.text)
-        .collect()
-}
-
-fn url(base: &str, q: &str) -> String {
-    format!(
-        "{base}/search?model=bm25&k=20&fields=&q={}",
-        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
-    )
-}
-
 fn leaf(data: &Path, addr: Option<&str>) -> Server {
     let mut args = vec!["--role", "leaf", "--data-dir", data.to_str().unwrap()];
     if let Some(a) = addr {
@@ -85,11 +69,11 @@ fn leaves_dying_and_returning_under_load() {
         &[],
     );
 
-    let queries = queries();
+    let queries = cranfield_queries(40);
     let baseline: Vec<Value> = queries
         .iter()
         .map(|q| {
-            let a = get(&url(&root.base, q), None);
+            let a = get(&bm25_url(&root.base, q), None);
             assert_eq!(a.status, 200, "{}", a.body);
             assert_eq!(a.body["partial"], false);
             a.body["hits"].clone()
@@ -108,7 +92,7 @@ fn leaves_dying_and_returning_under_load() {
                 let mut i = c;
                 while !stop.load(Ordering::SeqCst) {
                     let k = i % queries.len();
-                    let a = get(&url(&base, &queries[k]), None);
+                    let a = get(&bm25_url(&base, &queries[k]), None);
                     if a.status != 200
                         || a.body["partial"] != false
                         || a.body["hits"] != baseline[k]
@@ -150,7 +134,7 @@ fn leaves_dying_and_returning_under_load() {
     // Shard 1 without any replica: partial answers from shards 0 and 2, or a 503.
     kill9(&mut l3);
     for q in &queries {
-        let a = get(&url(&root.base, q), None);
+        let a = get(&bm25_url(&root.base, q), None);
         assert_eq!(a.status, 200, "{}", a.body);
         assert_eq!(a.body["partial"], true, "{}", a.body);
         assert_eq!(a.body["shards"]["failed"], 1);
@@ -159,7 +143,7 @@ fn leaves_dying_and_returning_under_load() {
             let id = h["id"].as_str().unwrap();
             assert_ne!(shard_of(id, 3), 1, "{id} comes from the dead shard");
         }
-        let b = get(&url(&strict.base, q), None);
+        let b = get(&bm25_url(&strict.base, q), None);
         assert_eq!(b.status, 503, "{}", b.body);
         assert_eq!(b.body["error"]["code"], "unavailable");
         assert!(b.body["error"]["message"]
@@ -170,7 +154,7 @@ fn leaves_dying_and_returning_under_load() {
 
     // Readiness says so: degraded where partial answers are allowed, 503 where not (checked
     // right after a failed search, while the root counts the replicas as down).
-    let _ = get(&url(&root.base, &queries[0]), None);
+    let _ = get(&bm25_url(&root.base, &queries[0]), None);
     let ready = get(&format!("{}/readyz", root.base), None);
     assert_eq!(ready.status, 200, "{}", ready.body);
     assert!(
@@ -178,7 +162,7 @@ fn leaves_dying_and_returning_under_load() {
         "{}",
         ready.body
     );
-    let _ = get(&url(&strict.base, &queries[0]), None);
+    let _ = get(&bm25_url(&strict.base, &queries[0]), None);
     let ready = get(&format!("{}/readyz", strict.base), None);
     assert_eq!(ready.status, 503, "{}", ready.body);
     assert!(
@@ -193,7 +177,7 @@ fn leaves_dying_and_returning_under_load() {
         None,
         &[],
     );
-    let a = get(&url(&late.base, &queries[0]), None);
+    let a = get(&bm25_url(&late.base, &queries[0]), None);
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["partial"], true);
     // Documents by id through the root, from the shard the id routes to.
@@ -213,7 +197,7 @@ fn leaves_dying_and_returning_under_load() {
     let _l1 = leaf(&data.join("shards/1"), Some(&l1_addr));
     let back = Instant::now();
     let complete = loop {
-        let a = get(&url(&root.base, &queries[0]), None);
+        let a = get(&bm25_url(&root.base, &queries[0]), None);
         if a.status == 200 && a.body["partial"] == false {
             break a;
         }

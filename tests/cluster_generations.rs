@@ -105,17 +105,11 @@ fn ids(base: &str, q: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-fn metric(base: &str, line_start: &str) -> f64 {
-    let text = ureq::get(&format!("{base}/metrics"))
-        .call()
-        .unwrap()
-        .into_body()
-        .read_to_string()
-        .unwrap();
-    text.lines()
-        .find(|l| l.starts_with(line_start))
-        .and_then(|l| l.rsplit(' ').next())
-        .map_or(0.0, |v| v.parse().unwrap())
+/// A metric of shard 0's replica (`labels` besides the shard), 0 when absent.
+fn shard0(base: &str, name: &str, labels: &[&str]) -> f64 {
+    let mut all = vec!["shard=\"0\""];
+    all.extend(labels);
+    metric(base, name, &all).unwrap_or(0.0)
 }
 
 /// How a test reaches the store's objects behind rankd's back, to break and repair them.
@@ -326,13 +320,11 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     let hits = ids(&follower.base, "zyzzyva");
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|(id, _)| id.starts_with("quasar-")));
-    assert_eq!(
-        metric(&follower.base, "rankd_cluster_generation{shard=\"0\"}"),
-        2.0
-    );
-    let fetched = metric(
+    assert_eq!(shard0(&follower.base, "rankd_cluster_generation", &[]), 2.0);
+    let fetched = shard0(
         &follower.base,
-        "rankd_cluster_generation_fetched_bytes_total{shard=\"0\"}",
+        "rankd_cluster_generation_fetched_bytes_total",
+        &[],
     );
     assert!(fetched > 0.0 && fetched as u64 == p2[0]["bytes_uploaded"].as_u64().unwrap());
 
@@ -358,9 +350,10 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(info(&follower.base)["store_generation"], 2);
     assert!(
-        metric(
+        shard0(
             &follower.base,
-            "rankd_cluster_generation_events_total{event=\"refused\",shard=\"0\"}"
+            "rankd_cluster_generation_events_total",
+            &["event=\"refused\""]
         ) >= 1.0
     );
     assert!(ids(&follower.base, "xylophage").is_empty());
@@ -381,9 +374,10 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(info(&follower.base)["store_generation"], 3);
     assert!(
-        metric(
+        shard0(
             &follower.base,
-            "rankd_cluster_generation_events_total{event=\"store_error\",shard=\"0\"}"
+            "rankd_cluster_generation_events_total",
+            &["event=\"store_error\""]
         ) >= 1.0
     );
     objects.delete(&format!("shards/0/generations/{:012}.json", 4));

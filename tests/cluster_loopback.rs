@@ -22,19 +22,7 @@ fn queries() -> Vec<String> {
 
 /// Uploads the model file `model` (id `id`) to the single node `one` and activates it.
 fn activate(one: &Server, model: &Path, id: &str) {
-    let bytes = std::fs::read(model).unwrap();
-    let url = format!("{}/admin/models", one.base);
-    let up = call(
-        "POST",
-        &url,
-        Some(TOKEN),
-        Some(("application/octet-stream", &bytes)),
-    );
-    assert_eq!(up.status, 201, "{}", up.body);
-    assert_eq!(up.body["model"], id);
-    let url = format!("{}/admin/models/{id}/activate", one.base);
-    let a = post_json(&url, Some(TOKEN), "{}");
-    assert_eq!(a.status, 200, "{}", a.body);
+    activate_model(&one.base, TOKEN, model, id);
 }
 
 /// A leaf for each of the three shards of `sharded`.
@@ -68,17 +56,13 @@ fn start_root_with(leaves: &[Server], model: &Path, more: &[&str]) -> Server {
 
 /// How many `call`s the root `root` made to its leaves (all shards).
 fn calls(root: &Server, call: &str) -> f64 {
-    let text = ureq::get(&format!("{}/metrics", root.base))
-        .call()
-        .unwrap()
-        .into_body()
-        .read_to_string()
-        .unwrap();
-    let start = format!("rankd_cluster_leaf_call_duration_seconds_count{{call=\"{call}\"");
-    text.lines()
-        .filter(|l| l.starts_with(&start))
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
-        .sum()
+    let call = format!("call=\"{call}\"");
+    metric(
+        &root.base,
+        "rankd_cluster_leaf_call_duration_seconds_count",
+        &[&call],
+    )
+    .unwrap_or(0.0)
 }
 
 fn search(base: &str, params: &str, q: &str) -> Value {

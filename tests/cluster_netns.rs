@@ -324,14 +324,14 @@ impl Cluster {
         let mut complete = Vec::new();
         let mut partial = Vec::new();
         for q in queries {
-            let a = get(&url(&self.replicated.base, q), None);
+            let a = get(&bm25_url(&self.replicated.base, q), None);
             assert_eq!(a.status, 200, "{}", a.body);
             assert_eq!(a.body["partial"], false, "{}", a.body);
             for other in [&self.alone, &self.strict] {
-                let b = get(&url(&other.base, q), None);
+                let b = get(&bm25_url(&other.base, q), None);
                 assert_eq!(b.body["hits"], a.body["hits"], "{q}");
             }
-            let o = get(&url(&self.oracle.base, q), None);
+            let o = get(&bm25_url(&self.oracle.base, q), None);
             assert_eq!(o.status, 200, "{}", o.body);
             complete.push(a.body["hits"].clone());
             partial.push(o.body["hits"].clone());
@@ -348,34 +348,6 @@ fn host_leaf(data: &Path) -> Server {
     )
 }
 
-fn queries() -> Vec<String> {
-    rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
-        .unwrap()
-        .into_iter()
-        .take(40)
-        .map(|q| q.text)
-        .collect()
-}
-
-fn url(base: &str, q: &str) -> String {
-    format!(
-        "{base}/search?model=bm25&k=20&fields=&q={}",
-        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
-    )
-}
-
-/// A counter of `base`'s `/metrics`: the sum of the series of `name` whose labels include
-/// every one of `labels`.
-fn metric(base: &str, name: &str, labels: &[&str]) -> f64 {
-    let text = get(&format!("{base}/metrics"), None).body;
-    text.as_str()
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")) && labels.iter().all(|x| l.contains(x)))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 /// `/cluster/v1/query` calls a leaf answered: each is a search that reached it and got its
 /// statistics back, so it is in use.
 fn query_calls(leaf: &Server) -> f64 {
@@ -384,6 +356,7 @@ fn query_calls(leaf: &Server) -> f64 {
         "rankd_http_requests_total",
         &["route=\"/cluster/v1/query\"", "status=\"200\""],
     )
+    .unwrap_or(0.0)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -485,7 +458,7 @@ impl Load {
                     while !stop.load(Ordering::SeqCst) {
                         let k = i % queries.len();
                         let started = Instant::now();
-                        let answer = try_call("GET", &url(&base, &queries[k]), None, None);
+                        let answer = try_call("GET", &bm25_url(&base, &queries[k]), None, None);
                         let took = started.elapsed();
                         let outcome = answer
                             .map_err(|e| format!("transport: {e}"))
@@ -587,7 +560,7 @@ fn a_partitioned_leaf_under_load() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     const LEAF_TIMEOUT: Duration = Duration::from_millis(300);
     let mut cluster = Cluster::start(LEAF_TIMEOUT.as_millis() as u64);
-    let queries = queries();
+    let queries = cranfield_queries(40);
     let expected = cluster.expected(&queries);
     let c = &cluster;
 
@@ -714,12 +687,13 @@ fn a_partitioned_leaf_under_load() {
         &c.replicated.base,
         "rankd_cluster_replica_failures_total",
         &["shard=\"1\""],
-    );
+    )
+    .unwrap_or(0.0);
     assert!(failures >= 1.0, "{failures} replica failures counted");
     let _ = cluster.b.child.kill();
     let _ = cluster.b.child.wait();
     for (k, q) in queries.iter().enumerate() {
-        let a = get(&url(&cluster.replicated.base, q), None);
+        let a = get(&bm25_url(&cluster.replicated.base, q), None);
         assert_eq!(classify(&a, k, &expected), Ok(Outcome::Complete));
     }
 }
@@ -734,7 +708,7 @@ fn a_slow_link_under_load() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     const LEAF_TIMEOUT: Duration = Duration::from_millis(250);
     let cluster = Cluster::start(LEAF_TIMEOUT.as_millis() as u64);
-    let queries = queries();
+    let queries = cranfield_queries(40);
     let expected = cluster.expected(&queries);
     let c = &cluster;
     let roots = [&c.replicated, &c.alone, &c.strict];

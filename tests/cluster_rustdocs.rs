@@ -109,20 +109,7 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
     let token = "rust-docs-test-token";
     let db = fresh_database(dir.path());
     let one = start(&single, &db, Some(token));
-    let bytes = std::fs::read(&model).unwrap();
-    let up = call(
-        "POST",
-        &format!("{}/admin/models", one.base),
-        Some(token),
-        Some(("application/octet-stream", &bytes)),
-    );
-    assert_eq!(up.status, 201, "{}", up.body);
-    let on = post_json(
-        &format!("{}/admin/models/{id}/activate", one.base),
-        Some(token),
-        "{}",
-    );
-    assert_eq!(on.status, 200, "{}", on.body);
+    activate_model(&one.base, token, &model, &id);
 
     let leaves: Vec<Server> = (0..3)
         .map(|s| {

@@ -31,7 +31,7 @@ use std::time::Duration;
 use anyhow::Context;
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::any::AnyConnectOptions;
 use sqlx::Row;
 
 use super::routing::HASH_SCHEME;
@@ -168,22 +168,7 @@ impl Metastore {
         let shown = redact(url);
         let options = AnyConnectOptions::from_str(url)
             .with_context(|| format!("invalid metastore URL {shown:?}"))?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(4)
-            .acquire_timeout(timeout)
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        sqlx::query("PRAGMA busy_timeout = 5000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA foreign_keys = ON")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
-                })
-            });
+        let pool = crate::db::pool_options(backend, 4).acquire_timeout(timeout);
         // One connection first, outside the pool: a pool that cannot connect reports only
         // that it timed out, this one why ("Connection refused", a bad password, …).
         let probe = async {
@@ -205,11 +190,7 @@ impl Metastore {
             .with_context(|| format!("cannot connect to the metastore {shown:?}"))?;
         // The ops database's migration set (`crate::db::Db::open` runs the same): the cluster
         // tables are part of it, so a database may serve as both.
-        let migrator = match backend {
-            Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
-            Backend::Postgres => sqlx::migrate!("migrations/postgres"),
-        };
-        migrator
+        crate::db::migrator(backend)
             .run(&pool)
             .await
             .with_context(|| format!("cannot apply the migrations to the metastore {shown:?}"))?;

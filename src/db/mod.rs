@@ -77,22 +77,7 @@ impl Db {
         let backend = Backend::of_url(url)?;
         let options = AnyConnectOptions::from_str(url)
             .with_context(|| format!("invalid database URL {:?}", redact(url)))?;
-        let pool = AnyPoolOptions::new()
-            .max_connections(8)
-            .after_connect(move |conn, _| {
-                Box::pin(async move {
-                    if backend == Backend::Sqlite {
-                        // Readers never wait for a writer; writers wait for each other.
-                        sqlx::query("PRAGMA busy_timeout = 5000")
-                            .execute(&mut *conn)
-                            .await?;
-                        sqlx::query("PRAGMA foreign_keys = ON")
-                            .execute(&mut *conn)
-                            .await?;
-                    }
-                    Ok(())
-                })
-            })
+        let pool = pool_options(backend, 8)
             .connect_with(options)
             .await
             .with_context(|| format!("cannot connect to the database {:?}", redact(url)))?;
@@ -104,11 +89,7 @@ impl Db {
                 .await
                 .with_context(|| failed("cannot switch to write-ahead logging in"))?;
         }
-        let migrator = match backend {
-            Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
-            Backend::Postgres => sqlx::migrate!("migrations/postgres"),
-        };
-        migrator
+        migrator(backend)
             .run(&pool)
             .await
             .with_context(|| failed("cannot apply the migrations to"))?;
@@ -121,6 +102,35 @@ impl Db {
             tracing::warn!("{interrupted} job(s) interrupted by the last restart marked failed");
         }
         Ok(db)
+    }
+}
+
+/// A pool of at most `max` connections to a `backend` database, each set up as rankd's
+/// schema expects (SQLite: a busy timeout, foreign keys on).
+pub fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
+    AnyPoolOptions::new()
+        .max_connections(max)
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if backend == Backend::Sqlite {
+                    // Readers never wait for a writer; writers wait for each other.
+                    sqlx::query("PRAGMA busy_timeout = 5000")
+                        .execute(&mut *conn)
+                        .await?;
+                    sqlx::query("PRAGMA foreign_keys = ON")
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+}
+
+/// The schema's migrations for `backend` (the ops tables and the cluster metastore's).
+pub fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
+    match backend {
+        Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
+        Backend::Postgres => sqlx::migrate!("migrations/postgres"),
     }
 }
 

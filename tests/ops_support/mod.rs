@@ -231,6 +231,61 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
     Server { child, base }
 }
 
+/// The samples of the metric `name` at `base/metrics` whose labels include all of `labels`
+/// (each `key="value"`), summed; `None` when there is no such sample.
+pub fn metric(base: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    let text = get(&format!("{base}/metrics"), None).body;
+    let samples: Vec<f64> = text
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+                && labels.iter().all(|x| l.contains(x))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .collect();
+    (!samples.is_empty()).then(|| samples.iter().sum())
+}
+
+/// Uploads the model file `model` (id `id`) to the node at `base` and activates it.
+pub fn activate_model(base: &str, token: &str, model: &Path, id: &str) {
+    let bytes = std::fs::read(model).unwrap();
+    let up = call(
+        "POST",
+        &format!("{base}/admin/models"),
+        Some(token),
+        Some(("application/octet-stream", &bytes)),
+    );
+    assert_eq!(up.status, 201, "{}", up.body);
+    assert_eq!(up.body["model"], id);
+    let a = post_json(
+        &format!("{base}/admin/models/{id}/activate"),
+        Some(token),
+        "{}",
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+}
+
+/// The first `n` Cranfield queries' texts.
+pub fn cranfield_queries(n: usize) -> Vec<String> {
+    rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
+        .unwrap()
+        .into_iter()
+        .take(n)
+        .map(|q| q.text)
+        .collect()
+}
+
+/// A BM25 search of `q` at `base`: the top 20 ids and scores only.
+pub fn bm25_url(base: &str, q: &str) -> String {
+    format!(
+        "{base}/search?model=bm25&k=20&fields=&q={}",
+        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+    )
+}
+
 /// Runs `rankd ARGS`, asserting that it succeeds (its standard error in the message).
 pub fn rankd_ok<I, S>(args: I) -> std::process::Output
 where
