@@ -67,6 +67,26 @@ fn batch(dir: &Path, prefix: &str, word: &str, n: usize) -> PathBuf {
     f
 }
 
+/// A leaf following shard 0 of `store` into `replica`, looking every 50 ms.
+fn follow(replica: &Path, store: &str, env: &[(&str, &str)]) -> Server {
+    start_serve(
+        &[
+            "--role",
+            "leaf",
+            "--data-dir",
+            replica.to_str().unwrap(),
+            "--store",
+            store,
+            "--shard-id",
+            "0",
+            "--poll-ms",
+            "50",
+        ],
+        None,
+        env,
+    )
+}
+
 fn info(base: &str) -> Value {
     get(&format!("{base}/cluster/v1/info"), None).body
 }
@@ -245,22 +265,7 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     // A replica of shard 0 bootstraps from the store; the source's own leaf is the reference.
     let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let replica = dir.path().join("replica0");
-    let follower = start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            replica.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            "0",
-            "--poll-ms",
-            "50",
-        ],
-        None,
-        &envs,
-    );
+    let follower = follow(&replica, store, &envs);
     assert_eq!(info(&follower.base)["store_generation"], 1);
     let reference = start_serve(
         &["--data-dir", src.join("shards/0").to_str().unwrap()],
@@ -403,22 +408,7 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     let key = new_blob(&before0, &src);
     let good = objects.read(&key);
     objects.delete(&key);
-    let follower = start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            replica.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            "0",
-            "--poll-ms",
-            "50",
-        ],
-        None,
-        &envs,
-    );
+    let follower = follow(&replica, store, &envs);
     assert_eq!(info(&follower.base)["store_generation"], 3);
     assert!(ids(&follower.base, "quokkafish").is_empty());
     assert!(!ids(&follower.base, "xylophage").is_empty());
