@@ -686,3 +686,91 @@ fn publish_records_generations_in_the_metastore() {
         assert!(store.join(s.manifest_key.as_deref().unwrap()).exists());
     }
 }
+
+/// A following leaf that gossips announces the store generation it serves (`rankd.generation`)
+/// and the new one after each switch.
+#[test]
+fn a_following_leaf_announces_its_generation_by_gossip() {
+    use rankd::cluster::membership::{Membership, MembershipConfig, NodeKeys};
+    let dir = tempfile::tempdir().unwrap();
+    let src = ingest(dir.path(), DOCS);
+    let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
+    publish(&src, store, &[]);
+    let (leaf_gossip, watcher_gossip) = ("127.0.0.1:27301", "127.0.0.1:27302");
+    let replica = dir.path().join("replica");
+    let _leaf = start_serve(
+        &[
+            "--role",
+            "leaf",
+            "--data-dir",
+            replica.to_str().unwrap(),
+            "--store",
+            store,
+            "--shard-id",
+            "0",
+            "--poll-ms",
+            "50",
+            "--gossip",
+            leaf_gossip,
+            "--seed",
+            watcher_gossip,
+        ],
+        None,
+        &[],
+    );
+    let rt = runtime1();
+    rt.block_on(async {
+        let watcher = Membership::start(
+            MembershipConfig::new(
+                "watcher".into(),
+                watcher_gossip.parse().unwrap(),
+                vec![leaf_gossip.to_string()],
+            ),
+            &NodeKeys {
+                role: "root".into(),
+                api_url: "http://127.0.0.1:1".into(),
+                collection: "main".into(),
+                shard: None,
+                shards: None,
+                generation: None,
+                ready: true,
+            },
+        )
+        .await
+        .unwrap();
+        let mut view = watcher.view();
+        let announced = |want: u64| {
+            move |v: &std::sync::Arc<rankd::cluster::membership::ClusterView>| {
+                v.members
+                    .iter()
+                    .any(|m| m.keys.role == "leaf" && m.keys.generation == Some(want))
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), view.wait_for(announced(1)))
+            .await
+            .expect("generation 1 announced")
+            .unwrap();
+        let more = dir.path().join("more.jsonl");
+        std::fs::write(
+            &more,
+            r#"{"id":"set","url":"https://x.org/set","title":"HashSet","body":"A hash set."}"#,
+        )
+        .unwrap();
+        rankd_ok([
+            "ingest",
+            "--format",
+            "jsonl",
+            "--input",
+            more.to_str().unwrap(),
+            "--data-dir",
+            src.to_str().unwrap(),
+        ]);
+        publish(&src, store, &[]);
+        tokio::time::timeout(Duration::from_secs(20), view.wait_for(announced(2)))
+            .await
+            .expect("generation 2 announced")
+            .unwrap();
+        watcher.shutdown().await.unwrap();
+    });
+}

@@ -359,7 +359,7 @@ impl LeafGossip {
             collection: self.cluster.collection.clone(),
             shard: Some(self.shard),
             shards: self.shards,
-            generation: None,
+            generation: state.engine.store_generation(),
             ready: true,
         };
         let config = self.cluster.membership("leaf");
@@ -386,7 +386,9 @@ impl LeafGossip {
                 eprintln!("warning: cannot register in the metastore (serving anyway): {e:#}");
             }
         }
+        // Readiness, and the store generation a following leaf serves, as they change.
         let mut ready = true;
+        let mut generation = state.engine.store_generation();
         loop {
             tokio::time::sleep(Duration::from_millis(200)).await;
             let now = state.ready.load(std::sync::atomic::Ordering::SeqCst);
@@ -395,6 +397,13 @@ impl LeafGossip {
                 membership
                     .set(keys::READY, if ready { "1" } else { "0" })
                     .await;
+            }
+            let serving = state.engine.store_generation();
+            if serving != generation {
+                generation = serving;
+                if let Some(g) = generation {
+                    membership.set(keys::GENERATION, &g.to_string()).await;
+                }
             }
         }
     }
