@@ -64,7 +64,10 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
     let single = dir.path().join("single");
     let sharded = dir.path().join("sharded");
     // Both ingests at once (two cores).
-    let mut a = ingest_html(&docs, &single, None).spawn().unwrap();
+    let mut a = ingest_html(&docs, &single, None)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let b = ingest_html(&docs, &sharded, Some(3)).output().unwrap();
     assert!(a.wait().unwrap().success());
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
