@@ -11,15 +11,16 @@ use std::time::Duration;
 use crate::cluster::generation::{self, Published, Store};
 use crate::cluster::metastore::{Metastore, Publish};
 
-/// Makes `p`'s generation its shard's current one in the metastore. The store's manifest is
-/// the commit (`crate::cluster::generation`); the metastore's compare-and-set keeps its
-/// record monotonic, so a slower publisher cannot move it back.
-async fn record(m: &Metastore, collection: &str, p: &Published) -> anyhow::Result<()> {
-    let map = m.read_map().await?;
-    let current = map
-        .collection(collection)
-        .and_then(|c| c.shards.get(p.shard as usize))
-        .and_then(|s| s.current_generation);
+/// Makes `p`'s generation its shard's current one in the metastore, whose record for the
+/// shard was `current` when publishing began. The store's manifest is the commit
+/// (`crate::cluster::generation`); the metastore's compare-and-set keeps its record
+/// monotonic, so a slower publisher cannot move it back.
+async fn record(
+    m: &Metastore,
+    collection: &str,
+    current: Option<u64>,
+    p: &Published,
+) -> anyhow::Result<()> {
     if current.is_some_and(|g| g >= p.generation) {
         return Ok(());
     }
@@ -70,19 +71,28 @@ pub fn run(args: PublishArgs) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    // The metastore and each shard's current generation in it, read once.
     let metastore = match &args.metastore {
         Some(url) => Some(runtime.block_on(async {
             let m = Metastore::connect(url, Duration::from_secs(10)).await?;
             m.create_collection(&args.collection, shards).await?;
-            anyhow::Ok(m)
+            let map = m.read_map().await?;
+            let current: Vec<Option<u64>> = (0..shards as usize)
+                .map(|s| {
+                    map.collection(&args.collection)
+                        .and_then(|c| c.shards.get(s))
+                        .and_then(|s| s.current_generation)
+                })
+                .collect();
+            anyhow::Ok((m, current))
         })?),
         None => None,
     };
     let mut published = Vec::new();
     for (shard, dir) in dirs.iter().enumerate() {
         let p = runtime.block_on(generation::publish(&store, dir, shard as u32, shards))?;
-        if let Some(m) = &metastore {
-            runtime.block_on(record(m, &args.collection, &p))?;
+        if let Some((m, current)) = &metastore {
+            runtime.block_on(record(m, &args.collection, current[shard], &p))?;
         }
         bar.inc(1);
         published.push(p);

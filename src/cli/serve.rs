@@ -308,26 +308,22 @@ impl LeafGossip {
         let Some(shard) = cluster.shard_id else {
             return Err(Invalid("--role leaf --gossip needs --shard-id S".into()).into());
         };
-        let record = data_dir
-            .parent()
-            .map(|p| p.join("collection.json"))
-            .filter(|p| p.exists());
+        // DATA_DIR is COLLECTION/shards/S when the collection was split by `rankd ingest`.
+        let collection = data_dir.parent().and_then(Path::parent);
+        let record = match collection {
+            Some(dir) => crate::cluster::read_collection(dir)?,
+            None => None,
+        };
         let shards = match record {
-            Some(path) => {
-                let text = std::fs::read_to_string(&path)
-                    .with_context(|| format!("cannot read {}", path.display()))?;
-                let c: crate::cluster::Collection = serde_json::from_str(&text)
-                    .with_context(|| format!("{} is not a collection record", path.display()))?;
-                if shard >= c.shards {
-                    return Err(Invalid(format!(
-                        "--shard-id {shard}: the collection has {} shards ({})",
-                        c.shards,
-                        path.display()
-                    ))
-                    .into());
-                }
-                Some(c.shards)
+            Some(c) if shard >= c.shards => {
+                return Err(Invalid(format!(
+                    "--shard-id {shard}: the collection in {} has {} shards",
+                    collection.unwrap_or(data_dir).display(),
+                    c.shards
+                ))
+                .into())
             }
+            Some(c) => Some(c.shards),
             None => None,
         };
         Ok(LeafGossip {

@@ -173,10 +173,6 @@ pub async fn manifest(store: &Store, shard: u32, generation: u64) -> anyhow::Res
     Ok(m)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn sha256_file(path: &Path) -> anyhow::Result<(String, u64)> {
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -193,7 +189,7 @@ fn sha256_file(path: &Path) -> anyhow::Result<(String, u64)> {
         hasher.update(&buf[..n]);
         size += n as u64;
     }
-    Ok((hex(&hasher.finalize()), size))
+    Ok((format!("{:x}", hasher.finalize()), size))
 }
 
 /// Is `path` (relative) a file tantivy writes once and never changes (a segment's file)?
@@ -447,10 +443,14 @@ pub fn local_generation(dir: &Path) -> anyhow::Result<Option<Manifest>> {
 }
 
 /// A generation laid out and checked beside the index, ready to switch to.
-#[derive(Debug)]
 pub struct Prepared {
     dir: PathBuf,
     staging: PathBuf,
+    /// The generation `dir` held when this one was prepared (its files are kept one more
+    /// generation).
+    previous: Option<Manifest>,
+    /// The generation's link scores, loaded once to check them and then served.
+    links: Option<crate::links::LinkData>,
     pub manifest: Manifest,
     pub files_fetched: usize,
     pub bytes_fetched: u64,
@@ -496,7 +496,7 @@ async fn download(store: &Store, file: &FileEntry, to: &Path) -> anyhow::Result<
             .with_context(|| format!("cannot write {}", to.display()))?;
     }
     out.sync_all()?;
-    let sha256 = hex(&hasher.finalize());
+    let sha256 = format!("{:x}", hasher.finalize());
     if sha256 != file.sha256 || size != file.size {
         bail!(
             "{} from {} is corrupt: {size} bytes with SHA-256 {sha256}, the manifest says {} \
@@ -539,8 +539,8 @@ pub async fn prepare(store: &Store, dir: &Path, manifest: Manifest) -> anyhow::R
     }
     std::fs::create_dir_all(staging.join("index"))
         .with_context(|| format!("cannot create {}", staging.display()))?;
-    let local = local_generation(dir)?;
-    let recorded: BTreeMap<&str, &FileEntry> = local
+    let previous = local_generation(dir)?;
+    let recorded: BTreeMap<&str, &FileEntry> = previous
         .iter()
         .flat_map(|m| m.files.iter().map(|f| (f.path.as_str(), f)))
         .collect();
@@ -571,10 +571,12 @@ pub async fn prepare(store: &Store, dir: &Path, manifest: Manifest) -> anyhow::R
             bytes_fetched += file.size;
         }
     }
-    check_staged(dir, &staging, &manifest).map_err(refuse)?;
+    let links = check_staged(dir, &staging, &manifest).map_err(refuse)?;
     Ok(Prepared {
         dir: dir.to_path_buf(),
         staging,
+        previous,
+        links,
         manifest,
         files_fetched,
         bytes_fetched,
@@ -585,7 +587,12 @@ pub async fn prepare(store: &Store, dir: &Path, manifest: Manifest) -> anyhow::R
 /// The staged generation opens as rankd's index, holds the documents its manifest counts, and
 /// keeps the analysis and scoring settings `dir` serves with (a running server cannot change
 /// them; a new collection can).
-fn check_staged(dir: &Path, staging: &Path, manifest: &Manifest) -> anyhow::Result<()> {
+/// Returns its link scores, if it has any.
+fn check_staged(
+    dir: &Path,
+    staging: &Path,
+    manifest: &Manifest,
+) -> anyhow::Result<Option<crate::links::LinkData>> {
     let index = crate::text::TextIndex::open(staging, None)?;
     let num_docs = index.num_docs();
     drop(index);
@@ -596,9 +603,15 @@ fn check_staged(dir: &Path, staging: &Path, manifest: &Manifest) -> anyhow::Resu
         );
     }
     let sidecar = staging.join(crate::links::SIDECAR_NAME);
-    if sidecar.exists() {
-        crate::graph::sidecar::read(&sidecar, None).context("its link scores do not load")?;
-    }
+    let links = match sidecar.exists() {
+        true => Some(
+            crate::graph::sidecar::read(&sidecar, None)
+                .map_err(anyhow::Error::from)
+                .and_then(crate::links::LinkData::new)
+                .context("its link scores do not load")?,
+        ),
+        false => None,
+    };
     let serving = dir.join("index.toml");
     if serving.exists() && std::fs::read(&serving)? != std::fs::read(staging.join("index.toml"))? {
         bail!(
@@ -607,18 +620,20 @@ fn check_staged(dir: &Path, staging: &Path, manifest: &Manifest) -> anyhow::Resu
             dir.display()
         );
     }
-    Ok(())
+    Ok(links)
 }
 
 impl Prepared {
     /// Switches `dir` to the prepared generation: new segment files in, then `meta.json`
     /// replaced by a rename (the commit point), then the other files, the local record, and
     /// the removal of files no generation since the previous one names. The caller reloads
-    /// its reader afterwards (`Engine::switch_generation` does both under one lock).
-    pub fn commit(self) -> anyhow::Result<Applied> {
+    /// its reader afterwards and serves the returned link scores (`Engine::switch_generation`
+    /// does both under one lock).
+    pub fn commit(mut self) -> anyhow::Result<(Applied, Option<crate::links::LinkData>)> {
+        let links = self.links.take();
         let index_dir = self.dir.join("index");
         std::fs::create_dir_all(&index_dir)?;
-        let previous = local_generation(&self.dir)?;
+        let previous = &self.previous;
         for file in &self.manifest.files {
             if immutable(&file.path) {
                 let target = self.dir.join(&file.path);
@@ -674,15 +689,18 @@ impl Prepared {
             std::fs::remove_file(entry.path())?;
             files_removed += 1;
         }
-        Ok(Applied {
-            shard: self.manifest.shard,
-            generation: self.manifest.generation,
-            num_docs: self.manifest.num_docs,
-            files_fetched: self.files_fetched,
-            bytes_fetched: self.bytes_fetched,
-            files_reused: self.files_reused,
-            files_removed,
-        })
+        Ok((
+            Applied {
+                shard: self.manifest.shard,
+                generation: self.manifest.generation,
+                num_docs: self.manifest.num_docs,
+                files_fetched: self.files_fetched,
+                bytes_fetched: self.bytes_fetched,
+                files_reused: self.files_reused,
+                files_removed,
+            },
+            links,
+        ))
     }
 }
 
@@ -692,12 +710,15 @@ fn sync_dir(dir: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("cannot sync the directory {}", dir.display()))
 }
 
-/// The newest generation of `shard` if `dir` does not hold it yet.
-pub async fn newer(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Option<Manifest>> {
+/// The newest generation of `shard` if it is newer than `have`, the generation held.
+pub async fn newer(
+    store: &Store,
+    have: Option<u64>,
+    shard: u32,
+) -> anyhow::Result<Option<Manifest>> {
     let Some(newest) = latest(store, shard).await? else {
         return Ok(None);
     };
-    let have = local_generation(dir)?.map(|m| m.generation);
     if have.is_some_and(|g| g >= newest) {
         return Ok(None);
     }
@@ -708,9 +729,10 @@ pub async fn newer(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Opti
 /// generation in the store it is an error unless `dir` already holds one.
 pub async fn bootstrap(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Option<Applied>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    match newer(store, dir, shard).await? {
-        Some(m) => Ok(Some(prepare(store, dir, m).await?.commit()?)),
-        None if local_generation(dir)?.is_some() => Ok(None),
+    let held = local_generation(dir)?.map(|m| m.generation);
+    match newer(store, held, shard).await? {
+        Some(m) => Ok(Some(prepare(store, dir, m).await?.commit()?.0)),
+        None if held.is_some() => Ok(None),
         None => bail!(
             "the store {} has no generation of shard {shard} yet; `rankd publish` writes one",
             store.url
@@ -734,7 +756,8 @@ where
     let mut last_error = String::new();
     loop {
         tokio::time::sleep(interval).await;
-        let manifest = match newer(&store, &dir, shard).await {
+        let held = engine.as_ref().as_ref().store_generation();
+        let manifest = match newer(&store, held, shard).await {
             Ok(Some(m)) => m,
             Ok(None) => continue,
             Err(e) => {

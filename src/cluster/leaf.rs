@@ -98,15 +98,26 @@ impl Pins {
 
     /// The searcher of `generation`, if still kept.
     pub fn get(&self, engine: &Engine, generation: u64) -> Result<Pinned, LeafError> {
+        self.get_with_current(engine, generation).map(|(p, _)| p)
+    }
+
+    /// [`Pins::get`], with the current searcher's generation (looked up on the way).
+    fn get_with_current(
+        &self,
+        engine: &Engine,
+        generation: u64,
+    ) -> Result<(Pinned, u64), LeafError> {
         let current = self.current(engine);
-        if current.generation == generation {
-            return Ok(current);
+        let now = current.generation;
+        if now == generation {
+            return Ok((current, now));
         }
         let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
         recent
             .iter()
             .find(|p| p.generation == generation)
             .cloned()
+            .map(|p| (p, now))
             .ok_or(LeafError::GenerationGone(generation))
     }
 }
@@ -177,7 +188,7 @@ pub fn table(engine: &Engine, pins: &Pins, call: &TableCall) -> Result<StatsRepl
 
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
     check(call.protocol)?;
-    let pinned = pins.get(engine, call.generation)?;
+    let (pinned, current) = pins.get_with_current(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
         field: "model",
@@ -209,7 +220,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     };
     Ok(QueryReply {
         protocol: PROTOCOL,
-        current: pins.generation(&engine.index.reader.searcher()),
+        current,
         total_hits,
         hits: hits
             .into_iter()

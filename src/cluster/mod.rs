@@ -50,7 +50,7 @@ pub struct Collection {
 }
 
 /// `DIR/shards/collection.json`, if `dir` holds a collection split over shards.
-fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> {
+pub fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> {
     let path = dir.join("shards").join("collection.json");
     if !path.exists() {
         return Ok(None);

@@ -518,19 +518,19 @@ impl Engine {
     }
 
     /// Switches to the store's index generation `generation`: `replace` puts its files in
-    /// place, then the reader and the link scores are reloaded, all while no
-    /// [`Engine::snapshot`] can be taken, so no snapshot pairs one generation's documents with
-    /// another's link scores; [`Engine::store_generation`] says `generation` once it serves.
+    /// place and returns the generation's link scores, then the reader is reloaded and the
+    /// scores served, all while no [`Engine::snapshot`] can be taken, so no snapshot pairs one
+    /// generation's documents with another's link scores; [`Engine::store_generation`] says
+    /// `generation` once it serves.
     pub fn switch_generation<T>(
         &self,
         generation: u64,
-        replace: impl FnOnce() -> anyhow::Result<T>,
+        replace: impl FnOnce() -> anyhow::Result<(T, Option<LinkData>)>,
     ) -> anyhow::Result<T> {
         let _writing = self.switching.write().unwrap_or_else(|p| p.into_inner());
-        let done = replace()?;
+        let (done, links) = replace()?;
         self.index.reader.reload()?;
-        let links = crate::links::load_for_serving(&self.index)?.map(|(l, _)| Arc::new(l));
-        self.links.store(links);
+        self.links.store(links.map(Arc::new));
         self.set_store_generation(generation);
         Ok(done)
     }
