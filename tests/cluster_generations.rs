@@ -67,24 +67,23 @@ fn batch(dir: &Path, prefix: &str, word: &str, n: usize) -> PathBuf {
     f
 }
 
-/// A leaf following shard 0 of `store` into `replica`, looking every 50 ms.
-fn follow(replica: &Path, store: &str, env: &[(&str, &str)]) -> Server {
-    start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            replica.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            "0",
-            "--poll-ms",
-            "50",
-        ],
-        None,
-        env,
-    )
+/// A leaf following shard 0 of `store` into `replica`, looking every 50 ms, with `more`
+/// flags.
+fn follow(replica: &Path, store: &str, more: &[&str], env: &[(&str, &str)]) -> Server {
+    let mut args = vec![
+        "--role",
+        "leaf",
+        "--data-dir",
+        replica.to_str().unwrap(),
+        "--store",
+        store,
+        "--shard-id",
+        "0",
+        "--poll-ms",
+        "50",
+    ];
+    args.extend(more);
+    start_serve(&args, None, env)
 }
 
 fn info(base: &str) -> Value {
@@ -265,7 +264,7 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     // A replica of shard 0 bootstraps from the store; the source's own leaf is the reference.
     let envs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let replica = dir.path().join("replica0");
-    let follower = follow(&replica, store, &envs);
+    let follower = follow(&replica, store, &[], &envs);
     assert_eq!(info(&follower.base)["store_generation"], 1);
     let reference = start_serve(
         &["--data-dir", src.join("shards/0").to_str().unwrap()],
@@ -408,7 +407,7 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     let key = new_blob(&before0, &src);
     let good = objects.read(&key);
     objects.delete(&key);
-    let follower = follow(&replica, store, &envs);
+    let follower = follow(&replica, store, &[], &envs);
     assert_eq!(info(&follower.base)["store_generation"], 3);
     assert!(ids(&follower.base, "quokkafish").is_empty());
     assert!(!ids(&follower.base, "xylophage").is_empty());
@@ -568,7 +567,7 @@ fn a_pinned_search_never_mixes_generations() {
         .unwrap();
     assert_eq!(p.generation, 2);
     let m = rt
-        .block_on(generation::newer(&store, &replica, 0))
+        .block_on(generation::newer(&store, Some(1), 0))
         .unwrap()
         .unwrap();
     let prepared = rt
@@ -699,24 +698,10 @@ fn a_following_leaf_announces_its_generation_by_gossip() {
     publish(&src, store, &[]);
     let (leaf_gossip, watcher_gossip) = ("127.0.0.1:27301", "127.0.0.1:27302");
     let replica = dir.path().join("replica");
-    let _leaf = start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            replica.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            "0",
-            "--poll-ms",
-            "50",
-            "--gossip",
-            leaf_gossip,
-            "--seed",
-            watcher_gossip,
-        ],
-        None,
+    let _leaf = follow(
+        &replica,
+        store,
+        &["--gossip", leaf_gossip, "--seed", watcher_gossip],
         &[],
     );
     let rt = runtime1();

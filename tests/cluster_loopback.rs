@@ -85,23 +85,14 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
     ingest_into("cranfield", &input, &sharded, Some(3));
     // A reranker trained on the single index, active there and loaded by the root.
     let model = dir.path().join("m.json");
-    rankd_ok([
-        "train",
-        "--format",
-        "cranfield",
-        "--queries",
-        input.join("cran.qry").to_str().unwrap(),
-        "--qrels",
-        input.join("cranqrel").to_str().unwrap(),
-        "--epochs",
-        "3",
-        "--json",
-        "--out",
-        model.to_str().unwrap(),
-        "--data-dir",
-        single.to_str().unwrap(),
-    ]);
-    let id = serde_json::from_slice::<Value>(&std::fs::read(&model).unwrap()).unwrap()["id"]
+    let id = train_model(
+        &single,
+        &input.join("cran.qry"),
+        &input.join("cranqrel"),
+        3,
+        &["--format", "cranfield"],
+        &model,
+    )["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -300,21 +291,7 @@ fn links_boost_and_link_features_through_the_root() {
     );
     std::fs::write(&qpath, qfile).unwrap();
     std::fs::write(&rpath, qrels).unwrap();
-    rankd_ok([
-        "train",
-        "--queries",
-        qpath.to_str().unwrap(),
-        "--qrels",
-        rpath.to_str().unwrap(),
-        "--epochs",
-        "3",
-        "--json",
-        "--out",
-        model.to_str().unwrap(),
-        "--data-dir",
-        single.to_str().unwrap(),
-    ]);
-    let trained: Value = serde_json::from_slice(&std::fs::read(&model).unwrap()).unwrap();
+    let trained = train_model(&single, &qpath, &rpath, 3, &[], &model);
     let id = trained["id"].as_str().unwrap().to_string();
     assert!(
         trained.to_string().contains("window.hits_authority"),
@@ -356,23 +333,14 @@ fn links_boost_and_link_features_through_the_root() {
     let rm3_model = dir.path().join("rm3.json");
     let features = "first_phase.score,bm25f,rm3.bm25,rm3.bm25f,rm3.expansion_bm25,\
                     rm3.centroid_cosine,link.in_graph,window.hits_authority";
-    rankd_ok([
-        "train",
-        "--queries",
-        qpath.to_str().unwrap(),
-        "--qrels",
-        rpath.to_str().unwrap(),
-        "--epochs",
-        "3",
-        "--features",
-        features,
-        "--json",
-        "--out",
-        rm3_model.to_str().unwrap(),
-        "--data-dir",
-        single.to_str().unwrap(),
-    ]);
-    let rm3: Value = serde_json::from_slice(&std::fs::read(&rm3_model).unwrap()).unwrap();
+    let rm3 = train_model(
+        &single,
+        &qpath,
+        &rpath,
+        3,
+        &["--features", features],
+        &rm3_model,
+    );
     assert!(rm3.to_string().contains("rm3.centroid_cosine"));
     let rm3_id = rm3["id"].as_str().unwrap().to_string();
     activate(&one, &rm3_model, &rm3_id);

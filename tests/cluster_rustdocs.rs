@@ -91,21 +91,7 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
         .collect();
     assert_eq!(queries.len(), 200);
     let model = dir.path().join("m.json");
-    rankd_ok([
-        "train",
-        "--queries",
-        qpath.to_str().unwrap(),
-        "--qrels",
-        rpath.to_str().unwrap(),
-        "--epochs",
-        "2",
-        "--json",
-        "--out",
-        model.to_str().unwrap(),
-        "--data-dir",
-        single.to_str().unwrap(),
-    ]);
-    let id = serde_json::from_slice::<Value>(&std::fs::read(&model).unwrap()).unwrap()["id"]
+    let id = train_model(&single, &qpath, &rpath, 2, &[], &model)["id"]
         .as_str()
         .unwrap()
         .to_string();

@@ -249,6 +249,36 @@ pub fn metric(base: &str, name: &str, labels: &[&str]) -> Option<f64> {
     (!samples.is_empty()).then(|| samples.iter().sum())
 }
 
+/// `rankd train` on the index in `data` with the judged `queries` and `qrels` (TREC files),
+/// `epochs` epochs and `more` flags, writing `out`; the model file's JSON.
+pub fn train_model(
+    data: &Path,
+    queries: &Path,
+    qrels: &Path,
+    epochs: u32,
+    more: &[&str],
+    out: &Path,
+) -> Value {
+    let epochs = epochs.to_string();
+    let mut args = vec![
+        "train",
+        "--queries",
+        queries.to_str().unwrap(),
+        "--qrels",
+        qrels.to_str().unwrap(),
+        "--epochs",
+        &epochs,
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    args.extend(more);
+    rankd_ok(args);
+    serde_json::from_slice(&std::fs::read(out).unwrap()).unwrap()
+}
+
 /// Uploads the model file `model` (id `id`) to the node at `base` and activates it.
 pub fn activate_model(base: &str, token: &str, model: &Path, id: &str) {
     let bytes = std::fs::read(model).unwrap();
