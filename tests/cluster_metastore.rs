@@ -319,3 +319,32 @@ fn a_start_without_the_database_uses_the_cache_or_says_why_not() {
         assert_eq!(live.get(), first.get());
     });
 }
+
+/// Leaves starting together all create their collection: every creation succeeds (none fails
+/// on the primary key the other inserted first), the shards are created once, and a
+/// different shard count is still refused.
+#[test]
+fn concurrent_creations_of_a_collection_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path());
+    runtime().block_on(async {
+        for round in 0..10 {
+            let name = format!("together-{round}");
+            let mut stores = Vec::new();
+            for _ in 0..4 {
+                stores.push(Metastore::connect(&url, TIMEOUT).await.unwrap());
+            }
+            let results = futures_util::future::join_all(
+                stores.iter().map(|s| s.create_collection(&name, 3)),
+            )
+            .await;
+            for r in &results {
+                assert!(r.is_ok(), "round {round}: {r:?}");
+            }
+            let map = stores[0].read_map().await.unwrap();
+            assert_eq!(map.collection(&name).unwrap().shards.len(), 3);
+            let refused = stores[0].create_collection(&name, 4).await.unwrap_err();
+            assert!(format!("{refused:#}").contains("already exists with 3 shards"));
+        }
+    });
+}

@@ -210,24 +210,13 @@ impl Metastore {
     /// collection of that name with another shard count or scheme is refused.
     pub async fn create_collection(&self, name: &str, shards: u32) -> anyhow::Result<()> {
         anyhow::ensure!(shards > 0, "a collection needs at least one shard");
+        // Idempotent under concurrency: leaves starting together all create their collection,
+        // and on PostgreSQL a read-then-insert lets two of them insert (the second failing on
+        // the primary key). The inserts skip what exists; the row read afterwards is checked.
         let mut tx = self.db.begin_write().await?;
-        let existing =
-            sqlx::query("SELECT shards, hash_scheme FROM cluster_collections WHERE name = $1")
-                .bind(name)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if let Some(row) = existing {
-            let (have, scheme): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
-            anyhow::ensure!(
-                have == i64::from(shards) && scheme == HASH_SCHEME,
-                "collection {name:?} already exists with {have} shards routed by {scheme}; \
-                 asked for {shards} shards routed by {HASH_SCHEME}"
-            );
-            return Ok(());
-        }
         sqlx::query(
             "INSERT INTO cluster_collections (name, shards, hash_scheme, created_at) \
-             VALUES ($1, $2, $3, $4)",
+             VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
         )
         .bind(name)
         .bind(i64::from(shards))
@@ -235,12 +224,26 @@ impl Metastore {
         .bind(now_ms())
         .execute(&mut *tx)
         .await?;
-        for shard in 0..shards {
-            sqlx::query("INSERT INTO cluster_shards (collection, shard) VALUES ($1, $2)")
+        let row =
+            sqlx::query("SELECT shards, hash_scheme FROM cluster_collections WHERE name = $1")
                 .bind(name)
-                .bind(i64::from(shard))
-                .execute(&mut *tx)
+                .fetch_one(&mut *tx)
                 .await?;
+        let (have, scheme): (i64, String) = (row.try_get(0)?, row.try_get(1)?);
+        anyhow::ensure!(
+            have == i64::from(shards) && scheme == HASH_SCHEME,
+            "collection {name:?} already exists with {have} shards routed by {scheme}; \
+             asked for {shards} shards routed by {HASH_SCHEME}"
+        );
+        for shard in 0..shards {
+            sqlx::query(
+                "INSERT INTO cluster_shards (collection, shard) VALUES ($1, $2) \
+                 ON CONFLICT (collection, shard) DO NOTHING",
+            )
+            .bind(name)
+            .bind(i64::from(shard))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(())
