@@ -16,12 +16,14 @@ use crate::graph::simrank::SimRankIndex;
 use crate::graph::{self, sidecar, BuildOptions, Csr, DocLinks, LinkScoreOptions, LinkScores};
 use crate::text::TextIndex;
 
-/// The scores and the graph of one index, ready for serving.
+/// The scores and the graph of one index, ready for serving. A node here is an entry of
+/// `scores`: with the whole graph the graph's node, with a shard's part
+/// ([`LinkScores::part`]) an entry of the part ([`LinkScores::global`] names its node).
 pub struct LinkData {
     pub scores: LinkScores,
-    pub graph: Csr,
-    /// What `/similar`'s single-source SimRank reads besides the graph (SPEC §2.4).
-    pub simrank: SimRankIndex,
+    /// The whole graph and SimRank's index; `None` for a shard's part, which holds its own
+    /// nodes' out-links only.
+    whole: Option<WholeGraph>,
     by_key: HashMap<String, u32>,
     /// Per index segment: its `id` column and the graph node of each of the column's term
     /// ordinals (`u32::MAX` outside the graph), built on first use. Segments never change
@@ -34,6 +36,13 @@ pub struct LinkData {
     segment_nodes: Mutex<HashMap<SegmentId, SegmentNodes>>,
 }
 
+/// What only the whole graph allows.
+pub struct WholeGraph {
+    pub graph: Csr,
+    /// What `/similar`'s single-source SimRank reads besides the graph (SPEC §2.4).
+    pub simrank: SimRankIndex,
+}
+
 /// The `id` column of one segment and the graph node of each of its term ordinals.
 #[derive(Clone)]
 struct SegmentNodes {
@@ -43,8 +52,14 @@ struct SegmentNodes {
 
 impl LinkData {
     pub fn new(scores: LinkScores) -> anyhow::Result<Self> {
-        let graph = scores.graph()?;
-        let simrank = SimRankIndex::new(&graph, scores.simrank.clone())?;
+        let whole = match scores.part {
+            Some(_) => None,
+            None => {
+                let graph = scores.graph()?;
+                let simrank = SimRankIndex::new(&graph, scores.simrank.clone())?;
+                Some(WholeGraph { graph, simrank })
+            }
+        };
         let by_key = scores
             .keys
             .iter()
@@ -53,8 +68,7 @@ impl LinkData {
             .collect();
         Ok(LinkData {
             scores,
-            graph,
-            simrank,
+            whole,
             by_key,
             segment_nodes: Mutex::new(HashMap::new()),
         })
@@ -62,6 +76,22 @@ impl LinkData {
 
     pub fn node(&self, doc_id: &str) -> Option<u32> {
         self.by_key.get(doc_id).copied()
+    }
+
+    /// The whole graph, unless these scores are a shard's part.
+    pub fn whole(&self) -> Option<&WholeGraph> {
+        self.whole.as_ref()
+    }
+
+    /// The out-links of `node` (an entry of these scores) that end inside `window` (whole-graph
+    /// nodes, ascending), as whole-graph nodes: the node's edges in a window's link subgraph.
+    pub fn window_links(&self, node: u32, window: &[u32]) -> Vec<u32> {
+        self.scores
+            .out_links(node)
+            .iter()
+            .copied()
+            .filter(|v| window.binary_search(v).is_ok())
+            .collect()
     }
 
     /// The graph node of each document (`None` outside the graph), without reading stored
@@ -157,7 +187,7 @@ impl LinkData {
         const EPSILON: f64 = 1e-3;
         match node {
             Some(n) => {
-                let pr = self.scores.pagerank[n as usize] * self.scores.n() as f64;
+                let pr = self.scores.pagerank[n as usize] * self.scores.total_nodes() as f64;
                 weight * (EPSILON + pr).ln() as f32
             }
             None => 0.0,
@@ -200,31 +230,35 @@ pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
 /// point-in-time views (one index, or every shard of a collection), sorted by id: the graph
 /// numbers its nodes in this order, so the node numbers, and the floats summed in their
 /// order, depend on the collection only, not on how it is split over shards.
-fn link_documents(parts: &[(&TextIndex, &Searcher)]) -> anyhow::Result<Vec<Document>> {
+/// Each document comes with the part it was read from.
+fn link_documents(parts: &[(&TextIndex, &Searcher)]) -> anyhow::Result<Vec<(Document, usize)>> {
     let mut docs = Vec::new();
-    for (index, searcher) in parts {
+    for (part, (index, searcher)) in parts.iter().enumerate() {
         for reader in searcher.segment_readers() {
             let store = reader.get_store_reader(64)?;
             for doc_id in reader.doc_ids_alive() {
                 let t: TantivyDocument = store.get(doc_id)?;
                 let d = index.stored(&t);
-                docs.push(Document {
+                let doc = Document {
                     id: d.id,
                     url: d.url,
                     links: d.links,
                     ..Default::default()
-                });
+                };
+                docs.push((doc, part));
             }
         }
     }
-    docs.sort_by(|a, b| a.id.cmp(&b.id));
+    docs.sort_by(|a, b| a.0.id.cmp(&b.0.id));
     Ok(docs)
 }
 
 /// Computes every score over the documents of all `shards` (the graph of the whole
-/// collection) and stores the scores beside each shard, each under its own generation: a
-/// leaf then finds any document's node and scores, and the window features of a sharded
-/// window are computed on the same graph the single index would use.
+/// collection) and stores beside each shard, under its own generation, its part
+/// ([`LinkScores::part`]): its documents' scores and out-links, numbered as in the whole
+/// graph. A leaf then holds 1/S of the scores, and the window features of a sharded window
+/// are computed on the subgraph its shards' out-links give, the same subgraph the single
+/// index would use. Returns the whole graph's scores.
 pub fn compute_and_store_sharded(
     shards: &[TextIndex],
     options: &LinkScoreOptions,
@@ -237,12 +271,18 @@ pub fn compute_and_store_sharded(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let searchers: Vec<Searcher> = shards.iter().map(|i| i.reader.searcher()).collect();
     let parts: Vec<(&TextIndex, &Searcher)> = shards.iter().zip(&searchers).collect();
-    let (csr, keys, stats) = link_graph(&parts)?;
+    let (csr, keys, stats, owners) = link_graph(&parts)?;
     let options = with_trusted(&keys, options, trusted)?;
     let never = std::sync::atomic::AtomicBool::new(false);
     let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, &never)?;
-    for (index, generation) in shards.iter().zip(&generations) {
-        store(index, generation, &scores)?;
+    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); shards.len()];
+    for (node, owner) in owners.iter().enumerate() {
+        if let Some(owner) = owner {
+            nodes[*owner].push(node as u32);
+        }
+    }
+    for ((index, generation), nodes) in shards.iter().zip(&generations).zip(&nodes) {
+        store(index, generation, &scores.part(nodes)?)?;
     }
     Ok((scores, stats))
 }
@@ -282,7 +322,7 @@ pub fn compute(
     progress: &mut dyn FnMut(graph::scores::Progress),
     cancel: &std::sync::atomic::AtomicBool,
 ) -> anyhow::Result<(LinkScores, graph::build::BuildStats)> {
-    let (csr, keys, stats) = link_graph(&[(index, searcher)])?;
+    let (csr, keys, stats, _) = link_graph(&[(index, searcher)])?;
     let options = with_trusted(&keys, options, trusted)?;
     let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
     Ok((scores, stats))
@@ -301,7 +341,7 @@ pub fn compute_on_dataflow(
     progress: Option<graph::dataflow::ProgressFn>,
 ) -> anyhow::Result<(Option<LinkScores>, graph::dataflow::JobReport)> {
     let searcher = index.reader.searcher();
-    let (csr, keys, _) = link_graph(&[(index, &searcher)])?;
+    let (csr, keys, _, _) = link_graph(&[(index, &searcher)])?;
     let options = with_trusted(&keys, options, trusted)?;
     let csr = std::sync::Arc::new(csr);
     let mut report = graph::dataflow::run(
@@ -319,14 +359,29 @@ pub fn compute_on_dataflow(
     Ok((scores, report))
 }
 
-/// The link graph of the documents the searchers see, with each node's document id.
+/// The link graph of the documents the searchers see, with each node's document id and the
+/// part (of `parts`) it was read from (`None` for a link target that is no document).
+#[allow(clippy::type_complexity)]
 fn link_graph(
     parts: &[(&TextIndex, &Searcher)],
-) -> anyhow::Result<(Csr, Vec<String>, graph::build::BuildStats)> {
+) -> anyhow::Result<(
+    Csr,
+    Vec<String>,
+    graph::build::BuildStats,
+    Vec<Option<usize>>,
+)> {
     let docs = link_documents(parts)?;
-    let lg = graph::build_link_graph(docs.iter().map(DocLinks::from), &BuildOptions::default())?;
+    let lg = graph::build_link_graph(
+        docs.iter().map(|(d, _)| DocLinks::from(d)),
+        &BuildOptions::default(),
+    )?;
     let keys: Vec<String> = lg.nodes.iter().map(|n| n.key.clone()).collect();
-    Ok((lg.to_csr(), keys, lg.stats))
+    let part_of: HashMap<&str, usize> = docs.iter().map(|(d, p)| (d.id.as_str(), *p)).collect();
+    let owners = keys
+        .iter()
+        .map(|k| part_of.get(k.as_str()).copied())
+        .collect();
+    Ok((lg.to_csr(), keys, lg.stats, owners))
 }
 
 /// `options` with operator-chosen TrustRank seeds (document ids) when there are any.

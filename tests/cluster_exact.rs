@@ -310,9 +310,10 @@ fn linked_corpus() -> Vec<Document> {
 }
 
 /// The link graph of the whole collection, computed over the shards, gives every document
-/// the single index's scores bit for bit (nodes are numbered by id on both sides), and a
-/// sharded window's feature rows, link features and window HITS/SALSA included, equal the
-/// single index's.
+/// the single index's scores bit for bit (nodes are numbered by id on both sides); each shard
+/// stores only its own documents' part, and a sharded window's feature rows, link features
+/// and window HITS/SALSA (from the out-links each shard sends) included, equal the single
+/// index's.
 #[test]
 fn link_scores_and_link_features_over_shards_equal_the_single_index() {
     let docs = linked_corpus();
@@ -328,25 +329,32 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
         .collect();
     rankd::links::compute_and_store_sharded(&shards, &options, None, &mut |_| {}).unwrap();
     let single_links = rankd::links::load(single_index).unwrap().unwrap();
+    let whole = &single_links.scores;
+    let mut held = 0;
     for (engine, shard) in f.cluster.shards.iter().zip(&shards) {
+        // Each shard holds its own documents' part of the whole graph's scores.
         let links = rankd::links::load(shard).unwrap().unwrap();
-        assert_eq!(links.scores.keys, single_links.scores.keys);
-        assert_eq!(
-            links
-                .scores
-                .pagerank
-                .iter()
-                .map(|x| x.to_bits())
-                .collect::<Vec<_>>(),
-            single_links
-                .scores
-                .pagerank
-                .iter()
-                .map(|x| x.to_bits())
-                .collect::<Vec<_>>()
-        );
+        let part = &links.scores;
+        assert!(links.whole().is_none());
+        assert_eq!(part.total_nodes(), whole.n());
+        assert_eq!(part.n() as u64, shard.num_docs(), "one entry per document");
+        for (i, key) in part.keys.iter().enumerate() {
+            let u = part.global(i as u32);
+            assert_eq!(&whole.keys[u as usize], key);
+            assert_eq!(
+                part.pagerank[i].to_bits(),
+                whole.pagerank[u as usize].to_bits()
+            );
+            assert_eq!(
+                part.hits_hub[i].to_bits(),
+                whole.hits_hub[u as usize].to_bits()
+            );
+            assert_eq!(part.out_links(i as u32), whole.out_links(u));
+        }
+        held += part.n();
         engine.set_links(Some(std::sync::Arc::new(links)));
     }
+    assert_eq!(held, whole.n(), "the parts cover the graph once");
     f.single.set_links(Some(std::sync::Arc::new(single_links)));
     let searcher = f.single.index.reader.searcher();
     let names = rankd::features::FeatureSet::current().names();

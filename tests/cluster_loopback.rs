@@ -273,6 +273,16 @@ fn links_boost_and_link_features_through_the_root() {
         ingest_into("jsonl", &input, data, shards);
         rankd_ok(["graph", "--json", "--data-dir", data.to_str().unwrap()]);
     }
+    // Each shard stores its own documents' part of the link scores, not the whole graph's.
+    let mut held = 0;
+    for shard in rankd::cluster::shard_dirs(&sharded, 3).unwrap() {
+        let index = rankd::text::TextIndex::open(&shard, None).unwrap();
+        let part = rankd::links::load(&index).unwrap().unwrap();
+        assert_eq!(part.scores.n() as u64, index.num_docs());
+        assert_eq!(part.scores.total_nodes(), lines.len());
+        held += part.scores.n();
+    }
+    assert_eq!(held, lines.len());
     // Judgments: a document is relevant to "WORD" when its title holds the word.
     let queries: Vec<&str> = words.to_vec();
     let (mut qfile, mut qrels) = (String::new(), String::new());
@@ -327,6 +337,18 @@ fn links_boost_and_link_features_through_the_root() {
     ];
     let compared = compare(&root, &params);
     assert!(compared > 150, "only {compared} hits compared");
+    // SimRank needs the whole graph: a leaf says so instead of answering from its part.
+    let similar = get(&format!("{}/similar?doc=p1", leaves[0].base), None);
+    assert_eq!(similar.status, 503, "{}", similar.body);
+    assert_eq!(
+        similar.body["error"]["code"], "sharded_link_graph",
+        "{}",
+        similar.body
+    );
+    assert_eq!(
+        get(&format!("{}/similar?doc=p1", one.base), None).status,
+        200
+    );
 
     // A reranker reading the RM3 features too: the root estimates the relevance model from
     // the merged window's feedback documents and ships it to the leaves.

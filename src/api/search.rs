@@ -377,6 +377,7 @@ pub struct SimilarResponse {
         (status = 200, description = "similar documents", body = SimilarResponse),
         (status = 400, description = "bad parameter, or no link scores"),
         (status = 404, description = "document not in the link graph"),
+        (status = 503, description = "the index is a shard of a collection: it holds its part of the link graph only, and SimRank needs the whole graph"),
     )
 )]
 pub async fn similar(
@@ -398,6 +399,13 @@ pub async fn similar(
             "no link scores for this index; run `rankd graph` first",
         ));
     };
+    let Some(whole) = links.whole() else {
+        return Err(ApiError::unavailable(
+            "sharded_link_graph",
+            "this index is a shard of a collection and holds its part of the link graph only; \
+             /similar needs the whole graph",
+        ));
+    };
     let Some(node) = links.node(&id) else {
         return Err(ApiError::not_found(format!(
             "no document with id {id:?} in the link graph"
@@ -405,9 +413,9 @@ pub async fn similar(
     };
     let start = std::time::Instant::now();
     let query = crate::graph::simrank::QueryParams::default();
-    let similar = links
+    let similar = whole
         .simrank
-        .top_k(&links.graph, node, k, &query)
+        .top_k(&whole.graph, node, k, &query)
         .map_err(ApiError::internal)?;
     let hits = similar
         .into_iter()
@@ -416,7 +424,7 @@ pub async fn similar(
             rank: i + 1,
             id: links.scores.keys[n as usize].clone(),
             score,
-            error_bound: links.simrank.error_bound(&query, score),
+            error_bound: whole.simrank.error_bound(&query, score),
         })
         .collect();
     Ok(Json(SimilarResponse {

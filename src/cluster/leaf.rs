@@ -203,21 +203,31 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         Some(top) => (top.total_hits, top.hits),
         None => (0, Vec::new()),
     };
+    // Each hit's entry in this shard's link scores.
+    let entries: Vec<Option<u32>> = match pinned.links.as_deref() {
+        Some(links) => {
+            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
+            links.nodes_of(searcher, &addresses)?
+        }
+        None => vec![None; hits.len()],
+    };
     let boosts: Vec<Option<u32>> = match call.boost {
         Some(weight) => {
             let links = pinned.links.as_deref().ok_or(SearchError::Param {
                 field: "boost",
                 message: "no link scores on this shard; run `rankd graph` on the collection".into(),
             })?;
-            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
-            links
-                .nodes_of(searcher, &addresses)?
-                .into_iter()
-                .map(|node| Some(links.pagerank_boost_of(node, weight).to_bits()))
+            entries
+                .iter()
+                .map(|&node| Some(links.pagerank_boost_of(node, weight).to_bits()))
                 .collect()
         }
         None => vec![None; hits.len()],
     };
+    let nodes = entries.iter().map(|e| {
+        let links = pinned.links.as_deref()?;
+        e.map(|u| links.scores.global(u))
+    });
     Ok(QueryReply {
         protocol: PROTOCOL,
         current,
@@ -225,7 +235,8 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         hits: hits
             .into_iter()
             .zip(boosts)
-            .map(|(h, boost)| WireCandidate {
+            .zip(nodes)
+            .map(|((h, boost), node)| WireCandidate {
                 doc: DocRef {
                     segment: h.address.segment_ord,
                     doc: h.address.doc_id,
@@ -233,6 +244,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
                 id: h.id,
                 score: h.score.to_bits(),
                 boost,
+                node,
             })
             .collect(),
     })
@@ -258,12 +270,12 @@ pub fn features(
         scores_are_bm25f: call.scores_are_bm25f,
         now: call.now,
     };
-    let m = engine.shard_features(
+    let (m, out_links) = engine.shard_features(
         searcher,
         &Stats::new(&source),
         &call.text,
         &docs,
-        &call.window_ids,
+        &call.window_nodes,
         call.rm3.as_ref(),
         pinned.links.as_deref(),
         how,
@@ -273,6 +285,7 @@ pub fn features(
         feature_set: FEATURE_SET_VERSION.to_string(),
         cols: m.cols,
         values: m.values.iter().map(|v| v.to_bits()).collect(),
+        out_links,
     })
 }
 

@@ -274,7 +274,9 @@ impl LocalCluster {
     }
 
     /// The feature rows of a merged window, in window order: each shard extracts the rows of
-    /// its own documents with the collection's statistics and their ranks in the window.
+    /// its own documents with the collection's statistics and their ranks in the window, and
+    /// sends its documents' out-links within the window, from which the window features are
+    /// computed here, where the window is whole.
     pub fn window_features(
         &self,
         searchers: &[Searcher],
@@ -283,8 +285,21 @@ impl LocalCluster {
         window: &[MergedHit],
         how: features::Extraction,
     ) -> Result<FeatureMatrix, SearchError> {
-        let cols = features::FeatureSet::current().len();
-        let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
+        let set = features::FeatureSet::current();
+        let cols = set.len();
+        let links: Vec<_> = self.shards.iter().map(Engine::links).collect();
+        // Each row's whole-graph node, from its shard's link scores.
+        let mut rows_nodes: Vec<(usize, u32)> = Vec::new();
+        for (i, h) in window.iter().enumerate() {
+            if let Some(l) = &links[h.shard] {
+                if let Some(node) = l.nodes_of(&searchers[h.shard], &[h.hit.address])?[0] {
+                    rows_nodes.push((i, l.scores.global(node)));
+                }
+            }
+        }
+        let window_nodes = features::link::window_nodes(rows_nodes.iter().map(|&(_, u)| u));
+        // Each row's out-links within the window, from its shard.
+        let mut out_of: Vec<Vec<u32>> = vec![Vec::new(); window.len()];
         let (rm3, stats) = match how.prf {
             features::Prf::Compute => self.relevance_model(searchers, stats, text, window)?,
             features::Prf::Skip => (None, stats.clone()),
@@ -308,20 +323,26 @@ impl LocalCluster {
                 .collect();
             let schema = engine.index.index.schema();
             let source = stats.source(&schema);
-            let m = engine.shard_features(
+            let (m, out_links) = engine.shard_features(
                 searcher,
                 &Stats::new(&source),
                 text,
                 &docs,
-                &window_ids,
+                &window_nodes,
                 rm3.as_ref(),
-                engine.links().as_deref(),
+                links[shard].as_deref(),
                 how,
             )?;
             for (k, &i) in rows.iter().enumerate() {
                 out.values[i * cols..(i + 1) * cols].copy_from_slice(m.row(k));
+                out_of[i] = out_links[k].clone();
             }
         }
+        let edges: Vec<(u32, u32)> = rows_nodes
+            .iter()
+            .flat_map(|&(i, u)| out_of[i].iter().map(move |&v| (u, v)))
+            .collect();
+        features::link::window_columns(set, &rows_nodes, &window_nodes, &edges, &mut out);
         Ok(out)
     }
 }

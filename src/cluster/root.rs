@@ -838,6 +838,7 @@ impl Root {
         }
         let total_hits = replies.iter().map(|r| r.total_hits).sum();
         let mut boosts: std::collections::HashMap<String, f32> = Default::default();
+        let mut nodes: std::collections::HashMap<String, u32> = Default::default();
         let lists = replies
             .into_iter()
             .map(|r| {
@@ -846,6 +847,9 @@ impl Root {
                     .map(|c| {
                         if let Some(b) = c.boost {
                             boosts.insert(c.id.clone(), f32::from_bits(b));
+                        }
+                        if let Some(node) = c.node {
+                            nodes.insert(c.id.clone(), node);
                         }
                         ShardHit {
                             score: f32::from_bits(c.score),
@@ -875,6 +879,7 @@ impl Root {
                 &generations,
                 targets,
                 &window,
+                &nodes,
                 tables.as_deref(),
             )?;
             times.features = t.elapsed().as_secs_f64();
@@ -990,7 +995,9 @@ impl Root {
         Ok((rm, stats))
     }
 
-    /// The merged window's feature rows, in window order.
+    /// The merged window's feature rows, in window order: each leaf sends its documents'
+    /// rows and their out-links within the window (`nodes`: each window document's link-graph
+    /// node, by id), and the window features are computed here, where the window is whole.
     #[allow(clippy::too_many_arguments)]
     fn window_features(
         &self,
@@ -1001,19 +1008,26 @@ impl Root {
         generations: &[u64],
         targets: &[Target],
         window: &[MergedHit],
+        nodes: &std::collections::HashMap<String, u32>,
         tables: Option<&[std::sync::Arc<GlobalStats>]>,
     ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
-        let window_ids: Vec<String> = window.iter().map(|h| h.hit.id.clone()).collect();
+        let rows_nodes: Vec<(usize, u32)> = window
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| nodes.get(&h.hit.id).map(|&u| (i, u)))
+            .collect();
+        let window_nodes = crate::features::link::window_nodes(rows_nodes.iter().map(|&(_, u)| u));
         let prf = prf == Prf::Compute;
         let (rm3, stats) = match prf {
             true => self.relevance_model(q, stats, generations, targets, window, tables)?,
             false => (None, stats.clone()),
         };
         let stats = &stats;
-        let cols = crate::features::FeatureSet::current().len();
+        let set = crate::features::FeatureSet::current();
+        let cols = set.len();
         let owner: Vec<usize> = window.iter().map(|h| h.shard).collect();
-        let rows: Vec<Vec<u32>> = self.scatter(
+        let parts: Vec<(Vec<u32>, Vec<u32>)> = self.scatter(
             &owner,
             |t, rows| {
                 let docs = rows
@@ -1032,7 +1046,7 @@ impl Root {
                         now,
                         scores_are_bm25f: kind == ModelKind::Bm25F,
                         docs,
-                        window_ids: window_ids.clone(),
+                        window_nodes: window_nodes.clone(),
                         prf,
                         rm3: rm3.clone(),
                     },
@@ -1050,18 +1064,37 @@ impl Root {
                         reply.feature_set
                     ));
                 }
-                Ok(reply.values.chunks(cols).map(<[u32]>::to_vec).collect())
+                if reply.out_links.len() * cols != reply.values.len() {
+                    return Err(format!(
+                        "sent out-links of {} documents for {} rows",
+                        reply.out_links.len(),
+                        reply.values.len() / cols
+                    ));
+                }
+                Ok(reply
+                    .values
+                    .chunks(cols)
+                    .map(<[u32]>::to_vec)
+                    .zip(reply.out_links)
+                    .collect())
             },
         )?;
-        let m = FeatureMatrix {
+        let mut values = Vec::with_capacity(window.len() * cols);
+        let mut out_of = Vec::with_capacity(window.len());
+        for (row, out) in parts {
+            values.extend(row.into_iter().map(f32::from_bits));
+            out_of.push(out);
+        }
+        let edges: Vec<(u32, u32)> = rows_nodes
+            .iter()
+            .flat_map(|&(i, u)| out_of[i].iter().map(move |&v| (u, v)))
+            .collect();
+        let mut m = FeatureMatrix {
             rows: window.len(),
             cols,
-            values: rows
-                .iter()
-                .flatten()
-                .map(|&bits| f32::from_bits(bits))
-                .collect(),
+            values,
         };
+        crate::features::link::window_columns(set, &rows_nodes, &window_nodes, &edges, &mut m);
         Ok(m)
     }
 

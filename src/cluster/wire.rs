@@ -15,8 +15,9 @@ use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::IndexConfig;
 
-/// The version of these messages.
-pub const PROTOCOL: u32 = 1;
+/// The version of these messages (2: link scores split by shard, so candidates carry their
+/// graph node and feature replies their documents' out-links within the window).
+pub const PROTOCOL: u32 = 2;
 
 /// A document of a pinned searcher: segment ordinal and document id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -101,6 +102,10 @@ pub struct WireCandidate {
     /// With a boost: `f32::to_bits` of `λ·ln(ε + PageRank·N)` (SPEC §1.8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<u32>,
+    /// The document's node in the collection's link graph (`crate::graph::ShardPart`), when
+    /// the shard has link scores and the document is in the graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
 }
 
 /// `POST /cluster/v1/features`: the rows of this shard's documents of a merged window.
@@ -116,8 +121,9 @@ pub struct FeaturesCall {
     pub scores_are_bm25f: bool,
     /// Each document with its first-phase score bits and its 1-based rank in the window.
     pub docs: Vec<(DocRef, u32, usize)>,
-    /// The ids of the whole window, in window order (the link window features' subgraph).
-    pub window_ids: Vec<String>,
+    /// The link-graph nodes of the whole window, ascending: the leaf sends back its
+    /// documents' out-links that end there ([`FeaturesReply::out_links`]).
+    pub window_nodes: Vec<u32>,
     /// Whether to compute the RM3 features, from `rm3`: the relevance model the root
     /// estimated on the window's feedback documents (`None`: none could be).
     #[serde(default)]
@@ -146,8 +152,12 @@ pub struct FeaturesReply {
     pub protocol: u32,
     pub feature_set: String,
     pub cols: usize,
-    /// Row-major `f32::to_bits` values, one row per requested document, in request order.
+    /// Row-major `f32::to_bits` values, one row per requested document, in request order;
+    /// the window features keep their defaults (the root computes them from `out_links`).
     pub values: Vec<u32>,
+    /// Each requested document's out-links that end in the window (link-graph nodes), in
+    /// request order: the document's edges in the window's link subgraph.
+    pub out_links: Vec<Vec<u32>>,
 }
 
 /// `POST /cluster/v1/hits`: what the page shows of this shard's documents.

@@ -1,28 +1,36 @@
 //! Link features: the stored global scores (SPEC §2) of each candidate, and HITS / SALSA on
 //! the subgraph the candidate window induces (the query-dependent variants of SPEC §2.2–2.3
 //! restricted to the candidates, which costs microseconds instead of a base-set expansion).
+//!
+//! The window's subgraph is built from its nodes' out-links ([`LinkData::window_links`]), not
+//! by inducing it from the whole graph: a cluster's leaves hold only their own documents'
+//! scores and out-links ([`crate::graph::LinkScores::part`]), so a window spread over shards
+//! gets its edges from every shard and its columns where it is whole, at the root
+//! ([`window_columns`]). The edge set is the induced subgraph's, and [`Csr::from_edges`]
+//! orders it, so the columns are the same floats either way.
 
 use super::set::{LINK_LOG_SCORES, LOG_SCORE_FLOOR};
 use super::{FeatureMatrix, FeatureSet};
 use crate::graph::convergence::Convergence;
-use crate::graph::{hits, salsa};
+use crate::graph::{hits, salsa, Csr};
 use crate::links::LinkData;
 
 /// HITS on a window of at most 1000 nodes converges well within this many iterations.
 const WINDOW_HITS_ITERATIONS: usize = 50;
 
-/// `nodes[row]` is the graph node of candidate `row`, if it is in the graph. `window`: the
-/// graph nodes of the whole window when the candidates are only part of it (one shard's
-/// rows of a sharded window); `None`: the candidates are the window.
+/// `nodes[row]` is the node (an entry of `links.scores`) of candidate `row`, if it is in the
+/// graph. `whole_window`: the candidates are the whole window, so the window columns are
+/// filled here too; otherwise (one shard's rows of a sharded window) they are left to
+/// [`window_columns`] where the window is whole.
 pub(super) fn extract(
     links: &LinkData,
     set: &FeatureSet,
     nodes: &[Option<u32>],
-    window_nodes: Option<&[u32]>,
+    whole_window: bool,
     m: &mut FeatureMatrix,
 ) {
     let s = &links.scores;
-    let n = s.n() as f64;
+    let n = s.total_nodes() as f64;
     let log_score = |x: f64| -> f32 { ((1e-3 + x * n).ln() as f32).max(LOG_SCORE_FLOOR) };
     let log_cols: Vec<usize> = LINK_LOG_SCORES.iter().map(|f| set.col(f)).collect();
     let (in_graph, spam, in_deg, out_deg) = (
@@ -31,12 +39,10 @@ pub(super) fn extract(
         set.col("link.in_degree"),
         set.col("link.out_degree"),
     );
-    let mut in_window: Vec<(usize, u32)> = Vec::new();
     for (row, node) in nodes.iter().enumerate() {
         let Some(node) = *node else {
             continue;
         };
-        in_window.push((row, node));
         let i = node as usize;
         let values = [
             s.pagerank[i],
@@ -56,34 +62,60 @@ pub(super) fn extract(
         m.set(row, in_deg, (1.0 + s.in_degree[i] as f32).ln());
         m.set(row, out_deg, (1.0 + s.out_degree[i] as f32).ln());
     }
-    let all: Vec<u32> = match window_nodes {
-        Some(w) => w.to_vec(),
-        None => in_window.iter().map(|&(_, n)| n).collect(),
-    };
-    window(links, set, &in_window, &all, m);
+    if whole_window {
+        let rows: Vec<(usize, u32)> = nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(row, node)| node.map(|u| (row, s.global(u))))
+            .collect();
+        let window = window_nodes(rows.iter().map(|&(_, u)| u));
+        let mut edges = Vec::new();
+        for node in nodes.iter().flatten() {
+            let source = s.global(*node);
+            edges.extend(
+                links
+                    .window_links(*node, &window)
+                    .into_iter()
+                    .map(|v| (source, v)),
+            );
+        }
+        window_columns(set, &rows, &window, &edges, m);
+    }
 }
 
-/// HITS and SALSA on the candidates' induced subgraph, scaled by the window size so that a
-/// uniform score is 1 whatever the window.
-/// `nodes` are the rows to fill and their nodes; `all` the window's nodes (a superset).
-fn window(
-    links: &LinkData,
-    set: &FeatureSet,
-    nodes: &[(usize, u32)],
-    all: &[u32],
-    m: &mut FeatureMatrix,
-) {
-    if nodes.is_empty() {
-        return;
-    }
-    let mut ids: Vec<u32> = all.to_vec();
+/// A window's graph nodes, ascending and distinct, as [`window_columns`] takes them.
+pub fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
+    let mut ids: Vec<u32> = nodes.into_iter().collect();
     ids.sort_unstable();
     ids.dedup();
-    let Ok(sub) = links.graph.induced(&ids) else {
+    ids
+}
+
+/// HITS and SALSA on a window's link subgraph, scaled by the window size so that a uniform
+/// score is 1 whatever the window, and each node's in-links within the window. `window`: the
+/// window's whole-graph nodes ([`window_nodes`]); `edges`: the subgraph's edges, as
+/// whole-graph `(source, target)` pairs (from [`LinkData::window_links`] of every node, on
+/// whichever shard holds it; pairs with an end outside the window are ignored); `rows`: the
+/// rows to fill and their whole-graph nodes.
+pub fn window_columns(
+    set: &FeatureSet,
+    rows: &[(usize, u32)],
+    window: &[u32],
+    edges: &[(u32, u32)],
+    m: &mut FeatureMatrix,
+) {
+    if rows.is_empty() {
+        return;
+    }
+    let local = |node: u32| window.binary_search(&node).ok();
+    let local_edges: Vec<(u32, u32)> = edges
+        .iter()
+        .filter_map(|&(u, v)| Some((local(u)? as u32, local(v)? as u32)))
+        .collect();
+    let Ok((sub, _)) = Csr::from_edges(window.len(), &local_edges) else {
         return;
     };
-    let local = |node: u32| ids.binary_search(&node).expect("node is in the window");
-    let size = ids.len() as f32;
+    let size = window.len() as f32;
     let convergence = Convergence {
         tol_per_node: 1e-9,
         max_iter: WINDOW_HITS_ITERATIONS,
@@ -98,8 +130,10 @@ fn window(
         set.col("window.salsa_authority"),
         set.col("window.in_links"),
     ];
-    for &(row, node) in nodes {
-        let i = local(node);
+    for &(row, node) in rows {
+        let Some(i) = local(node) else {
+            continue;
+        };
         if let Some(h) = &hits {
             m.set(row, cols[0], h.authority[i] as f32 * size);
             m.set(row, cols[1], h.hub[i] as f32 * size);
@@ -163,6 +197,57 @@ mod tests {
         (a, h)
     }
 
+    /// The graph split in two parts (a, c | b, d), as two shards hold it: each part fills
+    /// its rows' scores, its documents' out-links within the window give the subgraph, and
+    /// the window columns computed from them equal the whole graph's, bit for bit.
+    #[test]
+    fn parts_give_the_whole_graphs_rows() {
+        let whole = links();
+        let set = FeatureSet::current();
+        let ids = ["c", "x", "a", "b", "d"];
+        let matrix = || FeatureMatrix {
+            rows: ids.len(),
+            cols: set.len(),
+            values: ids.iter().flat_map(|_| set.defaults().to_vec()).collect(),
+        };
+        let mut want = matrix();
+        let nodes: Vec<Option<u32>> = ids.iter().map(|id| whole.node(id)).collect();
+        extract(&whole, set, &nodes, true, &mut want);
+
+        let parts =
+            [[0u32, 2], [1, 3]].map(|n| LinkData::new(whole.scores.part(&n).unwrap()).unwrap());
+        assert!(parts[0].whole().is_none() && whole.whole().is_some());
+        let mut got = matrix();
+        let mut rows = Vec::new();
+        for part in &parts {
+            let nodes: Vec<Option<u32>> = ids.iter().map(|id| part.node(id)).collect();
+            extract(part, set, &nodes, false, &mut got);
+            for (row, node) in nodes.iter().enumerate() {
+                if let Some(u) = node {
+                    rows.push((row, *u, part));
+                }
+            }
+        }
+        let window = window_nodes(rows.iter().map(|&(_, u, p)| p.scores.global(u)));
+        assert_eq!(window, [0, 1, 2, 3]);
+        let mut edges = Vec::new();
+        for &(_, u, p) in &rows {
+            let source = p.scores.global(u);
+            edges.extend(p.window_links(u, &window).into_iter().map(|v| (source, v)));
+        }
+        let rows: Vec<(usize, u32)> = rows
+            .iter()
+            .map(|&(r, u, p)| (r, p.scores.global(u)))
+            .collect();
+        window_columns(set, &rows, &window, &edges, &mut got);
+        let bits = |m: &FeatureMatrix| m.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want));
+        // The pagerank column is scaled by the whole graph's N = 4, not the part's 2.
+        assert_eq!(parts[0].scores.total_nodes(), 4);
+        assert!(want.row(4)[set.col("window.in_links")] == 0.0);
+        assert!(want.row(0)[set.col("window.in_links")] == 3.0);
+    }
+
     #[test]
     fn global_and_window_scores() {
         let links = links();
@@ -175,7 +260,7 @@ mod tests {
             values: ids.iter().flat_map(|_| set.defaults().to_vec()).collect(),
         };
         let nodes: Vec<Option<u32>> = ids.iter().map(|id| links.node(id)).collect();
-        extract(&links, set, &nodes, None, &mut m);
+        extract(&links, set, &nodes, true, &mut m);
         let get = |row: usize, name: &str| m.row(row)[set.col(name)];
         // Global scores, log-scaled by N = 4.
         assert!((get(0, "link.pagerank") - (1e-3f64 + 0.5 * 4.0).ln() as f32).abs() < 1e-6);

@@ -5,7 +5,7 @@
 //! link graph, a field the query has no terms for). Models store the names they were trained
 //! on, so a model trained on this set keeps working when a later version adds features.
 
-mod link;
+pub mod link;
 pub mod prf;
 mod set;
 pub mod social;
@@ -127,7 +127,7 @@ pub fn extract(
         set,
         q,
         candidates,
-        None,
+        false,
         Rm3Source::Candidates,
         how,
     )
@@ -143,9 +143,11 @@ pub enum Rm3Source<'a> {
     Given(Option<&'a prf::Rm3Query>),
 }
 
-/// [`extract`] for some candidates of a larger window (one shard's rows of a window spread
-/// over shards): `window_ids` are the ids of the whole window, whose link subgraph the
-/// window features (HITS, SALSA, in-links) are computed on.
+/// [`extract`], or with `part_of_window` for some candidates of a larger window (one shard's
+/// rows of a window spread over shards): then the window features (HITS, SALSA and in-links
+/// on the window's link subgraph) keep their defaults, to be filled where the window is whole
+/// ([`link::window_columns`], from the out-links [`crate::links::LinkData::window_links`]
+/// gives on each shard).
 #[allow(clippy::too_many_arguments)]
 pub fn extract_part(
     index: &TextIndex,
@@ -155,7 +157,7 @@ pub fn extract_part(
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
-    window_ids: Option<&[String]>,
+    part_of_window: bool,
     rm3: Rm3Source,
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
@@ -200,9 +202,7 @@ pub fn extract_part(
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let nodes = links.nodes_of(searcher, &docs)?;
-        let window: Option<Vec<u32>> =
-            window_ids.map(|ids| ids.iter().filter_map(|id| links.node(id)).collect());
-        link::extract(links, set, &nodes, window.as_deref(), &mut m);
+        link::extract(links, set, &nodes, !part_of_window, &mut m);
     }
     Ok(m)
 }

@@ -97,6 +97,20 @@ pub struct LinkScores {
     pub out_targets: Vec<u32>,
     /// SimRank's diagonal correction for single-source queries (`/similar`, SPEC §2.4).
     pub simrank: SimRankDiagonal,
+    /// Set when these are one shard's part of a collection's scores ([`LinkScores::part`]):
+    /// entry i then belongs to the collection's node `part.global[i]`, and `out_targets`
+    /// hold collection node numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<ShardPart>,
+}
+
+/// Where one shard's part of a collection's link scores sits in the whole graph.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ShardPart {
+    /// Nodes of the whole graph (the `N` of the scores' normalisations).
+    pub nodes: usize,
+    /// The collection node of each of the part's entries, ascending.
+    pub global: Vec<u32>,
 }
 
 impl LinkScores {
@@ -107,6 +121,88 @@ impl LinkScores {
     /// The graph the scores were computed on.
     pub fn graph(&self) -> Result<Csr> {
         Csr::from_out_adjacency(self.out_offsets.clone(), self.out_targets.clone())
+    }
+
+    /// Nodes of the whole graph: the part's [`ShardPart::nodes`], else [`LinkScores::n`].
+    pub fn total_nodes(&self) -> usize {
+        self.part.as_ref().map_or(self.n(), |p| p.nodes)
+    }
+
+    /// The whole graph's scores restricted to `nodes` (ascending, each below `n()`): what a
+    /// shard of the collection stores for its own documents. Each node keeps its scores,
+    /// degrees, SimRank diagonal entry and out-links (as whole-graph node numbers), so a
+    /// shard needs 1/S of the whole; the window features of a window spread over shards are
+    /// computed from the out-links its shards send (`crate::features::link::window_columns`).
+    /// Seeds and reports stay those of the whole computation.
+    pub fn part(&self, nodes: &[u32]) -> Result<LinkScores> {
+        if self.part.is_some() {
+            return Err(GraphError::InvalidParameter {
+                name: "link scores",
+                message: "already a shard's part".into(),
+            });
+        }
+        check_nodes(nodes, self.n())?;
+        if nodes.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(GraphError::InvalidParameter {
+                name: "node set",
+                message: "a shard's nodes must be ascending and distinct".into(),
+            });
+        }
+        let pick = |v: &[f64]| nodes.iter().map(|&u| v[u as usize]).collect::<Vec<f64>>();
+        let mut out_offsets = Vec::with_capacity(nodes.len() + 1);
+        let mut out_targets = Vec::new();
+        out_offsets.push(0);
+        for &u in nodes {
+            let u = u as usize;
+            out_targets
+                .extend_from_slice(&self.out_targets[self.out_offsets[u]..self.out_offsets[u + 1]]);
+            out_offsets.push(out_targets.len());
+        }
+        Ok(LinkScores {
+            keys: nodes
+                .iter()
+                .map(|&u| self.keys[u as usize].clone())
+                .collect(),
+            pagerank: pick(&self.pagerank),
+            inverse_pagerank: pick(&self.inverse_pagerank),
+            trustrank: pick(&self.trustrank),
+            spam_mass: pick(&self.spam_mass),
+            anti_trustrank: pick(&self.anti_trustrank),
+            hits_hub: pick(&self.hits_hub),
+            hits_authority: pick(&self.hits_authority),
+            salsa_hub: pick(&self.salsa_hub),
+            salsa_authority: pick(&self.salsa_authority),
+            in_degree: nodes.iter().map(|&u| self.in_degree[u as usize]).collect(),
+            out_degree: nodes.iter().map(|&u| self.out_degree[u as usize]).collect(),
+            trust_seeds: self.trust_seeds.clone(),
+            spam_seeds: self.spam_seeds.clone(),
+            reports: self.reports.clone(),
+            out_offsets,
+            out_targets,
+            simrank: SimRankDiagonal {
+                values: if self.simrank.values.is_empty() {
+                    Vec::new()
+                } else {
+                    pick(&self.simrank.values)
+                },
+                params: self.simrank.params,
+            },
+            part: Some(ShardPart {
+                nodes: self.n(),
+                global: nodes.to_vec(),
+            }),
+        })
+    }
+
+    /// Entry `i`'s out-links as whole-graph node numbers.
+    pub fn out_links(&self, i: u32) -> &[u32] {
+        let i = i as usize;
+        &self.out_targets[self.out_offsets[i]..self.out_offsets[i + 1]]
+    }
+
+    /// Entry `i`'s whole-graph node number.
+    pub fn global(&self, i: u32) -> u32 {
+        self.part.as_ref().map_or(i, |p| p.global[i as usize])
     }
 
     /// Index of every key, for wiring scores to documents.
@@ -268,6 +364,7 @@ fn compute(
         out_offsets: offsets.to_vec(),
         out_targets: targets.to_vec(),
         simrank,
+        part: None,
     })
 }
 

@@ -186,7 +186,55 @@ fn validate(s: &LinkScores) -> std::result::Result<(), String> {
     if s.out_offsets.len() != n + 1 {
         return Err("graph offsets have the wrong length".into());
     }
-    s.graph().map_err(|e| format!("graph: {e}"))?;
+    match &s.part {
+        None => {
+            s.graph().map_err(|e| format!("graph: {e}"))?;
+        }
+        Some(part) => validate_part(s, part)?,
+    }
+    Ok(())
+}
+
+/// A shard's part: its nodes ascending within the whole graph, each out-link list ascending,
+/// without repeats or self-links, and inside the whole graph (what the whole graph's
+/// adjacency gives, [`LinkScores::part`]).
+fn validate_part(
+    s: &LinkScores,
+    part: &super::scores::ShardPart,
+) -> std::result::Result<(), String> {
+    if part.global.len() != s.n() {
+        return Err(format!(
+            "the part lists {} nodes for {} entries",
+            part.global.len(),
+            s.n()
+        ));
+    }
+    if part.global.windows(2).any(|w| w[0] >= w[1])
+        || part
+            .global
+            .last()
+            .is_some_and(|&u| u as usize >= part.nodes)
+    {
+        return Err("the part's nodes must ascend within the whole graph".into());
+    }
+    if s.out_offsets.first() != Some(&0)
+        || s.out_offsets.last() != Some(&s.out_targets.len())
+        || s.out_offsets.windows(2).any(|w| w[0] > w[1])
+    {
+        return Err("graph offsets must start at 0, not decrease and end at the edge count".into());
+    }
+    for i in 0..s.n() as u32 {
+        let out = s.out_links(i);
+        if out.windows(2).any(|w| w[0] >= w[1])
+            || out.last().is_some_and(|&v| v as usize >= part.nodes)
+            || out.contains(&s.global(i))
+        {
+            return Err(format!(
+                "the out-links of node {} are not a simple graph's",
+                s.global(i)
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -220,6 +268,57 @@ mod tests {
         // Overwrite in place.
         write(&path, "def456", &s).unwrap();
         assert!(read(&path, Some("def456")).is_ok());
+    }
+
+    /// A shard's part keeps its nodes' scores and out-links under whole-graph numbers, round
+    /// trips, and a part that is not one is refused.
+    #[test]
+    fn shard_parts_round_trip_and_are_checked() {
+        let s = scores();
+        let g = s.graph().unwrap();
+        let nodes = [1u32, 4, 7, 29];
+        let part = s.part(&nodes).unwrap();
+        assert_eq!((part.n(), part.total_nodes(), s.total_nodes()), (4, 30, 30));
+        for (i, &u) in nodes.iter().enumerate() {
+            let (i, u8) = (i as u32, u as usize);
+            assert_eq!(part.global(i), u);
+            assert_eq!(part.keys[i as usize], s.keys[u8]);
+            assert_eq!(part.pagerank[i as usize], s.pagerank[u8]);
+            assert_eq!(part.salsa_authority[i as usize], s.salsa_authority[u8]);
+            assert_eq!(part.in_degree[i as usize], s.in_degree[u8]);
+            assert_eq!(part.out_links(i), g.out(u));
+        }
+        assert!(
+            nodes.iter().any(|&u| g.out(u).iter().any(|&v| v >= 4)),
+            "some out-link is numbered beyond the part's own entries"
+        );
+        assert!(part.part(&[0]).is_err(), "a part of a part");
+        assert!(s.part(&[4, 1]).is_err(), "nodes out of order");
+        assert!(s.part(&[30]).is_err(), "a node outside the graph");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("links.json");
+        write(&path, "abc123", &part).unwrap();
+        let back = read(&path, Some("abc123")).unwrap();
+        assert_eq!(back.part, part.part);
+        assert_eq!(back.pagerank, part.pagerank);
+        assert_eq!(
+            (back.out_offsets, back.out_targets),
+            (part.out_offsets.clone(), part.out_targets.clone())
+        );
+
+        let mut unordered = part.clone();
+        unordered.part.as_mut().unwrap().global.swap(0, 1);
+        let err = write(&path, "abc123", &unordered).unwrap_err().to_string();
+        assert!(err.contains("ascend"), "{err}");
+        let mut outside = part.clone();
+        outside.part.as_mut().unwrap().nodes = 10;
+        assert!(write(&path, "abc123", &outside).is_err());
+        let mut self_link = part.clone();
+        let own = self_link.global(0);
+        self_link.out_targets[0] = own;
+        let err = write(&path, "abc123", &self_link).unwrap_err().to_string();
+        assert!(err.contains("not a simple graph"), "{err}");
     }
 
     #[test]

@@ -919,10 +919,12 @@ impl Engine {
     }
 
     /// Feature rows of this shard's members of a sharded window: `docs` are (address,
-    /// first-phase score, 1-based rank in the whole window), and the rows follow their order;
-    /// `window_ids` are the ids of the whole window (its link subgraph gives the window
-    /// features). Text features score with the collection's statistics `stats`, so each row
-    /// equals the single index's row of the same document.
+    /// first-phase score, 1-based rank in the whole window), and the rows follow their order.
+    /// Text features score with the collection's statistics `stats`, so each row equals the
+    /// single index's row of the same document, except for the window features, which need
+    /// the whole window's link subgraph: they keep their defaults, and each document's share
+    /// of the subgraph is returned instead (its out-links that end in `window`, the whole
+    /// window's graph nodes, ascending; `crate::features::link::window_columns`).
     ///
     /// The RM3 features use `rm3`, the relevance model estimated from the whole window's
     /// feedback documents (`crate::features::prf::estimate`); `stats` must then hold its
@@ -934,11 +936,11 @@ impl Engine {
         stats: &Stats,
         text: &str,
         docs: &[(DocAddress, f32, usize)],
-        window_ids: &[String],
+        window: &[u32],
         rm3: Option<&features::prf::Rm3Query>,
         links: Option<&LinkData>,
         how: features::Extraction,
-    ) -> Result<FeatureMatrix, SearchError> {
+    ) -> Result<(FeatureMatrix, Vec<Vec<u32>>), SearchError> {
         let candidates: Vec<Candidate> = docs
             .iter()
             .map(|&(address, score, _)| Candidate { address, score })
@@ -951,13 +953,24 @@ impl Engine {
             FeatureSet::current(),
             text,
             &candidates,
-            Some(window_ids),
+            true,
             features::Rm3Source::Given(rm3),
             how,
         )?;
         let ranks: Vec<usize> = docs.iter().map(|&(_, _, rank)| rank).collect();
         m.set_ranks(FeatureSet::current(), &ranks);
-        Ok(m)
+        let out_links = match links {
+            Some(links) => {
+                let addresses: Vec<DocAddress> = docs.iter().map(|d| d.0).collect();
+                links
+                    .nodes_of(searcher, &addresses)?
+                    .into_iter()
+                    .map(|node| node.map_or_else(Vec::new, |u| links.window_links(u, window)))
+                    .collect()
+            }
+            None => vec![Vec::new(); docs.len()],
+        };
+        Ok((m, out_links))
     }
 
     /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a

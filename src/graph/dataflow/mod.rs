@@ -202,6 +202,7 @@ impl DataflowScores {
             out_offsets: offsets.to_vec(),
             out_targets: targets.to_vec(),
             simrank,
+            part: None,
         })
     }
 
