@@ -310,8 +310,23 @@ fn links_boost_and_link_features_through_the_root() {
     let db = fresh_database(dir.path());
     let one = start(&single, &db, Some(TOKEN));
     activate(&one, &model, &id);
-    let leaves = start_leaves(&sharded);
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| {
+            let data = sharded.join(format!("shards/{s}"));
+            let args = ["--role", "leaf", "--data-dir", data.to_str().unwrap()];
+            start_serve(&args, Some(TOKEN), &[])
+        })
+        .collect();
     let root = start_root(&leaves, &model);
+    // A graph job on a leaf would replace its part of the collection's graph with its own
+    // shard's graph: refused, saying what to run.
+    let refused = post_json(&format!("{}/admin/graph", leaves[0].base), Some(TOKEN), "");
+    assert_eq!(refused.status, 409, "{}", refused.body);
+    assert!(
+        refused.body.to_string().contains("rankd graph --data-dir"),
+        "{}",
+        refused.body
+    );
     let compare = |root: &Server, params: &[&str]| {
         let mut compared = 0;
         for q in [

@@ -179,6 +179,9 @@ pub enum CancelOutcome {
 pub enum CreateError {
     #[error("a {0} job is already queued or running")]
     Busy(&'static str),
+    /// The job does not apply to this server (the message says why and what to run instead).
+    #[error("{0}")]
+    Refused(String),
     #[error(transparent)]
     Db(#[from] sqlx::Error),
 }

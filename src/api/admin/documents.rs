@@ -60,6 +60,9 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
             "message": "a graph job is already queued or running; GET /admin/graph says \
                         whether its scores cover this batch",
         }),
+        Err(CreateError::Refused(why)) => {
+            json!({"stale": loaded, "recompute_job": null, "message": why})
+        }
         Err(CreateError::Db(e)) => {
             tracing::error!("cannot start the graph job after a batch: {e}");
             json!({"stale": loaded, "recompute_job": null, "message": e.to_string()})

@@ -25,7 +25,7 @@ fn job_id(raw: &str) -> Result<i64, ApiError> {
 
 pub fn create_error(e: CreateError) -> ApiError {
     match e {
-        CreateError::Busy(_) => ApiError::conflict(e.to_string()),
+        CreateError::Busy(_) | CreateError::Refused(_) => ApiError::conflict(e.to_string()),
         CreateError::Db(e) => ApiError::internal(e),
     }
 }
@@ -183,7 +183,7 @@ pub async fn cancel(
     post, path = "/graph", tag = "admin",
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
-        (status = 409, description = "a graph job is already queued or running"),
+        (status = 409, description = "a graph job is already queued or running, or the server is a leaf of a sharded collection (its link scores come from `rankd graph` over every shard)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -196,8 +196,18 @@ pub async fn start_graph(
 }
 
 /// Starts the graph job with the stored seeds; `CreateError::Busy` while one is queued or
-/// running.
+/// running. Refused on a leaf: its link scores are its part of the whole collection's graph
+/// (`crate::links::compute_and_store_sharded`), and a graph of its own shard alone would
+/// replace them with wrong ones.
 pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> {
+    if state.leaf {
+        return Err(CreateError::Refused(
+            "this server is a leaf of a sharded collection: its link scores are its part of \
+             the whole collection's graph; run `rankd graph --data-dir COLLECTION` over every \
+             shard, then publish or restart the leaves"
+                .into(),
+        ));
+    }
     let seeds: Vec<String> = state
         .ops
         .db
