@@ -417,21 +417,46 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
 #[test]
 fn statistics_tables_answer_as_gathering_does() {
     use rankd::text::stats::{GlobalStats, StatsRequest};
+    use rankd::text::stats_table::StatsTable;
+    use std::collections::BTreeMap;
     let (docs, queries) = cranfield();
     let f = build(&docs);
     let config = IndexConfig::default();
     let schema = f.single.index.index.schema();
     let searchers = f.cluster.searchers();
-    let tables: Vec<GlobalStats> = searchers
+    // The tables as the root holds them: through their bytes.
+    let tables: Vec<StatsTable> = searchers
         .iter()
-        .map(|s| GlobalStats::table(s, &schema).unwrap())
-        .collect();
-    let single = GlobalStats::table(&f.single.index.reader.searcher(), &schema).unwrap();
-    let mut summed = GlobalStats::default();
+        .map(|s| StatsTable::from_bytes(&StatsTable::of_searcher(s, &schema).unwrap().to_bytes()))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let single = StatsTable::of_searcher(&f.single.index.reader.searcher(), &schema).unwrap();
+    // Every (field, term)'s df and cf, and every field's token count, summed over the
+    // shards, are the single index's.
+    type Sums = BTreeMap<(String, String), (u64, u64)>;
+    let entries = |t: &StatsTable, sums: &mut Sums, tokens: &mut BTreeMap<String, u64>| {
+        for (field, total, terms) in t.fields() {
+            *tokens.entry(field.to_string()).or_default() += total;
+            for (term, df, cf) in terms {
+                let e = sums.entry((field.to_string(), term)).or_default();
+                e.0 += df;
+                e.1 += cf;
+            }
+        }
+    };
+    let (mut summed, mut summed_tokens) = (Sums::new(), BTreeMap::new());
     for t in &tables {
-        summed.add(t);
+        entries(t, &mut summed, &mut summed_tokens);
     }
-    assert_eq!(summed, single);
+    let (mut whole, mut whole_tokens) = (Sums::new(), BTreeMap::new());
+    entries(&single, &mut whole, &mut whole_tokens);
+    assert_eq!(summed, whole);
+    assert_eq!(summed_tokens, whole_tokens);
+    assert!(whole.len() > 5_000, "only {} terms", whole.len());
+    assert_eq!(
+        tables.iter().map(StatsTable::num_docs).sum::<u64>(),
+        single.num_docs()
+    );
     let mut terms = 0;
     for q in &queries {
         for request in [

@@ -69,11 +69,20 @@ async fn stats(
     inline(leaf, move |e, p| leaf::stats(e, p, &call)).await
 }
 
+/// The table is computed once per generation, which takes a second or more on a large
+/// shard: on the blocking pool, not a request worker.
 async fn table(
     State(leaf): State<Leaf>,
     Json(call): Json<TableCall>,
-) -> Result<Json<StatsReply>, ApiError> {
-    inline(leaf, move |e, p| leaf::table(e, p, &call)).await
+) -> Result<impl axum::response::IntoResponse, ApiError> {
+    let (generation, bytes) =
+        tokio::task::spawn_blocking(move || leaf::table(&leaf.0.engine, &leaf.1, &call))
+            .await
+            .map_err(ApiError::internal)??;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/octet-stream")],
+        table_reply(generation, &bytes),
+    ))
 }
 
 async fn query(

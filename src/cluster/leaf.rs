@@ -19,6 +19,7 @@ use crate::links::LinkData;
 use crate::search::{Engine, Returns, SearchQuery};
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
+use crate::text::stats_table::StatsTable;
 use crate::text::ModelKind;
 
 /// Why a leaf refused a call.
@@ -54,8 +55,8 @@ pub struct Pinned {
     pub generation: u64,
     pub searcher: Searcher,
     pub links: Option<Arc<LinkData>>,
-    /// The searcher's whole statistics table, computed at the first `table` call.
-    table: Arc<Mutex<Option<Arc<GlobalStats>>>>,
+    /// The searcher's whole statistics table as bytes, computed at the first `table` call.
+    table: Arc<Mutex<Option<Arc<Vec<u8>>>>>,
 }
 
 impl Default for Pins {
@@ -163,27 +164,26 @@ pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsRepl
     })
 }
 
-/// The whole statistics table of the current searcher, computed once per generation.
-pub fn table(engine: &Engine, pins: &Pins, call: &TableCall) -> Result<StatsReply, LeafError> {
+/// The whole statistics table of the current searcher ([`StatsTable`], as bytes) and its
+/// generation, computed once per generation.
+pub fn table(
+    engine: &Engine,
+    pins: &Pins,
+    call: &TableCall,
+) -> Result<(u64, Arc<Vec<u8>>), LeafError> {
     check(call.protocol)?;
     let pinned = pins.current(engine);
     let mut table = pinned.table.lock().unwrap_or_else(|p| p.into_inner());
-    let stats = match &*table {
+    let bytes = match &*table {
         Some(t) => t.clone(),
         None => {
-            let t = Arc::new(GlobalStats::table(
-                &pinned.searcher,
-                &engine.index.index.schema(),
-            )?);
+            let schema = engine.index.index.schema();
+            let t = Arc::new(StatsTable::of_searcher(&pinned.searcher, &schema)?.to_bytes());
             *table = Some(t.clone());
             t
         }
     };
-    Ok(StatsReply {
-        protocol: PROTOCOL,
-        generation: pinned.generation,
-        stats: (*stats).clone(),
-    })
+    Ok((pinned.generation, bytes))
 }
 
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {

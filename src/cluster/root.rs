@@ -22,8 +22,9 @@
 //! model once and gathers its expansion terms' statistics, and the leaves score it.
 //!
 //! The statistics round has a second form ([`StatsMode::Table`]): the root keeps every
-//! shard's whole statistics table per index generation (fetched once, `/cluster/v1/table`),
-//! and answers each query's statistics from the sum of those tables without a round trip.
+//! shard's whole statistics table per index generation (fetched once, `/cluster/v1/table`,
+//! in the compact form of `crate::text::stats_table`), and answers each query's statistics
+//! from the sum of those tables' lookups without a round trip.
 //! The leaf's query reply names its current generation, and a table of an older one is
 //! fetched again by the next search; until then searches run on the pinned generation the
 //! table describes, so they stay exact.
@@ -51,6 +52,7 @@ use crate::search::{
 use crate::text::config::TEXT_FIELDS;
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
+use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, ModelKind};
 
 /// Where a search's collection statistics come from.
@@ -63,7 +65,7 @@ pub enum StatsMode {
 }
 
 /// A shard's whole statistics table and the generation it describes.
-type Table = (u64, std::sync::Arc<GlobalStats>);
+type Table = (u64, std::sync::Arc<StatsTable>);
 
 /// Where the root is with a replica's table.
 #[derive(Clone)]
@@ -656,14 +658,15 @@ impl Root {
             let call = format!("{url}/cluster/v1/table");
             let body = serde_json::json!({"protocol": PROTOCOL}).to_string();
             let start = Instant::now();
-            let reply = read_reply::<StatsReply>(
+            let reply = read_body(
                 agent
                     .post(&call)
                     .header("content-type", "application/json")
                     .send(body.as_bytes()),
-            );
+            )
+            .and_then(|bytes| Ok((read_table_reply(&bytes)?, bytes.len())));
             match reply {
-                Ok((r, received)) => {
+                Ok(((generation, table), received)) => {
                     crate::metrics::observe_leaf_call(
                         "table",
                         shard,
@@ -671,7 +674,7 @@ impl Root {
                         body.len(),
                         received,
                     );
-                    let table = (r.generation, std::sync::Arc::new(r.stats));
+                    let table = (generation, std::sync::Arc::new(table));
                     tables.insert(url, TableState::Ready(table));
                 }
                 Err(e) => {
@@ -697,7 +700,7 @@ impl Root {
         (
             GlobalStats,
             Vec<u64>,
-            Option<Vec<std::sync::Arc<GlobalStats>>>,
+            Option<Vec<std::sync::Arc<StatsTable>>>,
         ),
         CallError,
     > {
@@ -940,7 +943,7 @@ impl Root {
         generations: &[u64],
         targets: &[Target],
         window: &[MergedHit],
-        tables: Option<&[std::sync::Arc<GlobalStats>]>,
+        tables: Option<&[std::sync::Arc<StatsTable>]>,
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
         let fb = self.config.models.rm3.fb_docs.min(window.len());
         let owner: Vec<usize> = window[..fb].iter().map(|h| h.shard).collect();
@@ -1009,7 +1012,7 @@ impl Root {
         targets: &[Target],
         window: &[MergedHit],
         nodes: &std::collections::HashMap<String, u32>,
-        tables: Option<&[std::sync::Arc<GlobalStats>]>,
+        tables: Option<&[std::sync::Arc<StatsTable>]>,
     ) -> Result<FeatureMatrix, CallError> {
         let now = crate::features::social::unix_now();
         let rows_nodes: Vec<(usize, u32)> = window
@@ -1179,6 +1182,16 @@ impl Root {
 fn read_reply<R: DeserializeOwned>(
     response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
 ) -> Result<(R, usize), String> {
+    let body = read_body(response)?;
+    serde_json::from_slice(&body)
+        .map(|r| (r, body.len()))
+        .map_err(|e| format!("malformed reply: {e}"))
+}
+
+/// The body of a 2xx, else why not ([`read_reply`]).
+fn read_body(
+    response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> Result<Vec<u8>, String> {
     let mut response = response.map_err(|e| e.to_string())?;
     let status = response.status();
     let body = response
@@ -1193,9 +1206,7 @@ fn read_reply<R: DeserializeOwned>(
             String::from_utf8_lossy(&body[..body.len().min(500)])
         ));
     }
-    serde_json::from_slice(&body)
-        .map(|r| (r, body.len()))
-        .map_err(|e| format!("malformed reply: {e}"))
+    Ok(body)
 }
 
 /// The characters a document id keeps escaped in a `/doc/{*id}` path (`/` stays: the route

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::text::stats::{GlobalStats, StatsRequest};
+use crate::text::stats_table::StatsTable;
 use crate::text::IndexConfig;
 
 /// The version of these messages (2: link scores split by shard, so candidates carry their
@@ -49,11 +50,39 @@ pub struct StatsCall {
 }
 
 /// `POST /cluster/v1/table`: the shard's whole statistics table
-/// (`crate::text::stats::GlobalStats::table`) of its current searcher, which it pins; the
-/// reply is a [`StatsReply`].
+/// ([`StatsTable`]) of its current searcher, which it pins; the reply is bytes
+/// ([`table_reply`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableCall {
     pub protocol: u32,
+}
+
+/// The body of `/cluster/v1/table`'s answer (`application/octet-stream`): the protocol and
+/// the generation the table is of (`u32` and `u64`, little-endian), then the table's own
+/// checked bytes ([`StatsTable::to_bytes`]). Binary, not JSON: a table holds every term of
+/// the shard.
+pub fn table_reply(generation: u64, table: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + table.len());
+    out.extend_from_slice(&PROTOCOL.to_le_bytes());
+    out.extend_from_slice(&generation.to_le_bytes());
+    out.extend_from_slice(table);
+    out
+}
+
+/// Reads [`table_reply`]'s bytes: the generation and the table.
+pub fn read_table_reply(bytes: &[u8]) -> Result<(u64, StatsTable), String> {
+    if bytes.len() < 12 {
+        return Err(format!("a table reply of {} bytes", bytes.len()));
+    }
+    let protocol = u32::from_le_bytes(bytes[..4].try_into().expect("4 bytes"));
+    if protocol != PROTOCOL {
+        return Err(format!(
+            "the leaf speaks cluster protocol {protocol}, this root {PROTOCOL}"
+        ));
+    }
+    let generation = u64::from_le_bytes(bytes[4..12].try_into().expect("8 bytes"));
+    let table = StatsTable::from_bytes(&bytes[12..]).map_err(|e| e.to_string())?;
+    Ok((generation, table))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ pub mod search;
 pub mod simhash;
 pub mod snippet;
 pub mod stats;
+pub mod stats_table;
 
 pub use config::IndexConfig;
 pub use index::TextIndex;
