@@ -48,9 +48,12 @@ for _ in $(seq 600); do
   [ "$n" = 3 ] && break
   sleep 0.1
 done
-python3 -c 'import json, sys; print(json.dumps({"tables_ready_s": round(float(sys.argv[2]) - float(sys.argv[1]), 2)}))' \
-  "$t0" "$(date +%s.%N)"
-curl -s http://127.0.0.1:18091/metrics | grep '^rankd_cluster_bytes_total{call="table"' >&2 || true
+table_bytes=$(curl -s http://127.0.0.1:18091/metrics |
+  awk '/^rankd_cluster_bytes_total\{call="table"/ && /direction="received"/ { s += $2 } END { printf "%d", s }')
+# Resident memory of the two roots (the gathering root holds no tables).
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
+python3 -c 'import json, sys; print(json.dumps({"tables_ready_s": round(float(sys.argv[2]) - float(sys.argv[1]), 2), "table_bytes": int(sys.argv[3]), "root_gather_rss_kb": int(sys.argv[4]), "root_table_rss_kb": int(sys.argv[5])}))' \
+  "$t0" "$(date +%s.%N)" "$table_bytes" "$(rss "${PIDS[-2]}")" "$(rss "${PIDS[-1]}")"
 bytes() {
   curl -s "http://$1/metrics" |
     awk '/^rankd_cluster_bytes_total/ && !/call="table"/ { s += $2 } END { printf "%d", s }'
