@@ -51,10 +51,11 @@
 //! bytes, 16 documents per register, every group of the block stepping in turn so their
 //! gathers overlap, one `vpgatherdd` for the nodes and one for the byte bins per step, leaf
 //! values added with a masked `f64` gather — took 2.1–2.3 ms against 1.06–1.15 ms for
-//! this scalar walk, and 2.7 ms when finished groups kept stepping (Zen 4's 16-lane gathers
-//! cost ≈ 45 cycles each here, more than 16 scalar steps); rejected and removed. Blocks of
-//! 32 or 64 documents instead of 128 (bins in L1, but every tree's nodes streamed 3–4×
-//! more often): 1.64 and 1.13 ms, no gain.
+//! this scalar walk, and 2.7 ms when finished groups kept stepping (estimated from the
+//! step count: ≈ 90 cycles per 16-lane step, where the scalar walk spends ≈ 3.5 cycles per
+//! document step; the gathers are the cost); rejected and removed. Blocks of 32 or 64
+//! documents instead of 128 (bins in L1 with `u16`, but every tree's nodes streamed 4× or
+//! 2× as often): 1.64 and 1.13 ms on the loaded host, no gain.
 //!
 //! This is the plain per-document walk made branch-free and interleaved, not QuickScorer's
 //! bitvector scheme. Limits (checked when compiling, with the offending tree or feature
@@ -532,7 +533,9 @@ impl CompiledForest {
                     // GROUP = group_bins.len()`.
                     unsafe {
                         let node = *nodes.get_unchecked(*n as usize);
-                        let bin = group_bins.get_unchecked(node.column_start as usize + g).get();
+                        let bin = group_bins
+                            .get_unchecked(node.column_start as usize + g)
+                            .get();
                         let next = u32::from(node.left) + u32::from(bin > node.bin);
                         moved += next ^ *n;
                         *n = next;
