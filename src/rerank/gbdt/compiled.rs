@@ -214,7 +214,8 @@ impl Bin for u8 {
     const MISSING_RIGHT: Self = NARROW_MISSING_RIGHT;
     #[inline]
     fn of(b: u16) -> Self {
-        debug_assert!(b < u16::from(NARROW_MISSING_RIGHT) || b == u16::from(u8::MAX));
+        // Bins ≤ 253, a missing-left column's `b + 1` ≤ 254 (it has no missing-right value).
+        debug_assert!(b <= u16::from(NARROW_MISSING_RIGHT));
         b as u8
     }
     #[inline]
