@@ -9,10 +9,15 @@
 //!   trains and times (1000 trees of 64 leaves on the LightGBM LETOR example), imported with
 //!   rankd's LightGBM importer, scoring the same 100 rows of `rank.test` on one thread. Run
 //!   the script first; the group is skipped (with a note) when its files are missing.
+//! - `gbdt_score/lightgbm_1000trees_u16bins/100`: the same with `u16` bins
+//!   (`BinWidth::U16`, the layout before 2026-11-26), for comparison in one run.
 //! - `gbdt_score/synthetic_1000x64/{rows}`: a seeded random forest of the same shape (trees
 //!   grown by splitting random leaves, 300 features, thresholds on a 255-value grid), for
 //!   machines without Python.
 //! - `gbdt_compile`: compiling the model (once per load).
+//!
+//! `GBDT_ALTERNATE=2000 cargo bench --bench gbdt` times the LightGBM model's two bin widths
+//! alternately instead (percentiles, for a noisy shared machine).
 
 use std::hint::black_box;
 use std::path::Path;
@@ -20,6 +25,7 @@ use std::path::Path;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rankd::rerank::gbdt::compiled::BinWidth;
 use rankd::rerank::gbdt::{CompiledForest, Forest, Node, Tree};
 
 const FEATURES: usize = 300;
@@ -90,7 +96,45 @@ fn lightgbm() -> Option<(Forest, Vec<f32>, usize)> {
     Some((forest, rows, n))
 }
 
+/// `GBDT_ALTERNATE=ROUNDS`: instead of criterion's groups, the LightGBM model's two bin
+/// widths timed alternately, one call each per round, and their 10th percentile and median
+/// printed (a shared, noisy machine hits both alike).
+fn alternate(rounds: usize) {
+    let Some((forest, rows, n)) = lightgbm() else {
+        eprintln!("gbdt_alternate: run bench/gbdt_predict.py first");
+        return;
+    };
+    let compiled = CompiledForest::new(&forest).unwrap();
+    let mut out = vec![0f64; n];
+    let widths = [BinWidth::U16, BinWidth::U8];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); widths.len()];
+    for _ in 0..rounds {
+        for (w, &width) in widths.iter().enumerate() {
+            let t = std::time::Instant::now();
+            compiled
+                .score_with(width, black_box(&rows), n, &mut out)
+                .unwrap();
+            black_box(&out);
+            times[w].push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    for (w, t) in widths.iter().zip(&mut times) {
+        t.sort_by(f64::total_cmp);
+        let at = |p: f64| t[((t.len() - 1) as f64 * p).round() as usize];
+        println!(
+            "gbdt_alternate {w:?}: p10 {:.3} ms, median {:.3} ms, p90 {:.3} ms ({rounds} rounds, {n} rows)",
+            at(0.1),
+            at(0.5),
+            at(0.9)
+        );
+    }
+}
+
 fn bench_score(c: &mut Criterion) {
+    if let Ok(rounds) = std::env::var("GBDT_ALTERNATE") {
+        alternate(rounds.parse().expect("GBDT_ALTERNATE=ROUNDS"));
+        return;
+    }
     let mut group = c.benchmark_group("gbdt_score");
     if let Some((forest, rows, n)) = lightgbm() {
         let compiled = CompiledForest::new(&forest).unwrap();
@@ -100,6 +144,17 @@ fn bench_score(c: &mut Criterion) {
         group.bench_function(id, |b| {
             b.iter(|| {
                 compiled.score_into(black_box(&rows), n, &mut out).unwrap();
+                black_box(&out);
+            })
+        });
+        // The same with u16 bins (the layout before 2026-11-26, and every forest with a
+        // feature of more than 253 thresholds).
+        let id = BenchmarkId::new(format!("lightgbm_{}trees_u16bins", forest.trees.len()), n);
+        group.bench_function(id, |b| {
+            b.iter(|| {
+                compiled
+                    .score_with(BinWidth::U16, black_box(&rows), n, &mut out)
+                    .unwrap();
                 black_box(&out);
             })
         });

@@ -33,10 +33,29 @@
 //! [`Forest::predict_row`] bit for bit. Binning skips the binary search for 0.0, the
 //! common value of sparse features.
 //!
-//! Two other layouts were measured on a LightGBM model of 1000 trees × 64 leaves (notes in
-//! `bench/gbdt_predict.py`'s report): walking the whole block for each tree's full depth
-//! was 1.9× slower, and a branch-free compacted list of unfinished walkers 3× slower (its
-//! stores wait on every step's result).
+//! **Byte bins.** When every feature has at most 253 distinct thresholds (any model
+//! trained with LightGBM's or XGBoost's 255 histogram bins) the bins are stored as `u8`
+//! (a missing value of a missing-right column gets 254, above every node's bin; nodes are
+//! unchanged), else as `u16`. The walk is bound by the latency of its dependent loads (node,
+//! then the document's bin, then the next node): on the LightGBM benchmark model (208
+//! features used) a window of 100 documents holds 13 groups × 208 columns of bins, 43 KB as
+//! `u16`, more than Zen 4's 32 KB L1 data cache, and 21 KB as `u8`. Binning goes row by row
+//! (each row's features read in increasing order) instead of feature by feature (a strided
+//! read of every row for each feature).
+//!
+//! Other layouts were measured on a LightGBM model of 1000 trees × 64 leaves (notes in
+//! `bench/gbdt_predict.py`'s report and docs/BENCHMARKS.md): walking the whole block for
+//! each tree's full depth was 1.9× slower, and a branch-free compacted list of unfinished
+//! walkers 3× slower (its stores wait on every step's result). On 2026-11-26 (AMD EPYC Zen 4,
+//! same session, alternating with the current code): an AVX-512 walk — nodes packed in 4
+//! bytes, 16 documents per register, every group of the block stepping in turn so their
+//! gathers overlap, one `vpgatherdd` for the nodes and one for the byte bins per step, leaf
+//! values added with a masked `f64` gather — took 2.1–2.3 ms against 1.06–1.15 ms for
+//! this scalar walk, and 2.7 ms when finished groups kept stepping (estimated from the
+//! step count: ≈ 90 cycles per 16-lane step, where the scalar walk spends ≈ 3.5 cycles per
+//! document step; the gathers are the cost); rejected and removed. Blocks of 32 or 64
+//! documents instead of 128 (bins in L1 with `u16`, but every tree's nodes streamed 4× or
+//! 2× as often): 1.64 and 1.13 ms on the loaded host, no gain.
 //!
 //! This is the plain per-document walk made branch-free and interleaved, not QuickScorer's
 //! bitvector scheme. Limits (checked when compiling, with the offending tree or feature
@@ -160,6 +179,60 @@ pub struct CompiledForest {
     /// Per node: its leaf value (0 for a split).
     values: Vec<f64>,
     trees: Vec<FlatTree>,
+    /// Whether every feature has at most [`NARROW_MAX_THRESHOLDS`] distinct thresholds, so
+    /// its bins fit a byte.
+    narrow: bool,
+}
+
+/// Distinct thresholds per feature for byte bins: bins `0..=m`, plus one for the
+/// missing-left encoding, stay below [`NARROW_MISSING_RIGHT`].
+const NARROW_MAX_THRESHOLDS: usize = 253;
+/// A missing value in a missing-right column of byte bins (above every node's bin).
+const NARROW_MISSING_RIGHT: u8 = 254;
+
+/// A document's bin in one column: `u16`, or `u8` when every feature's bins fit.
+trait Bin: Copy + Default {
+    const MISSING_RIGHT: Self;
+    /// `b`, known to fit.
+    fn of(b: u16) -> Self;
+    fn get(self) -> u16;
+}
+
+impl Bin for u16 {
+    const MISSING_RIGHT: Self = MISSING_RIGHT_BIN;
+    #[inline]
+    fn of(b: u16) -> Self {
+        b
+    }
+    #[inline]
+    fn get(self) -> u16 {
+        self
+    }
+}
+
+impl Bin for u8 {
+    const MISSING_RIGHT: Self = NARROW_MISSING_RIGHT;
+    #[inline]
+    fn of(b: u16) -> Self {
+        // Bins ≤ 253, a missing-left column's `b + 1` ≤ 254 (it has no missing-right value).
+        debug_assert!(b <= u16::from(NARROW_MISSING_RIGHT));
+        b as u8
+    }
+    #[inline]
+    fn get(self) -> u16 {
+        u16::from(self)
+    }
+}
+
+/// How wide the bins [`CompiledForest::score_with`] stores are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinWidth {
+    /// `u16` bins: every forest (the layout before 2026-11-26).
+    U16,
+    /// `u8` bins: forests whose features have at most 253 distinct thresholds each (any
+    /// model trained with LightGBM's or XGBoost's 255 histogram bins); a window's bins then
+    /// fit the L1 cache.
+    U8,
 }
 
 impl CompiledForest {
@@ -324,6 +397,9 @@ impl CompiledForest {
             }
             trees.push(FlatTree { start, len: n });
         }
+        let narrow = features
+            .iter()
+            .all(|fb| fb.thresholds.len() <= NARROW_MAX_THRESHOLDS);
         Ok(CompiledForest {
             num_features: d,
             base_score: forest.base_score,
@@ -332,7 +408,17 @@ impl CompiledForest {
             nodes,
             values,
             trees,
+            narrow,
         })
+    }
+
+    /// The bins [`Self::score_into`] uses for this forest: bytes when they fit.
+    pub fn bin_width(&self) -> BinWidth {
+        if self.narrow {
+            BinWidth::U8
+        } else {
+            BinWidth::U16
+        }
     }
 
     pub fn num_features(&self) -> usize {
@@ -351,6 +437,18 @@ impl CompiledForest {
     /// Scores `n_rows` rows (row-major, `num_features` values each; NaN is a missing
     /// value), writing `base_score + Σ_t T_t(x)` per row into `out`.
     pub fn score_into(&self, x: &[f32], n_rows: usize, out: &mut [f64]) -> Result<(), String> {
+        self.score_with(self.bin_width(), x, n_rows, out)
+    }
+
+    /// [`Self::score_into`] with bins of the given width (tests and benchmarks compare
+    /// them); `U8` for a forest whose bins do not fit a byte uses `U16`.
+    pub fn score_with(
+        &self,
+        width: BinWidth,
+        x: &[f32],
+        n_rows: usize,
+        out: &mut [f64],
+    ) -> Result<(), String> {
         let d = self.num_features;
         if x.len() != n_rows * d || out.len() != n_rows {
             return Err(format!(
@@ -359,7 +457,17 @@ impl CompiledForest {
                 out.len()
             ));
         }
-        let mut bins = vec![0u16; BLOCK * self.columns];
+        if width == BinWidth::U8 && self.narrow {
+            self.score_blocks::<u8>(x, out);
+        } else {
+            self.score_blocks::<u16>(x, out);
+        }
+        Ok(())
+    }
+
+    fn score_blocks<B: Bin>(&self, x: &[f32], out: &mut [f64]) {
+        let d = self.num_features;
+        let mut bins = vec![B::default(); BLOCK * self.columns];
         for (rows, scores) in x.chunks(BLOCK * d).zip(out.chunks_mut(BLOCK)) {
             self.bin_block(rows, scores.len(), &mut bins);
             scores.fill(self.base_score);
@@ -371,7 +479,6 @@ impl CompiledForest {
                 self.walk(tree, &bins, scores);
             }
         }
-        Ok(())
     }
 
     /// Scores as `f32` (what the reranker returns).
@@ -381,25 +488,28 @@ impl CompiledForest {
         Ok(out.into_iter().map(|s| s as f32).collect())
     }
 
-    /// Bins of `nb` rows, column by column: `bins[c * BLOCK + r]`.
-    fn bin_block(&self, rows: &[f32], nb: usize, bins: &mut [u16]) {
+    /// Bins of `nb` rows in groups of `GROUP` documents, each group column by column:
+    /// `bins[(r / GROUP) · columns · GROUP + c · GROUP + r % GROUP]`.
+    fn bin_block<B: Bin>(&self, rows: &[f32], nb: usize, bins: &mut [B]) {
         let d = self.num_features;
         let group_len = self.columns * GROUP;
-        for fb in &self.features {
-            for r in 0..nb {
-                let x = rows[r * d + fb.feature];
+        // Row by row: the features are read in increasing order from one row (the bins are
+        // written 2·GROUP bytes apart per column, within the row's group).
+        for (r, row) in rows.chunks_exact(d).take(nb).enumerate() {
+            let at = (r / GROUP) * group_len + r % GROUP;
+            for fb in &self.features {
+                let x = row[fb.feature];
                 let nan = x.is_nan();
                 let b = if nan { 0 } else { fb.bin(x) };
                 for c in &fb.columns {
                     let missing = nan || (c.zero_missing && x.abs() <= ZERO_BAND);
-                    bins[(r / GROUP) * group_len + usize::from(c.index) * GROUP + r % GROUP] =
-                        match (c.encode, missing) {
-                            (Encode::Fixed(m), true) => m,
-                            (Encode::MissingRight, true) => MISSING_RIGHT_BIN,
-                            (Encode::MissingLeft, true) => MISSING_LEFT_BIN,
-                            (Encode::MissingLeft, false) => b + 1,
-                            (_, false) => b,
-                        };
+                    bins[at + usize::from(c.index) * GROUP] = match (c.encode, missing) {
+                        (Encode::Fixed(m), true) => B::of(m),
+                        (Encode::MissingRight, true) => B::MISSING_RIGHT,
+                        (Encode::MissingLeft, true) => B::of(MISSING_LEFT_BIN),
+                        (Encode::MissingLeft, false) => B::of(b + 1),
+                        (_, false) => B::of(b),
+                    };
                 }
             }
         }
@@ -407,7 +517,7 @@ impl CompiledForest {
 
     /// One tree over a block, `GROUP` documents at a time in lockstep until none moves.
     #[inline]
-    fn walk(&self, tree: &FlatTree, bins: &[u16], scores: &mut [f64]) {
+    fn walk<B: Bin>(&self, tree: &FlatTree, bins: &[B], scores: &mut [f64]) {
         let nb = scores.len();
         let nodes = &self.nodes[tree.start..tree.start + tree.len];
         let values = &self.values[tree.start..tree.start + tree.len];
@@ -424,7 +534,9 @@ impl CompiledForest {
                     // GROUP = group_bins.len()`.
                     unsafe {
                         let node = *nodes.get_unchecked(*n as usize);
-                        let bin = *group_bins.get_unchecked(node.column_start as usize + g);
+                        let bin = group_bins
+                            .get_unchecked(node.column_start as usize + g)
+                            .get();
                         let next = u32::from(node.left) + u32::from(bin > node.bin);
                         moved += next ^ *n;
                         *n = next;
@@ -566,14 +678,77 @@ pub(crate) mod tests {
             // Group (8) and block (128) boundaries, and partial groups.
             let n = [1, 7, 8, 9, 127, 128, 129, 300][trial % 8];
             let x = random_rows(&mut rng, n, d, &grid);
-            let mut got = vec![0f64; n];
-            compiled.score_into(&x, n, &mut got).unwrap();
-            for r in 0..n {
-                let want = forest.predict_row(&x[r * d..(r + 1) * d]);
-                assert_eq!(got[r].to_bits(), want.to_bits(), "trial {trial} row {r}");
-            }
+            assert_same_as_reference(&forest, &compiled, &x, n, &format!("trial {trial}"));
         }
         assert!(layouts[0] > 0 && layouts[1] > 0, "{layouts:?}");
+    }
+
+    /// Both bin widths score `x` as the reference walk does, bit for bit.
+    fn assert_same_as_reference(
+        forest: &Forest,
+        compiled: &CompiledForest,
+        x: &[f32],
+        n: usize,
+        what: &str,
+    ) {
+        let d = forest.num_features;
+        for width in [BinWidth::U16, BinWidth::U8] {
+            let mut got = vec![0f64; n];
+            compiled.score_with(width, x, n, &mut got).unwrap();
+            for r in 0..n {
+                let want = forest.predict_row(&x[r * d..(r + 1) * d]);
+                assert_eq!(got[r].to_bits(), want.to_bits(), "{what} {width:?} row {r}");
+            }
+        }
+    }
+
+    /// Byte bins where every feature has at most 253 distinct thresholds (the limit itself
+    /// included, so the highest bins and the missing-right bin 254 are exercised), `u16`
+    /// bins beyond, same scores either way.
+    #[test]
+    fn bin_widths_and_their_limit() {
+        let mut rng = ChaCha8Rng::seed_from_u64(1515);
+        let grid: Vec<f32> = (0..300).map(|i| i as f32 / 100.0 - 1.0).collect();
+        for (what, distinct, narrow) in [
+            ("few thresholds", 30, true),
+            ("253 thresholds", 253, true),
+            ("254 thresholds", 254, false),
+        ] {
+            let thresholds = &grid[..distinct];
+            let mut trees: Vec<Tree> = (0..20)
+                .map(|_| random_tree(&mut rng, 2, 64, thresholds))
+                .collect();
+            // Every threshold used on feature 0, both missing sides.
+            trees.extend(thresholds.iter().enumerate().map(|(i, &t)| {
+                Tree::new(vec![
+                    Node::Split {
+                        feature: 0,
+                        threshold: t,
+                        nan_left: i % 2 == 0,
+                        zero_missing: i % 3 == 0,
+                        left: 1,
+                        right: 2,
+                    },
+                    leaf(i as f64),
+                    leaf(-(i as f64) / 7.0),
+                ])
+            }));
+            let forest = Forest {
+                num_features: 2,
+                base_score: 0.25,
+                trees,
+            };
+            let compiled = CompiledForest::new(&forest).unwrap();
+            let want = if narrow { BinWidth::U8 } else { BinWidth::U16 };
+            assert_eq!(compiled.bin_width(), want, "{what}");
+            for n in [1, 8, 9, 100, 129] {
+                let mut x = random_rows(&mut rng, n, 2, &grid);
+                // Values at and beyond the ends of the threshold list.
+                x[0] = grid[distinct - 1];
+                x[n * 2 - 1] = 5.0;
+                assert_same_as_reference(&forest, &compiled, &x, n, what);
+            }
+        }
     }
 
     #[test]
