@@ -333,16 +333,16 @@ impl LocalCluster {
                 links[shard].as_deref(),
                 how,
             )?;
-            for (k, &i) in rows.iter().enumerate() {
+            for ((k, &i), links) in rows.iter().enumerate().zip(out_links) {
                 out.values[i * cols..(i + 1) * cols].copy_from_slice(m.row(k));
-                out_of[i] = out_links[k].clone();
+                out_of[i] = links;
             }
         }
-        let edges: Vec<(u32, u32)> = rows_nodes
+        let linked: Vec<(usize, u32, &[u32])> = rows_nodes
             .iter()
-            .flat_map(|&(i, u)| out_of[i].iter().map(move |&v| (u, v)))
+            .map(|&(i, u)| (i, u, out_of[i].as_slice()))
             .collect();
-        features::link::window_columns(set, &rows_nodes, &window_nodes, &edges, &mut out);
+        features::link::window_columns(set, &linked, &mut out);
         Ok(out)
     }
 }

@@ -851,7 +851,8 @@ impl Root {
                         if let Some(b) = c.boost {
                             boosts.insert(c.id.clone(), f32::from_bits(b));
                         }
-                        if let Some(node) = c.node {
+                        // Only a reranker reads the window's link subgraph.
+                        if let (Some(node), Some(_)) = (c.node, model) {
                             nodes.insert(c.id.clone(), node);
                         }
                         ShardHit {
@@ -1088,16 +1089,16 @@ impl Root {
             values.extend(row.into_iter().map(f32::from_bits));
             out_of.push(out);
         }
-        let edges: Vec<(u32, u32)> = rows_nodes
+        let linked: Vec<(usize, u32, &[u32])> = rows_nodes
             .iter()
-            .flat_map(|&(i, u)| out_of[i].iter().map(move |&v| (u, v)))
+            .map(|&(i, u)| (i, u, out_of[i].as_slice()))
             .collect();
         let mut m = FeatureMatrix {
             rows: window.len(),
             cols,
             values,
         };
-        crate::features::link::window_columns(set, &rows_nodes, &window_nodes, &edges, &mut m);
+        crate::features::link::window_columns(set, &linked, &mut m);
         Ok(m)
     }
 

@@ -2,11 +2,11 @@
 //! the subgraph the candidate window induces (the query-dependent variants of SPEC §2.2–2.3
 //! restricted to the candidates, which costs microseconds instead of a base-set expansion).
 //!
-//! The window's subgraph is built from its nodes' out-links ([`LinkData::window_links`]), not
-//! by inducing it from the whole graph: a cluster's leaves hold only their own documents'
+//! The window's subgraph is built from its nodes' out-links, not by inducing it from the
+//! whole graph: a cluster's leaves hold only their own documents'
 //! scores and out-links ([`crate::graph::LinkScores::part`]), so a window spread over shards
-//! gets its edges from every shard and its columns where it is whole, at the root
-//! ([`window_columns`]). The edge set is the induced subgraph's, and [`Csr::from_edges`]
+//! gets its edges from every shard ([`LinkData::window_links`]) and its columns where it is
+//! whole, at the root ([`window_columns`]). The edge set is the induced subgraph's, and [`Csr::from_edges`]
 //! orders it, so the columns are the same floats either way.
 
 use super::set::{LINK_LOG_SCORES, LOG_SCORE_FLOOR};
@@ -63,27 +63,17 @@ pub(super) fn extract(
         m.set(row, out_deg, (1.0 + s.out_degree[i] as f32).ln());
     }
     if whole_window {
-        let rows: Vec<(usize, u32)> = nodes
+        let rows: Vec<(usize, u32, &[u32])> = nodes
             .iter()
             .enumerate()
-            .filter_map(|(row, node)| node.map(|u| (row, s.global(u))))
+            .filter_map(|(row, node)| node.map(|u| (row, s.global(u), s.out_links(u))))
             .collect();
-        let window = window_nodes(rows.iter().map(|&(_, u)| u));
-        let mut edges = Vec::new();
-        for node in nodes.iter().flatten() {
-            let source = s.global(*node);
-            edges.extend(
-                links
-                    .window_links(*node, &window)
-                    .into_iter()
-                    .map(|v| (source, v)),
-            );
-        }
-        window_columns(set, &rows, &window, &edges, m);
+        window_columns(set, &rows, m);
     }
 }
 
-/// A window's graph nodes, ascending and distinct, as [`window_columns`] takes them.
+/// A window's graph nodes, ascending and distinct: what [`window_columns`] computes on, and
+/// what a root sends its leaves to filter their documents' out-links with.
 pub fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
     let mut ids: Vec<u32> = nodes.into_iter().collect();
     ids.sort_unstable();
@@ -92,25 +82,21 @@ pub fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
 }
 
 /// HITS and SALSA on a window's link subgraph, scaled by the window size so that a uniform
-/// score is 1 whatever the window, and each node's in-links within the window. `window`: the
-/// window's whole-graph nodes ([`window_nodes`]); `edges`: the subgraph's edges, as
-/// whole-graph `(source, target)` pairs (from [`LinkData::window_links`] of every node, on
-/// whichever shard holds it; pairs with an end outside the window are ignored); `rows`: the
-/// rows to fill and their whole-graph nodes.
-pub fn window_columns(
-    set: &FeatureSet,
-    rows: &[(usize, u32)],
-    window: &[u32],
-    edges: &[(u32, u32)],
-    m: &mut FeatureMatrix,
-) {
+/// score is 1 whatever the window, and each node's in-links within the window. `rows`: each
+/// row of the window that is in the graph, with its whole-graph node and that node's
+/// out-links (whole-graph nodes; those leaving the window are ignored, so a leaf's filtered
+/// list and the whole list give the same subgraph). The window is the rows' nodes
+/// ([`window_nodes`]).
+pub fn window_columns(set: &FeatureSet, rows: &[(usize, u32, &[u32])], m: &mut FeatureMatrix) {
     if rows.is_empty() {
         return;
     }
+    let window = window_nodes(rows.iter().map(|&(_, u, _)| u));
     let local = |node: u32| window.binary_search(&node).ok();
-    let local_edges: Vec<(u32, u32)> = edges
+    let local_edges: Vec<(u32, u32)> = rows
         .iter()
-        .filter_map(|&(u, v)| Some((local(u)? as u32, local(v)? as u32)))
+        .flat_map(|&(_, u, out)| out.iter().map(move |&v| (u, v)))
+        .filter_map(|(u, v)| Some((local(u)? as u32, local(v)? as u32)))
         .collect();
     let Ok((sub, _)) = Csr::from_edges(window.len(), &local_edges) else {
         return;
@@ -130,7 +116,7 @@ pub fn window_columns(
         set.col("window.salsa_authority"),
         set.col("window.in_links"),
     ];
-    for &(row, node) in rows {
+    for &(row, node, _) in rows {
         let Some(i) = local(node) else {
             continue;
         };
@@ -230,16 +216,17 @@ mod tests {
         }
         let window = window_nodes(rows.iter().map(|&(_, u, p)| p.scores.global(u)));
         assert_eq!(window, [0, 1, 2, 3]);
-        let mut edges = Vec::new();
-        for &(_, u, p) in &rows {
-            let source = p.scores.global(u);
-            edges.extend(p.window_links(u, &window).into_iter().map(|v| (source, v)));
-        }
-        let rows: Vec<(usize, u32)> = rows
+        // What each shard sends: its documents' out-links within the window.
+        let sent: Vec<Vec<u32>> = rows
             .iter()
-            .map(|&(r, u, p)| (r, p.scores.global(u)))
+            .map(|&(_, u, p)| p.window_links(u, &window))
             .collect();
-        window_columns(set, &rows, &window, &edges, &mut got);
+        let rows: Vec<(usize, u32, &[u32])> = rows
+            .iter()
+            .zip(&sent)
+            .map(|(&(r, u, p), out)| (r, p.scores.global(u), out.as_slice()))
+            .collect();
+        window_columns(set, &rows, &mut got);
         let bits = |m: &FeatureMatrix| m.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&want));
         // The pagerank column is scaled by the whole graph's N = 4, not the part's 2.
