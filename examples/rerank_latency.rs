@@ -5,7 +5,7 @@
 //! noise hits them alike. Reports p50/p99 of the totals and of the retrieve / features /
 //! rerank phases, and what the second phase adds per query (its retrieve + features + rerank
 //! minus the first phase's own top-10 ranking without snippets), medians over passes, as JSON
-//! on stdout.
+//! on stdout; `--per-query FILE` also writes every query's times of the last pass.
 //!
 //! ```text
 //! cargo run --release --example rerank_latency -- --data-dir DIR --queries FILE [--passes 3]
@@ -34,6 +34,10 @@ struct Args {
     /// Rerank windows to time (e.g. `--windows 100` alone, for a profile of the default).
     #[arg(long, value_delimiter = ',', default_values_t = [100, 1000])]
     windows: Vec<usize>,
+    /// Also write each query's times of the last pass as JSON lines (ms), to find the queries
+    /// behind a p99.
+    #[arg(long)]
+    per_query: Option<PathBuf>,
 }
 
 fn percentile(values: &mut [f64], p: f64) -> f64 {
@@ -96,9 +100,13 @@ fn main() -> anyhow::Result<()> {
             engine.search(&req)?;
         }
     }
+    let mut rows = Vec::new();
     for _ in 0..args.passes {
+        rows.clear();
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
         for q in &queries {
+            let mut row = serde_json::Map::new();
+            row.insert("query".into(), json!(q));
             let req = query(q, Ranking::FirstPhase, Returns::ALL);
             let t = Instant::now();
             engine.search(&req)?;
@@ -110,6 +118,7 @@ fn main() -> anyhow::Result<()> {
             engine.search(&bare)?;
             let first_ms = t.elapsed().as_secs_f64() * 1e3;
             samples[1].push(first_ms);
+            row.insert("first_phase_retrieve".into(), json!(first_ms));
             for (i, &window) in args.windows.iter().enumerate() {
                 let base = 2 + 6 * i;
                 let req = query(q, Ranking::Rerank { window }, Returns::ALL);
@@ -120,13 +129,26 @@ fn main() -> anyhow::Result<()> {
                 samples[base + 2].push(times.features * 1e3);
                 samples[base + 3].push(times.rerank * 1e3);
                 samples[base + 4].push(times.hits * 1e3);
-                samples[base + 5]
-                    .push((times.retrieve + times.features + times.rerank) * 1e3 - first_ms);
+                let added = (times.retrieve + times.features + times.rerank) * 1e3 - first_ms;
+                samples[base + 5].push(added);
+                for (part, ms) in [
+                    ("retrieve", times.retrieve * 1e3),
+                    ("features", times.features * 1e3),
+                    ("rerank", times.rerank * 1e3),
+                    ("added", added),
+                ] {
+                    row.insert(format!("w{window}_{part}"), json!(ms));
+                }
             }
+            rows.push(serde_json::Value::Object(row));
         }
         for (i, s) in samples.iter_mut().enumerate() {
             per_pass[i].push((percentile(s, 0.5), percentile(s, 0.99)));
         }
+    }
+    if let Some(path) = &args.per_query {
+        let lines: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+        std::fs::write(path, lines.join("\n") + "\n")?;
     }
     let mut out = serde_json::Map::new();
     for (i, name) in names.iter().enumerate() {

@@ -142,7 +142,8 @@ impl Weight for ModelWeight {
     }
 
     /// The top-k path: MaxScore (Turtle and Flood 1995) when the model bounds each term's
-    /// contribution, else every matching document.
+    /// contribution, else every matching document — gathered a window at a time unless the
+    /// model reads positions, which the window's table does not hold.
     fn for_each_pruning(
         &self,
         threshold: Score,
@@ -150,9 +151,16 @@ impl Weight for ModelWeight {
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
         let mut scorer = self.query.segment_scorer(reader)?;
-        match self.query.model.term_upper_bounds() {
-            Some(bounds) => scorer.max_score(&bounds, threshold, callback),
-            None => {
+        let model = &self.query.model;
+        match model.needs_positions() {
+            false => {
+                // Without bounds every term is essential: the window walks every list.
+                let bounds = model
+                    .term_upper_bounds()
+                    .unwrap_or_else(|| vec![Score::MAX; model.terms().len()]);
+                scorer.max_score(&bounds, threshold, callback)
+            }
+            true => {
                 let mut threshold = threshold;
                 let mut doc = scorer.doc();
                 while doc != TERMINATED {
@@ -177,6 +185,13 @@ impl Weight for ModelWeight {
         Ok(scorer.explain())
     }
 }
+
+/// Cells (documents × terms × fields) of one window's frequency table in [`ModelScorer::max_score`]:
+/// 16 KB of `u32`, so the table stays in the first-level cache.
+const WINDOW_CELLS: usize = 4096;
+/// The fewest and the most documents in one window.
+const MIN_WINDOW: usize = 64;
+const MAX_WINDOW: usize = 1024;
 
 struct Slot {
     term: usize,
@@ -257,6 +272,17 @@ impl ModelScorer {
     /// terms are moved to it and it is scored exactly as [`Scorer::score`] would. The top k is
     /// therefore the exhaustive one (a document left out scores at most `threshold`, and
     /// documents tied with the k-th lose to it on document order anyway).
+    ///
+    /// Candidates are gathered a window of documents at a time (models without positions):
+    /// each essential postings list is walked through the window, writing its frequencies
+    /// into a per-window table, then the non-essential lists are moved to the window's
+    /// candidates only, and the candidates are scored in document order from the table. A
+    /// document-at-a-time union looked for the smallest head among all (term, field) lists
+    /// and loaded every list for every candidate: with a window of 100 on a query of seven
+    /// common terms (35 lists under BM25F) that bookkeeping, not decoding, was most of the
+    /// first phase (docs/BENCHMARKS.md "Gradient-boosted trees: reranking latency"). The
+    /// model sees the same inputs, so the scores are the same bits. The essential set is
+    /// re-split between windows, which is safe: the threshold only rises.
     fn max_score(
         &mut self,
         bounds: &[f32],
@@ -280,36 +306,78 @@ impl ModelScorer {
             }
         };
         split(threshold, &mut essential);
+        let width = self.tf.len();
+        let window = (WINDOW_CELLS / width.max(1)).clamp(MIN_WINDOW, MAX_WINDOW);
+        // table[i * width + t * n_fields + u]: tf of term t in field u of document base + i.
+        let mut table = vec![0u32; window * width];
+        let mut seen = vec![false; window];
+        let mut candidates: Vec<u32> = Vec::with_capacity(window);
+        let n_fields = self.len.len();
         loop {
-            let doc = self
+            let base = self
                 .slots
                 .iter()
                 .filter(|s| essential[s.term])
                 .map(|s| s.postings.doc())
                 .min()
                 .unwrap_or(TERMINATED);
-            if doc == TERMINATED {
+            if base == TERMINATED {
                 break;
             }
-            for slot in self.slots.iter_mut().filter(|s| !essential[s.term]) {
-                if slot.postings.doc() < doc {
-                    slot.postings.seek(doc);
-                }
-            }
-            self.doc = doc;
-            let score = self.score();
-            if score > threshold {
-                let raised = callback(doc, score);
-                if raised > threshold {
-                    threshold = raised;
-                    split(threshold, &mut essential);
-                }
-            }
+            let end = base.saturating_add(window as u32);
             for slot in self.slots.iter_mut().filter(|s| essential[s.term]) {
-                if slot.postings.doc() == doc {
-                    slot.postings.advance();
+                let cell = slot.term * n_fields + slot.field;
+                let mut doc = slot.postings.doc();
+                while doc < end {
+                    let i = (doc - base) as usize;
+                    if !seen[i] {
+                        seen[i] = true;
+                        candidates.push(i as u32);
+                    }
+                    table[i * width + cell] = slot.postings.term_freq();
+                    doc = slot.postings.advance();
                 }
             }
+            candidates.sort_unstable();
+            for slot in self.slots.iter_mut().filter(|s| !essential[s.term]) {
+                let cell = slot.term * n_fields + slot.field;
+                for &i in &candidates {
+                    let doc = base + i;
+                    if slot.postings.doc() < doc {
+                        slot.postings.seek(doc);
+                    }
+                    if slot.postings.doc() == doc {
+                        table[i as usize * width + cell] = slot.postings.term_freq();
+                    }
+                }
+            }
+            for &i in &candidates {
+                let i = i as usize;
+                let doc = base + i as u32;
+                let row = &mut table[i * width..(i + 1) * width];
+                for (u, norms) in self.fieldnorms.iter().enumerate() {
+                    let id = norms.fieldnorm_id(doc);
+                    self.norm_ids[u] = id;
+                    self.len[u] = FieldNormReader::id_to_fieldnorm(id);
+                }
+                let score = boost
+                    * self.model.score(&DocMatch {
+                        tf: row,
+                        len: &self.len,
+                        norm_ids: &self.norm_ids,
+                        positions: &self.positions,
+                    });
+                row.fill(0);
+                seen[i] = false;
+                if score > threshold {
+                    let raised = callback(doc, score);
+                    if raised > threshold {
+                        threshold = raised;
+                    }
+                }
+            }
+            candidates.clear();
+            split(threshold, &mut essential);
         }
         self.doc = TERMINATED;
     }

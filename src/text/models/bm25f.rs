@@ -106,10 +106,18 @@ impl Bm25F {
         norms
     }
 
+    /// `tf~ = Σ_u w_u·tf_u/B_u`, fields in order, fields without the term skipped: adding
+    /// their zero changes no bit of the sum, and skipping it spares a division (and the 0/0 of
+    /// an empty field with b = 1, whose NaN would drop the term from the score).
     fn pseudo_tf(&self, m: &DocMatch, t: usize, norms: &[f32]) -> f32 {
-        (0..self.fields.len())
-            .map(|u| self.weight[u] * m.tf(t, u) as f32 / norms[u])
-            .sum()
+        let mut sum = 0.0;
+        for u in 0..self.fields.len() {
+            let tf = m.tf(t, u);
+            if tf != 0 {
+                sum += self.weight[u] * tf as f32 / norms[u];
+            }
+        }
+        sum
     }
 }
 
