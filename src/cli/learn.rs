@@ -152,6 +152,10 @@ pub struct LearnArgs {
     /// 255).
     #[arg(long)]
     pub max_bins: Option<usize>,
+    /// Trees: rows a bin holds at least when it closes, as LightGBM's min_data_in_bin (default
+    /// 3; 1: every distinct value its own bin while there are bins enough).
+    #[arg(long)]
+    pub min_data_in_bin: Option<usize>,
     /// Trees: rows a leaf needs at least (default 20).
     #[arg(long)]
     pub min_data_in_leaf: Option<usize>,
@@ -232,6 +236,7 @@ impl LearnArgs {
             tree_lr,
             max_depth,
             max_bins,
+            min_data_in_bin,
             min_data_in_leaf,
             min_sum_hessian,
             lambda_l2,

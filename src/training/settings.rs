@@ -114,6 +114,8 @@ pub struct TrainSettings {
     pub max_depth: usize,
     /// Quantile bins per feature (at most 255; missing values get one more).
     pub max_bins: usize,
+    /// Rows a bin holds at least when it closes (LightGBM's `min_data_in_bin`).
+    pub min_data_in_bin: usize,
     pub min_data_in_leaf: usize,
     /// Check `min_data_in_leaf` against LightGBM's hessian-based estimate of a leaf's rows
     /// (for parity runs against LightGBM).
@@ -222,6 +224,7 @@ impl TrainSettings {
             tree_lr: 0.1,
             max_depth: 0,
             max_bins: 255,
+            min_data_in_bin: 3,
             min_data_in_leaf: 20,
             count_from_hessian: false,
             min_sum_hessian: 1e-3,
@@ -369,6 +372,11 @@ impl TrainSettings {
                 self.max_bins
             )));
         }
+        if self.min_data_in_bin == 0 {
+            return Err(Invalid(
+                "min_data_in_bin must be at least 1, got 0".to_string(),
+            ));
+        }
         if !(self.tree_lr.is_finite() && self.tree_lr > 0.0) {
             return Err(Invalid(format!(
                 "tree_lr must be a positive number, got {}",
@@ -411,6 +419,7 @@ impl TrainSettings {
             num_leaves: self.leaves,
             max_depth: self.max_depth,
             max_bins: self.max_bins,
+            min_data_in_bin: self.min_data_in_bin,
             min_data_in_leaf: self.min_data_in_leaf,
             count_from_hessian: self.count_from_hessian,
             min_sum_hessian: self.min_sum_hessian,

@@ -524,7 +524,7 @@ mod tests {
             };
             row[5] = 7.0;
         }
-        let data = Binned::new(&x, d, 255);
+        let data = Binned::new(&x, d, 255, 1);
         assert!(data.sparse[0] && !data.sparse[1] && !data.sparse[2]);
         let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
         let hess: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();

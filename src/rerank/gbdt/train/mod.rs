@@ -54,6 +54,10 @@ pub struct GbdtParams {
     pub max_depth: usize,
     /// Quantile bins per feature, at most 255 (plus one for missing values).
     pub max_bins: usize,
+    /// Rows a bin holds at least when it closes (LightGBM's `min_data_in_bin`; 1: every
+    /// distinct value its own bin while there are bins enough).
+    #[serde(default = "default_min_data_in_bin")]
+    pub min_data_in_bin: usize,
     pub min_data_in_leaf: usize,
     /// Check `min_data_in_leaf` against LightGBM's hessian-based estimate of the rows
     /// instead of the true count (for parity runs against LightGBM; see [`grow`]).
@@ -76,6 +80,11 @@ pub struct GbdtParams {
     pub seed: u64,
 }
 
+/// LightGBM's `min_data_in_bin` (parameter sets written before it existed read as this).
+fn default_min_data_in_bin() -> usize {
+    3
+}
+
 impl Default for GbdtParams {
     fn default() -> Self {
         GbdtParams {
@@ -84,6 +93,7 @@ impl Default for GbdtParams {
             num_leaves: 31,
             max_depth: 0,
             max_bins: 255,
+            min_data_in_bin: 3,
             min_data_in_leaf: 20,
             count_from_hessian: false,
             min_sum_hessian: 1e-3,
@@ -109,6 +119,11 @@ impl GbdtParams {
                 self.learning_rate.is_finite() && self.learning_rate > 0.0,
             ),
             ("num_leaves", self.num_leaves as f64, self.num_leaves >= 2),
+            (
+                "min_data_in_bin",
+                self.min_data_in_bin as f64,
+                self.min_data_in_bin >= 1,
+            ),
             (
                 "max_bins",
                 self.max_bins as f64,
@@ -309,7 +324,7 @@ pub fn train_forest(
             ));
         }
     }
-    let binned = Binned::new(&train.x, d, params.max_bins);
+    let binned = Binned::new(&train.x, d, params.max_bins, params.min_data_in_bin);
     let usable: Vec<usize> = (0..d)
         .filter(|&f| !binned.features[f].thresholds.is_empty() || has_missing(&binned, f))
         .collect();
@@ -601,7 +616,7 @@ mod tests {
             };
             // Few distinct values per feature (rounded to 1/64): every boundary is a bin.
             let x: Vec<f32> = set.x.iter().map(|v| (v * 64.0).round() / 64.0).collect();
-            let binned = Binned::new(&x, d, 255);
+            let binned = Binned::new(&x, d, 255, 1);
             let tree = grow(
                 &binned,
                 &grad,
@@ -692,7 +707,7 @@ mod tests {
         let set = synthetic(30, 4);
         let d = set.num_features();
         let n = set.num_rows();
-        let binned = Binned::new(&set.x, d, 255);
+        let binned = Binned::new(&set.x, d, 255, 1);
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
         let hess = vec![0.25; n];
