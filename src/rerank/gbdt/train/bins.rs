@@ -323,7 +323,7 @@ mod tests {
     /// The oracle: on real data, every training value of every feature of the LightGBM LETOR
     /// example's rank.train falls in the bin LightGBM 4.7 puts it in (max_bin 255,
     /// min_data_in_bin 3; tests/fixtures/gbdt/lightgbm_bins.json, written by
-    /// bench/gbdt_bins_fixture.py from LightGBM's own dump of its dataset).
+    /// bench/gbdt_parity_fixtures.py from LightGBM's own dump of its dataset).
     #[test]
     fn bins_equal_lightgbm_on_the_letor_example() {
         let root = env!("CARGO_MANIFEST_DIR");

@@ -277,6 +277,11 @@ pub fn grow(
                 0
             };
             for &missing_left in sides {
+                // Within one pass, equal gains go to the larger threshold, as in LightGBM's
+                // scan from the right (FindBestThresholdSequentially): thresholds that differ
+                // only by bins without hessian (rows of queries that give no gradient, or
+                // out of the bag) split the gradient the same way.
+                let mut pass_best: Option<Split> = None;
                 let mut left = if missing_left {
                     missing
                 } else {
@@ -313,8 +318,8 @@ pub fn grow(
                         continue;
                     }
                     let gain = 0.5 * (score(&left) + score(&right) - parent) - p.min_split_gain;
-                    if gain > 0.0 && best.is_none_or(|b| gain > b.gain) {
-                        best = Some(Split {
+                    if gain > 0.0 && pass_best.is_none_or(|b| gain >= b.gain) {
+                        pass_best = Some(Split {
                             gain,
                             feature: f,
                             bin,
@@ -323,6 +328,11 @@ pub fn grow(
                             left,
                             right,
                         });
+                    }
+                }
+                if let Some(s) = pass_best {
+                    if best.is_none_or(|b| s.gain > b.gain) {
+                        best = Some(s);
                     }
                 }
             }
@@ -493,6 +503,49 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    /// Thresholds that differ only by bins without hessian split the gradient alike; the
+    /// split is then at the largest of them, as LightGBM's scan from the right leaves it
+    /// (and so rankd's trees and LightGBM's agree on such ties).
+    #[test]
+    fn equal_gains_go_to_the_larger_threshold() {
+        // One feature: 0.1, 0.2, 0.3, 0.4 five rows each; the 0.2 and 0.3 rows carry no
+        // gradient and no hessian (their query gives none).
+        let x: Vec<f32> = [0.1f32, 0.2, 0.3, 0.4]
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v, 5))
+            .collect();
+        let data = Binned::new(&x, 1, 255, 1);
+        let grad: Vec<f64> = x
+            .iter()
+            .map(|&v| match v {
+                0.1 => -1.0,
+                0.4 => 1.0,
+                _ => 0.0,
+            })
+            .collect();
+        let hess: Vec<f64> = x
+            .iter()
+            .map(|&v| if v == 0.2 || v == 0.3 { 0.0 } else { 1.0 })
+            .collect();
+        for count_from_hessian in [false, true] {
+            let p = GrowParams {
+                num_leaves: 2,
+                max_depth: 0,
+                min_data_in_leaf: 1,
+                count_from_hessian,
+                min_sum_hessian: 0.0,
+                lambda_l2: 0.0,
+                min_split_gain: 0.0,
+                learning_rate: 1.0,
+            };
+            let tree = grow(&data, &grad, &hess, (0..20).collect(), &[0], &p);
+            match tree.nodes[0] {
+                Node::Split { threshold, .. } => assert_eq!(threshold, 0.35),
+                ref other => panic!("no split: {other:?}"),
+            }
+        }
+    }
 
     /// Histograms (sparse features branching around their most frequent bin, dense ones
     /// branch-free, on one thread and in parallel) against sums taken row by row.

@@ -9,9 +9,10 @@
 //! previous round's scores for its variance-reduction term; the Newton step's curvature is
 //! [`StableApHessian`]). Queries an objective skips get zero gradient and hessian.
 //!
-//! Row subsampling (`row_fraction`, a fresh Bernoulli sample each round, LightGBM's
-//! bagging) and feature subsampling (`feature_fraction`, per tree) draw from one ChaCha8
-//! stream seeded by `seed`; gradients are computed per query and histograms per feature in
+//! Row subsampling (`row_fraction`, a fresh Bernoulli sample each round) draws exactly as
+//! LightGBM's bagging does ([`Bagging`]), so that with the same `seed` both libraries grow
+//! each tree on the same rows; feature subsampling (`feature_fraction`, per tree) draws from
+//! a ChaCha8 stream seeded by `seed`. Gradients are computed per query and histograms per feature in
 //! parallel (rayon) and always combined in the same order, so a seed determines the model
 //! bit for bit on any number of threads.
 
@@ -22,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use rand::seq::index::sample;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -339,6 +340,7 @@ pub fn train_forest(
         learning_rate: params.learning_rate,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut bagging = Bagging::new(params.seed, n);
     let mut scores = vec![0f64; n];
     let mut previous: Option<Vec<f64>> = None;
     let mut states: Vec<QueryState> = vec![QueryState::new(); train.queries.len()];
@@ -385,11 +387,9 @@ pub fn train_forest(
                 "no training query has two rows the objective can tell apart",
             ));
         }
-        // Bagging and feature sampling, from one seeded stream.
+        // Bagging and feature sampling.
         let rows: Vec<u32> = if params.row_fraction < 1.0 {
-            (0..n as u32)
-                .filter(|_| rng.random_bool(params.row_fraction))
-                .collect()
+            bagging.draw(params.row_fraction)
         } else {
             (0..n as u32).collect()
         };
@@ -526,12 +526,69 @@ fn metrics_of(
     evaluate_scores(set, &narrow, convention)
 }
 
+/// LightGBM's random numbers (`include/LightGBM/utils/random.h`): the linear congruential
+/// generator `x ← 214013·x + 2531011 (mod 2³²)`, 15 bits per draw. Written here because it
+/// is that exact sequence rankd needs, not a good generator (no crate ships it).
+struct LightGbmRandom(u32);
+
+impl LightGbmRandom {
+    fn next_15_bits(&mut self) -> u32 {
+        self.0 = self.0.wrapping_mul(214_013).wrapping_add(2_531_011);
+        (self.0 >> 16) & 0x7FFF
+    }
+
+    /// `NextShort(lower, upper)`.
+    fn next_short(&mut self, lower: u32, upper: u32) -> u32 {
+        self.next_15_bits() % (upper - lower) + lower
+    }
+
+    /// `NextFloat()`: a multiple of 2⁻¹⁵ in [0, 1).
+    fn next_float(&mut self) -> f32 {
+        self.next_15_bits() as f32 / 32768.0
+    }
+}
+
+/// LightGBM's bagging (`src/boosting/bagging.hpp`, `BaggingHelper`): row `i` is in the bag
+/// when the next draw of generator `⌊i / 1024⌋` is below the fraction; generator `b` starts at
+/// `bagging_seed + b`, and `bagging_seed` is the second `NextShort(0, 32767)` of a generator
+/// started at `seed` (`Config::Set`). So with the same seed, LightGBM and rankd bag the same
+/// rows in every round.
+struct Bagging {
+    blocks: Vec<LightGbmRandom>,
+    rows: usize,
+}
+
+impl Bagging {
+    const BLOCK: usize = 1024;
+
+    fn new(seed: u64, rows: usize) -> Self {
+        let mut derive = LightGbmRandom(seed as u32);
+        let _data_random_seed = derive.next_short(0, i16::MAX as u32);
+        let bagging_seed = derive.next_short(0, i16::MAX as u32);
+        Bagging {
+            blocks: (0..rows.div_ceil(Self::BLOCK))
+                .map(|b| LightGbmRandom(bagging_seed.wrapping_add(b as u32)))
+                .collect(),
+            rows,
+        }
+    }
+
+    /// This round's bag, in increasing order.
+    fn draw(&mut self, fraction: f64) -> Vec<u32> {
+        (0..self.rows)
+            .filter(|&i| f64::from(self.blocks[i / Self::BLOCK].next_float()) < fraction)
+            .map(|i| i as u32)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::rerank::gbdt::forest::Node;
     use crate::rerank::objective::{LambdaParams, StableAp};
     use crate::rerank::QueryGroup;
+    use rand::Rng;
 
     /// Queries of 8..20 rows, 5 features (feature 1 NaN in a tenth of the rows, feature 3
     /// on a grid of 6 values), grades 0..3 from a noisy function of the features.
@@ -571,6 +628,28 @@ mod tests {
         }
     }
 
+    /// LightGBM's own bags: the rows of each round's tree (its root's count in LightGBM's
+    /// model dump) for rank.train's 3005 rows, bagging 0.9 every round, seeds 1 and 2
+    /// (LightGBM 4.7, lambdarank, `bench/gbdt_letor.py`'s settings, 10 rounds).
+    #[test]
+    fn bagging_draws_lightgbm_bags() {
+        let lightgbm: [(u64, [usize; 10]); 2] = [
+            (
+                1,
+                [2691, 2697, 2738, 2721, 2697, 2679, 2711, 2694, 2686, 2694],
+            ),
+            (
+                2,
+                [2727, 2720, 2710, 2695, 2686, 2718, 2711, 2713, 2680, 2716],
+            ),
+        ];
+        for (seed, sizes) in lightgbm {
+            let mut bagging = Bagging::new(seed, 3005);
+            let ours: Vec<usize> = (0..10).map(|_| bagging.draw(0.9).len()).collect();
+            assert_eq!(ours, sizes, "seed {seed}");
+        }
+    }
+
     fn ndcg() -> Objective {
         Objective::LambdaNdcg(LambdaParams::default())
     }
@@ -591,6 +670,80 @@ mod tests {
             &AtomicBool::new(false),
         )
         .unwrap()
+    }
+
+    /// LightGBM's own trees: LambdaMART-NDCG on the LightGBM LETOR example's rank.train with
+    /// train.conf's structure, LightGBM's bins and row estimates (`count_from_hessian`), no
+    /// bagging, grows LightGBM 4.7's first trees node for node — same features, thresholds
+    /// and rows, leaf values to 1e-4 relative + 1e-6 (LightGBM tabulates the sigmoid and keeps
+    /// gradients in f32) —
+    /// tests/fixtures/gbdt/lightgbm_trees.json, from bench/gbdt_parity_fixtures.py.
+    #[test]
+    fn lambda_ndcg_grows_lightgbm_trees() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let fixture: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/tests/fixtures/gbdt/lightgbm_trees.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let expected = fixture["trees"].as_array().unwrap();
+        let data = format!("{root}/../shared/data/letor-lightgbm/rank.train");
+        let letor = crate::corpus::letor::read(
+            std::path::Path::new(&data),
+            Some(std::path::Path::new(&format!("{data}.query"))),
+        )
+        .unwrap();
+        let set = RankSet::from_letor(&letor).unwrap();
+        let params = GbdtParams {
+            rounds: expected.len(),
+            num_leaves: 31,
+            min_data_in_leaf: 50,
+            count_from_hessian: true,
+            min_sum_hessian: 5.0,
+            ..GbdtParams::default()
+        };
+        let forest = quiet(&set, None, &ndcg(), &params).forest;
+        assert_eq!(forest.trees.len(), expected.len());
+        for (k, (tree, want)) in forest.trees.iter().zip(expected).enumerate() {
+            // rankd's nodes in preorder, as LightGBM's dump lists them.
+            let mut ours = Vec::new();
+            let mut stack = vec![0usize];
+            while let Some(i) = stack.pop() {
+                match tree.nodes[i] {
+                    Node::Split {
+                        feature,
+                        threshold,
+                        left,
+                        right,
+                        ..
+                    } => {
+                        // rankd's feature f is file index f + 1, LightGBM's column f + 1.
+                        ours.push((Some(feature + 1), f64::from(threshold), tree.cover[i]));
+                        stack.push(right as usize);
+                        stack.push(left as usize);
+                    }
+                    Node::Leaf { value } => ours.push((None, value, tree.cover[i])),
+                }
+            }
+            let want = want.as_array().unwrap();
+            assert_eq!(ours.len(), want.len(), "tree {k}: node counts");
+            for (n, (o, w)) in ours.iter().zip(want).enumerate() {
+                let w = w.as_array().unwrap();
+                let here = format!("tree {k}, node {n}: rankd {o:?}, LightGBM {w:?}");
+                if w.len() == 3 {
+                    assert_eq!(o.0, Some(w[0].as_u64().unwrap() as u32), "{here}");
+                    // LightGBM's threshold is an f64 just above the midpoint, rankd's the
+                    // f32 just below it.
+                    assert!((o.1 - w[1].as_f64().unwrap()).abs() < 1e-6, "{here}");
+                    assert_eq!(o.2, w[2].as_f64().unwrap(), "{here}");
+                } else {
+                    assert_eq!(o.0, None, "{here}");
+                    let v = w[0].as_f64().unwrap();
+                    assert!((o.1 - v).abs() <= 1e-4 * v.abs() + 1e-6, "{here}");
+                    assert_eq!(o.2, w[1].as_f64().unwrap(), "{here}");
+                }
+            }
+        }
     }
 
     /// The root split and leaves of a two-leaf tree against a brute-force scan of every

@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/gbdt/lightgbm_bins.json: the bins LightGBM 4.7 builds for every
-feature of the LightGBM LETOR example's rank.train (max_bin 255, min_data_in_bin 3, its
-defaults otherwise), for tests/gbdt_bins.rs, which checks that rankd's bins put every
-training value in the same bin (issue 15: parity runs split on the same thresholds).
+"""Writes tests/fixtures/gbdt/lightgbm_bins.json and lightgbm_trees.json, for the parity tests
+of rankd's tree trainer against LightGBM 4.7 (issue 15; `src/rerank/gbdt/train/`):
 
-    python bench/gbdt_bins_fixture.py     # lightgbm==4.7.*
+- lightgbm_bins.json: the bins LightGBM builds for every feature of the LightGBM LETOR
+  example's rank.train (max_bin 255, min_data_in_bin 3, its defaults otherwise); rankd's bins
+  must put every training value in the same bin.
+- lightgbm_trees.json: LightGBM lambdarank's first trees on rank.train with
+  examples/lambdarank/train.conf's structure (31 leaves, lr 0.1, min_data_in_leaf 50,
+  min_sum_hessian 5) and no bagging, in preorder: [feature, threshold, rows] for a split,
+  [leaf value, rows] for a leaf (rows: LightGBM's internal_count / leaf_count). rankd's
+  LambdaMART-NDCG with --count-from-hessian must grow the same trees.
+
+    python bench/gbdt_parity_fixtures.py     # lightgbm==4.7.*
 
 The bins come from LightGBM's own dump of a constructed dataset (`Dataset._dump_text`, one
 bin index per row and feature); for each feature the fixture lists its non-empty bins as
@@ -76,7 +83,34 @@ def synthetic(seed=11, n=3000):
             "bins": [[int(b) for b in row] for row in bins]}
 
 
+TREES = 7  # rankd and LightGBM agree on the first 7; the 8th differs by a near-tie of gains
+
+
+def trees():
+    params = {"objective": "lambdarank", "max_bin": 255, "learning_rate": 0.1, "num_leaves": 31,
+              "min_data_in_leaf": 50, "min_sum_hessian_in_leaf": 5.0, "num_threads": 1,
+              "deterministic": True, "seed": 1, "verbose": -1}
+    booster = lgb.train(params, lgb.Dataset(TRAIN, params={"max_bin": 255, "verbose": -1}),
+                        num_boost_round=TREES)
+
+    def preorder(node, out):
+        if "split_feature" in node:
+            out.append([node["split_feature"], node["threshold"], node["internal_count"]])
+            preorder(node["left_child"], out)
+            preorder(node["right_child"], out)
+        else:
+            out.append([node["leaf_value"], node["leaf_count"]])
+        return out
+
+    return {"library": "lightgbm", "version": lgb.__version__, "params": params,
+            "data": "letor-lightgbm/rank.train",
+            "trees": [preorder(t["tree_structure"], []) for t in booster.dump_model()["tree_info"]]}
+
+
 def main():
+    with open(OUT.replace("lightgbm_bins", "lightgbm_trees"), "w") as fh:
+        json.dump(trees(), fh, separators=(",", ":"))
+        fh.write("\n")
     x = dense_rows(TRAIN)
     bins = dumped_bins(lgb.Dataset(TRAIN, params=PARAMS), x.shape[0])
     features = {}
