@@ -111,10 +111,10 @@ impl Bm25F {
     /// an empty field with b = 1, whose NaN would drop the term from the score).
     fn pseudo_tf(&self, m: &DocMatch, t: usize, norms: &[f32]) -> f32 {
         let mut sum = 0.0;
-        for u in 0..self.fields.len() {
+        for (u, (&weight, &norm)) in self.weight.iter().zip(norms).enumerate() {
             let tf = m.tf(t, u);
             if tf != 0 {
-                sum += self.weight[u] * tf as f32 / norms[u];
+                sum += weight * tf as f32 / norm;
             }
         }
         sum
