@@ -650,6 +650,26 @@ mod tests {
         }
     }
 
+    /// A fixture of the LightGBM parity tests (tests/fixtures/gbdt/, from
+    /// bench/gbdt_parity_fixtures.py).
+    pub(crate) fn parity_fixture(name: &str) -> serde_json::Value {
+        let path = format!("{}/tests/fixtures/gbdt/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    /// The LightGBM LETOR example's training file.
+    pub(crate) fn rank_train() -> crate::corpus::letor::LetorSet {
+        let data = format!(
+            "{}/../shared/data/letor-lightgbm/rank.train",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        crate::corpus::letor::read(
+            std::path::Path::new(&data),
+            Some(std::path::Path::new(&format!("{data}.query"))),
+        )
+        .unwrap()
+    }
+
     fn ndcg() -> Objective {
         Objective::LambdaNdcg(LambdaParams::default())
     }
@@ -680,20 +700,9 @@ mod tests {
     /// tests/fixtures/gbdt/lightgbm_trees.json, from bench/gbdt_parity_fixtures.py.
     #[test]
     fn lambda_ndcg_grows_lightgbm_trees() {
-        let root = env!("CARGO_MANIFEST_DIR");
-        let fixture: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(format!("{root}/tests/fixtures/gbdt/lightgbm_trees.json"))
-                .unwrap(),
-        )
-        .unwrap();
+        let fixture = parity_fixture("lightgbm_trees.json");
         let expected = fixture["trees"].as_array().unwrap();
-        let data = format!("{root}/../shared/data/letor-lightgbm/rank.train");
-        let letor = crate::corpus::letor::read(
-            std::path::Path::new(&data),
-            Some(std::path::Path::new(&format!("{data}.query"))),
-        )
-        .unwrap();
-        let set = RankSet::from_letor(&letor).unwrap();
+        let set = RankSet::from_letor(&rank_train()).unwrap();
         let params = GbdtParams {
             rounds: expected.len(),
             num_leaves: 31,
