@@ -324,7 +324,8 @@ impl ModelScorer {
             if base == TERMINATED {
                 break;
             }
-            let end = base.saturating_add(window as u32);
+            // Never past TERMINATED, which every exhausted list reports as its document.
+            let end = base.saturating_add(window as u32).min(TERMINATED);
             for slot in self.slots.iter_mut().filter(|s| essential[s.term]) {
                 let cell = slot.term * n_fields + slot.field;
                 let mut doc = slot.postings.doc();
