@@ -152,24 +152,21 @@ impl Weight for ModelWeight {
     ) -> tantivy::Result<()> {
         let mut scorer = self.query.segment_scorer(reader)?;
         let model = &self.query.model;
-        match model.needs_positions() {
-            false => {
-                // Without bounds every term is essential: the window walks every list.
-                let bounds = model
-                    .term_upper_bounds()
-                    .unwrap_or_else(|| vec![Score::MAX; model.terms().len()]);
-                scorer.max_score(&bounds, threshold, callback)
-            }
-            true => {
-                let mut threshold = threshold;
-                let mut doc = scorer.doc();
-                while doc != TERMINATED {
-                    let score = scorer.score();
-                    if score > threshold {
-                        threshold = callback(doc, score);
-                    }
-                    doc = scorer.advance();
+        if !model.needs_positions() {
+            // Without bounds every term is essential: the window walks every list.
+            let bounds = model
+                .term_upper_bounds()
+                .unwrap_or_else(|| vec![Score::MAX; model.terms().len()]);
+            scorer.max_score(&bounds, threshold, callback)
+        } else {
+            let mut threshold = threshold;
+            let mut doc = scorer.doc();
+            while doc != TERMINATED {
+                let score = scorer.score();
+                if score > threshold {
+                    threshold = callback(doc, score);
                 }
+                doc = scorer.advance();
             }
         }
         Ok(())
@@ -244,6 +241,11 @@ impl ModelScorer {
                 }
             }
         }
+        self.load_lengths(doc);
+    }
+
+    /// The model fields' lengths of `doc` (and their one-byte codes).
+    fn load_lengths(&mut self, doc: DocId) {
         for (u, norms) in self.fieldnorms.iter().enumerate() {
             let id = norms.fieldnorm_id(doc);
             self.norm_ids[u] = id;
@@ -356,11 +358,7 @@ impl ModelScorer {
                 let i = i as usize;
                 let doc = base + i as u32;
                 let row = &mut table[i * width..(i + 1) * width];
-                for (u, norms) in self.fieldnorms.iter().enumerate() {
-                    let id = norms.fieldnorm_id(doc);
-                    self.norm_ids[u] = id;
-                    self.len[u] = FieldNormReader::id_to_fieldnorm(id);
-                }
+                self.load_lengths(doc);
                 let score = boost
                     * self.model.score(&DocMatch {
                         tf: row,

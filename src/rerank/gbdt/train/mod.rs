@@ -94,7 +94,7 @@ impl Default for GbdtParams {
             num_leaves: 31,
             max_depth: 0,
             max_bins: 255,
-            min_data_in_bin: 3,
+            min_data_in_bin: default_min_data_in_bin(),
             min_data_in_leaf: 20,
             count_from_hessian: false,
             min_sum_hessian: 1e-3,
@@ -537,9 +537,9 @@ impl LightGbmRandom {
         (self.0 >> 16) & 0x7FFF
     }
 
-    /// `NextShort(lower, upper)`.
-    fn next_short(&mut self, lower: u32, upper: u32) -> u32 {
-        self.next_15_bits() % (upper - lower) + lower
+    /// `NextShort(0, upper)`.
+    fn next_short(&mut self, upper: u32) -> u32 {
+        self.next_15_bits() % upper
     }
 
     /// `NextFloat()`: a multiple of 2⁻¹⁵ in [0, 1).
@@ -563,8 +563,8 @@ impl Bagging {
 
     fn new(seed: u64, rows: usize) -> Self {
         let mut derive = LightGbmRandom(seed as u32);
-        let _data_random_seed = derive.next_short(0, i16::MAX as u32);
-        let bagging_seed = derive.next_short(0, i16::MAX as u32);
+        let _data_random_seed = derive.next_short(i16::MAX as u32);
+        let bagging_seed = derive.next_short(i16::MAX as u32);
         Bagging {
             blocks: (0..rows.div_ceil(Self::BLOCK))
                 .map(|b| LightGbmRandom(bagging_seed.wrapping_add(b as u32)))
