@@ -3,6 +3,12 @@
 //! The modules follow the data: documents come in (`corpus`), become an index (`text`) and a
 //! link graph (`graph`), get scored, evaluated (`eval`) and leave through the HTTP API (`api`).
 //! Formulas live in `../shared/docs/SPEC.md`; each module cites its section.
+//!
+//! Layers point one way (`tests/layers.rs` keeps them so): the front ends (`cli`, `api`,
+//! `admin` jobs) call the entry points (`search` for one index, `cluster` for a collection
+//! over shards, `training`, `judgments`, `active`), which call the rest. A sharded collection
+//! is searched by one root algorithm (`cluster::root`) over a shard transport: shards open in
+//! this process, leaves over HTTP, or a test's fake.
 
 pub mod active;
 pub mod admin;

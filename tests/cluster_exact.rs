@@ -1,14 +1,22 @@
-//! A collection split over shards ranks exactly as the single index (issue 13): the Cranfield
-//! collection over three shards (by `cluster::routing::shard_of`), every first-phase model,
-//! every query, top 100 ids and score bits equal; a reranker's feature rows equal bit for bit;
-//! ties at the cut ordered by id on both sides.
+//! A collection split over shards ranks exactly as the single index: the Cranfield
+//! collection over three shards (by `cluster::routing::shard_of`), searched through the
+//! root's algorithm over in-process shards (`cluster::root::transport::LocalShard`, the
+//! leaf's own functions), every first-phase model, every query, top 100 ids and score bits
+//! equal; a reranker's feature rows equal bit for bit; ties at the cut ordered by id on both
+//! sides.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use rankd::cluster::{routing::shard_of, LocalCluster};
+use rankd::cluster::leaf::{self, Pins};
+use rankd::cluster::root::transport::{LocalShard, ShardClient};
+use rankd::cluster::root::{Root, RootOptions};
+use rankd::cluster::routing::shard_of;
+use rankd::cluster::wire::{QueryCall, StatsCall, PROTOCOL};
 use rankd::corpus::Document;
-use rankd::features::{Extraction, Prf};
-use rankd::search::{Engine, SearchQuery};
+use rankd::features::Prf;
+use rankd::search::{Engine, Returns, SearchQuery, SearchResponse};
+use rankd::text::stats::StatsRequest;
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
 
 const SHARDS: u32 = 3;
@@ -16,7 +24,32 @@ const SHARDS: u32 = 3;
 struct Fixture {
     _dirs: Vec<tempfile::TempDir>,
     single: Engine,
-    cluster: LocalCluster,
+    shards: Vec<Arc<Engine>>,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Fixture {
+    /// A root over the shards, each one in-process replica. A new root pins new searchers,
+    /// so it sees link scores set on the engines since the last one.
+    fn root(&self) -> Root {
+        let clients = self
+            .shards
+            .iter()
+            .enumerate()
+            .map(|(s, e)| {
+                let shard: Arc<dyn ShardClient> =
+                    Arc::new(LocalShard::new(e.clone(), format!("in-process shard {s}")));
+                vec![shard]
+            })
+            .collect();
+        self.runtime
+            .block_on(Root::connect(clients, None, RootOptions::default()))
+            .unwrap()
+    }
+
+    fn search(&self, root: &Root, q: &SearchQuery) -> SearchResponse {
+        self.runtime.block_on(root.search(q)).unwrap()
+    }
 }
 
 fn build(docs: &[Document]) -> Fixture {
@@ -31,18 +64,22 @@ fn build(docs: &[Document]) -> Fixture {
     let single = open(docs.to_vec());
     let shards = (0..SHARDS)
         .map(|s| {
-            open(
+            Arc::new(open(
                 docs.iter()
                     .filter(|d| shard_of(&d.id, SHARDS) == s)
                     .cloned()
                     .collect(),
-            )
+            ))
         })
         .collect();
     Fixture {
         _dirs: dirs,
         single,
-        cluster: LocalCluster::new(shards),
+        shards,
+        runtime: tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
     }
 }
 
@@ -57,39 +94,26 @@ fn cranfield() -> (Vec<Document>, Vec<String>) {
     (docs, queries)
 }
 
-/// Compares the cluster's first phase with the single index's for every model and query;
-/// returns how many hits were compared.
+fn ids_and_bits(r: &SearchResponse) -> Vec<(&str, u32)> {
+    r.hits
+        .iter()
+        .map(|h| (h.id.as_str(), h.score.to_bits()))
+        .collect()
+}
+
+/// Compares the root's first phase with the single index's for every model and query (ids
+/// and score bits); returns how many hits were compared.
 fn compare_first_phase(f: &Fixture, queries: &[String], k: usize) -> usize {
+    let root = f.root();
     let mut compared = 0;
     for kind in ModelKind::ALL {
         for q in queries {
-            let single = f
-                .single
-                .search(&SearchQuery::new(q, k).model(kind))
-                .unwrap();
-            let searchers = f.cluster.searchers();
-            let stats = f.cluster.gather(&searchers, q).unwrap();
             let query = SearchQuery::new(q, k).model(kind);
-            let Some(merged) = f
-                .cluster
-                .first_phase(&searchers, &stats, &query, kind, k)
-                .unwrap()
-            else {
-                assert!(single.hits.is_empty(), "{kind} {q:?}");
-                continue;
-            };
-            assert_eq!(merged.total_hits, single.total_hits, "{kind} {q:?}");
-            let want: Vec<(&str, u32)> = single
-                .hits
-                .iter()
-                .map(|h| (h.id.as_str(), h.score.to_bits()))
-                .collect();
-            let got: Vec<(&str, u32)> = merged
-                .hits
-                .iter()
-                .map(|h| (h.hit.id.as_str(), h.hit.score.to_bits()))
-                .collect();
-            assert_eq!(got, want, "{kind} {q:?}");
+            let single = f.single.search(&query).unwrap();
+            let sharded = f.search(&root, &query);
+            assert_eq!(sharded.total_hits, single.total_hits, "{kind} {q:?}");
+            let got = ids_and_bits(&sharded);
+            assert_eq!(got, ids_and_bits(&single), "{kind} {q:?}");
             compared += got.len();
         }
     }
@@ -101,7 +125,6 @@ fn cranfield_over_three_shards_ranks_as_the_single_index() {
     let (docs, queries) = cranfield();
     let f = build(&docs);
     let sizes: Vec<usize> = f
-        .cluster
         .shards
         .iter()
         .map(|e| e.index.reader.searcher().num_docs() as usize)
@@ -114,6 +137,49 @@ fn cranfield_over_three_shards_ranks_as_the_single_index() {
     let compared = compare_first_phase(&f, &queries, 100);
     // 6 models × 225 queries × 100 hits, less the queries matching fewer documents.
     assert!(compared > 120_000, "only {compared} hits compared");
+}
+
+/// What the page shows (URL, title, snippet with the collection's statistics) and the page
+/// itself (`offset`) are the single index's too.
+#[test]
+fn cranfield_pages_over_three_shards_show_what_the_single_index_shows() {
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let root = f.root();
+    let mut shown = 0;
+    for q in &queries[..60] {
+        for (kind, offset) in [(ModelKind::Bm25F, 0), (ModelKind::Lm, 7)] {
+            let mut query = SearchQuery::new(q, 10).model(kind);
+            query.offset = offset;
+            query.returns = Returns::ALL;
+            let single = f.single.search(&query).unwrap();
+            let sharded = f.search(&root, &query);
+            assert_eq!(sharded.hits.len(), single.hits.len(), "{q:?}");
+            for (a, b) in sharded.hits.iter().zip(&single.hits) {
+                assert_eq!(
+                    (
+                        &a.id,
+                        a.rank,
+                        a.score.to_bits(),
+                        &a.url,
+                        &a.title,
+                        &a.snippet
+                    ),
+                    (
+                        &b.id,
+                        b.rank,
+                        b.score.to_bits(),
+                        &b.url,
+                        &b.title,
+                        &b.snippet
+                    ),
+                    "{kind} {q:?}"
+                );
+                shown += usize::from(a.snippet.as_ref().is_some_and(|s| !s.is_empty()));
+            }
+        }
+    }
+    assert!(shown > 900, "only {shown} snippets compared");
 }
 
 #[test]
@@ -133,6 +199,7 @@ fn feature_rows_equal(prf: Prf, queries: usize, min_rows: usize) {
     let (docs, queries_all) = cranfield();
     let queries = &queries_all[..queries];
     let f = build(&docs);
+    let root = f.root();
     let searcher = f.single.index.reader.searcher();
     let mut rows = 0;
     let mut rm3_rows = 0;
@@ -148,20 +215,9 @@ fn feature_rows_equal(prf: Prf, queries: usize, min_rows: usize) {
             .window(&searcher, q, kind, 100, prf)
             .unwrap()
             .unwrap();
-        let searchers = f.cluster.searchers();
-        let stats = f.cluster.gather(&searchers, q).unwrap();
-        let merged = f
-            .cluster
-            .first_phase(&searchers, &stats, &SearchQuery::new(q, 100), kind, 100)
-            .unwrap()
-            .unwrap();
-        let how = Extraction {
-            scores_are_bm25f: true,
-            ..Extraction::full(prf)
-        };
-        let got = f
-            .cluster
-            .window_features(&searchers, &stats, q, &merged.hits, how)
+        let (_, got) = f
+            .runtime
+            .block_on(root.feature_window(q, kind, 100, prf))
             .unwrap();
         assert_eq!(got.rows, single.features.rows, "{q:?}");
         for row in 0..got.rows {
@@ -243,13 +299,33 @@ fn ties_at_the_cut_are_ordered_by_id_on_both_sides() {
 fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
     let (docs, _) = cranfield();
     let f = build(&docs[..60]);
-    let searchers = f.cluster.searchers();
-    let stats = f.cluster.gather(&searchers, "shock wave").unwrap();
-    let q = SearchQuery::new("boundary layer", 10).model(ModelKind::Bm25);
-    let err = f
-        .cluster
-        .first_phase(&searchers, &stats, &q, ModelKind::Bm25, 10)
-        .unwrap_err();
+    // A shard's statistics of one query, then a first phase of another with them.
+    let (engine, pins) = (&f.shards[0], Pins::default());
+    let request = StatsRequest::for_query(&IndexConfig::default(), "shock wave").unwrap();
+    let stats = leaf::stats(
+        engine,
+        &pins,
+        &StatsCall {
+            protocol: PROTOCOL,
+            request,
+        },
+    )
+    .unwrap();
+    let call = QueryCall {
+        protocol: PROTOCOL,
+        generation: stats.generation,
+        text: "boundary layer".into(),
+        model: ModelKind::Bm25.name().into(),
+        field: None,
+        limit: 10,
+        stats: stats.stats,
+        boost: None,
+        collapse: false,
+    };
+    let err = match leaf::query(engine, &pins, &call) {
+        Err(leaf::LeafError::Search(e)) => e,
+        other => panic!("{:?}", other.map(|r| r.hits.len())),
+    };
     assert!(
         matches!(err, rankd::text::SearchError::Internal(_)),
         "{err:?}"
@@ -322,7 +398,6 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
     let single_index = &f.single.index;
     rankd::links::compute_and_store(single_index, &options, None, &mut |_| {}).unwrap();
     let shards: Vec<TextIndex> = f
-        .cluster
         .shards
         .iter()
         .map(|e| TextIndex::open(&e.index.dir, None).unwrap())
@@ -331,7 +406,7 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
     let single_links = rankd::links::load(single_index).unwrap().unwrap();
     let whole = &single_links.scores;
     let mut held = 0;
-    for (engine, shard) in f.cluster.shards.iter().zip(&shards) {
+    for (engine, shard) in f.shards.iter().zip(&shards) {
         // Each shard holds its own documents' part of the whole graph's scores.
         let links = rankd::links::load(shard).unwrap().unwrap();
         let part = &links.scores;
@@ -357,6 +432,7 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
     assert_eq!(held, whole.n(), "the parts cover the graph once");
     f.single.set_links(Some(std::sync::Arc::new(single_links)));
     let searcher = f.single.index.reader.searcher();
+    let root = f.root();
     let names = rankd::features::FeatureSet::current().names();
     let mut linked_rows = 0;
     for q in [
@@ -370,26 +446,9 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
             .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
             .unwrap()
             .unwrap();
-        let searchers = f.cluster.searchers();
-        let stats = f.cluster.gather(&searchers, q).unwrap();
-        let merged = f
-            .cluster
-            .first_phase(
-                &searchers,
-                &stats,
-                &SearchQuery::new(q, 60),
-                ModelKind::Bm25F,
-                60,
-            )
-            .unwrap()
-            .unwrap();
-        let how = Extraction {
-            scores_are_bm25f: true,
-            ..Extraction::full(Prf::Skip)
-        };
-        let got = f
-            .cluster
-            .window_features(&searchers, &stats, q, &merged.hits, how)
+        let (_, got) = f
+            .runtime
+            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
             .unwrap();
         assert_eq!(got.rows, single.features.rows, "{q:?}");
         let in_links = names.iter().position(|n| n == "window.in_links").unwrap();
@@ -423,7 +482,7 @@ fn statistics_tables_answer_as_gathering_does() {
     let f = build(&docs);
     let config = IndexConfig::default();
     let schema = f.single.index.index.schema();
-    let searchers = f.cluster.searchers();
+    let searchers: Vec<_> = f.shards.iter().map(|e| e.index.reader.searcher()).collect();
     // The tables as the root holds them: through their bytes.
     let tables: Vec<StatsTable> = searchers
         .iter()
@@ -472,4 +531,76 @@ fn statistics_tables_answer_as_gathering_does() {
         }
     }
     assert!(terms > 10_000, "only {terms} terms compared");
+}
+
+/// Collapsing through the root (every key, alone and combined, on a page after an offset)
+/// keeps the hits the single index keeps, with the same counts of hidden hits: the shards
+/// send each candidate's collapse keys (fixed hashes) and the root collapses the merged
+/// window.
+#[test]
+fn collapsing_over_shards_keeps_what_the_single_index_keeps() {
+    use rankd::search::CollapseKey;
+    let hosts = ["a.org", "b.org", "c.org", "d.org", "e.org"];
+    let words = ["shock", "wave", "boundary", "layer", "flow", "heat"];
+    let docs: Vec<Document> = (0..300)
+        .map(|i| {
+            // Pages repeat under a second URL with a query string (one page key), texts
+            // repeat every 7 documents (near-duplicates), groups every 11.
+            let page = i % 120;
+            let text = (0..12)
+                .map(|k| words[(i % 7 + k * (1 + k % 3)) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut extra = serde_json::Map::new();
+            extra.insert("group".into(), format!("g{}", i % 11).into());
+            Document {
+                id: format!("p{i:03}"),
+                url: Some(format!(
+                    "https://{}/page{page}{}",
+                    hosts[i % hosts.len()],
+                    if i >= 120 { "?copy=1" } else { "" }
+                )),
+                title: format!("{} {}", words[i % 6], words[(i / 6) % 6]),
+                body: text,
+                extra,
+                ..Document::default()
+            }
+        })
+        .collect();
+    let f = build(&docs);
+    let root = f.root();
+    let mut collapsed = 0;
+    let lists = [
+        vec![CollapseKey::Page],
+        vec![CollapseKey::Site],
+        vec![CollapseKey::Group],
+        vec![CollapseKey::NearDuplicate],
+        vec![CollapseKey::Page, CollapseKey::NearDuplicate],
+    ];
+    for keys in &lists {
+        for (q, kind, offset) in [
+            ("shock wave", ModelKind::Bm25, 0),
+            ("boundary layer flow", ModelKind::Bm25F, 3),
+            ("heat", ModelKind::Lm, 1),
+        ] {
+            let mut query = SearchQuery::new(q, 8).model(kind);
+            query.offset = offset;
+            query.collapse = keys.clone();
+            let single = f.single.search(&query).unwrap();
+            let sharded = f.search(&root, &query);
+            let shown = |r: &SearchResponse| -> Vec<(String, u32, Option<usize>)> {
+                r.hits
+                    .iter()
+                    .map(|h| (h.id.clone(), h.score.to_bits(), h.collapsed))
+                    .collect()
+            };
+            assert_eq!(shown(&sharded), shown(&single), "{keys:?} {q:?} {kind}");
+            collapsed += single
+                .hits
+                .iter()
+                .filter(|h| h.collapsed.unwrap_or(0) > 0)
+                .count();
+        }
+    }
+    assert!(collapsed > 40, "only {collapsed} hits hid others");
 }

@@ -17,6 +17,7 @@ use super::params::Query;
 use super::search::{observe, search_query, SearchParams};
 use super::AppState;
 use crate::cluster::leaf::{self, LeafError, Pins};
+use crate::cluster::root::transport::LocalShard;
 use crate::cluster::root::Root;
 use crate::cluster::wire::*;
 use crate::search::SearchResponse;
@@ -32,9 +33,10 @@ impl From<LeafError> for ApiError {
     }
 }
 
-/// The leaf calls, for a node serving its index as one shard of a collection.
+/// The leaf calls, for a node serving its index as one shard of a collection: the in-process
+/// shard ([`LocalShard`]) the root's algorithm also calls directly, served over HTTP.
 pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Router<S> {
-    let leaf = Arc::new((state, Pins::default()));
+    let leaf: Leaf = Arc::new(LocalShard::new(state, "this leaf"));
     Router::new()
         .route("/cluster/v1/info", get(info))
         .route("/cluster/v1/stats", post(stats))
@@ -46,7 +48,7 @@ pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Ro
         .with_state(leaf)
 }
 
-type Leaf = Arc<(Arc<AppState>, Pins)>;
+type Leaf = Arc<LocalShard>;
 
 /// Runs a leaf call on the request's own worker: like a single node's search, each call
 /// takes about a millisecond at most, and a hand-off to the blocking pool (two context
@@ -55,11 +57,13 @@ async fn inline<R: Send + 'static>(
     leaf: Leaf,
     f: impl FnOnce(&crate::search::Engine, &Pins) -> Result<R, LeafError> + Send + 'static,
 ) -> Result<Json<R>, ApiError> {
-    f(&leaf.0.engine, &leaf.1).map(Json).map_err(ApiError::from)
+    f(leaf.engine(), leaf.pins())
+        .map(Json)
+        .map_err(ApiError::from)
 }
 
 async fn info(State(leaf): State<Leaf>) -> Json<InfoResponse> {
-    Json(leaf::info(&leaf.0.engine))
+    Json(leaf::info(leaf.engine()))
 }
 
 async fn stats(
@@ -76,7 +80,7 @@ async fn table(
     Json(call): Json<TableCall>,
 ) -> Result<impl axum::response::IntoResponse, ApiError> {
     let (generation, bytes) =
-        tokio::task::spawn_blocking(move || leaf::table(&leaf.0.engine, &leaf.1, &call))
+        tokio::task::spawn_blocking(move || leaf::table(leaf.engine(), leaf.pins(), &call))
             .await
             .map_err(ApiError::internal)??;
     Ok((
@@ -157,15 +161,7 @@ async fn root_search(
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let query = search_query(p, state.root.model().is_some())?;
-    // The root waits on its leaves: the calls block, so off the async workers.
-    let s = state.clone();
-    let (query, response) = tokio::task::spawn_blocking(move || {
-        let response = s.root.search(&query);
-        (query, response)
-    })
-    .await
-    .map_err(ApiError::internal)?;
-    let response = response?;
+    let response = state.root.search(&query).await?;
     observe(&query, &response);
     Ok(Json(response))
 }
@@ -195,11 +191,7 @@ async fn root_documents(
     body: axum::body::Bytes,
 ) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
     let token = root_token(&state, &headers)?;
-    let s = state.clone();
-    let report = tokio::task::spawn_blocking(move || s.root.upsert(&body, &token))
-        .await
-        .map_err(ApiError::internal)??;
-    Ok(Json(report))
+    Ok(Json(state.root.upsert(&body, &token).await?))
 }
 
 /// `POST /admin/documents/delete` on a root: `{"ids": [..]}`, all or none as on a single
@@ -214,18 +206,12 @@ async fn root_delete(
     let raw = super::admin::body::bytes(raw)?;
     let request: super::admin::documents::DeleteRequest = super::admin::body::json(&raw)?;
     let ids = request.ids()?;
-    let s = state.clone();
-    let deleted = tokio::task::spawn_blocking(move || {
-        if let Some((i, id)) = s.root.first_missing(&ids)? {
-            let mut e =
-                ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
-            e.field = Some(format!("ids[{i}]"));
-            return Err(e);
-        }
-        Ok(s.root.delete(&ids, &token)?)
-    })
-    .await
-    .map_err(ApiError::internal)??;
+    if let Some((i, id)) = state.root.first_missing(&ids).await? {
+        let mut e = ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
+        e.field = Some(format!("ids[{i}]"));
+        return Err(e);
+    }
+    let deleted = state.root.delete(&ids, &token).await?;
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }
 
@@ -234,10 +220,7 @@ async fn root_doc(
     State(state): State<Arc<RootState>>,
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let s = state.clone();
-    let (status, body) = tokio::task::spawn_blocking(move || s.root.document(&id))
-        .await
-        .map_err(ApiError::internal)??;
+    let (status, body) = state.root.document(&id).await?;
     Ok((
         StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
         Json(body),

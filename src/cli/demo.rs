@@ -166,8 +166,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 const KNOWN_ITEM_QUERIES: usize = 2000;
 const HELD_OUT_FRACTION: f64 = 0.2;
 
-/// Derives known-item judgments from the docs (README: "How the demo learns"), trains the
-/// default reranker on most of them, reports MRR on the held-out rest, and activates it.
+/// Derives known-item judgments from the docs (docs/GUIDE.md, "How the demo learns"), trains
+/// the default reranker on most of them, reports MRR on the held-out rest, and activates it.
 /// The judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
 fn train_reranker(
     engine: &crate::search::Engine,

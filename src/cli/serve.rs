@@ -17,6 +17,7 @@ use crate::cluster::membership::{keys, ClusterView, Membership, MembershipConfig
 use crate::cluster::metastore::{
     LiveMap, MapCache, MapSource, Metastore, NodeRecord, ReplicaState,
 };
+use crate::cluster::root::{Root, RootOptions, StatsMode};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
 use crate::error::Invalid;
@@ -24,7 +25,7 @@ use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
-    /// TOML configuration file (or `RANKD_CONFIG`); see the README for its keys.
+    /// TOML configuration file (or `RANKD_CONFIG`); keys in docs/OPERATIONS.md, "Configuration".
     #[arg(long)]
     pub config: Option<PathBuf>,
     /// Listen address [env: RANKD_ADDR] [default: 127.0.0.1:8080].
@@ -124,10 +125,10 @@ pub enum StatsArg {
 }
 
 impl StatsArg {
-    fn mode(self) -> crate::cluster::root::StatsMode {
+    fn mode(self) -> StatsMode {
         match self {
-            StatsArg::Gather => crate::cluster::root::StatsMode::Gather,
-            StatsArg::Table => crate::cluster::root::StatsMode::Table,
+            StatsArg::Gather => StatsMode::Gather,
+            StatsArg::Table => StatsMode::Table,
         }
     }
 }
@@ -455,7 +456,7 @@ fn serve_root_gossip(
     model: Option<crate::search::ActiveModel>,
     leaf_timeout: Duration,
     allow_partial: bool,
-    stats: crate::cluster::root::StatsMode,
+    stats: StatsMode,
 ) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
@@ -567,18 +568,13 @@ fn serve_root_gossip(
             );
         }
         let initial = replica_map(&view.borrow_and_update().clone());
-        let timeout = Duration::from_secs(config.limits.request_timeout_secs);
-        let root = tokio::task::spawn_blocking(move || {
-            crate::cluster::root::Root::connect(
-                initial,
-                model,
-                timeout,
-                leaf_timeout,
-                allow_partial,
-            )
-            .map(|r| r.with_stats_mode(stats))
-        })
-        .await??;
+        let options = RootOptions {
+            timeout: Duration::from_secs(config.limits.request_timeout_secs),
+            leaf_timeout,
+            allow_partial,
+            stats_mode: stats,
+        };
+        let root = Root::connect_http(initial, model, options).await?;
         let state = Arc::new(RootState {
             root,
             ready: AtomicBool::new(false),
@@ -589,12 +585,9 @@ fn serve_root_gossip(
             while view.changed().await.is_ok() {
                 let next = replica_map(&view.borrow_and_update().clone());
                 tracing::info!("membership changed: replicas {next:?}");
-                // New replicas are asked who they are: blocking calls.
-                let state = following.clone();
-                match tokio::task::spawn_blocking(move || state.root.set_replicas(next)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::error!("{e:#}"),
-                    Err(e) => tracing::error!("replica map update failed: {e}"),
+                // New replicas are asked who they are.
+                if let Err(e) = following.root.set_replicas(next).await {
+                    tracing::error!("{e:#}");
                 }
             }
         });
@@ -620,29 +613,32 @@ fn serve_root(
     model: Option<&Path>,
     leaf_timeout: Duration,
     allow_partial: bool,
-    stats: crate::cluster::root::StatsMode,
+    stats: StatsMode,
 ) -> anyhow::Result<()> {
     if shards.is_empty() {
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
     }
     let model = load_model(model)?;
-    let timeout = Duration::from_secs(config.limits.request_timeout_secs);
+    let options = RootOptions {
+        timeout: Duration::from_secs(config.limits.request_timeout_secs),
+        leaf_timeout,
+        allow_partial,
+        stats_mode: stats,
+    };
     let n = shards.len();
-    let root =
-        crate::cluster::root::Root::connect(shards, model, timeout, leaf_timeout, allow_partial)?
-            .with_stats_mode(stats);
-    let state = Arc::new(RootState {
-        root,
-        ready: AtomicBool::new(false),
-        token: config.admin_token.clone(),
-    });
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(crate::api::cluster::serve_root(
-        state,
-        config.addr,
-        &config.limits,
-        |bound| eprintln!("rankd root is serving {n} shards on http://{bound}/"),
-    ))
+    runtime.block_on(async move {
+        let root = Root::connect_http(shards, model, options).await?;
+        let state = Arc::new(RootState {
+            root,
+            ready: AtomicBool::new(false),
+            token: config.admin_token.clone(),
+        });
+        crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
+            eprintln!("rankd root is serving {n} shards on http://{bound}/")
+        })
+        .await
+    })
 }
 
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer

@@ -17,6 +17,7 @@ use super::wire::*;
 use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
 use crate::links::LinkData;
 use crate::search::{Engine, Returns, SearchQuery};
+use crate::text::columns::CollapseKeys;
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
 use crate::text::stats_table::StatsTable;
@@ -228,6 +229,15 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         let links = pinned.links.as_deref()?;
         e.map(|u| links.scores.global(u))
     });
+    let keys: Vec<Option<CollapseKeys>> = match call.collapse {
+        true => {
+            let columns = engine.index.doc_columns(searcher)?;
+            hits.iter()
+                .map(|h| Some(columns.collapse_keys(h.address)))
+                .collect()
+        }
+        false => vec![None; hits.len()],
+    };
     Ok(QueryReply {
         protocol: PROTOCOL,
         current,
@@ -236,7 +246,8 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
             .into_iter()
             .zip(boosts)
             .zip(nodes)
-            .map(|((h, boost), node)| WireCandidate {
+            .zip(keys)
+            .map(|(((h, boost), node), keys)| WireCandidate {
                 doc: DocRef {
                     segment: h.address.segment_ord,
                     doc: h.address.doc_id,
@@ -245,6 +256,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
                 score: h.score.to_bits(),
                 boost,
                 node,
+                keys,
             })
             .collect(),
     })

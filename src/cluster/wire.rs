@@ -12,13 +12,15 @@
 use serde::{Deserialize, Serialize};
 
 use crate::features::prf::{FeedbackDoc, Rm3Query};
+use crate::text::columns::CollapseKeys;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
 use crate::text::IndexConfig;
 
 /// The version of these messages (2: link scores split by shard, so candidates carry their
-/// graph node and feature replies their documents' out-links within the window).
-pub const PROTOCOL: u32 = 2;
+/// graph node and feature replies their documents' out-links within the window; 3: the
+/// first phase may ask for the candidates' collapse keys).
+pub const PROTOCOL: u32 = 3;
 
 /// A document of a pinned searcher: segment ordinal and document id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -107,6 +109,9 @@ pub struct QueryCall {
     /// The PageRank boost's λ: each candidate then carries what the boost adds to it.
     #[serde(default)]
     pub boost: Option<f32>,
+    /// Each candidate carries its collapse keys (the root collapses the merged window).
+    #[serde(default)]
+    pub collapse: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -135,6 +140,9 @@ pub struct WireCandidate {
     /// the shard has link scores and the document is in the graph.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
+    /// Its collapse keys, when the call asked for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<CollapseKeys>,
 }
 
 /// `POST /cluster/v1/features`: the rows of this shard's documents of a merged window.

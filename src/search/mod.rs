@@ -482,6 +482,14 @@ pub struct Engine {
     store_generation: std::sync::atomic::AtomicU64,
 }
 
+/// An engine is its own: where an `AsRef<Engine>` is asked for (an in-process shard,
+/// `crate::cluster::root::transport::LocalShard`), an engine or a server state holding one.
+impl AsRef<Engine> for Engine {
+    fn as_ref(&self) -> &Engine {
+        self
+    }
+}
+
 impl Engine {
     pub fn new(index: TextIndex) -> Self {
         Engine {

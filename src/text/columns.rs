@@ -120,8 +120,8 @@ impl SegmentSocial {
 }
 
 /// A document's collapse keys (`crate::search::collapse`), each absent where the document
-/// has none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// has none. Fixed hashes, so keys from different shards compare (`crate::cluster::wire`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CollapseKeys {
     pub simhash: Option<u64>,
     pub page: Option<u64>,

@@ -1,0 +1,1101 @@
+//! A root: searches a collection whose shards are served by replicas, and answers as the
+//! single index would (`docs/design/scale-out.md` §5). The algorithm is written once, here,
+//! over a shard transport ([`transport::ShardClient`]): shards open in this process
+//! ([`transport::LocalShard`], the leaf's functions called directly), leaves over HTTP
+//! ([`http::HttpShard`]), or a test's fake.
+//!
+//! One search is four rounds, each sent to every shard concerned at once (futures joined on
+//! the caller's task; a call to a leaf over HTTP waits on the network, not on a thread):
+//!
+//! 1. **statistics**: each shard's part of what the query's models and features read; the
+//!    root sums them (`crate::text::stats`), and each shard names the searcher it pinned
+//!    (or, with [`StatsMode::Table`], the sum of the shards' tables, [`tables`]);
+//! 2. **query**: each shard's top `window` with the summed statistics, merged by score and
+//!    id ([`crate::cluster::merge`]);
+//! 3. **features** (reranking only): each shard's rows of its documents of the merged
+//!    window, with their ranks in it; the root assembles the matrix, scores it with the
+//!    active model once and re-sorts as the single index does (score, then first-phase rank);
+//! 4. **hits**: what the page shows, from the shards holding its documents.
+//!
+//! Link scores are those of the whole collection's graph (each shard holds its documents'
+//! part); the window features are computed here on the whole window's subgraph, from the
+//! out-links each shard sends. A reranker reading RM3 features adds a round before the
+//! features: the window's top `fb_docs` documents' term counts come from their shards, the
+//! root estimates the relevance model once and gathers its expansion terms' statistics, and
+//! the leaves score it.
+//!
+//! A replica that fails a call is marked down and the search starts again on the shard's
+//! next replica ([`replicas`]); the whole search has one deadline.
+//!
+//! The single node does not run this algorithm over one in-process shard: its pipeline
+//! (`crate::search::Engine::search`) also fuses, sorts, collapses and explains, which a root
+//! refuses with a clear error until those steps are written for shards. The two share every
+//! step they both take: the first phase (`Engine::shard_top`), the feature rows
+//! (`Engine::shard_features`), the window's link columns (`crate::features::link`) and the
+//! page's fields (`Engine::hit_fields`).
+//!
+//! Files: [`transport`] (the trait, the in-process shard), [`http`] (the HTTP client and
+//! transport), [`replicas`] (health and failover), [`tables`] (the statistics-table cache),
+//! [`admin`] (documents and writes fanned out to replicas).
+
+pub mod admin;
+pub mod http;
+pub mod replicas;
+pub mod tables;
+#[cfg(test)]
+mod tests;
+pub mod transport;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use tantivy::DocAddress;
+
+pub use admin::BatchReport;
+use replicas::{Failover, Shards, Target};
+use tables::Tables;
+use transport::{CallFailure, ShardClient};
+
+use super::wire::*;
+use super::MergedHit;
+use crate::features::prf::{FeedbackDoc, Rm3Query};
+use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
+use crate::search::{
+    ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
+};
+use crate::text::columns::CollapseKeys;
+use crate::text::config::TEXT_FIELDS;
+use crate::text::search::SearchError;
+use crate::text::stats::{GlobalStats, StatsRequest};
+use crate::text::stats_table::StatsTable;
+use crate::text::{IndexConfig, ModelKind};
+
+/// Where a search's collection statistics come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsMode {
+    /// A statistics call to every shard per search (Elasticsearch's `dfs_query_then_fetch`).
+    Gather,
+    /// The shards' whole tables, fetched once per index generation and summed at the root.
+    Table,
+}
+
+/// How a root behaves.
+#[derive(Debug, Clone)]
+pub struct RootOptions {
+    /// The whole search's deadline.
+    pub timeout: Duration,
+    /// How long one call to a leaf over HTTP may take.
+    pub leaf_timeout: Duration,
+    /// Answer without the shards that have no live replica (flagged `partial`), or 503.
+    pub allow_partial: bool,
+    pub stats_mode: StatsMode,
+}
+
+impl Default for RootOptions {
+    fn default() -> Self {
+        RootOptions {
+            timeout: Duration::from_secs(30),
+            leaf_timeout: Duration::from_secs(5),
+            allow_partial: false,
+            stats_mode: StatsMode::Gather,
+        }
+    }
+}
+
+/// A collection served by shards, each by one or more replicas.
+pub struct Root {
+    options: RootOptions,
+    tables: Tables,
+    /// Each shard's replicas: fixed or replaced as the membership changes
+    /// ([`Root::set_replicas`]); a search works on the map it loaded at its start.
+    shards: ArcSwap<Shards>,
+    num_shards: usize,
+    config: IndexConfig,
+    model: ArcSwapOption<ActiveModel>,
+    /// The connections to leaves reached over HTTP (admin writes, `/doc`, new replicas).
+    http: http::Http,
+    /// Numbers searches, for the replicas' rendezvous order ([`replicas::Failover`]).
+    next: AtomicUsize,
+    /// The collection's schema (from its configuration) and its `all` field, to read the
+    /// shipped statistics by field as the leaves do.
+    schema: tantivy::schema::Schema,
+    all: tantivy::schema::Field,
+}
+
+/// What every try of one search does.
+struct Plan {
+    kind: ModelKind,
+    model: Option<Arc<ActiveModel>>,
+    /// The first phase's depth: the rerank window, or the page's end.
+    limit: usize,
+    /// First-phase hits before the page (without reranking).
+    skip: usize,
+    /// The statistics the search reads: the first-phase model's field (collection
+    /// frequencies for the language model), the body's for snippets, everything for the
+    /// reranker's features.
+    stats: StatsRequest,
+    /// Whether the window's feature rows are computed (a reranker, or feature logging): the
+    /// first phase then keeps each candidate's link-graph node.
+    features: bool,
+    /// Whether the window is collapsed: the first phase then asks for the collapse keys.
+    collapse: bool,
+}
+
+/// The merged first phase of one try, with what the later rounds need.
+struct FirstPhase {
+    stats: GlobalStats,
+    /// The searcher generation each target pinned.
+    generations: Vec<u64>,
+    /// The targets' statistics tables, when the statistics came from them.
+    tables: Option<Vec<Arc<StatsTable>>>,
+    total_hits: usize,
+    window: Vec<MergedHit>,
+    /// The PageRank boost of each window document, by id (with `Ranking::Boost`).
+    boosts: HashMap<String, f32>,
+    /// Each window document's link-graph node, by id (for a reranker's window features).
+    nodes: HashMap<String, u32>,
+    /// Each window document's collapse keys, by id (when the search collapses).
+    keys: HashMap<String, CollapseKeys>,
+}
+
+/// A window row as the second phase orders it.
+struct Ranked {
+    row: usize,
+    score: f32,
+    /// With collapsing: how many hits this one hides.
+    collapsed: Option<usize>,
+}
+
+/// A failed call: a shard's replica that did not answer properly (the search moves to
+/// another replica), or an error of the search itself.
+enum CallError {
+    Replica { target: usize, reason: String },
+    Search(SearchError),
+}
+
+impl From<SearchError> for CallError {
+    fn from(e: SearchError) -> Self {
+        CallError::Search(e)
+    }
+}
+
+impl From<crate::text::query::QueryError> for CallError {
+    fn from(e: crate::text::query::QueryError) -> Self {
+        CallError::Search(e.into())
+    }
+}
+
+/// Target `t`'s `reply`, within `timeout`: a replica that does not answer in time has failed
+/// (the search moves on to another replica, whatever the transport).
+async fn within<R>(
+    t: usize,
+    timeout: Duration,
+    reply: impl Future<Output = Result<R, CallFailure>>,
+) -> Result<R, CallError> {
+    match tokio::time::timeout(timeout, reply).await {
+        Ok(Ok(r)) => Ok(r),
+        Ok(Err(CallFailure::Replica(reason))) => Err(CallError::Replica { target: t, reason }),
+        Ok(Err(CallFailure::Search(e))) => Err(CallError::Search(e)),
+        Err(_) => Err(CallError::Replica {
+            target: t,
+            reason: format!("no answer within {} ms", timeout.as_millis()),
+        }),
+    }
+}
+
+fn internal(message: String) -> SearchError {
+    SearchError::Internal(anyhow::anyhow!(message))
+}
+
+fn unsharded(field: &'static str, what: &str) -> SearchError {
+    SearchError::Param {
+        field,
+        message: format!("{what} is not available on a sharded collection yet"),
+    }
+}
+
+/// Runs `call(t)` for each of `targets` at once; the replies in `targets` order, or the
+/// first failure.
+async fn fan_out<R, F: Future<Output = Result<R, CallError>>>(
+    targets: &[usize],
+    call: impl Fn(usize) -> F,
+) -> Result<Vec<R>, CallError> {
+    futures_util::future::try_join_all(targets.iter().map(|&t| call(t))).await
+}
+
+/// One call to each target owning some of a list of documents: `owner[i]` is the target
+/// holding document `i`; `call(t, rows)` makes target `t`'s call for its rows (in list
+/// order) and `items` splits a reply into one item per row. The items come back in list
+/// order; a reply with another number of items fails its replica.
+async fn scatter<R, T: Clone, F: Future<Output = Result<R, CallError>>>(
+    owner: &[usize],
+    call: impl Fn(usize, &[usize]) -> F,
+    items: impl Fn(R) -> Result<Vec<T>, String>,
+) -> Result<Vec<T>, CallError> {
+    let mut targets: Vec<usize> = owner.to_vec();
+    targets.sort_unstable();
+    targets.dedup();
+    let rows_of =
+        |t: usize| -> Vec<usize> { (0..owner.len()).filter(|&i| owner[i] == t).collect() };
+    let replies = fan_out(&targets, |t| call(t, &rows_of(t))).await?;
+    let mut out: Vec<Option<T>> = vec![None; owner.len()];
+    for (&t, reply) in targets.iter().zip(replies) {
+        let rows = rows_of(t);
+        let got = items(reply).map_err(|reason| CallError::Replica { target: t, reason })?;
+        if got.len() != rows.len() {
+            return Err(CallError::Replica {
+                target: t,
+                reason: format!("sent {} items for {} documents", got.len(), rows.len()),
+            });
+        }
+        for (i, item) in rows.into_iter().zip(got) {
+            out[i] = Some(item);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|x| x.expect("every row has an owner"))
+        .collect())
+}
+
+impl Root {
+    /// A root over `shards` (`shards[s]`: shard `s`'s replicas). Asks every replica for its
+    /// configuration and checks that they agree with each other and with this binary
+    /// (protocol, feature set); a replica that does not answer is taken, and skipped by the
+    /// failover while it does not.
+    pub async fn connect(
+        shards: Vec<Vec<Arc<dyn ShardClient>>>,
+        model: Option<ActiveModel>,
+        options: RootOptions,
+    ) -> anyhow::Result<Self> {
+        anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
+        let num_shards = shards.len();
+        let replicas: Shards = shards
+            .into_iter()
+            .map(|clients| replicas::replicas_of(clients, &[]))
+            .collect();
+        let mut config: Option<IndexConfig> = None;
+        for (shard, replicas) in replicas.iter().enumerate() {
+            let mut reachable = 0;
+            for replica in replicas {
+                let name = replica.name();
+                // A replica that does not answer may be down for now: it is probed again
+                // later. One that answers must belong to this collection.
+                let info = match replica.client.info().await {
+                    Ok(info) => info,
+                    Err(e) => {
+                        eprintln!("warning: shard {shard} replica {name} does not answer: {e}");
+                        replica.mark_down();
+                        continue;
+                    }
+                };
+                reachable += 1;
+                if let Some(why) = foreign(&info, config.as_ref()) {
+                    anyhow::bail!("shard {shard} ({name}) {why}");
+                }
+                config.get_or_insert(info.config);
+            }
+            if reachable == 0 {
+                eprintln!(
+                    "warning: no replica of shard {shard} answers; searches leave it out \
+                     (or answer 503 without partial results) until one does"
+                );
+            }
+        }
+        let Some(config) = config else {
+            anyhow::bail!("no leaf of any shard answers; cannot learn the index configuration");
+        };
+        let (schema, fields) = crate::text::schema::build_schema(&config);
+        Ok(Root {
+            tables: Tables::default(),
+            shards: ArcSwap::from_pointee(replicas),
+            num_shards,
+            config,
+            model: ArcSwapOption::from_pointee(model),
+            http: http::Http::new(options.leaf_timeout),
+            next: AtomicUsize::new(0),
+            schema,
+            all: fields.all,
+            options,
+        })
+    }
+
+    /// A root over leaves reached over HTTP (`shards[s]`: the base URLs of shard `s`'s
+    /// replicas).
+    pub async fn connect_http(
+        shards: Vec<Vec<String>>,
+        model: Option<ActiveModel>,
+        options: RootOptions,
+    ) -> anyhow::Result<Self> {
+        let http = http::Http::new(options.leaf_timeout);
+        let clients = shards
+            .into_iter()
+            .enumerate()
+            .map(|(shard, urls)| http_clients(&http, shard, urls))
+            .collect();
+        Self::connect(clients, model, options).await
+    }
+
+    /// The active reranker.
+    pub fn model(&self) -> Option<Arc<ActiveModel>> {
+        self.model.load_full()
+    }
+
+    pub fn num_shards(&self) -> usize {
+        self.num_shards
+    }
+
+    /// The collection's index configuration, as its shards reported it.
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    /// Replaces the shards' replicas by the leaves at `shards` (`shards[s]`: shard `s`'s base
+    /// URLs), as a membership view changes; a replica kept keeps its health. Searches under
+    /// way finish on the map they started with. A map with another number of shards is
+    /// refused, and so is a new replica that answers as another collection's leaf.
+    pub async fn set_replicas(&self, shards: Vec<Vec<String>>) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            shards.len() == self.num_shards,
+            "a replica map of {} shards for a collection of {}",
+            shards.len(),
+            self.num_shards
+        );
+        let old = self.shards.load_full();
+        let mut new: Shards = Vec::with_capacity(shards.len());
+        for (shard, (urls, before)) in shards.into_iter().zip(old.iter()).enumerate() {
+            let mut clients = Vec::new();
+            for client in http_clients(&self.http, shard, urls) {
+                if !before.iter().any(|r| r.name() == client.name()) {
+                    if let Some(why) = self.foreign(client.as_ref()).await {
+                        tracing::error!("not using {} for shard {shard}: it {why}", client.name());
+                        continue;
+                    }
+                }
+                clients.push(client);
+            }
+            new.push(replicas::replicas_of(clients, before));
+        }
+        self.shards.store(Arc::new(new));
+        Ok(())
+    }
+
+    /// Why a new replica cannot serve this collection, if it answers and cannot; one that
+    /// does not answer (yet) is taken, and skipped by the failover while it does not.
+    async fn foreign(&self, client: &dyn ShardClient) -> Option<String> {
+        match client.info().await {
+            Ok(info) => foreign(&info, Some(&self.config)),
+            Err(e) => {
+                tracing::warn!("new replica {} does not answer yet: {e}", client.name());
+                None
+            }
+        }
+    }
+
+    /// Each shard's replicas' names (base URLs over HTTP), as searches see them now.
+    pub fn replica_urls(&self) -> Vec<Vec<String>> {
+        self.shards
+            .load()
+            .iter()
+            .map(|r| r.iter().map(|x| x.name().to_string()).collect())
+            .collect()
+    }
+
+    /// The shards none of whose replicas the root believes up (a failed replica counts as
+    /// down for [`replicas::RETRY_AFTER`] after its failure).
+    pub fn shards_down(&self) -> Vec<usize> {
+        replicas::down(&self.shards.load())
+    }
+
+    /// Whether answers may leave out shards without a live replica.
+    pub fn allows_partial(&self) -> bool {
+        self.options.allow_partial
+    }
+
+    /// Runs one search over every shard, within the root's deadline. A replica that fails a
+    /// call is skipped and the search starts again on the shard's next replica (reads are
+    /// idempotent); a shard left without a replica is dropped from the answer, flagged
+    /// `partial`, or the search fails with 503 when partial answers are not allowed.
+    pub async fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
+        let plan = self.plan(q)?;
+        let timeout = self.options.timeout;
+        match tokio::time::timeout(timeout, self.search_planned(q, &plan)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(SearchError::Unavailable(format!(
+                "the shards did not answer within {} ms",
+                timeout.as_millis()
+            ))),
+        }
+    }
+
+    async fn search_planned(
+        &self,
+        q: &SearchQuery,
+        plan: &Plan,
+    ) -> Result<SearchResponse, SearchError> {
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) as u64;
+        let shards = self.shards.load_full();
+        let mut failover = Failover::new(&shards, turn);
+        loop {
+            let (targets, failures) = failover.pick(&shards);
+            if !failures.is_empty() && (!self.options.allow_partial || targets.is_empty()) {
+                let list: Vec<String> = failures
+                    .iter()
+                    .map(|f| format!("shard {}: {}", f.shard, f.reason))
+                    .collect();
+                return Err(SearchError::Unavailable(format!(
+                    "no replica of {} answered ({})",
+                    if failures.len() == 1 {
+                        "a shard"
+                    } else {
+                        "several shards"
+                    },
+                    list.join("; ")
+                )));
+            }
+            match self.attempt(q, plan, &targets).await {
+                Ok(mut response) => {
+                    for (_, replica) in &targets {
+                        replica.mark_up();
+                    }
+                    if !failures.is_empty() {
+                        crate::metrics::count_partial_response();
+                    }
+                    response.partial = Some(!failures.is_empty());
+                    response.shards = Some(ShardsReport {
+                        total: shards.len(),
+                        successful: targets.len(),
+                        failed: failures.len(),
+                        failures,
+                    });
+                    return Ok(response);
+                }
+                Err(CallError::Search(e)) => return Err(e),
+                Err(CallError::Replica { target, reason }) => {
+                    // A refused generation included: the table goes with it.
+                    self.tables.forget(targets[target].1.name());
+                    failover.failed(&shards, &targets[target], reason);
+                }
+            }
+        }
+    }
+
+    /// The merged top `window` of `text` by `kind` and its feature rows, in window order, as
+    /// a reranker reads them (`crate::search::Engine::window` on one index): for feature
+    /// logging and for checking the sharded rows against the single index's. One try, on
+    /// each shard's first replica believed up.
+    pub async fn feature_window(
+        &self,
+        text: &str,
+        kind: ModelKind,
+        window: usize,
+        prf: Prf,
+    ) -> Result<(Vec<MergedHit>, FeatureMatrix), SearchError> {
+        let q = SearchQuery::new(text, window).model(kind);
+        let plan = Plan {
+            kind,
+            model: None,
+            limit: window,
+            skip: 0,
+            stats: StatsRequest::for_query(&self.config, text)?,
+            features: true,
+            collapse: false,
+        };
+        let shards = self.shards.load_full();
+        let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
+        if let Some(f) = failures.first() {
+            return Err(SearchError::Unavailable(format!(
+                "shard {}: {}",
+                f.shard, f.reason
+            )));
+        }
+        let answer = async {
+            let first = self.first_phase(&q, &plan, &targets).await?;
+            let features = self
+                .window_features(&q, kind, prf, &first, &targets)
+                .await?;
+            Ok((first.window, features))
+        };
+        answer.await.map_err(|e| match e {
+            CallError::Search(e) => e,
+            CallError::Replica { target, reason } => {
+                SearchError::Unavailable(format!("shard {}: {reason}", targets[target].0))
+            }
+        })
+    }
+
+    /// Checks `q` and decides what every try of it does.
+    fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
+        q.validate()?;
+        if q.fusion.is_some() {
+            return Err(unsharded("model", "model=fusion"));
+        }
+        if q.explain {
+            return Err(unsharded("explain", "explain"));
+        }
+        if let Ranking::Sort(_) = q.ranking {
+            return Err(unsharded("sort", "sort"));
+        }
+        let kind = match q.model {
+            Some(m) => m,
+            None => self
+                .config
+                .default_model
+                .parse()
+                .map_err(|e: String| internal(format!("index configuration: {e}")))?,
+        };
+        if let Some(f) = &q.field {
+            if !TEXT_FIELDS.contains(&f.as_str()) {
+                return Err(SearchError::Param {
+                    field: "field",
+                    message: format!(
+                        "unknown field `{f}` (known: title, headings, body, anchor, url, all)"
+                    ),
+                });
+            }
+        }
+        let model = match q.ranking {
+            Ranking::Rerank { .. } => {
+                let m = self.model.load_full().ok_or(SearchError::Param {
+                    field: "rerank",
+                    message: "no reranker is active; pass rerank=false or activate a model".into(),
+                })?;
+                Some(m)
+            }
+            _ => None,
+        };
+        let (limit, skip) = match q.ranking {
+            Ranking::Rerank { window } | Ranking::Boost { window, .. } => (window, 0),
+            _ if !q.collapse.is_empty() => (q.collapse_window, 0),
+            _ => (q.offset + q.k, q.offset),
+        };
+        let stats = if model.is_some() {
+            StatsRequest::for_query(&self.config, &q.text)?
+        } else {
+            let field = match kind {
+                ModelKind::Bm25F => "all",
+                _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+            };
+            let mut fields = vec![field];
+            if q.returns.snippet {
+                fields.push("body");
+            }
+            StatsRequest::for_fields(&self.config, &q.text, &fields, kind == ModelKind::Lm)?
+        };
+        Ok(Plan {
+            kind,
+            features: model.is_some(),
+            collapse: !q.collapse.is_empty(),
+            model,
+            limit,
+            skip,
+            stats,
+        })
+    }
+
+    /// One statistics call to every target.
+    async fn stats_round(
+        &self,
+        targets: &[Target],
+        request: &StatsRequest,
+    ) -> Result<Vec<StatsReply>, CallError> {
+        let all: Vec<usize> = (0..targets.len()).collect();
+        let stats = StatsCall {
+            protocol: PROTOCOL,
+            request: request.clone(),
+        };
+        let (stats, timeout) = (&stats, self.options.leaf_timeout);
+        fan_out(&all, |t| {
+            within(t, timeout, targets[t].1.client.stats(stats))
+        })
+        .await
+    }
+
+    /// The collection statistics `request` asks for, the generation each target pinned, and
+    /// the targets' tables when they answered it: summed from the tables when the root has
+    /// them all ([`StatsMode::Table`]), else from a statistics round.
+    #[allow(clippy::type_complexity)]
+    async fn statistics(
+        &self,
+        targets: &[Target],
+        request: &StatsRequest,
+    ) -> Result<(GlobalStats, Vec<u64>, Option<Vec<Arc<StatsTable>>>), CallError> {
+        let mut stats = GlobalStats::default();
+        if self.options.stats_mode == StatsMode::Table {
+            if let Some(tables) = self.tables.all(targets) {
+                for (_, t) in &tables {
+                    stats.add(&t.lookup(request));
+                }
+                let generations = tables.iter().map(|(g, _)| *g).collect();
+                let tables = tables.into_iter().map(|(_, t)| t).collect();
+                return Ok((stats, generations, Some(tables)));
+            }
+        }
+        let replies = self.stats_round(targets, request).await?;
+        for r in &replies {
+            stats.add(&r.stats);
+        }
+        Ok((stats, replies.iter().map(|r| r.generation).collect(), None))
+    }
+
+    /// Rounds 1 and 2: the statistics, summed, and the merged first phase.
+    async fn first_phase(
+        &self,
+        q: &SearchQuery,
+        plan: &Plan,
+        targets: &[Target],
+    ) -> Result<FirstPhase, CallError> {
+        let (stats, generations, tables) = self.statistics(targets, &plan.stats).await?;
+        let all: Vec<usize> = (0..targets.len()).collect();
+        let boost = match q.ranking {
+            Ranking::Boost { weight, .. } => Some(weight),
+            _ => None,
+        };
+        let (stats_ref, generations_ref) = (&stats, &generations);
+        let timeout = self.options.leaf_timeout;
+        let replies: Vec<QueryReply> = fan_out(&all, |t| {
+            let call = QueryCall {
+                protocol: PROTOCOL,
+                generation: generations_ref[t],
+                text: q.text.clone(),
+                model: plan.kind.name().to_string(),
+                field: q.field.clone(),
+                limit: plan.limit,
+                stats: stats_ref.clone(),
+                boost,
+                collapse: plan.collapse,
+            };
+            async move { within(t, timeout, targets[t].1.client.query(&call)).await }
+        })
+        .await?;
+        if tables.is_some() {
+            // A shard whose searcher moved on: its table is fetched again next time (this
+            // search goes on with the generation it pinned).
+            for (t, r) in replies.iter().enumerate() {
+                if r.current != generations[t] {
+                    self.tables.forget(targets[t].1.name());
+                }
+            }
+        }
+        let total_hits = replies.iter().map(|r| r.total_hits).sum();
+        let mut boosts = HashMap::new();
+        let mut nodes = HashMap::new();
+        let mut keys = HashMap::new();
+        let lists = replies
+            .into_iter()
+            .map(|r| {
+                r.hits
+                    .into_iter()
+                    .map(|c| {
+                        if let Some(b) = c.boost {
+                            boosts.insert(c.id.clone(), f32::from_bits(b));
+                        }
+                        if let (Some(node), true) = (c.node, plan.features) {
+                            nodes.insert(c.id.clone(), node);
+                        }
+                        if let Some(k) = c.keys {
+                            keys.insert(c.id.clone(), k);
+                        }
+                        ShardHit {
+                            score: f32::from_bits(c.score),
+                            id: c.id,
+                            address: DocAddress::new(c.doc.segment, c.doc.doc),
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        Ok(FirstPhase {
+            stats,
+            generations,
+            tables,
+            total_hits,
+            window: super::merge(lists, plan.limit),
+            boosts,
+            nodes,
+            keys,
+        })
+    }
+
+    /// One try of a search on one replica of each shard in `targets`.
+    async fn attempt(
+        &self,
+        q: &SearchQuery,
+        plan: &Plan,
+        targets: &[Target],
+    ) -> Result<SearchResponse, CallError> {
+        let (kind, model, skip) = (plan.kind, &plan.model, plan.skip);
+        let start = Instant::now();
+        let mut times = PhaseTimes::default();
+
+        let first = self.first_phase(q, plan, targets).await?;
+        times.retrieve = start.elapsed().as_secs_f64();
+        let window = &first.window;
+
+        // 3. Second phase: the window's rows, rescored (reranker or boost) and re-sorted with
+        // ties in first-phase order, then collapsed, then cut to the page, as the single
+        // index does.
+        let mut ranked: Vec<Ranked> = window
+            .iter()
+            .enumerate()
+            .map(|(row, h)| Ranked {
+                row,
+                score: h.hit.score,
+                collapsed: None,
+            })
+            .collect();
+        let windowed = matches!(q.ranking, Ranking::Rerank { .. } | Ranking::Boost { .. });
+        if let Some(active) = model {
+            let t = Instant::now();
+            let features = self
+                .window_features(q, kind, active.prf(), &first, targets)
+                .await?;
+            times.features = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let scores = active
+                .score(&features)
+                .map_err(|e| internal(format!("reranker {}: {e}", active.id())))?;
+            for (r, &s) in ranked.iter_mut().zip(&scores) {
+                r.score = s;
+            }
+            times.rerank = t.elapsed().as_secs_f64();
+        } else if let Ranking::Boost { .. } = q.ranking {
+            // SPEC §1.8: the boost added to the window's first-phase scores.
+            for r in ranked.iter_mut() {
+                let id = &window[r.row].hit.id;
+                let added = first
+                    .boosts
+                    .get(id)
+                    .copied()
+                    .ok_or_else(|| internal(format!("no boost for {id}")))?;
+                r.score += added;
+            }
+        }
+        if windowed {
+            let t = Instant::now();
+            ranked.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.row.cmp(&b.row)));
+            times.rerank += t.elapsed().as_secs_f64();
+        }
+        if !q.collapse.is_empty() {
+            let t = Instant::now();
+            let keys = ranked
+                .iter()
+                .map(|r| {
+                    let id = &window[r.row].hit.id;
+                    first
+                        .keys
+                        .get(id)
+                        .copied()
+                        .ok_or_else(|| CallError::Replica {
+                            target: targets
+                                .iter()
+                                .position(|(s, _)| *s == window[r.row].shard)
+                                .unwrap_or(0),
+                            reason: format!("sent no collapse keys for {id}"),
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
+            ranked = crate::search::collapse::collapse(&keys, &q.collapse)
+                .into_iter()
+                .map(|(i, hidden)| {
+                    let mut r = slots[i].take().expect("each hit is kept at most once");
+                    r.collapsed = Some(hidden);
+                    r
+                })
+                .collect();
+            times.collapse = t.elapsed().as_secs_f64();
+        }
+        if windowed || !q.collapse.is_empty() {
+            ranked.truncate(q.offset + q.k);
+            ranked.drain(..q.offset.min(ranked.len()));
+        } else {
+            ranked.drain(..skip.min(ranked.len()));
+        }
+
+        // 4. What the page shows.
+        let t = Instant::now();
+        let hits = self.page(q, &first, targets, &ranked).await?;
+        times.hits = t.elapsed().as_secs_f64();
+        Ok(SearchResponse {
+            query: q.text.clone(),
+            model: kind.to_string(),
+            reranker: model.as_ref().map(|m| m.id().to_string()),
+            total_hits: first.total_hits,
+            took_ms: start.elapsed().as_secs_f64() * 1e3,
+            hits,
+            fusion: None,
+            partial: None,
+            shards: None,
+            times,
+        })
+    }
+
+    /// RM3's relevance model of the merged window: the feedback documents' term counts from
+    /// their shards, the model estimated here once, its expansion terms' statistics gathered
+    /// from every shard (or the tables) and added to the first phase's statistics.
+    async fn relevance_model(
+        &self,
+        q: &SearchQuery,
+        first: &FirstPhase,
+        targets: &[Target],
+    ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
+        let window = &first.window;
+        let fb = self.config.models.rm3.fb_docs.min(window.len());
+        let owner: Vec<usize> = window[..fb].iter().map(|h| h.shard).collect();
+        let generations = &first.generations;
+        let timeout = self.options.leaf_timeout;
+        let feedback: Vec<FeedbackDoc> = scatter(
+            &owner,
+            |t, rows| {
+                let call = FeedbackCall {
+                    protocol: PROTOCOL,
+                    generation: generations[t],
+                    docs: rows.iter().map(|&i| doc_ref(&window[i])).collect(),
+                };
+                async move { within(t, timeout, targets[t].1.client.feedback(&call)).await }
+            },
+            |reply: FeedbackReply| Ok(reply.docs),
+        )
+        .await?;
+        let source = first.stats.source(&self.schema);
+        let rm = crate::features::prf::estimate(
+            &self.config,
+            self.all,
+            &crate::text::stats::Stats::new(&source),
+            &q.text,
+            &feedback,
+        )?;
+        let Some(rm) = rm else {
+            return Ok((None, first.stats.clone()));
+        };
+        let mut stats = first.stats.clone();
+        let mut extra = GlobalStats::default();
+        if let Some(tables) = &first.tables {
+            for t in tables {
+                extra.add(&t.lookup(&rm.stats_request()));
+            }
+        } else {
+            let replies = self.stats_round(targets, &rm.stats_request()).await?;
+            for (s, r) in replies.iter().enumerate() {
+                if r.generation != generations[s] {
+                    // The shard committed since the search began: its statistics would mix
+                    // two states of it. The search starts again.
+                    return Err(CallError::Replica {
+                        target: s,
+                        reason: "the shard changed during the search".into(),
+                    });
+                }
+                extra.add(&r.stats);
+            }
+        }
+        stats.extend(extra);
+        Ok((Some(rm), stats))
+    }
+
+    /// The merged window's feature rows, in window order: each shard sends its documents'
+    /// rows and their out-links within the window, and the window features are computed
+    /// here, where the window is whole.
+    async fn window_features(
+        &self,
+        q: &SearchQuery,
+        kind: ModelKind,
+        prf: Prf,
+        first: &FirstPhase,
+        targets: &[Target],
+    ) -> Result<FeatureMatrix, CallError> {
+        let window = &first.window;
+        let now = crate::features::social::unix_now();
+        let rows_nodes: Vec<(usize, u32)> = window
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| first.nodes.get(&h.hit.id).map(|&u| (i, u)))
+            .collect();
+        let window_nodes = crate::features::link::window_nodes(rows_nodes.iter().map(|&(_, u)| u));
+        let prf = prf == Prf::Compute;
+        let (rm3, stats) = match prf {
+            true => self.relevance_model(q, first, targets).await?,
+            false => (None, first.stats.clone()),
+        };
+        let set = crate::features::FeatureSet::current();
+        let cols = set.len();
+        let owner: Vec<usize> = window.iter().map(|h| h.shard).collect();
+        let (stats, rm3, window_nodes) = (&stats, &rm3, &window_nodes);
+        let timeout = self.options.leaf_timeout;
+        let parts: Vec<(Vec<u32>, Vec<u32>)> = scatter(
+            &owner,
+            |t, rows| {
+                let call = FeaturesCall {
+                    protocol: PROTOCOL,
+                    generation: first.generations[t],
+                    text: q.text.clone(),
+                    stats: stats.clone(),
+                    now,
+                    scores_are_bm25f: kind == ModelKind::Bm25F,
+                    docs: rows
+                        .iter()
+                        .map(|&i| (doc_ref(&window[i]), window[i].hit.score.to_bits(), i + 1))
+                        .collect(),
+                    window_nodes: window_nodes.clone(),
+                    prf,
+                    rm3: rm3.clone(),
+                };
+                async move { within(t, timeout, targets[t].1.client.features(&call)).await }
+            },
+            |reply: FeaturesReply| {
+                if reply.feature_set != FEATURE_SET_VERSION
+                    || reply.cols != cols
+                    || !reply.values.len().is_multiple_of(cols)
+                {
+                    return Err(format!(
+                        "sent {} values of {} columns of feature set {}",
+                        reply.values.len(),
+                        reply.cols,
+                        reply.feature_set
+                    ));
+                }
+                if reply.out_links.len() * cols != reply.values.len() {
+                    return Err(format!(
+                        "sent out-links of {} documents for {} rows",
+                        reply.out_links.len(),
+                        reply.values.len() / cols
+                    ));
+                }
+                Ok(reply
+                    .values
+                    .chunks(cols)
+                    .map(<[u32]>::to_vec)
+                    .zip(reply.out_links)
+                    .collect())
+            },
+        )
+        .await?;
+        let mut values = Vec::with_capacity(window.len() * cols);
+        let mut out_of = Vec::with_capacity(window.len());
+        for (row, out) in parts {
+            values.extend(row.into_iter().map(f32::from_bits));
+            out_of.push(out);
+        }
+        let linked: Vec<(usize, u32, &[u32])> = rows_nodes
+            .iter()
+            .map(|&(i, u)| (i, u, out_of[i].as_slice()))
+            .collect();
+        let mut m = FeatureMatrix {
+            rows: window.len(),
+            cols,
+            values,
+        };
+        crate::features::link::window_columns(set, &linked, &mut m);
+        Ok(m)
+    }
+
+    /// The page's hits: `ranked` holds (window row, score), best first.
+    async fn page(
+        &self,
+        q: &SearchQuery,
+        first: &FirstPhase,
+        targets: &[Target],
+        ranked: &[Ranked],
+    ) -> Result<Vec<Hit>, CallError> {
+        let window = &first.window;
+        let returns = q.returns;
+        let hit = |i: usize, ranked: &Ranked, shown: Option<WireHit>| {
+            let h = &window[ranked.row];
+            let a = h.hit.address;
+            let shown = shown.unwrap_or(WireHit {
+                id: h.hit.id.clone(),
+                url: None,
+                title: None,
+                snippet: None,
+            });
+            Hit {
+                rank: q.offset + i + 1,
+                id: h.hit.id.clone(),
+                url: returns.url.then_some(shown.url),
+                title: returns.title.then_some(shown.title.unwrap_or_default()),
+                snippet: returns.snippet.then_some(shown.snippet.unwrap_or_default()),
+                score: ranked.score,
+                sort_key: None,
+                collapsed: ranked.collapsed,
+                explain: None,
+                address: DocAddress::new(h.shard as u32, a.doc_id),
+            }
+        };
+        if !(returns.url || returns.title || returns.snippet) {
+            return Ok(ranked
+                .iter()
+                .enumerate()
+                .map(|(i, x)| hit(i, x, None))
+                .collect());
+        }
+        let owner: Vec<usize> = ranked.iter().map(|r| window[r.row].shard).collect();
+        let timeout = self.options.leaf_timeout;
+        let shown: Vec<WireHit> = scatter(
+            &owner,
+            |t, rows| {
+                let call = HitsCall {
+                    protocol: PROTOCOL,
+                    generation: first.generations[t],
+                    text: q.text.clone(),
+                    stats: first.stats.clone(),
+                    url: returns.url,
+                    title: returns.title,
+                    snippet: returns.snippet,
+                    docs: rows
+                        .iter()
+                        .map(|&i| doc_ref(&window[ranked[i].row]))
+                        .collect(),
+                };
+                async move { within(t, timeout, targets[t].1.client.hits(&call)).await }
+            },
+            |reply: HitsReply| Ok(reply.hits),
+        )
+        .await?;
+        Ok(ranked
+            .iter()
+            .zip(shown)
+            .enumerate()
+            .map(|(i, (x, s))| hit(i, x, Some(s)))
+            .collect())
+    }
+}
+
+/// Why a leaf that answered `info` cannot serve the collection whose configuration is
+/// `config` (or, without one yet, any collection of this binary's): it must speak this
+/// root's protocol and feature set and hold the collection's index configuration.
+fn foreign(info: &InfoResponse, config: Option<&IndexConfig>) -> Option<String> {
+    if info.protocol != PROTOCOL {
+        Some(format!(
+            "speaks cluster protocol {}, this root {PROTOCOL}",
+            info.protocol
+        ))
+    } else if info.feature_set != FEATURE_SET_VERSION {
+        Some(format!(
+            "computes features {}, this root {FEATURE_SET_VERSION}",
+            info.feature_set
+        ))
+    } else if config.is_some_and(|c| *c != info.config) {
+        Some("has another index configuration than the collection's".into())
+    } else {
+        None
+    }
+}
+
+/// HTTP clients for shard `shard`'s replicas at `urls`.
+fn http_clients(http: &http::Http, shard: usize, urls: Vec<String>) -> Vec<Arc<dyn ShardClient>> {
+    urls.into_iter()
+        .map(|u| Arc::new(http::HttpShard::new(http, shard, &u)) as Arc<dyn ShardClient>)
+        .collect()
+}
+
+/// The address of a merged hit as its shard knows it.
+fn doc_ref(h: &MergedHit) -> DocRef {
+    DocRef {
+        segment: h.hit.address.segment_ord,
+        doc: h.hit.address.doc_id,
+    }
+}

@@ -1,0 +1,155 @@
+//! A shard's replicas as the root sees them, and which one a search calls.
+//!
+//! Health is local and short-lived: a replica that failed a call is skipped for
+//! [`RETRY_AFTER`], then tried again, so a recovered leaf is used again without a restart.
+//! Membership by gossip (`crate::cluster::membership`) decides which replicas a shard has;
+//! failover within a search does not wait for its failure detector. A search tries a shard's
+//! replicas in rendezvous order for its number (`crate::cluster::placement::request_key`),
+//! which spreads searches evenly and moves only a leaving replica's share when the replicas
+//! change.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::transport::ShardClient;
+use crate::search::ShardFailure;
+
+/// How long a failed replica is skipped.
+pub const RETRY_AFTER: Duration = Duration::from_millis(500);
+
+/// One replica of a shard and the root's view of its health.
+pub struct Replica {
+    pub client: Arc<dyn ShardClient>,
+    down_until: Mutex<Option<Instant>>,
+}
+
+impl Replica {
+    pub fn new(client: Arc<dyn ShardClient>) -> Self {
+        Replica {
+            client,
+            down_until: Mutex::new(None),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.client.name()
+    }
+
+    /// Not failed within the last [`RETRY_AFTER`].
+    pub fn up(&self) -> bool {
+        let down = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
+        down.is_none_or(|t| Instant::now() >= t)
+    }
+
+    pub fn mark_down(&self) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Instant::now() + RETRY_AFTER);
+    }
+
+    pub fn mark_up(&self) {
+        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Each shard's replicas.
+pub type Shards = Vec<Vec<Arc<Replica>>>;
+
+/// A shard and the replica a search calls for it.
+pub type Target = (usize, Arc<Replica>);
+
+/// `clients` as replicas, reusing those of `before` with the same name (and their health).
+pub fn replicas_of(
+    clients: Vec<Arc<dyn ShardClient>>,
+    before: &[Arc<Replica>],
+) -> Vec<Arc<Replica>> {
+    clients
+        .into_iter()
+        .map(|client| {
+            before
+                .iter()
+                .find(|r| r.name() == client.name())
+                .cloned()
+                .unwrap_or_else(|| Arc::new(Replica::new(client)))
+        })
+        .collect()
+}
+
+/// The shards none of whose replicas is believed up.
+pub fn down(shards: &Shards) -> Vec<usize> {
+    (0..shards.len())
+        .filter(|&s| !shards[s].iter().any(|r| r.up()))
+        .collect()
+}
+
+/// Which replicas one search has tried, and why they failed.
+pub struct Failover {
+    /// Each shard's replicas in the order this search tries them.
+    orders: Vec<Vec<usize>>,
+    tried: Vec<Vec<bool>>,
+    reasons: Vec<Option<String>>,
+}
+
+impl Failover {
+    /// The replica orders of search number `turn`.
+    pub fn new(shards: &Shards, turn: u64) -> Self {
+        let orders = shards
+            .iter()
+            .enumerate()
+            .map(|(shard, replicas)| {
+                let names: Vec<&str> = replicas.iter().map(|r| r.name()).collect();
+                crate::cluster::placement::hrw_order(
+                    &crate::cluster::placement::request_key(shard, turn),
+                    &names,
+                )
+            })
+            .collect();
+        Failover {
+            orders,
+            tried: shards.iter().map(|r| vec![false; r.len()]).collect(),
+            reasons: vec![None; shards.len()],
+        }
+    }
+
+    /// The next try's targets, one replica per shard that has one left (replicas believed up
+    /// first, then those marked down, as a probe; never one this search saw fail), and the
+    /// shards left without one.
+    pub fn pick(&self, shards: &Shards) -> (Vec<Target>, Vec<ShardFailure>) {
+        let mut targets = Vec::new();
+        let mut failures = Vec::new();
+        for (shard, replicas) in shards.iter().enumerate() {
+            let order = self.orders[shard].iter().copied();
+            let fresh = |r: &usize| !self.tried[shard][*r];
+            let pick = order
+                .clone()
+                .filter(fresh)
+                .find(|&r| replicas[r].up())
+                .or_else(|| order.clone().find(fresh));
+            match pick {
+                Some(r) => targets.push((shard, replicas[r].clone())),
+                None => failures.push(ShardFailure {
+                    shard,
+                    reason: self.reasons[shard].clone().unwrap_or_else(|| {
+                        if replicas.is_empty() {
+                            "no live replica".into()
+                        } else {
+                            "no replica answered".into()
+                        }
+                    }),
+                }),
+            }
+        }
+        (targets, failures)
+    }
+
+    /// `target` failed for `reason`: marked down, and not tried again by this search.
+    pub fn failed(&mut self, shards: &Shards, target: &Target, reason: String) {
+        let (shard, replica) = target;
+        replica.mark_down();
+        crate::metrics::count_replica_failure(*shard);
+        if let Some(r) = shards[*shard].iter().position(|x| Arc::ptr_eq(x, replica)) {
+            self.tried[*shard][r] = true;
+        }
+        tracing::warn!("shard {shard} replica {} failed: {reason}", replica.name());
+        self.reasons[*shard] = Some(reason);
+    }
+}

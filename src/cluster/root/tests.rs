@@ -1,0 +1,379 @@
+//! The root's algorithm against a fake transport: in-process shards wrapped so that a replica
+//! fails, answers slowly, or commits between the rounds of a search. Every answer that
+//! succeeds is compared with the single index over the same documents.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::transport::{CallFailure, LocalShard, ShardClient};
+use super::{Root, RootOptions};
+use crate::cluster::routing::shard_of;
+use crate::cluster::wire::*;
+use crate::corpus::Document;
+use crate::search::{Engine, SearchQuery};
+use crate::text::search::SearchError;
+use crate::text::stats_table::StatsTable;
+use crate::text::{IndexConfig, TextIndex};
+
+const SHARDS: u32 = 2;
+
+/// A hook run once on a replica's shard, before it answers its first `query` call.
+type Hook = Box<dyn FnOnce(&LocalShard) + Send>;
+
+/// An in-process shard that can be told to fail, to be slow, or to run a hook mid-search.
+struct Fake {
+    inner: LocalShard,
+    failing: AtomicBool,
+    delay: Mutex<Duration>,
+    before_query: Mutex<Option<Hook>>,
+    calls: AtomicUsize,
+}
+
+impl Fake {
+    fn new(engine: Arc<Engine>, name: &str) -> Arc<Self> {
+        Arc::new(Fake {
+            inner: LocalShard::new(engine, name),
+            failing: AtomicBool::new(false),
+            delay: Mutex::new(Duration::ZERO),
+            before_query: Mutex::new(None),
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    /// Counts the call, waits the delay, and fails if told to.
+    async fn enter(&self) -> Result<(), CallFailure> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let delay = *self.delay.lock().unwrap();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(CallFailure::Replica(format!(
+                "{}: connection refused",
+                self.name()
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ShardClient for Fake {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    async fn info(&self) -> Result<InfoResponse, CallFailure> {
+        self.enter().await?;
+        self.inner.info().await
+    }
+    async fn stats(&self, call: &StatsCall) -> Result<StatsReply, CallFailure> {
+        self.enter().await?;
+        self.inner.stats(call).await
+    }
+    async fn table(&self, call: &TableCall) -> Result<(u64, Arc<StatsTable>), CallFailure> {
+        self.enter().await?;
+        self.inner.table(call).await
+    }
+    async fn query(&self, call: &QueryCall) -> Result<QueryReply, CallFailure> {
+        self.enter().await?;
+        let hook = self.before_query.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook(&self.inner);
+        }
+        self.inner.query(call).await
+    }
+    async fn features(&self, call: &FeaturesCall) -> Result<FeaturesReply, CallFailure> {
+        self.enter().await?;
+        self.inner.features(call).await
+    }
+    async fn feedback(&self, call: &FeedbackCall) -> Result<FeedbackReply, CallFailure> {
+        self.enter().await?;
+        self.inner.feedback(call).await
+    }
+    async fn hits(&self, call: &HitsCall) -> Result<HitsReply, CallFailure> {
+        self.enter().await?;
+        self.inner.hits(call).await
+    }
+}
+
+fn docs() -> Vec<Document> {
+    let topics = [
+        "shock wave",
+        "boundary layer",
+        "heat transfer",
+        "wing flutter",
+    ];
+    (0..80)
+        .map(|i| Document {
+            id: format!("d{i:02}"),
+            title: format!("{} study {i}", topics[i % 4]),
+            body: format!(
+                "measurements of {} at mach {} with {} and {}",
+                topics[i % 4],
+                i % 7,
+                topics[(i + 1) % 4],
+                topics[(i * 3) % 4]
+            ),
+            ..Document::default()
+        })
+        .collect()
+}
+
+/// An engine over `docs` in a new directory (kept alive by the returned guard).
+fn engine(docs: Vec<Document>) -> (tempfile::TempDir, Arc<Engine>) {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
+    index.upsert(docs).unwrap();
+    (dir, Arc::new(Engine::new(index)))
+}
+
+fn shard_docs(shard: u32) -> Vec<Document> {
+    docs()
+        .into_iter()
+        .filter(|d| shard_of(&d.id, SHARDS) == shard)
+        .collect()
+}
+
+/// The single index, and `replicas` replicas of each of the two shards.
+struct Cluster {
+    _dirs: Vec<tempfile::TempDir>,
+    single: Arc<Engine>,
+    /// `replicas[s][r]`: replica `r` of shard `s`, and its engine.
+    replicas: Vec<Vec<(Arc<Fake>, Arc<Engine>)>>,
+}
+
+fn cluster(replicas: usize) -> Cluster {
+    let mut dirs = Vec::new();
+    let (dir, single) = engine(docs());
+    dirs.push(dir);
+    let replicas = (0..SHARDS)
+        .map(|s| {
+            (0..replicas)
+                .map(|r| {
+                    let (dir, e) = engine(shard_docs(s));
+                    dirs.push(dir);
+                    (Fake::new(e.clone(), &format!("shard {s} replica {r}")), e)
+                })
+                .collect()
+        })
+        .collect();
+    Cluster {
+        _dirs: dirs,
+        single,
+        replicas,
+    }
+}
+
+impl Cluster {
+    async fn root(&self, options: RootOptions) -> Root {
+        let shards = self
+            .replicas
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .map(|(f, _)| f.clone() as Arc<dyn ShardClient>)
+                    .collect()
+            })
+            .collect();
+        Root::connect(shards, None, options).await.unwrap()
+    }
+}
+
+fn options() -> RootOptions {
+    RootOptions {
+        timeout: Duration::from_secs(5),
+        leaf_timeout: Duration::from_millis(300),
+        ..RootOptions::default()
+    }
+}
+
+/// The ids and score bits of `q` on the single index.
+fn single(c: &Cluster, q: &SearchQuery) -> Vec<(String, u32)> {
+    ids(&c.single.search(q).unwrap())
+}
+
+fn ids(r: &crate::search::SearchResponse) -> Vec<(String, u32)> {
+    r.hits
+        .iter()
+        .map(|h| (h.id.clone(), h.score.to_bits()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_failing_replica_is_skipped_and_the_answer_is_the_single_index() {
+    let c = cluster(2);
+    let root = c.root(options()).await;
+    let q = SearchQuery::new("shock wave", 10);
+    let want = single(&c, &q);
+    assert!(want.len() >= 10);
+    // Replica 0 of shard 0 fails every call; searches pick shard 0's replicas in an order
+    // that varies with the search, so within a few one tries replica 0 first.
+    let failing = &c.replicas[0][0].0;
+    failing.failing.store(true, Ordering::SeqCst);
+    let connected = failing.calls.load(Ordering::SeqCst);
+    let mut searches = 0;
+    while failing.calls.load(Ordering::SeqCst) == connected || searches < 4 {
+        searches += 1;
+        assert!(searches <= 32, "replica 0 never tried");
+        let r = root.search(&q).await.unwrap();
+        assert_eq!(ids(&r), want);
+        assert_eq!(r.partial, Some(false));
+    }
+    assert!(!super::replicas::down(&root.shards.load()).contains(&0));
+    let names: Vec<(String, bool)> = root.shards.load()[0]
+        .iter()
+        .map(|r| (r.name().to_string(), r.up()))
+        .collect();
+    assert!(
+        names.contains(&("shard 0 replica 0".into(), false)),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_shard_without_a_replica_fails_the_search_or_is_left_out_when_allowed() {
+    let c = cluster(1);
+    let strict = c.root(options()).await;
+    c.replicas[1][0].0.failing.store(true, Ordering::SeqCst);
+    let q = SearchQuery::new("boundary layer", 10);
+    match strict.search(&q).await {
+        Err(SearchError::Unavailable(m)) => {
+            assert!(
+                m.contains("shard 1: shard 1 replica 0: connection refused"),
+                "{m}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(strict.shards_down(), vec![1]);
+    let partial = c
+        .root(RootOptions {
+            allow_partial: true,
+            ..options()
+        })
+        .await;
+    let r = partial.search(&q).await.unwrap();
+    assert_eq!(r.partial, Some(true));
+    let report = r.shards.unwrap();
+    assert_eq!((report.total, report.successful, report.failed), (2, 1, 1));
+    // Only shard 0's documents, in the single index's order among them (the statistics are
+    // shard 0's alone, so the scores are not the collection's).
+    assert!(r.hits.iter().all(|h| shard_of(&h.id, SHARDS) == 0));
+}
+
+#[tokio::test]
+async fn a_slow_replica_costs_one_call_timeout_then_is_skipped() {
+    let c = cluster(2);
+    let root = c.root(options()).await;
+    let q = SearchQuery::new("heat transfer", 10);
+    let want = single(&c, &q);
+    for (fake, _) in &c.replicas[1] {
+        *fake.delay.lock().unwrap() = Duration::ZERO;
+    }
+    *c.replicas[1][1].0.delay.lock().unwrap() = Duration::from_secs(3);
+    for _ in 0..4 {
+        let start = Instant::now();
+        let r = root.search(&q).await.unwrap();
+        assert_eq!(ids(&r), want);
+        // At most one leaf timeout (300 ms) and the retry, never the slow replica's 3 s.
+        assert!(
+            start.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+    // Marked down: the next searches do not wait for it.
+    let start = Instant::now();
+    for _ in 0..4 {
+        assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+    }
+    assert!(
+        start.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn the_whole_search_has_one_deadline() {
+    let c = cluster(1);
+    let root = c
+        .root(RootOptions {
+            timeout: Duration::from_millis(200),
+            leaf_timeout: Duration::from_secs(10),
+            ..options()
+        })
+        .await;
+    *c.replicas[0][0].0.delay.lock().unwrap() = Duration::from_secs(5);
+    let start = Instant::now();
+    match root.search(&SearchQuery::new("wing", 5)).await {
+        Err(SearchError::Unavailable(m)) => assert!(m.contains("within 200 ms"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(start.elapsed() < Duration::from_millis(1000));
+}
+
+/// A commit between the statistics and the first phase: the search stays on the searcher it
+/// pinned (the new document is not in its answer, which equals the single index before the
+/// commit), and the next search sees the commit.
+#[tokio::test]
+async fn a_commit_mid_search_keeps_the_pinned_generation() {
+    let c = cluster(1);
+    let root = c.root(options()).await;
+    let q = SearchQuery::new("flutter", 50);
+    let want = single(&c, &q);
+    let new_doc = Document {
+        id: "z-new".into(),
+        title: "flutter flutter flutter".into(),
+        body: "wing flutter".into(),
+        ..Document::default()
+    };
+    let s = shard_of(&new_doc.id, SHARDS) as usize;
+    let engine = c.replicas[s][0].1.clone();
+    let doc = new_doc.clone();
+    *c.replicas[s][0].0.before_query.lock().unwrap() = Some(Box::new(move |_| {
+        engine.index.upsert(vec![doc]).unwrap();
+    }));
+    let during = root.search(&q).await.unwrap();
+    assert_eq!(ids(&during), want);
+    let after = root.search(&q).await.unwrap();
+    assert_eq!(after.hits[0].id, "z-new");
+}
+
+/// More commits between two rounds than a shard keeps searchers for: its pinned generation
+/// is gone, the replica is failed for this search, and the search starts again on the
+/// shard's other replica, whose answer is exact.
+#[tokio::test]
+async fn a_generation_gone_mid_search_moves_the_search_to_another_replica() {
+    let c = cluster(2);
+    let root = c.root(options()).await;
+    let q = SearchQuery::new("mach", 20);
+    let want = single(&c, &q);
+    let (fake, engine) = c.replicas[0][0].clone();
+    *fake.before_query.lock().unwrap() = Some(Box::new(move |shard| {
+        // Documents that do not match the query (the answer stays the single index's), each
+        // commit's searcher pinned as other searches would pin it.
+        for i in 0..6 {
+            let d = Document {
+                id: format!("filler-{i}"),
+                body: "unrelated".into(),
+                ..Document::default()
+            };
+            engine.index.upsert(vec![d]).unwrap();
+            shard.pins().current(shard.engine());
+        }
+    }));
+    // Searches pick shard 0's replicas in an order that varies with the search: within a few,
+    // replica 0 is tried first and its hook runs.
+    let mut searches = 0;
+    while fake.before_query.lock().unwrap().is_some() {
+        searches += 1;
+        assert!(searches <= 32, "replica 0 never tried first");
+        assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+    }
+    assert!(!root.shards.load()[0][0].up(), "replica 0 not marked down");
+    assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+}
