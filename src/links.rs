@@ -196,7 +196,7 @@ impl LinkData {
 }
 
 /// One document's stored link scores (SPEC §2), as `/doc` and explanations show them.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct NodeScores {
     pub pagerank: f64,
     pub inverse_pagerank: f64,

@@ -463,6 +463,20 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
             }
             linked_rows += usize::from(got.row(row)[in_links] > 0.0);
         }
+        // The PageRank boost with explanations (the boost's part, each hit's link scores).
+        let mut query = SearchQuery::new(q, 10).ranking(rankd::search::Ranking::Boost {
+            weight: 0.5,
+            window: 40,
+        });
+        query.explain = true;
+        let single = f.single.search(&query).unwrap();
+        let sharded = f.search(&root, &query);
+        assert_eq!(ids_and_bits(&sharded), ids_and_bits(&single), "{q:?}");
+        assert_eq!(explanations(&sharded), explanations(&single), "{q:?}");
+        assert!(sharded.hits.iter().all(|h| {
+            let e = h.explain.as_ref().unwrap();
+            e.boost.is_some() && e.links.is_some()
+        }));
     }
     assert!(
         linked_rows > 20,
@@ -603,4 +617,131 @@ fn collapsing_over_shards_keeps_what_the_single_index_keeps() {
         }
     }
     assert!(collapsed > 40, "only {collapsed} hits hid others");
+}
+
+/// The hits' explanations as JSON (what `/search?explain=true` answers).
+fn explanations(r: &SearchResponse) -> Vec<serde_json::Value> {
+    r.hits
+        .iter()
+        .map(|h| serde_json::to_value(h.explain.as_ref().expect("explained")).unwrap())
+        .collect()
+}
+
+/// `explain=true` through the root: every model's term-by-term breakdown with the
+/// collection's statistics, the first-phase rank and score, on a page after an offset and
+/// after collapsing, equal the single index's; then a reranker trained on Cranfield's
+/// judgments, whose feature contributions the root computes from the rows the shards sent.
+#[test]
+fn explanations_over_shards_equal_the_single_index() {
+    use std::sync::atomic::AtomicBool;
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let root = f.root();
+    let mut explained = 0;
+    for kind in ModelKind::ALL {
+        for (i, q) in queries[..12].iter().enumerate() {
+            let mut query = SearchQuery::new(q, 5).model(kind);
+            query.offset = i % 3;
+            query.explain = true;
+            if i % 4 == 0 {
+                query.collapse = vec![rankd::search::CollapseKey::NearDuplicate];
+            }
+            let single = f.single.search(&query).unwrap();
+            let sharded = f.search(&root, &query);
+            assert_eq!(
+                ids_and_bits(&sharded),
+                ids_and_bits(&single),
+                "{kind} {q:?}"
+            );
+            assert_eq!(
+                explanations(&sharded),
+                explanations(&single),
+                "{kind} {q:?}"
+            );
+            explained += sharded.hits.len();
+        }
+    }
+    assert!(explained > 300, "only {explained} explanations compared");
+
+    // A reranker trained on 40 judged queries of the single index.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield");
+    let qrels =
+        rankd::corpus::cranfield::read_qrels(&dir.join("cranqrel"), Default::default()).unwrap();
+    let judged: Vec<rankd::training::JudgedQuery> =
+        rankd::corpus::cranfield::read_queries(&dir.join("cran.qry"))
+            .unwrap()
+            .into_iter()
+            .take(40)
+            .map(|q| rankd::training::JudgedQuery {
+                grades: qrels
+                    .get(&q.id)
+                    .map(|g| g.iter().map(|(d, &g)| (d.clone(), g)).collect())
+                    .unwrap_or_default(),
+                qid: q.id,
+                text: q.text,
+            })
+            .collect();
+    let (windows, _) = rankd::training::judged_windows(
+        &f.single,
+        &judged,
+        ModelKind::Bm25F,
+        30,
+        Prf::Skip,
+        &|| {},
+    )
+    .unwrap();
+    let settings = rankd::training::TrainSettings {
+        epochs: 3,
+        ..Default::default()
+    };
+    let outcome = rankd::training::train_on_windows(
+        &windows,
+        &settings.config("test".into(), rankd::rerank::MetricConvention::Trec),
+        0.25,
+        &mut |_| {},
+        &AtomicBool::new(false),
+    )
+    .unwrap();
+    let active = |m: rankd::rerank::Reranker| {
+        rankd::search::model::ActiveModel::new(m, "m.json".into()).unwrap()
+    };
+    let clients = f
+        .shards
+        .iter()
+        .enumerate()
+        .map(|(s, e)| {
+            let shard: Arc<dyn ShardClient> =
+                Arc::new(LocalShard::new(e.clone(), format!("in-process shard {s}")));
+            vec![shard]
+        })
+        .collect();
+    let reranking = f
+        .runtime
+        .block_on(Root::connect(
+            clients,
+            Some(active(outcome.model.clone())),
+            RootOptions::default(),
+        ))
+        .unwrap();
+    f.single.set_model(Some(Arc::new(active(outcome.model))));
+    let mut reranked = 0;
+    for (i, q) in queries[40..70].iter().enumerate() {
+        let mut query = SearchQuery::new(q, 10)
+            .model(ModelKind::Bm25F)
+            .ranking(rankd::search::Ranking::Rerank { window: 30 });
+        query.offset = i % 2;
+        query.explain = i % 3 == 0;
+        query.returns = Returns::ALL;
+        let single = f.single.search(&query).unwrap();
+        let sharded = f.search(&reranking, &query);
+        assert_eq!(ids_and_bits(&sharded), ids_and_bits(&single), "{q:?}");
+        if query.explain {
+            assert_eq!(explanations(&sharded), explanations(&single), "{q:?}");
+            reranked += sharded.hits.len();
+        }
+    }
+    assert!(
+        reranked > 80,
+        "only {reranked} reranked explanations compared"
+    );
 }

@@ -341,13 +341,16 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
         title: call.title,
         snippet: call.snippet,
     };
-    let shown = engine.hit_fields(
-        searcher,
-        &Stats::new(&source),
-        &call.text,
-        returns,
-        &addresses,
-    )?;
+    let stats = Stats::new(&source);
+    let shown = engine.hit_fields(searcher, &stats, &call.text, returns, &addresses)?;
+    let mut explained = match &call.explain {
+        Some(e) => explain(engine, &pinned, &stats, &call.text, e, &addresses)?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None; addresses.len()],
+    }
+    .into_iter();
     Ok(HitsReply {
         protocol: PROTOCOL,
         hits: shown
@@ -357,7 +360,52 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
                 url: h.url.flatten(),
                 title: h.title,
                 snippet: h.snippet,
+                explain: explained.next().flatten(),
             })
             .collect(),
     })
+}
+
+/// This shard's part of the explanations of the documents at `addresses`: each one's
+/// first-phase score breakdown with the collection's statistics, and its link scores.
+fn explain(
+    engine: &Engine,
+    pinned: &Pinned,
+    stats: &Stats,
+    text: &str,
+    call: &ExplainCall,
+    addresses: &[DocAddress],
+) -> Result<Vec<WireExplain>, LeafError> {
+    let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
+        field: "model",
+        message: e,
+    })?;
+    let searcher = &pinned.searcher;
+    let first_phase = match engine
+        .index
+        .bind(stats, kind, call.field.as_deref(), text)?
+    {
+        Some(bound) => crate::search::explain_first_phase(searcher, stats, &bound, addresses)?
+            .iter()
+            .map(|e| {
+                ExplanationTree::of(e).map(Some).map_err(|e| {
+                    SearchError::Internal(anyhow::anyhow!("cannot encode an explanation: {e}"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![None; addresses.len()],
+    };
+    let links = match pinned.links.as_deref() {
+        Some(l) => l
+            .nodes_of(searcher, addresses)?
+            .into_iter()
+            .map(|n| l.scores_of(n))
+            .collect(),
+        None => vec![None; addresses.len()],
+    };
+    Ok(first_phase
+        .into_iter()
+        .zip(links)
+        .map(|(first_phase, links)| WireExplain { first_phase, links })
+        .collect())
 }

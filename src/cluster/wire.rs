@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::features::prf::{FeedbackDoc, Rm3Query};
+use crate::links::NodeScores;
 use crate::text::columns::CollapseKeys;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
@@ -19,7 +20,8 @@ use crate::text::IndexConfig;
 
 /// The version of these messages (2: link scores split by shard, so candidates carry their
 /// graph node and feature replies their documents' out-links within the window; 3: the
-/// first phase may ask for the candidates' collapse keys).
+/// first phase may ask for the candidates' collapse keys, and the hits for their
+/// explanations).
 pub const PROTOCOL: u32 = 3;
 
 /// A document of a pinned searcher: segment ordinal and document id within it.
@@ -208,6 +210,55 @@ pub struct HitsCall {
     pub title: bool,
     pub snippet: bool,
     pub docs: Vec<DocRef>,
+    /// With `explain=true`: the first phase each document's score breakdown is of.
+    #[serde(default)]
+    pub explain: Option<ExplainCall>,
+}
+
+/// The first phase a sharded page explains: its model (a `crate::text::ModelKind` name) and
+/// field, scored with the call's statistics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExplainCall {
+    pub model: String,
+    pub field: Option<String>,
+}
+
+/// A shard's part of a hit's explanation: what only the shard holding the document knows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireExplain {
+    /// The first-phase score, term by term (`None` when the query has no searchable term).
+    pub first_phase: Option<ExplanationTree>,
+    /// The document's stored link scores.
+    pub links: Option<NodeScores>,
+}
+
+/// tantivy's explanation tree as it serialises (tantivy reads none back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExplanationTree {
+    pub value: f32,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<ExplanationTree>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
+}
+
+impl ExplanationTree {
+    pub fn of(e: &tantivy::query::Explanation) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(serde_json::to_value(e)?)
+    }
+
+    /// The tree as tantivy's type again, as a single index's explanation holds it.
+    pub fn into_tantivy(self) -> tantivy::query::Explanation {
+        let mut e = tantivy::query::Explanation::new_with_string(self.description, self.value);
+        for d in self.details {
+            e.add_detail(d.into_tantivy());
+        }
+        for c in self.context {
+            e.add_context(c);
+        }
+        e
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,4 +273,7 @@ pub struct WireHit {
     pub url: Option<String>,
     pub title: Option<String>,
     pub snippet: Option<String>,
+    /// When the call asked for explanations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<WireExplain>,
 }

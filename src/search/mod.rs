@@ -482,6 +482,25 @@ pub struct Engine {
     store_generation: std::sync::atomic::AtomicU64,
 }
 
+/// The first-phase score of each document at `addresses`, term by term (tantivy's
+/// explanation tree), as `bound` scores it with `stats`: what `explain=true` shows, on one
+/// index and on each shard of a sharded page (`crate::cluster::leaf::hits`).
+pub fn explain_first_phase(
+    searcher: &Searcher,
+    stats: &Stats,
+    bound: &crate::text::search::BoundModel,
+    addresses: &[DocAddress],
+) -> Result<Vec<tantivy::query::Explanation>, SearchError> {
+    // One weight for every explained hit.
+    let weight = bound
+        .query
+        .weight(tantivy::query::EnableScoring::enabled_from_statistics_provider(stats, searcher))?;
+    addresses
+        .iter()
+        .map(|a| Ok(weight.explain(searcher.segment_reader(a.segment_ord), a.doc_id)?))
+        .collect()
+}
+
 /// An engine is its own: where an `AsRef<Engine>` is asked for (an in-process shard,
 /// `crate::cluster::root::transport::LocalShard`), an engine or a server state holding one.
 impl AsRef<Engine> for Engine {
@@ -1090,33 +1109,23 @@ impl Engine {
         links: Option<&LinkData>,
         rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
     ) -> Result<Vec<Hit>, SearchError> {
-        // One weight for every explained hit; explaining is opt-in and off the hot path.
-        let explainer = match (&first.bound, q.explain) {
-            (Some(bound), true) => Some(bound.query.weight(
-                tantivy::query::EnableScoring::enabled_from_statistics_provider(stats, searcher),
-            )?),
-            _ => None,
-        };
-        let nodes = match (q.explain, links) {
-            (true, Some(links)) => {
-                let addresses: Vec<DocAddress> = page.iter().map(|r| r.address).collect();
-                Some(links.nodes_of(searcher, &addresses)?)
-            }
-            _ => None,
-        };
         let addresses: Vec<DocAddress> = page.iter().map(|r| r.address).collect();
+        // Explaining is opt-in and off the hot path.
+        let mut first_phase = match (&first.bound, q.explain) {
+            (Some(bound), true) => explain_first_phase(searcher, stats, bound, &addresses)?,
+            _ => Vec::new(),
+        }
+        .into_iter();
+        let nodes = match (q.explain, links) {
+            (true, Some(links)) => Some(links.nodes_of(searcher, &addresses)?),
+            _ => None,
+        };
         let shown = self.hit_fields(searcher, stats, &q.text, q.returns, &addresses)?;
         let mut hits = Vec::with_capacity(page.len());
         for (i, (r, shown)) in page.iter().zip(shown).enumerate() {
             let explain = match q.explain {
                 true => Some(Explanation {
-                    first_phase: match &explainer {
-                        Some(w) => Some(w.explain(
-                            searcher.segment_reader(r.address.segment_ord),
-                            r.address.doc_id,
-                        )?),
-                        None => None,
-                    },
+                    first_phase: first_phase.next(),
                     fusion_inputs: first.fused.as_ref().map(|f| {
                         f.inputs
                             .iter()

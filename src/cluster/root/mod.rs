@@ -28,11 +28,13 @@
 //! next replica ([`replicas`]); the whole search has one deadline.
 //!
 //! The single node does not run this algorithm over one in-process shard: its pipeline
-//! (`crate::search::Engine::search`) also fuses, sorts, collapses and explains, which a root
-//! refuses with a clear error until those steps are written for shards. The two share every
-//! step they both take: the first phase (`Engine::shard_top`), the feature rows
-//! (`Engine::shard_features`), the window's link columns (`crate::features::link`) and the
-//! page's fields (`Engine::hit_fields`).
+//! (`crate::search::Engine::search`) also fuses and sorts, which a root refuses with a clear
+//! error until those steps are written for shards (their ties are broken by document address,
+//! which shards cannot reproduce). The two share every step they both take: the first phase
+//! (`Engine::shard_top`), the feature rows (`Engine::shard_features`), the window's link
+//! columns (`crate::features::link`), collapsing (`crate::search::collapse`), explanations
+//! (`crate::search::explain_first_phase`, `ActiveModel::explain`) and the page's fields
+//! (`Engine::hit_fields`).
 //!
 //! Files: [`transport`] (the trait, the in-process shard), [`http`] (the HTTP client and
 //! transport), [`replicas`] (health and failover), [`tables`] (the statistics-table cache),
@@ -65,7 +67,8 @@ use super::MergedHit;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
-    ActiveModel, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
+    ActiveModel, BoostExplanation, Explanation, Hit, PhaseTimes, Ranking, SearchQuery,
+    SearchResponse, ShardHit, ShardsReport,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -147,6 +150,7 @@ struct Plan {
 
 /// The merged first phase of one try, with what the later rounds need.
 struct FirstPhase {
+    kind: ModelKind,
     stats: GlobalStats,
     /// The searcher generation each target pinned.
     generations: Vec<u64>,
@@ -168,7 +172,12 @@ struct Ranked {
     score: f32,
     /// With collapsing: how many hits this one hides.
     collapsed: Option<usize>,
+    /// With the PageRank boost: what it added.
+    boost: Option<BoostExplanation>,
 }
+
+/// The reranker's inputs and scores of a window, kept for the explanations.
+type Reranked = (Arc<ActiveModel>, FeatureMatrix, Vec<f32>);
 
 /// A failed call: a shard's replica that did not answer properly (the search moves to
 /// another replica), or an error of the search itself.
@@ -534,9 +543,6 @@ impl Root {
         if q.fusion.is_some() {
             return Err(unsharded("model", "model=fusion"));
         }
-        if q.explain {
-            return Err(unsharded("explain", "explain"));
-        }
         if let Ranking::Sort(_) = q.ranking {
             return Err(unsharded("sort", "sort"));
         }
@@ -710,6 +716,7 @@ impl Root {
             })
             .collect();
         Ok(FirstPhase {
+            kind: plan.kind,
             stats,
             generations,
             tables,
@@ -746,9 +753,11 @@ impl Root {
                 row,
                 score: h.hit.score,
                 collapsed: None,
+                boost: None,
             })
             .collect();
         let windowed = matches!(q.ranking, Ranking::Rerank { .. } | Ranking::Boost { .. });
+        let mut reranked: Option<Reranked> = None;
         if let Some(active) = model {
             let t = Instant::now();
             let features = self
@@ -763,7 +772,10 @@ impl Root {
                 r.score = s;
             }
             times.rerank = t.elapsed().as_secs_f64();
-        } else if let Ranking::Boost { .. } = q.ranking {
+            if q.explain {
+                reranked = Some((active.clone(), features, scores));
+            }
+        } else if let Ranking::Boost { weight, .. } = q.ranking {
             // SPEC §1.8: the boost added to the window's first-phase scores.
             for r in ranked.iter_mut() {
                 let id = &window[r.row].hit.id;
@@ -773,6 +785,7 @@ impl Root {
                     .copied()
                     .ok_or_else(|| internal(format!("no boost for {id}")))?;
                 r.score += added;
+                r.boost = Some(BoostExplanation { weight, added });
             }
         }
         if windowed {
@@ -819,7 +832,9 @@ impl Root {
 
         // 4. What the page shows.
         let t = Instant::now();
-        let hits = self.page(q, &first, targets, &ranked).await?;
+        let hits = self
+            .page(q, &first, targets, &ranked, reranked.as_ref())
+            .await?;
         times.hits = t.elapsed().as_secs_f64();
         Ok(SearchResponse {
             query: q.text.clone(),
@@ -1000,17 +1015,36 @@ impl Root {
         first: &FirstPhase,
         targets: &[Target],
         ranked: &[Ranked],
+        reranked: Option<&Reranked>,
     ) -> Result<Vec<Hit>, CallError> {
         let window = &first.window;
         let returns = q.returns;
         let hit = |i: usize, ranked: &Ranked, shown: Option<WireHit>| {
             let h = &window[ranked.row];
             let a = h.hit.address;
-            let shown = shown.unwrap_or(WireHit {
+            let mut shown = shown.unwrap_or(WireHit {
                 id: h.hit.id.clone(),
                 url: None,
                 title: None,
                 snippet: None,
+                explain: None,
+            });
+            let explain = q.explain.then(|| {
+                let part = shown.explain.take();
+                Explanation {
+                    first_phase: part
+                        .as_ref()
+                        .and_then(|p| p.first_phase.clone())
+                        .map(ExplanationTree::into_tantivy),
+                    fusion_inputs: None,
+                    first_phase_rank: ranked.row + 1,
+                    first_phase_score: h.hit.score,
+                    rerank: reranked.map(|(active, features, scores)| {
+                        active.explain(features, ranked.row, scores[ranked.row])
+                    }),
+                    boost: ranked.boost,
+                    links: part.and_then(|p| p.links),
+                }
             });
             Hit {
                 rank: q.offset + i + 1,
@@ -1021,11 +1055,11 @@ impl Root {
                 score: ranked.score,
                 sort_key: None,
                 collapsed: ranked.collapsed,
-                explain: None,
+                explain,
                 address: DocAddress::new(h.shard as u32, a.doc_id),
             }
         };
-        if !(returns.url || returns.title || returns.snippet) {
+        if !(returns.url || returns.title || returns.snippet || q.explain) {
             return Ok(ranked
                 .iter()
                 .enumerate()
@@ -1049,6 +1083,10 @@ impl Root {
                         .iter()
                         .map(|&i| doc_ref(&window[ranked[i].row]))
                         .collect(),
+                    explain: q.explain.then(|| ExplainCall {
+                        model: first.kind.name().to_string(),
+                        field: q.field.clone(),
+                    }),
                 };
                 async move { within(t, timeout, targets[t].1.client.hits(&call)).await }
             },
