@@ -349,6 +349,10 @@ fn links_boost_and_link_features_through_the_root() {
         "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=",
         "k=10",
         "k=5&offset=10&window=50",
+        "k=10&explain=true",
+        "k=6&offset=2&boost=pagerank&explain=true&fields=title",
+        "k=8&collapse=site,near_duplicate&window=60",
+        "k=8&rerank=false&collapse=page&explain=true",
     ];
     let compared = compare(&root, &params);
     assert!(compared > 150, "only {compared} hits compared");
@@ -364,6 +368,10 @@ fn links_boost_and_link_features_through_the_root() {
         get(&format!("{}/similar?doc=p1", one.base), None).status,
         200
     );
+    // A root neither: a 501 with the reason.
+    let similar = get(&format!("{}/similar?doc=p1", root.base), None);
+    assert_eq!(similar.status, 501, "{}", similar.body);
+    assert_eq!(similar.body["error"]["code"], "sharded_link_graph");
 
     // A reranker reading the RM3 features too: the root estimates the relevance model from
     // the merged window's feedback documents and ships it to the leaves.

@@ -132,6 +132,7 @@ pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
         .route("/doc/{*id}", get(root_doc))
+        .route("/similar", get(root_similar))
         .route("/admin/documents", post(root_documents))
         .route("/admin/documents/delete", post(root_delete))
         .route("/livez", get(|| async { "ok" }))
@@ -225,6 +226,24 @@ async fn root_doc(
         StatusCode::from_u16(status).unwrap_or(StatusCode::OK),
         Json(body),
     ))
+}
+
+/// `GET /similar` on a root: 501. SimRank's single-source scores walk the whole link graph
+/// from the document, and each shard holds only its own documents' part of it (their scores
+/// and out-links); serving it would mean the graph's walks across every leaf per request, or a
+/// copy of the whole graph on the root, which is what sharding the collection avoids. Serve
+/// `/similar` from an unsharded copy of the collection (`rankd graph` on it), as a leaf's 503
+/// `sharded_link_graph` says too.
+async fn root_similar() -> ApiError {
+    ApiError {
+        status: StatusCode::NOT_IMPLEMENTED,
+        code: "sharded_link_graph",
+        message: "/similar is not served by a root: SimRank needs the whole link graph, and \
+                  each shard holds only its part; serve it from an unsharded copy of the \
+                  collection"
+            .into(),
+        field: None,
+    }
 }
 
 /// A root's readiness: 503 while starting or draining; 503 naming the shards without a live
