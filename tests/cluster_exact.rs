@@ -745,3 +745,75 @@ fn explanations_over_shards_equal_the_single_index() {
         "only {reranked} reranked explanations compared"
     );
 }
+
+/// Fusions through the root: every method (weighted, normalised, Condorcet), after an offset,
+/// explained, and as the window a reranker-free boost or collapsing reorders, give the single
+/// index's ids, fused scores, fusion report and explanations.
+#[test]
+fn fusions_over_shards_equal_the_single_index() {
+    use rankd::search::{Fusion, FusionQuery};
+    let (docs, queries) = cranfield();
+    let f = build(&docs);
+    let root = f.root();
+    let fusions = [
+        (
+            "rrf",
+            vec![ModelKind::Bm25F, ModelKind::Lm, ModelKind::Bm25Prox],
+            None,
+            None,
+        ),
+        (
+            "combsum",
+            vec![ModelKind::Bm25, ModelKind::Lm],
+            Some("zscore"),
+            None,
+        ),
+        (
+            "combmnz",
+            vec![ModelKind::TfIdf, ModelKind::F2Exp],
+            None,
+            Some(vec![2.0, 0.5]),
+        ),
+        ("borda", vec![ModelKind::Bm25F, ModelKind::Bm25], None, None),
+        (
+            "condorcet",
+            vec![ModelKind::Lm, ModelKind::Bm25F, ModelKind::F2Exp],
+            None,
+            None,
+        ),
+    ];
+    let mut compared = 0;
+    for (method, inputs, norm, weights) in &fusions {
+        let fusion =
+            Fusion::from_names(method, inputs.len(), None, *norm, weights.clone()).unwrap();
+        for (i, q) in queries[..30].iter().enumerate() {
+            let mut query = SearchQuery::new(q, 10);
+            query.fusion = Some(FusionQuery {
+                inputs: inputs.clone(),
+                fusion: fusion.clone(),
+                depth: 50,
+            });
+            query.offset = i % 3;
+            query.explain = i % 2 == 0;
+            if i % 5 == 0 {
+                query.collapse = vec![rankd::search::CollapseKey::NearDuplicate];
+            }
+            let single = f.single.search(&query).unwrap();
+            let sharded = f.search(&root, &query);
+            let what = format!("{method} {q:?}");
+            assert_eq!(sharded.total_hits, single.total_hits, "{what}");
+            assert_eq!(sharded.model, "fusion");
+            assert_eq!(ids_and_bits(&sharded), ids_and_bits(&single), "{what}");
+            assert_eq!(
+                serde_json::to_value(&sharded.fusion).unwrap(),
+                serde_json::to_value(&single.fusion).unwrap(),
+                "{what}"
+            );
+            if query.explain {
+                assert_eq!(explanations(&sharded), explanations(&single), "{what}");
+            }
+            compared += sharded.hits.len();
+        }
+    }
+    assert!(compared > 1000, "only {compared} fused hits compared");
+}

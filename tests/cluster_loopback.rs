@@ -174,14 +174,12 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
             search(&root.base, p, q)["hits"]
         );
     }
+    // A fusion answers as on the single node.
+    let p = "model=fusion&inputs=bm25,lm&fusion=rrf";
+    let (a, b) = (search(&one.base, p, "flow"), search(&root.base, p, "flow"));
+    assert_eq!((&a["hits"], &a["fusion"]), (&b["hits"], &b["fusion"]));
     // What is not sharded yet is refused clearly, not answered wrongly.
-    let a = get(
-        &format!(
-            "{}/search?q=flow&model=fusion&inputs=bm25,lm&fusion=rrf",
-            root.base
-        ),
-        None,
-    );
+    let a = get(&format!("{}/search?q=flow&sort=fresh", root.base), None);
     assert_eq!(a.status, 400, "{}", a.body);
     assert!(a.body["error"]["message"]
         .as_str()
@@ -340,6 +338,8 @@ fn links_boost_and_link_features_through_the_root() {
                 let (a, b) = (search(&one.base, p, q), search(&root.base, p, q));
                 assert_eq!(a["hits"], b["hits"], "{p} {q:?}");
                 assert_eq!(a["reranker"], b["reranker"], "{p} {q:?}");
+                assert_eq!(a["fusion"], b["fusion"], "{p} {q:?}");
+                assert_eq!(a["total_hits"], b["total_hits"], "{p} {q:?}");
                 compared += a["hits"].as_array().unwrap().len();
             }
         }
@@ -353,6 +353,8 @@ fn links_boost_and_link_features_through_the_root() {
         "k=6&offset=2&boost=pagerank&explain=true&fields=title",
         "k=8&collapse=site,near_duplicate&window=60",
         "k=8&rerank=false&collapse=page&explain=true",
+        "k=10&model=fusion&inputs=bm25f,lm,bm25prox&fusion=rrf&explain=true",
+        "k=7&offset=3&model=fusion&inputs=bm25,f2exp&fusion=combmnz&rerank=false",
     ];
     let compared = compare(&root, &params);
     assert!(compared > 150, "only {compared} hits compared");

@@ -200,6 +200,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
     q.field.clone_from(&call.field);
     let top = engine.shard_top(searcher, &Stats::new(&source), &q, kind, call.limit)?;
+    let no_terms = top.is_none();
     let (total_hits, hits) = match top {
         Some(top) => (top.total_hits, top.hits),
         None => (0, Vec::new()),
@@ -242,6 +243,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         protocol: PROTOCOL,
         current,
         total_hits,
+        no_terms,
         hits: hits
             .into_iter()
             .zip(boosts)
@@ -376,15 +378,23 @@ fn explain(
     call: &ExplainCall,
     addresses: &[DocAddress],
 ) -> Result<Vec<WireExplain>, LeafError> {
-    let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
-        field: "model",
-        message: e,
-    })?;
+    let kind: Option<ModelKind> =
+        call.model
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e: String| SearchError::Param {
+                field: "model",
+                message: e,
+            })?;
     let searcher = &pinned.searcher;
-    let first_phase = match engine
-        .index
-        .bind(stats, kind, call.field.as_deref(), text)?
-    {
+    let bound = match kind {
+        Some(kind) => engine
+            .index
+            .bind(stats, kind, call.field.as_deref(), text)?,
+        None => None,
+    };
+    let first_phase = match bound {
         Some(bound) => crate::search::explain_first_phase(searcher, stats, &bound, addresses)?
             .iter()
             .map(|e| {

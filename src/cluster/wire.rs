@@ -125,6 +125,10 @@ pub struct QueryReply {
     pub current: u64,
     /// This shard's documents matching at least one query term.
     pub total_hits: usize,
+    /// The query has no searchable term for the call's model (the single index then answers
+    /// nothing; a fusion counts the hits of its first input that has terms).
+    #[serde(default)]
+    pub no_terms: bool,
     /// The shard's top in the canonical order.
     pub hits: Vec<WireCandidate>,
 }
@@ -216,10 +220,11 @@ pub struct HitsCall {
 }
 
 /// The first phase a sharded page explains: its model (a `crate::text::ModelKind` name) and
-/// field, scored with the call's statistics.
+/// field, scored with the call's statistics; and the documents' link scores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExplainCall {
-    pub model: String,
+    /// `None` for a fusion: its hits are explained by their places in the input lists.
+    pub model: Option<String>,
     pub field: Option<String>,
 }
 

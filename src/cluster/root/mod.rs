@@ -27,14 +27,19 @@
 //! A replica that fails a call is marked down and the search starts again on the shard's
 //! next replica ([`replicas`]); the whole search has one deadline.
 //!
+//! A fusion (`model=fusion`) merges each input model's top `fusion_depth` over the shards
+//! (the canonical order, as the single index lists it) and fuses those lists here by id: a
+//! fused list's ties keep the order of first appearance in the input lists, so it is the
+//! single index's.
+//!
 //! The single node does not run this algorithm over one in-process shard: its pipeline
-//! (`crate::search::Engine::search`) also fuses and sorts, which a root refuses with a clear
-//! error until those steps are written for shards (their ties are broken by document address,
-//! which shards cannot reproduce). The two share every step they both take: the first phase
-//! (`Engine::shard_top`), the feature rows (`Engine::shard_features`), the window's link
-//! columns (`crate::features::link`), collapsing (`crate::search::collapse`), explanations
-//! (`crate::search::explain_first_phase`, `ActiveModel::explain`) and the page's fields
-//! (`Engine::hit_fields`).
+//! (`crate::search::Engine::search`) also sorts by social scores, which a root refuses with a
+//! clear error (a sort's ties are broken by document address, which shards cannot
+//! reproduce). The two share every step they both take: the first phase
+//! (`Engine::shard_top`), fusion (`crate::search::fusion`), the feature rows
+//! (`Engine::shard_features`), the window's link columns (`crate::features::link`),
+//! collapsing (`crate::search::collapse`), explanations (`crate::search::explain_first_phase`,
+//! `ActiveModel::explain`) and the page's fields (`Engine::hit_fields`).
 //!
 //! Files: [`transport`] (the trait, the in-process shard), [`http`] (the HTTP client and
 //! transport), [`replicas`] (health and failover), [`tables`] (the statistics-table cache),
@@ -67,8 +72,8 @@ use super::MergedHit;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
-    ActiveModel, BoostExplanation, Explanation, Hit, PhaseTimes, Ranking, SearchQuery,
-    SearchResponse, ShardHit, ShardsReport,
+    ActiveModel, BoostExplanation, Explanation, FusionInputAgreement, FusionInputRank,
+    FusionReport, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -164,6 +169,32 @@ struct FirstPhase {
     nodes: HashMap<String, u32>,
     /// Each window document's collapse keys, by id (when the search collapses).
     keys: HashMap<String, CollapseKeys>,
+    /// A fusion's report, and each input's list (rank and score by id) for the explanations.
+    fusion: Option<(FusionReport, FusionInputs)>,
+}
+
+/// Each input of a fusion and, by id, the rank and score of its listed documents.
+type FusionInputs = Vec<(ModelKind, HashMap<String, (usize, f32)>)>;
+
+impl FirstPhase {
+    /// A shard's candidate as a hit of its merged list, what the later rounds read of it
+    /// kept by id (`nodes`: whether the window's link-graph nodes are needed).
+    fn candidate(&mut self, c: WireCandidate, nodes: bool) -> ShardHit {
+        if let Some(b) = c.boost {
+            self.boosts.insert(c.id.clone(), f32::from_bits(b));
+        }
+        if let (Some(node), true) = (c.node, nodes) {
+            self.nodes.insert(c.id.clone(), node);
+        }
+        if let Some(k) = c.keys {
+            self.keys.insert(c.id.clone(), k);
+        }
+        ShardHit {
+            score: f32::from_bits(c.score),
+            id: c.id,
+            address: DocAddress::new(c.doc.segment, c.doc.doc),
+        }
+    }
 }
 
 /// A window row as the second phase orders it.
@@ -540,9 +571,6 @@ impl Root {
     /// Checks `q` and decides what every try of it does.
     fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
-        if q.fusion.is_some() {
-            return Err(unsharded("model", "model=fusion"));
-        }
         if let Ranking::Sort(_) = q.ranking {
             return Err(unsharded("sort", "sort"));
         }
@@ -582,15 +610,26 @@ impl Root {
         let stats = if model.is_some() {
             StatsRequest::for_query(&self.config, &q.text)?
         } else {
-            let field = match kind {
-                ModelKind::Bm25F => "all",
-                _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+            // The fields the first phase's models read (a fusion's inputs, or the one model).
+            let kinds = match &q.fusion {
+                Some(f) => f.inputs.clone(),
+                None => vec![kind],
             };
-            let mut fields = vec![field];
-            if q.returns.snippet {
+            let mut fields: Vec<&str> = Vec::new();
+            for k in &kinds {
+                let field = match k {
+                    ModelKind::Bm25F => "all",
+                    _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+                };
+                if !fields.contains(&field) {
+                    fields.push(field);
+                }
+            }
+            if q.returns.snippet && !fields.contains(&"body") {
                 fields.push("body");
             }
-            StatsRequest::for_fields(&self.config, &q.text, &fields, kind == ModelKind::Lm)?
+            let lm = kinds.contains(&ModelKind::Lm);
+            StatsRequest::for_fields(&self.config, &q.text, &fields, lm)?
         };
         Ok(Plan {
             kind,
@@ -648,7 +687,8 @@ impl Root {
         Ok((stats, replies.iter().map(|r| r.generation).collect(), None))
     }
 
-    /// Rounds 1 and 2: the statistics, summed, and the merged first phase.
+    /// Rounds 1 and 2: the statistics, summed, and the merged first phase: one model's, or a
+    /// fusion's (each input's lists merged over the shards, then fused here).
     async fn first_phase(
         &self,
         q: &SearchQuery,
@@ -656,76 +696,143 @@ impl Root {
         targets: &[Target],
     ) -> Result<FirstPhase, CallError> {
         let (stats, generations, tables) = self.statistics(targets, &plan.stats).await?;
-        let all: Vec<usize> = (0..targets.len()).collect();
+        let (kinds, depth) = match &q.fusion {
+            Some(f) => (f.inputs.clone(), f.depth),
+            None => (vec![plan.kind], plan.limit),
+        };
         let boost = match q.ranking {
             Ranking::Boost { weight, .. } => Some(weight),
             _ => None,
         };
-        let (stats_ref, generations_ref) = (&stats, &generations);
+        let all: Vec<usize> = (0..targets.len()).collect();
+        let (stats_ref, generations_ref, all_ref) = (&stats, &generations, &all);
         let timeout = self.options.leaf_timeout;
-        let replies: Vec<QueryReply> = fan_out(&all, |t| {
-            let call = QueryCall {
-                protocol: PROTOCOL,
-                generation: generations_ref[t],
-                text: q.text.clone(),
-                model: plan.kind.name().to_string(),
-                field: q.field.clone(),
-                limit: plan.limit,
-                stats: stats_ref.clone(),
-                boost,
-                collapse: plan.collapse,
-            };
-            async move { within(t, timeout, targets[t].1.client.query(&call)).await }
-        })
-        .await?;
+        // Every input's call to every shard at once.
+        let per_input: Vec<Vec<QueryReply>> =
+            futures_util::future::try_join_all(kinds.iter().map(|&kind| {
+                fan_out(all_ref, move |t| {
+                    let call = QueryCall {
+                        protocol: PROTOCOL,
+                        generation: generations_ref[t],
+                        text: q.text.clone(),
+                        model: kind.name().to_string(),
+                        field: q.field.clone(),
+                        limit: depth,
+                        stats: stats_ref.clone(),
+                        boost,
+                        collapse: plan.collapse,
+                    };
+                    async move { within(t, timeout, targets[t].1.client.query(&call)).await }
+                })
+            }))
+            .await?;
         if tables.is_some() {
             // A shard whose searcher moved on: its table is fetched again next time (this
             // search goes on with the generation it pinned).
-            for (t, r) in replies.iter().enumerate() {
+            for (t, r) in per_input[0].iter().enumerate() {
                 if r.current != generations[t] {
                     self.tables.forget(targets[t].1.name());
                 }
             }
         }
-        let total_hits = replies.iter().map(|r| r.total_hits).sum();
-        let mut boosts = HashMap::new();
-        let mut nodes = HashMap::new();
-        let mut keys = HashMap::new();
-        let lists = replies
-            .into_iter()
-            .map(|r| {
-                r.hits
-                    .into_iter()
-                    .map(|c| {
-                        if let Some(b) = c.boost {
-                            boosts.insert(c.id.clone(), f32::from_bits(b));
-                        }
-                        if let (Some(node), true) = (c.node, plan.features) {
-                            nodes.insert(c.id.clone(), node);
-                        }
-                        if let Some(k) = c.keys {
-                            keys.insert(c.id.clone(), k);
-                        }
-                        ShardHit {
-                            score: f32::from_bits(c.score),
-                            id: c.id,
-                            address: DocAddress::new(c.doc.segment, c.doc.doc),
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        Ok(FirstPhase {
+        let mut first = FirstPhase {
             kind: plan.kind,
             stats,
             generations,
             tables,
-            total_hits,
-            window: super::merge(lists, plan.limit),
-            boosts,
-            nodes,
-            keys,
-        })
+            total_hits: 0,
+            window: Vec::new(),
+            boosts: HashMap::new(),
+            nodes: HashMap::new(),
+            keys: HashMap::new(),
+            fusion: None,
+        };
+        // Each input's merged list, and the hits' shards and addresses by id.
+        let mut merged: Vec<Vec<MergedHit>> = Vec::with_capacity(kinds.len());
+        let mut total_hits = None;
+        for replies in per_input {
+            if total_hits.is_none() && replies.iter().any(|r| !r.no_terms) {
+                // As the single index: a fusion counts its first input with searchable terms.
+                total_hits = Some(replies.iter().map(|r| r.total_hits).sum());
+            }
+            let lists = replies
+                .into_iter()
+                .map(|r| {
+                    r.hits
+                        .into_iter()
+                        .map(|c| first.candidate(c, plan.features))
+                        .collect()
+                })
+                .collect();
+            merged.push(super::merge(lists, depth));
+        }
+        first.total_hits = total_hits.unwrap_or(0);
+        let Some(f) = &q.fusion else {
+            first.window = merged.pop().expect("one input");
+            return Ok(first);
+        };
+        if total_hits.is_none() {
+            return Ok(first);
+        }
+        let lists: Vec<Vec<(String, f64)>> = merged
+            .iter()
+            .map(|m| {
+                m.iter()
+                    .map(|h| (h.hit.id.clone(), f64::from(h.hit.score)))
+                    .collect()
+            })
+            .collect();
+        let fused = f.fusion.fuse(&lists).map_err(|e| SearchError::Param {
+            field: "fusion",
+            message: e.to_string(),
+        })?;
+        let report = FusionReport {
+            method: f.fusion.method,
+            inputs: f
+                .inputs
+                .iter()
+                .zip(&lists)
+                .map(|(kind, list)| FusionInputAgreement {
+                    model: kind.to_string(),
+                    kendall_tau_b: crate::search::fusion::agreement(list, &fused),
+                })
+                .collect(),
+        };
+        let mut located: HashMap<&str, &MergedHit> = HashMap::new();
+        for h in merged.iter().flatten() {
+            located.entry(h.hit.id.as_str()).or_insert(h);
+        }
+        let window = fused
+            .iter()
+            .take(plan.limit)
+            .map(|(id, score)| {
+                let h = located[id.as_str()];
+                MergedHit {
+                    shard: h.shard,
+                    hit: ShardHit {
+                        score: *score as f32,
+                        id: id.clone(),
+                        address: h.hit.address,
+                    },
+                }
+            })
+            .collect();
+        let inputs = f
+            .inputs
+            .iter()
+            .zip(&merged)
+            .map(|(&kind, list)| {
+                let listed = list
+                    .iter()
+                    .enumerate()
+                    .map(|(r, h)| (h.hit.id.clone(), (r + 1, h.hit.score)))
+                    .collect();
+                (kind, listed)
+            })
+            .collect();
+        first.window = window;
+        first.fusion = Some((report, inputs));
+        Ok(first)
     }
 
     /// One try of a search on one replica of each shard in `targets`.
@@ -838,12 +945,15 @@ impl Root {
         times.hits = t.elapsed().as_secs_f64();
         Ok(SearchResponse {
             query: q.text.clone(),
-            model: kind.to_string(),
+            model: match q.fusion {
+                Some(_) => "fusion".to_string(),
+                None => kind.to_string(),
+            },
             reranker: model.as_ref().map(|m| m.id().to_string()),
             total_hits: first.total_hits,
             took_ms: start.elapsed().as_secs_f64() * 1e3,
             hits,
-            fusion: None,
+            fusion: first.fusion.map(|(report, _)| report),
             partial: None,
             shards: None,
             times,
@@ -950,7 +1060,7 @@ impl Root {
                     text: q.text.clone(),
                     stats: stats.clone(),
                     now,
-                    scores_are_bm25f: kind == ModelKind::Bm25F,
+                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                     docs: rows
                         .iter()
                         .map(|&i| (doc_ref(&window[i]), window[i].hit.score.to_bits(), i + 1))
@@ -1036,7 +1146,19 @@ impl Root {
                         .as_ref()
                         .and_then(|p| p.first_phase.clone())
                         .map(ExplanationTree::into_tantivy),
-                    fusion_inputs: None,
+                    fusion_inputs: first.fusion.as_ref().map(|(_, inputs)| {
+                        inputs
+                            .iter()
+                            .map(|(model, listed)| {
+                                let found = listed.get(&h.hit.id);
+                                FusionInputRank {
+                                    model: model.to_string(),
+                                    rank: found.map(|&(rank, _)| rank),
+                                    score: found.map(|&(_, score)| score),
+                                }
+                            })
+                            .collect()
+                    }),
                     first_phase_rank: ranked.row + 1,
                     first_phase_score: h.hit.score,
                     rerank: reranked.map(|(active, features, scores)| {
@@ -1084,7 +1206,10 @@ impl Root {
                         .map(|&i| doc_ref(&window[ranked[i].row]))
                         .collect(),
                     explain: q.explain.then(|| ExplainCall {
-                        model: first.kind.name().to_string(),
+                        model: match q.fusion {
+                            Some(_) => None,
+                            None => Some(first.kind.name().to_string()),
+                        },
                         field: q.field.clone(),
                     }),
                 };
