@@ -4,20 +4,15 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde_json::Value;
-use tantivy::collector::TopDocs;
-use tantivy::query::TermQuery;
-use tantivy::schema::IndexRecordOption;
-use tantivy::{TantivyDocument, Term};
 
 use super::error::ApiError;
 use super::params::{Query, QueryParams};
 use super::AppState;
-use crate::links::NodeScores;
 use crate::search::{
     CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery, SearchResponse,
     SortMode, DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW,
 };
+use crate::search::{DocResponse, SimilarResponse};
 use crate::text::ModelKind;
 
 /// `GET /search`'s parameters.
@@ -349,24 +344,6 @@ impl QueryParams for SimilarParams {
     const NAMES: &'static [&'static str] = &["doc", "k"];
 }
 
-/// One document similar to the asked one.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct SimilarHit {
-    pub rank: usize,
-    pub id: String,
-    /// Linearised SimRank, within `error_bound` of SimRank with probability ≥ 0.999.
-    pub score: f64,
-    pub error_bound: f64,
-}
-
-/// `GET /similar`'s answer.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct SimilarResponse {
-    pub doc: String,
-    pub took_ms: f64,
-    pub hits: Vec<SimilarHit>,
-}
-
 /// `GET /similar?doc=ID&k=10`: documents by SimRank similarity (SPEC §2.4, single-source
 /// linearised SimRank with the diagonal `rankd graph` stored; error bound in
 /// `crate::graph::simrank`).
@@ -384,73 +361,18 @@ pub async fn similar(
     State(state): State<Arc<AppState>>,
     Query(p): Query<SimilarParams>,
 ) -> Result<Json<SimilarResponse>, ApiError> {
-    let id = p.doc;
+    use crate::search::SimilarError;
     let k = p.k.unwrap_or(10);
-    if k == 0 || k > 100 {
-        return Err(ApiError::bad_request(
-            "k",
-            format!("k must be between 1 and 100, got {k}"),
-        ));
-    }
-    let links = state.engine.links();
-    let Some(links) = &links else {
-        return Err(ApiError::bad_request(
-            "doc",
-            "no link scores for this index; run `rankd graph` first",
-        ));
-    };
-    let Some(whole) = links.whole() else {
-        return Err(ApiError::unavailable(
-            "sharded_link_graph",
-            "this index is a shard of a collection and holds its part of the link graph only; \
-             /similar needs the whole graph",
-        ));
-    };
-    let Some(node) = links.node(&id) else {
-        return Err(ApiError::not_found(format!(
-            "no document with id {id:?} in the link graph"
-        )));
-    };
-    let start = std::time::Instant::now();
-    let query = crate::graph::simrank::QueryParams::default();
-    let similar = whole
-        .simrank
-        .top_k(&whole.graph, node, k, &query)
-        .map_err(ApiError::internal)?;
-    let hits = similar
-        .into_iter()
-        .enumerate()
-        .map(|(i, (n, score))| SimilarHit {
-            rank: i + 1,
-            id: links.scores.keys[n as usize].clone(),
-            score,
-            error_bound: whole.simrank.error_bound(&query, score),
-        })
-        .collect();
-    Ok(Json(SimilarResponse {
-        doc: id,
-        took_ms: start.elapsed().as_secs_f64() * 1e3,
-        hits,
-    }))
-}
-
-/// A document as `GET /doc/{id}` answers it: its stored fields and link scores.
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct DocResponse {
-    pub id: String,
-    pub url: Option<String>,
-    pub title: String,
-    pub headings: String,
-    pub body: String,
-    pub anchor: String,
-    pub links: Vec<String>,
-    /// Seconds since the Unix epoch.
-    pub published_at: Option<i64>,
-    /// The other fields of its JSONL record, as given.
-    #[schema(value_type = Object)]
-    pub extra: serde_json::Map<String, Value>,
-    /// Its link scores (`null` without `rankd graph`, or outside the link graph).
-    pub link_scores: Option<NodeScores>,
+    state.engine.similar(&p.doc, k).map(Json).map_err(|e| {
+        let message = e.to_string();
+        match e {
+            SimilarError::K(_) => ApiError::bad_request("k", message),
+            SimilarError::NoLinkScores => ApiError::bad_request("doc", message),
+            SimilarError::ShardedLinkGraph => ApiError::unavailable("sharded_link_graph", message),
+            SimilarError::NotInGraph(_) => ApiError::not_found(message),
+            SimilarError::Internal(e) => ApiError::internal(format!("{e:#}")),
+        }
+    })
 }
 
 /// A document's stored fields and link scores. Ids may contain `/` (the Rust docs' ids are
@@ -467,34 +389,8 @@ pub async fn doc(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Json<DocResponse>, ApiError> {
-    let index = &state.engine.index;
-    let searcher = index.reader.searcher();
-    let query = TermQuery::new(
-        Term::from_field_text(index.fields.id, &id),
-        IndexRecordOption::Basic,
-    );
-    let top = searcher
-        .search(&query, &TopDocs::with_limit(1).order_by_score())
-        .map_err(ApiError::internal)?;
-    let Some((_, address)) = top.first() else {
-        return Err(ApiError::not_found(format!("no document with id {id:?}")));
-    };
-    let stored: TantivyDocument = searcher.doc(*address).map_err(ApiError::internal)?;
-    let d = index.stored(&stored);
-    let link_scores = state
-        .engine
-        .links()
-        .and_then(|l| l.scores_of(l.node(&d.id)));
-    Ok(Json(DocResponse {
-        id: d.id,
-        url: d.url,
-        title: d.title,
-        headings: d.headings,
-        body: d.body,
-        anchor: d.anchor,
-        links: d.links,
-        published_at: d.published_at,
-        extra: d.extra,
-        link_scores,
-    }))
+    match state.engine.document(&id).map_err(ApiError::internal)? {
+        Some(d) => Ok(Json(d)),
+        None => Err(ApiError::not_found(format!("no document with id {id:?}"))),
+    }
 }

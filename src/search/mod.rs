@@ -12,6 +12,7 @@
 //! one fast-field value per hit (`crate::text::columns`); no stored document is read.
 
 pub mod collapse;
+pub mod document;
 pub mod fusion;
 pub mod model;
 pub mod sort;
@@ -35,6 +36,7 @@ use crate::text::stats::Stats;
 use crate::text::{ModelKind, TextIndex};
 
 pub use collapse::CollapseKey;
+pub use document::{DocResponse, SimilarError, SimilarHit, SimilarResponse};
 pub use fusion::{Fusion, FusionError};
 pub use model::{ActiveModel, RerankExplanation, DEFAULT_WINDOW, MAX_WINDOW};
 pub use sort::SortMode;
