@@ -3,11 +3,9 @@
 //! batches until they are judged, released or expired; an empty pool has a defined answer;
 //! with an active reranker the pool is scored by it.
 
-mod ops_support;
-
 use std::collections::BTreeSet;
 
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {

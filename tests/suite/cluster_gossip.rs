@@ -7,14 +7,12 @@
 //!
 //! The metastore is PostgreSQL when `RANKD_TEST_DATABASE_URL` is set, else SQLite.
 
-mod ops_support;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 fn gossip(port: u16) -> String {

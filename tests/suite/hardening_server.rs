@@ -3,13 +3,11 @@
 //! cap, JSON for every error status, throttled admin authentication, external commits seen
 //! by the server, and a corrupt active model that no longer stops the server.
 
-mod ops_support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use ops_support::*;
+use crate::util::*;
 
 fn host(base: &str) -> &str {
     base.strip_prefix("http://").unwrap()

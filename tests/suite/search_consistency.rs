@@ -2,11 +2,9 @@
 //! the same engine, so the same request gives the same ranking (first phase, boosted and
 //! reranked) and the same scores.
 
-mod ops_support;
-
 use std::collections::BTreeMap;
 
-use ops_support::*;
+use crate::util::*;
 
 const QUERIES: &[(&str, &str)] = &[
     ("q1", "vector iterator"),

@@ -3,9 +3,7 @@
 //! server's own OpenAPI document, each admin operation, bad input on every route (a 4xx
 //! naming the problem, the database and index unchanged), and jobs across a restart.
 
-mod ops_support;
-
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 /// Every admin (method, path) the server documents, path parameters filled in.

@@ -5,12 +5,10 @@
 //! trained on the single index; the root with statistics gathered per search and summed from
 //! the shards' tables alike.
 
-mod ops_support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 fn rust_docs() -> PathBuf {

@@ -7,12 +7,10 @@
 //! last map keeps serving, the error says what failed) and back; a start without the database
 //! from the cache file, and a clear error without one.
 
-mod ops_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use ops_support::*;
+use crate::util::*;
 use rankd::cluster::metastore::*;
 
 const TIMEOUT: Duration = Duration::from_secs(5);

@@ -4,9 +4,7 @@
 //! route and Prometheus gauges) until the graph job, started on request after a batch, has
 //! recomputed them; a restart keeps serving stale scores and says so.
 
-mod ops_support;
-
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 /// `n` documents, each linking to `fanout` pseudo-random others by id.

@@ -3,11 +3,9 @@
 //! first-phase model and every query, top 100 ids and scores; the default reranked search
 //! with titles, URLs and snippets; each document on the shard its id routes to.
 
-mod ops_support;
-
 use std::path::Path;
 
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 const TOKEN: &str = "cluster-test-token";

@@ -4,14 +4,12 @@
 //! a 503 from a root that disallows partial answers); the leaf restarted and used again
 //! without restarting the root.
 
-mod ops_support;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ops_support::*;
+use crate::util::*;
 use rankd::cluster::routing::shard_of;
 use serde_json::Value;
 

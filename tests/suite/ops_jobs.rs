@@ -2,8 +2,6 @@
 //! PostgreSQL: a job's outcome (success, failure, panic, cancellation) is what its row says,
 //! progress and logs are recorded, and a restart fails what was left running.
 
-mod ops_support;
-
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -25,7 +23,7 @@ async fn finished(db: &Db, id: i64) -> rankd::db::Job {
 #[test]
 fn outcomes_progress_logs_and_cancellation() {
     let dir = tempfile::tempdir().unwrap();
-    let url = ops_support::fresh_database(dir.path());
+    let url = crate::util::fresh_database(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let db = Db::open(&url).await.unwrap();
@@ -153,7 +151,7 @@ fn outcomes_progress_logs_and_cancellation() {
 #[test]
 fn reopening_fails_jobs_left_running() {
     let dir = tempfile::tempdir().unwrap();
-    let url = ops_support::fresh_database(dir.path());
+    let url = crate::util::fresh_database(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let db = Db::open(&url).await.unwrap();

@@ -2,9 +2,7 @@
 //! (`RANKD_TEST_DATABASE_URL`): training on stored judgments, activation (hot swap seen by
 //! `/search`), rollback, deletion, and every bad request leaving the database unchanged.
 
-mod ops_support;
-
-use ops_support::*;
+use crate::util::*;
 
 fn assert_error(a: &Answer, status: u16, says: &str) {
     assert_eq!(a.status, status, "{}", a.body);

@@ -6,8 +6,6 @@
 //! generation's documents or link scores. On a local directory store here, and on S3 against
 //! moto's server (`RANKD_TEST_MOTO=path/to/moto_server`, set by `.ci/run`).
 
-mod ops_support;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ops_support::*;
+use crate::util::*;
 use serde_json::Value;
 
 /// Runs `rankd ARGS` with `env`, asserting success; its standard output.
@@ -644,7 +642,7 @@ fn publishers_race_for_a_generation_and_one_wins() {
 }
 
 /// `rankd publish --metastore` records every shard's new generation in the metastore (here
-/// SQLite; the same SQL runs on PostgreSQL in `tests/cluster_metastore.rs`), where roots and
+/// SQLite; the same SQL runs on PostgreSQL in `tests/suite/cluster_metastore.rs`), where roots and
 /// operators read the current generation and its manifest.
 #[test]
 fn publish_records_generations_in_the_metastore() {

@@ -14,15 +14,13 @@
 //! over that duration. `RANKD_CRASH_SEED` changes the seed; a failure names the seed, the round
 //! and the delay, so it can be replayed.
 
-mod ops_support;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ops_support::*;
+use crate::util::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;

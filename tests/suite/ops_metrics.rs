@@ -2,11 +2,9 @@
 //! template, the index gauges match the data directory, every metric the Grafana dashboard
 //! queries is exported, and the OpenAPI document lists the public and admin routes.
 
-mod ops_support;
-
 use std::collections::BTreeSet;
 
-use ops_support::*;
+use crate::util::*;
 
 /// Metric names present in a Prometheus text exposition.
 fn exported_names(text: &str) -> BTreeSet<String> {

@@ -5,12 +5,10 @@
 //! fail cleanly, the server serves, and once space is freed writes succeed again (on a small
 //! tmpfs; skipped when it cannot be mounted).
 
-mod ops_support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use ops_support::*;
+use crate::util::*;
 
 fn rankd() -> Command {
     let mut c = Command::new(rankd_bin());
