@@ -1,92 +1,24 @@
 //! The HTTP API against a real `rankd serve` process: bad requests are JSON 4xx errors that
 //! name the parameter, the server keeps serving, and SIGTERM shuts it down cleanly.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
-struct Server {
-    child: Child,
-    base: String,
-}
+use crate::util::{get, ingest, rankd_ok, start_serve, Answer, Server, DOCS};
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-    }
-}
-
-fn start(data: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args([
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--data-dir",
-            data.to_str().unwrap(),
-        ])
-        .env("RANKD_LOG", "error")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let base = loop {
-        let line = lines.next().expect("server prints its address").unwrap();
-        if let Some(rest) = line.split("http://").nth(1) {
-            break format!("http://{}", rest.split('/').next().unwrap());
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, base }
-}
-
-fn get(url: &str) -> (u16, serde_json::Value) {
-    let agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .new_agent();
-    let mut resp = agent.get(url).call().unwrap();
-    let status = resp.status().as_u16();
-    let body = resp.body_mut().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&body).unwrap_or(serde_json::Value::String(body)),
-    )
-}
-
-fn corpus(dir: &std::path::Path) -> std::path::PathBuf {
-    let data = dir.join("data");
-    let f = dir.join("docs.jsonl");
-    let docs = [
-        r#"{"id":"vec","url":"https://x.org/vec","title":"Vec","body":"A contiguous growable array type, with capacity and length.","links":["https://x.org/iter"]}"#,
-        r#"{"id":"iter","url":"https://x.org/iter","title":"Iterator","body":"An interface for dealing with iterators: map, filter, fold.","links":["https://x.org/vec"]}"#,
-        r#"{"id":"map","url":"https://x.org/map","title":"HashMap","body":"A hash map with capacity, implemented with quadratic probing.","links":["https://x.org/vec","https://x.org/iter"]}"#,
+/// The three documents of [`DOCS`] and one whose id holds slashes, ingested with link scores.
+fn corpus(dir: &Path) -> PathBuf {
+    let mut docs = DOCS.to_vec();
+    docs.push(
         r#"{"id":"std/slash/page.html","title":"Nested","body":"An id with slashes in it."}"#,
-    ];
-    std::fs::write(&f, docs.join("\n")).unwrap();
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_rankd"))
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let d = data.to_str().unwrap();
-    run(&[
-        "ingest",
-        "--format",
-        "jsonl",
-        "--input",
-        f.to_str().unwrap(),
-        "--data-dir",
-        d,
-    ]);
-    run(&["graph", "--data-dir", d, "--json"]);
+    );
+    let data = ingest(dir, &docs);
+    rankd_ok(["graph", "--data-dir", data.to_str().unwrap(), "--json"]);
     data
+}
+
+fn start(data: &Path) -> Server {
+    start_serve(&["--data-dir", data.to_str().unwrap()], None, &[])
 }
 
 #[test]
@@ -95,16 +27,17 @@ fn search_doc_similar_and_every_bad_input() {
     let server = start(&corpus(dir.path()));
     let b = &server.base;
 
-    let (status, body) = get(&format!("{b}/search?q=capacity&k=5"));
+    let Answer { status, body, .. } = get(&format!("{b}/search?q=capacity&k=5"), None);
     assert_eq!(status, 200);
     assert_eq!(body["total_hits"], 2);
     assert_eq!(body["model"], "bm25f");
     let snippet = body["hits"][0]["snippet"].as_str().unwrap();
     assert!(snippet.contains("<b>capacity</b>"), "{snippet}");
 
-    let (status, body) = get(&format!(
-        "{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"
-    ));
+    let Answer { status, body, .. } = get(
+        &format!("{b}/search?q=capacity&model=lm&explain=true&boost=pagerank"),
+        None,
+    );
     assert_eq!(status, 200, "{body}");
     let explain = &body["hits"][0]["explain"];
     assert!(explain["links"]["pagerank"].is_number(), "{body}");
@@ -117,19 +50,19 @@ fn search_doc_similar_and_every_bad_input() {
     assert!((first + added - score).abs() < 1e-4, "{body}");
 
     // What hits carry: everything by default, less on request.
-    let (_, body) = get(&format!("{b}/search?q=capacity&snippets=false"));
+    let body = get(&format!("{b}/search?q=capacity&snippets=false"), None).body;
     let hit = body["hits"][0].as_object().unwrap();
     assert!(hit.contains_key("title") && hit.contains_key("url") && !hit.contains_key("snippet"));
-    let (_, body) = get(&format!("{b}/search?q=capacity&fields=url"));
+    let body = get(&format!("{b}/search?q=capacity&fields=url"), None).body;
     let hit = body["hits"][0].as_object().unwrap();
     let mut keys: Vec<&str> = hit.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["id", "rank", "score", "url"], "{body}");
 
     // A fused first phase reports each input's agreement; collapsing and sorting answer.
-    let (status, body) = get(&format!(
+    let Answer { status, body, .. } = get(&format!(
         "{b}/search?q=capacity+iterator&model=fusion&inputs=bm25,lm,bm25prox&fusion=rrf&explain=true"
-    ));
+    ), None);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["model"], "fusion");
     assert_eq!(body["fusion"]["method"], "rrf");
@@ -142,21 +75,22 @@ fn search_doc_similar_and_every_bad_input() {
         .as_array()
         .unwrap();
     assert_eq!(inputs[0]["model"], "bm25", "{body}");
-    let (status, body) = get(&format!(
-        "{b}/search?q=capacity&collapse=page,near_duplicate"
-    ));
+    let Answer { status, body, .. } = get(
+        &format!("{b}/search?q=capacity&collapse=page,near_duplicate"),
+        None,
+    );
     assert_eq!(status, 200, "{body}");
     assert!(body["hits"][0]["collapsed"].is_u64(), "{body}");
 
-    let (status, body) = get(&format!("{b}/doc/vec?ignored=1"));
+    let Answer { status, body, .. } = get(&format!("{b}/doc/vec?ignored=1"), None);
     assert_eq!(status, 200);
     assert_eq!(body["title"], "Vec");
     assert!(body["link_scores"]["pagerank"].as_f64().unwrap() > 0.0);
-    let (status, body) = get(&format!("{b}/doc/std/slash/page.html"));
+    let Answer { status, body, .. } = get(&format!("{b}/doc/std/slash/page.html"), None);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["id"], "std/slash/page.html");
 
-    let (status, body) = get(&format!("{b}/similar?doc=vec&k=2"));
+    let Answer { status, body, .. } = get(&format!("{b}/similar?doc=vec&k=2"), None);
     assert_eq!(status, 200, "{body}");
     for hit in body["hits"].as_array().unwrap() {
         let bound = hit["error_bound"].as_f64().unwrap();
@@ -249,29 +183,35 @@ fn search_doc_similar_and_every_bad_input() {
         ("openapi.json?x=1".into(), "x"),
     ];
     for (path, field) in cases {
-        let (status, body) = get(&format!("{b}/{path}"));
+        let Answer { status, body, .. } = get(&format!("{b}/{path}"), None);
         assert_eq!(status, 400, "{path}: {body}");
         assert_eq!(body["error"]["code"], "bad_request", "{path}");
         assert_eq!(body["error"]["field"], field, "{path}: {body}");
     }
-    let (status, _) = get(&format!("{b}/doc/nope"));
+    let status = get(&format!("{b}/doc/nope"), None).status;
     assert_eq!(status, 404);
-    let (status, _) = get(&format!("{b}/no/such/route"));
+    let status = get(&format!("{b}/no/such/route"), None).status;
     assert_eq!(status, 404);
 
     // Still serving after all of that.
-    let (status, body) = get(&format!("{b}/search?q=iterator"));
+    let Answer { status, body, .. } = get(&format!("{b}/search?q=iterator"), None);
     assert_eq!(status, 200);
     assert_eq!(body["hits"][0]["id"], "iter");
-    assert_eq!(get(&format!("{b}/livez")).0, 200);
-    let (status, page) = get(&format!("{b}/?q=capacity"));
+    assert_eq!(get(&format!("{b}/livez"), None).status, 200);
+    let Answer {
+        status, body: page, ..
+    } = get(&format!("{b}/?q=capacity"), None);
     assert_eq!(status, 200, "the search page takes a shareable ?q=");
     assert!(page.as_str().unwrap().contains("/static/search.js"));
-    let (status, script) = get(&format!("{b}/static/search.js"));
+    let Answer {
+        status,
+        body: script,
+        ..
+    } = get(&format!("{b}/static/search.js"), None);
     assert_eq!(status, 200);
     assert!(script.as_str().unwrap().contains("fetch(\"/search?"));
     assert!(script.as_str().unwrap().contains("similar result"));
-    assert_eq!(get(&format!("{b}/readyz")).0, 200);
+    assert_eq!(get(&format!("{b}/readyz"), None).status, 200);
 }
 
 #[cfg(unix)]
@@ -279,7 +219,7 @@ fn search_doc_similar_and_every_bad_input() {
 fn sigterm_shuts_down_gracefully() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(&corpus(dir.path()));
-    assert_eq!(get(&format!("{}/livez", server.base)).0, 200);
+    assert_eq!(get(&format!("{}/livez", server.base), None).status, 200);
     let pid = server.child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])

@@ -2,15 +2,9 @@
 //! and line named, and nothing is indexed; updates replace by id.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn rankd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .env("RANKD_LOG", "error")
-        .output()
-        .expect("rankd runs")
-}
+use crate::util::{cranfield_dir, rankd};
 
 fn ingest_jsonl(data: &Path, file: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -132,7 +126,8 @@ fn missing_inputs_and_unknown_models_are_usage_errors() {
 
 #[test]
 fn cranfield_ingest_and_eval_reach_the_reference_map() {
-    let cran = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/cranfield");
+    let cran = cranfield_dir();
+    let cran = cran.to_str().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let d = data.to_str().unwrap();

@@ -21,11 +21,6 @@ fn leaf(data: &Path, addr: Option<&str>) -> Server {
     start_serve(&args, None, &[])
 }
 
-fn kill9(server: &mut Server) {
-    let _ = server.child.kill();
-    let _ = server.child.wait();
-}
-
 #[test]
 fn leaves_dying_and_returning_under_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -108,7 +103,7 @@ fn leaves_dying_and_returning_under_load() {
         .collect();
     std::thread::sleep(Duration::from_millis(700));
     let before = answered.load(Ordering::SeqCst);
-    kill9(&mut l1);
+    kill9(&mut l1.child);
     let killed = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
     stop.store(true, Ordering::SeqCst);
@@ -130,7 +125,7 @@ fn leaves_dying_and_returning_under_load() {
     );
 
     // Shard 1 without any replica: partial answers from shards 0 and 2, or a 503.
-    kill9(&mut l3);
+    kill9(&mut l3.child);
     for q in &queries {
         let a = get(&bm25_url(&root.base, q), None);
         assert_eq!(a.status, 200, "{}", a.body);

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 /// Runs `rankd ARGS` with `env`, asserting success; its standard output.
 fn rankd_env(args: &[&str], env: &[(String, String)]) -> String {
-    let out = Command::new(rankd_bin())
+    let out = rankd_command()
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
@@ -109,17 +109,7 @@ fn ids(base: &str, q: &str) -> Vec<(String, f64)> {
         None,
     );
     assert_eq!(a.status, 200, "{}", a.body);
-    a.body["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["id"].as_str().unwrap().to_string(),
-                h["score"].as_f64().unwrap(),
-            )
-        })
-        .collect()
+    hit_scores(&a.body)
 }
 
 /// A metric of shard 0's replica (`labels` besides the shard), 0 when absent.
@@ -414,7 +404,7 @@ fn round_trip(store: &str, env: Vec<(String, String)>, objects: &dyn Objects, pr
     assert!(!ids(&follower.base, "quokkafish").is_empty());
 
     // A shard the store does not have: the leaf refuses to start, naming it.
-    let out = Command::new(rankd_bin())
+    let out = rankd_command()
         .args([
             "serve",
             "--role",

@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::*;
@@ -45,7 +45,7 @@ fn leaf(data: &Path, shard: u32, port: u16, seeds: &str, metastore: Option<&str>
 /// `rankd serve ARGS` and every line it printed before its address (`Err`: it exited, with
 /// its whole standard error).
 fn serve_with_output(args: &[&str]) -> Result<(Server, Vec<String>), String> {
-    let mut child = Command::new(rankd_bin())
+    let mut child = rankd_command()
         .arg("serve")
         .args(["--addr", "127.0.0.1:0"])
         .args(args)

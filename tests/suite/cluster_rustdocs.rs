@@ -26,7 +26,7 @@ fn rust_docs() -> PathBuf {
 }
 
 fn ingest_html(docs: &Path, data: &Path, shards: Option<u32>) -> Command {
-    let mut cmd = Command::new(rankd_bin());
+    let mut cmd = rankd_command();
     cmd.args([
         "ingest",
         "--format",
@@ -43,16 +43,6 @@ fn ingest_html(docs: &Path, data: &Path, shards: Option<u32>) -> Command {
         cmd.args(["--shards", &n.to_string()]);
     }
     cmd
-}
-
-fn search(base: &str, params: &str, q: &str) -> Value {
-    let url = format!(
-        "{base}/search?{params}&q={}",
-        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
-    );
-    let a = get(&url, None);
-    assert_eq!(a.status, 200, "{url}: {}", a.body);
-    a.body
 }
 
 #[test]
@@ -128,9 +118,9 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
     for model in ["bm25f", "bm25", "tfidf", "f2exp", "lm", "bm25prox"] {
         let params = format!("model={model}&k=100&rerank=false&fields=");
         for q in &queries {
-            let a = search(&one.base, &params, q);
+            let a = search_body(&one.base, &params, q);
             for root in &roots {
-                let b = search(&root.base, &params, q);
+                let b = search_body(&root.base, &params, q);
                 assert_eq!(a["hits"], b["hits"], "{model} {q:?}");
                 assert_eq!(a["total_hits"], b["total_hits"], "{model} {q:?}");
             }
@@ -141,10 +131,10 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
     assert!(compared > 100_000, "only {compared} hits compared");
     let mut shown = 0;
     for q in &queries {
-        let a = search(&one.base, "k=10", q);
+        let a = search_body(&one.base, "k=10", q);
         assert_eq!(a["reranker"], Value::String(id.clone()));
         for root in &roots {
-            let b = search(&root.base, "k=10", q);
+            let b = search_body(&root.base, "k=10", q);
             assert_eq!(a["reranker"], b["reranker"], "{q:?}");
             assert_eq!(a["hits"], b["hits"], "{q:?}");
         }

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,12 +46,6 @@ fn rng(test: &str) -> ChaCha8Rng {
 /// A delay in `[0, span)`.
 fn delay(rng: &mut ChaCha8Rng, span: Duration) -> Duration {
     span.mul_f64(rng.random::<f64>())
-}
-
-/// `kill -9`.
-fn kill9(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Starts the server after a crash and checks that the restart left no temporary or orphan
@@ -145,7 +139,7 @@ fn ingest_killed_at_random_leaves_a_committed_index() {
         docs
     };
     let ingest_cmd = |file: &Path, data: &Path| {
-        let mut c = Command::new(rankd_bin());
+        let mut c = rankd_command();
         c.args(["ingest", "--format", "jsonl", "--json", "--input"])
             .arg(file)
             .arg("--data-dir")
@@ -336,13 +330,6 @@ fn linked_corpus(n: usize) -> Vec<String> {
         .collect()
 }
 
-/// Starts the graph job and returns its id.
-fn start_graph(base: &str) -> i64 {
-    let a = post_json(&format!("{base}/admin/graph"), Some(TOKEN), "");
-    assert_eq!(a.status, 202, "{}", a.body);
-    a.body["job"].as_i64().unwrap()
-}
-
 /// The graph job (`POST /admin/graph`) killed at random, each round after a batch that changes
 /// the graph: the link-score file is the one from before the job byte for byte, or a complete
 /// file written for the index as it is.
@@ -361,7 +348,7 @@ fn graph_job_killed_at_random_leaves_the_old_or_the_new_link_scores() {
     // Measures one job.
     let mut server = start(&data, &db, Some(TOKEN));
     let t = Instant::now();
-    let job = wait_for_job(&server.base, start_graph(&server.base));
+    let job = wait_for_job(&server.base, start_graph_job(&server.base));
     assert_eq!(job["status"], "succeeded", "{job}");
     let span = t.elapsed().mul_f64(1.2);
 
@@ -378,7 +365,7 @@ fn graph_job_killed_at_random_leaves_the_old_or_the_new_link_scores() {
         );
         assert_eq!(a.status, 200, "{}", a.body);
         let before = std::fs::read(&file).unwrap();
-        start_graph(&server.base);
+        start_graph_job(&server.base);
         std::thread::sleep(wait);
         kill9(&mut server.child);
 
@@ -406,7 +393,7 @@ fn graph_job_killed_at_random_leaves_the_old_or_the_new_link_scores() {
         &db,
         "SELECT COUNT(*) FROM jobs WHERE status = 'failed' AND error = 'interrupted by restart'",
     );
-    let job = wait_for_job(&server.base, start_graph(&server.base));
+    let job = wait_for_job(&server.base, start_graph_job(&server.base));
     assert_eq!(job["status"], "succeeded", "{job}");
     server.stop();
     eprintln!(
@@ -451,10 +438,7 @@ fn assert_registry(base: &str, db: &str, expected: &[Option<String>], context: &
 
 /// The topic corpus with its judgments stored, and a server over it.
 fn judged_server(dir: &Path) -> (std::path::PathBuf, String, Server) {
-    let docs = topic_corpus(true);
-    let data = ingest(dir, &docs.iter().map(String::as_str).collect::<Vec<_>>());
-    let db = fresh_database(dir);
-    let server = start(&data, &db, Some(TOKEN));
+    let (data, db, server) = topic_server(dir, true);
     let a = post_json(
         &format!("{}/admin/judgments", server.base),
         Some(TOKEN),
@@ -462,15 +446,6 @@ fn judged_server(dir: &Path) -> (std::path::PathBuf, String, Server) {
     );
     assert_eq!(a.status, 200, "{}", a.body);
     (data, db, server)
-}
-
-/// Trains a model with `settings` through the running server; returns its id.
-fn train(base: &str, settings: &str) -> String {
-    let a = post_json(&format!("{base}/admin/train"), Some(TOKEN), settings);
-    assert_eq!(a.status, 202, "{}", a.body);
-    let job = wait_for_job(base, a.body["job"].as_i64().unwrap());
-    assert_eq!(job["status"], "succeeded", "{job}");
-    job["result"]["model"].as_str().unwrap().to_string()
 }
 
 /// Training settings; each seed trains a model of its own id.
@@ -491,7 +466,7 @@ fn training_job_killed_at_random_leaves_a_consistent_registry() {
     server.stop();
     server = start(&data, &db, Some(TOKEN));
     let t = Instant::now();
-    train(&server.base, &train_settings(1000));
+    train_job(&server.base, &train_settings(1000));
     let span = t.elapsed().mul_f64(1.5);
 
     for round in 0..ROUNDS {
@@ -528,7 +503,7 @@ fn activation_killed_at_random_leaves_one_active_model() {
     let mut rng = rng("activation");
     let ids: Vec<String> = (1..=3)
         .map(|seed| {
-            train(
+            train_job(
                 &server.base,
                 &format!(r#"{{"model":"linear","epochs":5,"seed":{seed}}}"#),
             )
@@ -598,7 +573,7 @@ fn activation_killed_at_random_leaves_one_active_model() {
 fn a_command_line_activation_survives_a_start_up_that_fails_to_apply_it() {
     let dir = tempfile::tempdir().unwrap();
     let (data, db, server) = judged_server(dir.path());
-    let id = train(&server.base, &train_settings(7));
+    let id = train_job(&server.base, &train_settings(7));
     server.stop();
     let request = data.join("models").join("ACTIVE");
     std::fs::write(&request, format!("{id}.json")).unwrap();
@@ -619,7 +594,7 @@ fn a_command_line_activation_survives_a_start_up_that_fails_to_apply_it() {
             "CREATE TRIGGER refuse BEFORE UPDATE ON models FOR EACH ROW EXECUTE FUNCTION refuse()",
         );
     }
-    let out = Command::new(rankd_bin())
+    let out = rankd_command()
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
         .arg(&data)
         .args(["--database-url", &db])

@@ -7,9 +7,10 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use rankd::rerank::Reranker;
+
+use crate::util::{rankd, stderr, Lcg};
 
 const WORDS: &[&str] = &[
     "buffer", "channel", "cursor", "digest", "encoder", "filter", "gauge", "handle", "iterator",
@@ -21,14 +22,6 @@ const WORDS: &[&str] = &[
 ];
 const KINDS: &[&str] = &["struct", "enum", "trait", "fn"];
 
-fn rankd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .env("RANKD_LOG", "error")
-        .output()
-        .expect("rankd runs")
-}
-
 fn camel(a: &str, b: &str) -> String {
     let up = |w: &str| w[..1].to_uppercase() + &w[1..];
     up(a) + &up(b)
@@ -37,13 +30,8 @@ fn camel(a: &str, b: &str) -> String {
 /// 240 item pages in 4 modules: each named after two words, with a summary of five other
 /// words, a body repeating some of them among filler, and links to five other items.
 fn write_docs(dir: &Path) {
-    let mut state = 42u64;
-    let mut next = |n: usize| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((state >> 33) % n as u64) as usize
-    };
+    let mut rng = Lcg(42);
+    let mut next = |n: usize| rng.below(n);
     let mut items = Vec::new();
     for i in 0..240 {
         let (a, b) = (
@@ -82,10 +70,6 @@ fn write_docs(dir: &Path) {
         std::fs::create_dir_all(&path).unwrap();
         std::fs::write(path.join(format!("{kind}.{name}.html")), page).unwrap();
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]

@@ -3,33 +3,18 @@
 //! LightGBM model scores the test file exactly as LightGBM's own predictions do (through
 //! the same metric code), and bad tree options are exit code 2 naming the option.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 use rankd::rerank::Reranker;
 
-fn rankd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .env("RANKD_LOG", "error")
-        .output()
-        .expect("rankd runs")
-}
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbdt")
-}
+use crate::util::{gbdt_fixtures, rankd, Lcg};
 
 /// 40 queries of 8 rows, 3 features, graded labels from the features plus noise.
 fn write_letor(path: &Path, seed: u64) {
     let mut text = String::new();
-    let mut state = seed;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as f64 / (1u64 << 31) as f64
-    };
+    let mut rng = Lcg(seed);
+    let mut next = || rng.unit();
     for q in 0..40 {
         for _ in 0..8 {
             let (a, b, c) = (next(), next(), next());
@@ -107,8 +92,9 @@ fn imported_model_scores_like_its_library() {
     let dir = tempfile::tempdir().unwrap();
     // The fixture's rows without NaN (LETOR files have none), as a LETOR file of 10-row
     // queries with made-up labels, and LightGBM's scores of those rows.
-    let rows = std::fs::read_to_string(fixtures().join("lgb_none_unnamed.rows.tsv")).unwrap();
-    let scores = std::fs::read_to_string(fixtures().join("lgb_none_unnamed.scores.txt")).unwrap();
+    let rows = std::fs::read_to_string(gbdt_fixtures().join("lgb_none_unnamed.rows.tsv")).unwrap();
+    let scores =
+        std::fs::read_to_string(gbdt_fixtures().join("lgb_none_unnamed.scores.txt")).unwrap();
     let (mut letor, mut kept_scores) = (String::new(), String::new());
     let mut n = 0;
     for (row, score) in rows.lines().zip(scores.lines()) {
@@ -141,7 +127,7 @@ fn imported_model_scores_like_its_library() {
     let (test, lib_scores) = (dir.path().join("t.svm"), dir.path().join("s.txt"));
     std::fs::write(&test, letor).unwrap();
     std::fs::write(&lib_scores, kept).unwrap();
-    let model = fixtures().join("lgb_none_unnamed.txt");
+    let model = gbdt_fixtures().join("lgb_none_unnamed.txt");
     let imported = json_of(&rankd(&[
         "eval-letor",
         "--test",

@@ -12,14 +12,12 @@
 //! terms rather than of its (small) total. A wrong branch on any row moves a score by a
 //! whole leaf value, orders of magnitude above this.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rankd::rerank::gbdt::import::{self, Imported};
 use rankd::rerank::gbdt::{CompiledForest, Forest, Node};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbdt")
-}
+use crate::util::gbdt_fixtures;
 
 fn read_rows(path: &Path, width: usize) -> (Vec<f32>, usize) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -73,18 +71,19 @@ fn term_scale(forest: &Forest, row: &[f32]) -> f64 {
 #[test]
 fn imported_models_score_as_their_library() {
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(gbdt_fixtures().join("manifest.json")).unwrap())
+            .unwrap();
     let models = manifest["models"].as_array().unwrap();
     assert_eq!(models.len(), 8, "every fixture model is checked");
     let mut on_threshold_rows = 0;
     for m in models {
         let name = m["name"].as_str().unwrap();
         let library = m["library"].as_str().unwrap();
-        let imported = import_file(library, &fixtures().join(m["file"].as_str().unwrap()));
+        let imported = import_file(library, &gbdt_fixtures().join(m["file"].as_str().unwrap()));
         let forest = &imported.forest;
         let width = if library == "ranklib" { 5 } else { 4 };
-        let (rows, n) = read_rows(&fixtures().join(format!("{name}.rows.tsv")), width);
-        let want = read_scores(&fixtures().join(format!("{name}.scores.txt")));
+        let (rows, n) = read_rows(&gbdt_fixtures().join(format!("{name}.rows.tsv")), width);
+        let want = read_scores(&gbdt_fixtures().join(format!("{name}.scores.txt")));
         assert_eq!(want.len(), n, "{name}");
         // Rows are as wide as the training data; a model may use fewer columns.
         let d = forest.num_features;
@@ -164,7 +163,7 @@ fn mutate(library: &str, forest: &Forest) -> Forest {
 /// unnamed ones by position.
 #[test]
 fn named_models_bind_by_name() {
-    let path = fixtures().join("lgb_lambdarank.txt");
+    let path = gbdt_fixtures().join("lgb_lambdarank.txt");
     let imported = import_file("lightgbm", &path);
     let model_names = imported.feature_names.clone().unwrap();
     assert_eq!(
@@ -176,8 +175,8 @@ fn named_models_bind_by_name() {
         .map(String::from)
         .to_vec();
     let (names, bound) = imported.bind(&set).unwrap();
-    let (rows, n) = read_rows(&fixtures().join("lgb_lambdarank.rows.tsv"), 4);
-    let want = read_scores(&fixtures().join("lgb_lambdarank.scores.txt"));
+    let (rows, n) = read_rows(&gbdt_fixtures().join("lgb_lambdarank.rows.tsv"), 4);
+    let want = read_scores(&gbdt_fixtures().join("lgb_lambdarank.scores.txt"));
     // The rows in the bound model's order, by name.
     let x: Vec<f32> = rows
         .chunks(4)
@@ -205,25 +204,26 @@ fn named_models_bind_by_name() {
 fn tree_shap_matches_the_libraries_own_contributions() {
     use rankd::rerank::gbdt::shap;
     let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(fixtures().join("manifest.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(gbdt_fixtures().join("manifest.json")).unwrap())
+            .unwrap();
     let mut checked = 0;
     for m in manifest["models"].as_array().unwrap() {
         let name = m["name"].as_str().unwrap();
         let library = m["library"].as_str().unwrap();
-        let expected = fixtures().join(format!("{name}.contribs.tsv"));
+        let expected = gbdt_fixtures().join(format!("{name}.contribs.tsv"));
         if library == "ranklib" {
             // RankLib files carry no covers: no contributions, and no file.
             let ext = "xml";
-            let imported = import_file(library, &fixtures().join(format!("{name}.{ext}")));
+            let imported = import_file(library, &gbdt_fixtures().join(format!("{name}.{ext}")));
             assert_eq!(shap::contributions(&imported.forest, &[0.0; 4]), None);
             assert!(!expected.exists());
             continue;
         }
         let ext = if library == "xgboost" { "json" } else { "txt" };
-        let imported = import_file(library, &fixtures().join(format!("{name}.{ext}")));
+        let imported = import_file(library, &gbdt_fixtures().join(format!("{name}.{ext}")));
         let forest = &imported.forest;
         let width = forest.num_features;
-        let (rows, n) = read_rows(&fixtures().join(format!("{name}.rows.tsv")), width);
+        let (rows, n) = read_rows(&gbdt_fixtures().join(format!("{name}.rows.tsv")), width);
         let lines: Vec<Vec<f64>> = std::fs::read_to_string(&expected)
             .unwrap()
             .lines()
@@ -270,7 +270,7 @@ fn tree_shap_matches_the_libraries_own_contributions() {
 #[test]
 fn public_ranklib_model_scores_as_ranklib() {
     const WIDTH: usize = 25;
-    let imported = import_file("ranklib", &fixtures().join("ranklib_public.xml"));
+    let imported = import_file("ranklib", &gbdt_fixtures().join("ranklib_public.xml"));
     let forest = &imported.forest;
     assert_eq!(forest.trees.len(), 103);
     assert_eq!(
@@ -278,8 +278,8 @@ fn public_ranklib_model_scores_as_ranklib() {
         "RankLib ids 1..25 are columns 0..24"
     );
     assert_eq!(imported.feature_names, None);
-    let (x, n) = read_rows(&fixtures().join("ranklib_public.rows.tsv"), WIDTH);
-    let want = read_scores(&fixtures().join("ranklib_public.scores.txt"));
+    let (x, n) = read_rows(&gbdt_fixtures().join("ranklib_public.rows.tsv"), WIDTH);
+    let want = read_scores(&gbdt_fixtures().join("ranklib_public.scores.txt"));
     assert_eq!(want.len(), n);
     assert!(n > 300, "{n} rows");
 

@@ -2,61 +2,27 @@
 //! windows of an index, written as a model file, loaded by the second phase, it reorders
 //! the first-phase window by its own scores of independently extracted features.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
-use rankd::corpus::Document;
-use rankd::features::{extract, Candidate, FeatureSet};
+use rankd::features::{extract, FeatureSet};
 use rankd::rerank::gbdt::train::{self, GbdtParams};
 use rankd::rerank::objective::LambdaParams;
 use rankd::rerank::{MetricConvention, Objective, Reranker};
 use rankd::search::model::ActiveModel;
 use rankd::search::{Engine, Ranking, SearchQuery};
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
-use rankd::training::{judged_windows, rank_set, JudgedQuery};
+use rankd::training::{judged_windows, rank_set};
 
-const WORDS: &[&str] = &[
-    "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
-    "socket", "parser", "graph", "rank", "score", "index", "query",
-];
-
-fn corpus() -> Vec<Document> {
-    (0..60)
-        .map(|i| {
-            let w = |k: usize| WORDS[(i * 7 + k * 3) % WORDS.len()];
-            Document {
-                id: format!("d{i}"),
-                url: Some(format!("https://example.org/{}/{}/{i}", w(0), w(1))),
-                title: format!("{} {}", w(0), w(2)),
-                body: (0..(10 + i % 13)).map(w).collect::<Vec<_>>().join(" "),
-                links: vec![format!("d{}", (i + 1) % 60), format!("d{}", (i * 5) % 60)],
-                ..Default::default()
-            }
-        })
-        .collect()
-}
+use crate::util::{first_phase, title_word_judgments, word_corpus};
 
 #[test]
 fn tree_model_reranks_the_window() {
     let dir = tempfile::tempdir().unwrap();
     let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
-    let docs = corpus();
+    let docs = word_corpus();
     index.upsert(docs.iter().cloned()).unwrap();
     // A document is relevant to "w1 w2" when its title holds w1.
-    let queries: Vec<JudgedQuery> = (0..12)
-        .map(|i| {
-            let (a, b) = (WORDS[i % WORDS.len()], WORDS[(i + 5) % WORDS.len()]);
-            let grades: HashMap<String, i32> = docs
-                .iter()
-                .map(|d| (d.id.clone(), i32::from(d.title.split(' ').any(|t| t == a))))
-                .collect();
-            JudgedQuery {
-                qid: format!("q{i}"),
-                text: format!("{a} {b}"),
-                grades,
-            }
-        })
-        .collect();
+    let queries = title_word_judgments(&docs);
     let engine = Engine::new(index);
     let (windows, _) = judged_windows(
         &engine,
@@ -114,27 +80,7 @@ fn tree_model_reranks_the_window() {
         let res = engine.search(&req).unwrap();
         assert_eq!(res.reranker.as_deref(), Some(loaded.id()));
         // Recompute: first phase top 30, features, the forest's reference walk, stable sort.
-        let bound = index
-            .bind(
-                &rankd::text::stats::Stats::new(&searcher),
-                ModelKind::Bm25F,
-                None,
-                q,
-            )
-            .unwrap()
-            .unwrap();
-        let cands: Vec<Candidate> = bound
-            .top(
-                &searcher,
-                &index.doc_columns(&searcher).unwrap(),
-                &rankd::text::stats::Stats::new(&searcher),
-                window,
-                0,
-            )
-            .unwrap()
-            .iter()
-            .map(|&(score, address)| Candidate { address, score })
-            .collect();
+        let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
             index,
             &searcher,

@@ -4,14 +4,12 @@
 //! clear errors after a bounded wait.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const WIKI_VOTE: &str = "../shared/data/graphs/wiki-Vote.txt";
+use crate::util::rankd_command;
 
-fn rankd() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-}
+const WIKI_VOTE: &str = "../shared/data/graphs/wiki-Vote.txt";
 
 /// Loopback addresses with ports free right now, one per process.
 fn hostfile(dir: &Path, processes: usize) -> PathBuf {
@@ -29,7 +27,7 @@ fn hostfile(dir: &Path, processes: usize) -> PathBuf {
 
 /// Starts process `i` of `processes` with `args`.
 fn spawn(args: &[&str], processes: usize, i: usize, hosts: &Path) -> Child {
-    rankd()
+    rankd_command()
         .args(args)
         .args([
             "--processes",
@@ -98,7 +96,7 @@ fn one_to_four_processes_agree_with_the_csr_engine_on_wiki_vote() {
         "--max-iter",
         "2000",
     ];
-    let out = rankd()
+    let out = rankd_command()
         .args(common)
         .arg("--output")
         .arg(&reference)
@@ -228,7 +226,7 @@ fn a_killed_process_fails_the_job_and_a_restart_resumes_to_the_same_scores() {
     );
     // The same scores as one process that was never interrupted.
     let clean = dir.path().join("clean.tsv");
-    let out = rankd()
+    let out = rankd_command()
         .args([
             "graph",
             "--rmat",
@@ -252,7 +250,7 @@ fn a_killed_process_fails_the_job_and_a_restart_resumes_to_the_same_scores() {
 
 fn graph_error(args: &[&str]) -> (i32, String, Duration) {
     let start = Instant::now();
-    let out = rankd().args(args).output().unwrap();
+    let out = rankd_command().args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -2,16 +2,15 @@
 //! `../shared/data/README.md` (computed with networkx), TrustRank against a link farm, and
 //! bad-input / finiteness properties.
 
-use std::path::Path;
-
 use proptest::prelude::*;
 use rankd::graph::convergence::{top_k, Convergence};
 use rankd::graph::pagerank::{pagerank, PageRankParams};
 use rankd::graph::{hits, load_graph_file, salsa, simrank, trustrank, Csr, LabeledGraph};
 
+use crate::util::shared_data;
+
 fn data(name: &str) -> LabeledGraph {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/graphs/");
-    load_graph_file(Path::new(&format!("{path}{name}"))).unwrap()
+    load_graph_file(&shared_data("graphs").join(name)).unwrap()
 }
 
 fn tight() -> Convergence {

@@ -10,8 +10,10 @@ use std::process::{Command, Stdio};
 
 use crate::util::*;
 
-fn rankd() -> Command {
-    let mut c = Command::new(rankd_bin());
+/// `rankd` as a user runs it: logging as configured by default (no `RANKD_LOG`), no data
+/// directory from the environment.
+fn user_rankd() -> Command {
+    let mut c = rankd_command();
     c.env_remove("RANKD_LOG").env_remove("RANKD_DATA_DIR");
     c
 }
@@ -27,7 +29,7 @@ fn write_docs(dir: &Path) -> PathBuf {
 fn a_closed_stdout_ends_a_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     let docs = write_docs(dir.path());
-    let mut child = rankd()
+    let mut child = user_rankd()
         .args(["ingest", "--format", "jsonl", "--json", "--input"])
         .arg(&docs)
         .arg("--data-dir")
@@ -54,7 +56,7 @@ fn a_closed_stdout_ends_a_command_quietly() {
 fn logs_have_no_colour_codes_off_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let docs = write_docs(dir.path());
-    let out = rankd()
+    let out = user_rankd()
         .env("RANKD_LOG", "debug")
         .args(["ingest", "--format", "jsonl", "--input"])
         .arg(&docs)
@@ -157,7 +159,7 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     let data = fs.path().join("data");
     let small = write_docs(work.path());
     let ingest = |input: &Path| {
-        rankd()
+        user_rankd()
             .args(["ingest", "--format", "jsonl", "--input"])
             .arg(input)
             .arg("--data-dir")
@@ -252,7 +254,7 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
     assert_eq!(documents(&data), committed, "earlier commits intact");
     assert_eq!(leftovers(&data), Vec::<String>::new());
     let log = work.path().join("serve.err");
-    let mut child = rankd()
+    let mut child = user_rankd()
         .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
         .arg(&data)
         .args(["--database-url", &db])

@@ -291,18 +291,15 @@ fn server_sees_commits_of_another_process() {
         r#"{"id":"fresh","url":"https://x.org/fresh","title":"Fresh","body":"zanzibar quokka"}"#,
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(["ingest", "--format", "jsonl", "--input"])
-        .arg(&f)
-        .arg("--data-dir")
-        .arg(&data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rankd_ok([
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        f.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let a = get(&format!("{b}/search?q=quokka"), None);
@@ -319,33 +316,21 @@ fn server_sees_commits_of_another_process() {
     assert_eq!(get(&format!("{b}/doc/fresh"), None).status, 200);
 }
 
-fn train(b: &str, body: &str) -> String {
-    let a = post_json(&format!("{b}/admin/train"), Some(TOKEN), body);
-    assert_eq!(a.status, 202, "{}", a.body);
-    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
-    assert_eq!(job["status"], "succeeded", "{job}");
-    job["result"]["model"].as_str().unwrap().to_string()
-}
-
 /// Item 10: a corrupt active model file no longer stops the server: it serves first-phase
 /// results, `/admin/models` says why, and the operator rolls back through the API (or, once
 /// the file is fixed, activates the same model again).
 #[test]
 fn corrupt_active_model_serves_first_phase_and_can_be_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(false);
-    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &refs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (data, db, server) = topic_server(dir.path(), false);
     let b = server.base.clone();
     let t = Some(TOKEN);
     assert_eq!(
         post_json(&format!("{b}/admin/judgments"), t, &topic_judgments()).status,
         200
     );
-    let first = train(&b, r#"{"model":"linear","epochs":5,"lr":0.01}"#);
-    let second = train(
+    let first = train_job(&b, r#"{"model":"linear","epochs":5,"lr":0.01}"#);
+    let second = train_job(
         &b,
         r#"{"model":"mlp","epochs":5,"objective":"ranknet","seed":2}"#,
     );
@@ -471,13 +456,7 @@ fn the_openapi_document_describes_every_error_answer() {
 #[test]
 fn concurrent_admin_writes_wait_for_each_other() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(true);
-    let data = ingest(
-        dir.path(),
-        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (_, _, server) = topic_server(dir.path(), true);
     let b = server.base.clone();
     let a = post_json(
         &format!("{b}/admin/judgments"),
@@ -486,8 +465,8 @@ fn concurrent_admin_writes_wait_for_each_other() {
     );
     assert_eq!(a.status, 200, "{}", a.body);
     let models = [
-        train(&b, r#"{"model":"linear","epochs":2,"seed":1}"#),
-        train(&b, r#"{"model":"linear","epochs":2,"seed":2}"#),
+        train_job(&b, r#"{"model":"linear","epochs":2,"seed":1}"#),
+        train_job(&b, r#"{"model":"linear","epochs":2,"seed":2}"#),
     ];
     let writers: Vec<_> = (0..3)
         .map(|w| {

@@ -106,15 +106,6 @@ fn hits(base: &str, q: &str) -> Vec<String> {
         .collect()
 }
 
-fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {
-    assert_eq!(a.status, status, "{}", a.body);
-    if let Some(f) = field {
-        assert_eq!(a.body["error"]["field"], f, "{}", a.body);
-    }
-    let message = a.body["error"]["message"].as_str().unwrap_or("");
-    assert!(message.contains(says), "expected {says:?} in {}", a.body);
-}
-
 #[test]
 fn document_batches_are_atomic_and_served_at_once() {
     let dir = tempfile::tempdir().unwrap();
@@ -412,17 +403,7 @@ fn judgments_queries_and_evaluation() {
 /// The hits of a public search as (id, score), in trec_eval's order.
 fn hits_with(model: &str, base: &str, q: &str) -> Vec<(String, f64)> {
     let a = get(&format!("{base}/search?q={q}&k=100&model={model}"), None);
-    let mut hits: Vec<(String, f64)> = a.body["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["id"].as_str().unwrap().to_string(),
-                h["score"].as_f64().unwrap(),
-            )
-        })
-        .collect();
+    let mut hits = hit_scores(&a.body);
     hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     hits
 }

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 use crate::util::*;
 use serde_json::Value;
 
-fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {
+/// As `util::assert_error`, and no field named when `field` is `None`.
+fn assert_error_exact(a: &Answer, status: u16, field: Option<&str>, says: &str) {
     assert_eq!(a.status, status, "{}", a.body);
     assert_eq!(a.body["error"]["field"].as_str(), field, "{}", a.body);
     let message = a.body["error"]["message"].as_str().unwrap_or("");
@@ -31,11 +32,7 @@ fn pairs(batch: &Value) -> BTreeSet<(String, String)> {
 
 fn setup() -> (tempfile::TempDir, String, Server) {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(true);
-    let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &docs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (_, db, server) = topic_server(dir.path(), true);
     (dir, db, server)
 }
 
@@ -48,7 +45,7 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
 
     // Nothing to draw from before any query text is stored.
     let before = snapshot(&db);
-    assert_error(
+    assert_error_exact(
         &batch(r#"{"assessor":"ann"}"#),
         409,
         None,
@@ -109,7 +106,7 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
         (r#""ann""#, "body", "invalid type"),
         ("not json", "body", "invalid JSON"),
     ] {
-        assert_error(&batch(body), 400, Some(field), says);
+        assert_error_exact(&batch(body), 400, Some(field), says);
     }
     assert_eq!(snapshot(&db), before);
 
@@ -184,13 +181,13 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
 
     // Releasing a batch makes its pairs available again.
     let before = snapshot(&db);
-    assert_error(
+    assert_error_exact(
         &call("DELETE", &format!("{b}/admin/label-batch/lb-nope"), t, None),
         404,
         None,
         "no label batch",
     );
-    assert_error(
+    assert_error_exact(
         &get(&format!("{b}/admin/reservations?limit=0"), t),
         400,
         Some("limit"),

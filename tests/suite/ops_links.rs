@@ -9,16 +9,11 @@ use serde_json::Value;
 
 /// `n` documents, each linking to `fanout` pseudo-random others by id.
 fn linked_corpus(n: usize, fanout: usize) -> Vec<String> {
-    let mut state = 12345u64;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as usize
-    };
+    let mut rng = Lcg(12345);
+    let mut next = || rng.below(n);
     (0..n)
         .map(|i| {
-            let links: Vec<String> = (0..fanout).map(|_| format!("d{}", next() % n)).collect();
+            let links: Vec<String> = (0..fanout).map(|_| format!("d{}", next())).collect();
             serde_json::json!({
                 "id": format!("d{i}"),
                 "url": format!("https://x.org/p/{i}"),
@@ -50,12 +45,6 @@ fn job_status(b: &str, id: i64) -> String {
         .to_string()
 }
 
-fn start_graph(b: &str) -> i64 {
-    let a = call("POST", &format!("{b}/admin/graph"), Some(TOKEN), None);
-    assert_eq!(a.status, 202, "{}", a.body);
-    a.body["job"].as_i64().unwrap()
-}
-
 fn trust(b: &str, doc: &str) -> f64 {
     get(&format!("{b}/doc/{doc}"), None).body["link_scores"]["trustrank"]
         .as_f64()
@@ -67,7 +56,7 @@ fn cancelling_a_running_graph_job_keeps_the_old_scores() {
     let (_dir, data, server) = linked_server();
     let b = &server.base;
 
-    let job = wait_for_job(b, start_graph(b));
+    let job = wait_for_job(b, start_graph_job(b));
     assert_eq!(job["status"], "succeeded", "{job}");
     let sidecar = data.join("link_scores.json");
     let stored = std::fs::read(&sidecar).unwrap();
@@ -80,7 +69,7 @@ fn cancelling_a_running_graph_job_keeps_the_old_scores() {
         r#"{"ids":["d1"]}"#,
     );
     assert_eq!(a.status, 200, "{}", a.body);
-    let id = start_graph(b);
+    let id = start_graph_job(b);
     while job_status(b, id) == "queued" {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
@@ -109,7 +98,7 @@ fn cancelling_a_running_graph_job_keeps_the_old_scores() {
     assert_eq!(status["stale"], false, "{status}");
 
     // Not cancelled, the same job changes both: the cancel is what kept them.
-    let job = wait_for_job(b, start_graph(b));
+    let job = wait_for_job(b, start_graph_job(b));
     assert_eq!(job["status"], "succeeded", "{job}");
     assert_ne!(std::fs::read(&sidecar).unwrap(), stored);
     assert!(trust(b, "d1") > served, "d1 is now the only trusted seed");
@@ -124,7 +113,7 @@ fn document_batches_go_on_while_a_graph_job_runs() {
     let (_dir, _data, server) = linked_server();
     let b = &server.base;
 
-    let id = start_graph(b);
+    let id = start_graph_job(b);
     while job_status(b, id) == "queued" {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
@@ -154,7 +143,7 @@ fn document_batches_go_on_while_a_graph_job_runs() {
     assert_eq!(s["uncovered_documents"], 1, "{s}");
 
     // The next job sees the late document and leaves nothing stale.
-    let job = wait_for_job(b, start_graph(b));
+    let job = wait_for_job(b, start_graph_job(b));
     assert_eq!(job["result"]["batches_meanwhile"], 0, "{job}");
     assert_eq!(job["result"]["nodes"], 2001, "{job}");
     let s = status(b);
@@ -195,7 +184,7 @@ fn document_batches_mark_link_scores_stale_until_recomputed() {
     assert_eq!(s["uncovered_documents"], 3);
     assert_eq!(gauge(&b, "rankd_link_scores_uncovered_documents"), 3.0);
 
-    assert_eq!(wait_for_job(&b, start_graph(&b))["status"], "succeeded");
+    assert_eq!(wait_for_job(&b, start_graph_job(&b))["status"], "succeeded");
     let s = status(&b);
     assert_eq!(s["loaded"], true);
     assert_eq!(s["stale"], false, "{s}");

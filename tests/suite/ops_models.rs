@@ -4,29 +4,10 @@
 
 use crate::util::*;
 
-fn assert_error(a: &Answer, status: u16, says: &str) {
-    assert_eq!(a.status, status, "{}", a.body);
-    let message = a.body["error"]["message"].as_str().unwrap_or("");
-    assert!(message.contains(says), "expected {says:?} in {}", a.body);
-}
-
-fn train(b: &str, body: &str) -> String {
-    let a = post_json(&format!("{b}/admin/train"), Some(TOKEN), body);
-    assert_eq!(a.status, 202, "{}", a.body);
-    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
-    assert_eq!(job["status"], "succeeded", "{job}");
-    assert_eq!(job["progress"], 1.0, "{job}");
-    job["result"]["model"].as_str().unwrap().to_string()
-}
-
 #[test]
 fn train_activate_roll_back_and_delete() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(false);
-    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &refs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (data, db, server) = topic_server(dir.path(), false);
     let b = &server.base;
     let t = Some(TOKEN);
 
@@ -35,6 +16,7 @@ fn train_activate_roll_back_and_delete() {
     assert_error(
         &post_json(&format!("{b}/admin/train"), t, "{}"),
         400,
+        None,
         "judged queries",
     );
     assert_eq!(snapshot(&db), before);
@@ -59,8 +41,8 @@ fn train_activate_roll_back_and_delete() {
 
     let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
     assert_eq!(a.status, 200, "{}", a.body);
-    let first = train(b, r#"{"model":"linear","epochs":15,"lr":0.01}"#);
-    let second = train(
+    let first = train_job(b, r#"{"model":"linear","epochs":15,"lr":0.01}"#);
+    let second = train_job(
         b,
         r#"{"model":"mlp","epochs":10,"objective":"ranknet","seed":2}"#,
     );
@@ -88,8 +70,8 @@ fn train_activate_roll_back_and_delete() {
     let act = |id: &str| post_json(&format!("{b}/admin/models/{id}/activate"), t, "");
     assert_eq!(act(&first).status, 200);
     assert_eq!(search(), first.as_str());
-    assert_error(&act(&first), 409, "already active");
-    assert_error(&act("nope"), 404, "no model");
+    assert_error(&act(&first), 409, None, "already active");
+    assert_error(&act("nope"), 404, None, "no model");
     assert_eq!(act(&second).status, 200);
     assert_eq!(search(), second.as_str());
     let rb = post_json(&format!("{b}/admin/models/rollback"), t, "");
@@ -108,14 +90,15 @@ fn train_activate_roll_back_and_delete() {
     // The active model cannot be deleted; the inactive one can, once.
     let del = |id: &str| call("DELETE", &format!("{b}/admin/models/{id}"), t, None);
     let before = snapshot(&db);
-    assert_error(&del(&first), 409, "active");
+    assert_error(&del(&first), 409, None, "active");
     assert_eq!(snapshot(&db), before);
     assert_eq!(del(&second).status, 204);
-    assert_error(&del(&second), 404, "no model");
+    assert_error(&del(&second), 404, None, "no model");
     // With the other deleted there is nothing to roll back to.
     assert_error(
         &post_json(&format!("{b}/admin/models/rollback"), t, ""),
         409,
+        None,
         "roll back",
     );
 
@@ -134,12 +117,7 @@ fn train_activate_roll_back_and_delete() {
 }
 
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/gbdt")
-            .join(name),
-    )
-    .unwrap()
+    std::fs::read(gbdt_fixtures().join(name)).unwrap()
 }
 
 /// `POST /admin/models`: other libraries' trees and rankd model files upload inactive,
@@ -149,11 +127,7 @@ fn fixture(name: &str) -> Vec<u8> {
 #[test]
 fn tree_models_upload_train_activate_and_refuse_bad_input() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(false);
-    let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
-    let data = ingest(dir.path(), &refs);
-    let db = fresh_database(dir.path());
-    let server = start(&data, &db, Some(TOKEN));
+    let (data, db, server) = topic_server(dir.path(), false);
     let b = &server.base;
     let t = Some(TOKEN);
     let upload = |query: &str, bytes: &[u8]| {
@@ -190,7 +164,7 @@ fn tree_models_upload_train_activate_and_refuse_bad_input() {
     let lgb_id = a.body["model"].as_str().unwrap().to_string();
     let rankd_file = std::fs::read(a.body["file"].as_str().unwrap()).unwrap();
     // The same content again: a conflict.
-    assert_error(&upload("", xgb.as_bytes()), 409, "already registered");
+    assert_error(&upload("", xgb.as_bytes()), 409, None, "already registered");
 
     let models = get(&format!("{b}/admin/models"), t).body;
     assert_eq!(models["active"], serde_json::Value::Null);
@@ -280,9 +254,14 @@ fn tree_models_upload_train_activate_and_refuse_bad_input() {
         (r#"{"model":"gbdt","trees":0}"#, "trees must be"),
         (r#"{"model":"gbdt","leaves":"many"}"#, "leaves"),
     ] {
-        assert_error(&post_json(&format!("{b}/admin/train"), t, body), 400, says);
+        assert_error(
+            &post_json(&format!("{b}/admin/train"), t, body),
+            400,
+            None,
+            says,
+        );
     }
-    let trained = train(
+    let trained = train_job(
         b,
         r#"{"model":"gbdt","objective":"lambda-ndcg","trees":15,"leaves":4,"min_data_in_leaf":2}"#,
     );

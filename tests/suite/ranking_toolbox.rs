@@ -11,6 +11,8 @@ use rankd::search::{
 };
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
 
+use crate::util::rankd;
+
 fn engine(dir: &std::path::Path, lines: &[String]) -> Engine {
     let index = TextIndex::open_or_create(dir, Some(IndexConfig::default())).unwrap();
     let docs: Vec<_> = jsonl::parse(
@@ -390,13 +392,6 @@ fn a_fused_first_phase_is_rrf_of_the_inputs_rankings() {
     // Ids of the page equal the fused list's head.
     let q2 = SearchQuery { k: 5, ..q.clone() };
     assert_eq!(ids(&e, &q2), ids(&e, &q)[..5]);
-}
-
-fn rankd(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]

@@ -2,31 +2,15 @@
 //! bad input → exit code 2 with what and where, one-sided queries skipped and counted.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn rankd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .env("RANKD_LOG", "error")
-        .output()
-        .expect("rankd runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::util::{rankd, stderr, Lcg};
 
 /// A small LETOR file with `qid:`: 30 queries of 6 rows, label from feature 1 plus noise,
 /// query 0 all relevant and query 1 all non-relevant.
 fn write_letor(path: &Path) {
     let mut text = String::new();
-    let mut state = 12345u64;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (state >> 33) as f64 / (1u64 << 31) as f64
-    };
+    let mut rng = Lcg(12345);
+    let mut next = || rng.unit();
     for q in 0..30 {
         for _ in 0..6 {
             let (a, b, c) = (next(), next(), next());

@@ -11,12 +11,10 @@ use rankd::rerank::{
     RankSet, TrainConfig, UnifiedMomentum,
 };
 
+use crate::util::shared_data;
+
 fn data(name: &str) -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/letor-lightgbm/"
-    ))
-    .join(name)
+    shared_data("letor-lightgbm").join(name)
 }
 
 fn sets() -> (RankSet, RankSet) {

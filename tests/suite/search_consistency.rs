@@ -19,17 +19,7 @@ fn search(base: &str, params: &str, q: &str) -> Vec<(String, f64)> {
         None,
     );
     assert_eq!(a.status, 200, "{params}: {}", a.body);
-    a.body["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| {
-            (
-                h["id"].as_str().unwrap().to_string(),
-                h["score"].as_f64().unwrap(),
-            )
-        })
-        .collect()
+    hit_scores(&a.body)
 }
 
 /// `rankd eval` over the queries with `args`: its run (per query, in rank order) and report.
@@ -226,11 +216,7 @@ fn search_eval_and_admin_evaluate_rank_alike() {
 #[test]
 fn eval_reports_a_query_it_cannot_run() {
     let dir = tempfile::tempdir().unwrap();
-    let docs = topic_corpus(false);
-    let data = ingest(
-        dir.path(),
-        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let data = ingest_topics(dir.path(), false);
     let long: String = (0..1025).map(|i| format!("w{i} ")).collect();
     std::fs::write(
         dir.path().join("q.txt"),
@@ -254,7 +240,7 @@ fn eval_reports_a_query_it_cannot_run() {
     // q2 counts, with AP 0: the mean is half of q1's AP, which finds its document.
     let map = report["map"].as_f64().unwrap();
     assert!(map > 0.0 && map <= 0.5, "{report}");
-    let strict = std::process::Command::new(env!("CARGO_BIN_EXE_rankd"))
+    let strict = rankd_command()
         .args(["eval", "--strict", "--model", "bm25f", "--queries"])
         .arg(dir.path().join("q.txt"))
         .arg("--qrels")

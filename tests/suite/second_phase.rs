@@ -2,37 +2,16 @@
 //! the first-phase window re-sorted by the model's scores of independently extracted
 //! features; paging, explanations and the window rules behave as documented.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
-use rankd::corpus::Document;
 use rankd::features::{extract, Candidate, FeatureSet};
 use rankd::rerank::{MetricConvention, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum};
 use rankd::search::model::ActiveModel;
 use rankd::search::{Engine, Ranking, SearchQuery};
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
-use rankd::training::{judged_windows, train_on_windows, JudgedQuery};
+use rankd::training::{judged_windows, train_on_windows};
 
-const WORDS: &[&str] = &[
-    "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
-    "socket", "parser", "graph", "rank", "score", "index", "query",
-];
-
-fn corpus() -> Vec<Document> {
-    (0..60)
-        .map(|i| {
-            let w = |k: usize| WORDS[(i * 7 + k * 3) % WORDS.len()];
-            Document {
-                id: format!("d{i}"),
-                url: Some(format!("https://example.org/{}/{}/{i}", w(0), w(1))),
-                title: format!("{} {}", w(0), w(2)),
-                body: (0..(10 + i % 13)).map(w).collect::<Vec<_>>().join(" "),
-                links: vec![format!("d{}", (i + 1) % 60), format!("d{}", (i * 5) % 60)],
-                ..Default::default()
-            }
-        })
-        .collect()
-}
+use crate::util::{first_phase, title_word_judgments, word_corpus};
 
 fn config() -> TrainConfig {
     TrainConfig {
@@ -61,23 +40,10 @@ fn config() -> TrainConfig {
 fn reranked_pages_follow_the_model_scores() {
     let dir = tempfile::tempdir().unwrap();
     let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
-    let docs = corpus();
+    let docs = word_corpus();
     index.upsert(docs.iter().cloned()).unwrap();
     // Judgments: a document is relevant to "w1 w2" when its title holds w1.
-    let queries: Vec<JudgedQuery> = (0..12)
-        .map(|i| {
-            let (a, b) = (WORDS[i % WORDS.len()], WORDS[(i + 5) % WORDS.len()]);
-            let grades: HashMap<String, i32> = docs
-                .iter()
-                .map(|d| (d.id.clone(), i32::from(d.title.split(' ').any(|t| t == a))))
-                .collect();
-            JudgedQuery {
-                qid: format!("q{i}"),
-                text: format!("{a} {b}"),
-                grades,
-            }
-        })
-        .collect();
+    let queries = title_word_judgments(&docs);
     let engine = Engine::new(index);
     let (windows, stats) = judged_windows(
         &engine,
@@ -111,28 +77,7 @@ fn reranked_pages_follow_the_model_scores() {
         assert!(res.times.features >= 0.0 && res.times.rerank >= 0.0);
         assert_eq!(res.reranker.as_deref(), Some(outcome.model.id()));
         // Recompute: first phase top 30, features, model scores, stable sort.
-        let bound = index
-            .bind(
-                &rankd::text::stats::Stats::new(&searcher),
-                ModelKind::Bm25F,
-                None,
-                q,
-            )
-            .unwrap()
-            .unwrap();
-        let top = bound
-            .top(
-                &searcher,
-                &index.doc_columns(&searcher).unwrap(),
-                &rankd::text::stats::Stats::new(&searcher),
-                window,
-                0,
-            )
-            .unwrap();
-        let cands: Vec<Candidate> = top
-            .iter()
-            .map(|&(score, address)| Candidate { address, score })
-            .collect();
+        let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
             index,
             &searcher,
@@ -167,7 +112,10 @@ fn reranked_pages_follow_the_model_scores() {
             assert_eq!(hit.score, scores[row]);
             let e = serde_json::to_value(hit.explain.as_ref().unwrap()).unwrap();
             assert_eq!(e["first_phase_rank"], row + 1);
-            assert_eq!(e["first_phase_score"].as_f64().unwrap() as f32, top[row].0);
+            assert_eq!(
+                e["first_phase_score"].as_f64().unwrap() as f32,
+                cands[row].score
+            );
             // Linear model: contributions + bias = score.
             let sum: f64 = e["contributions"]
                 .as_object()
@@ -243,7 +191,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
 fn nodes_of_documents_match_lookups_by_id() {
     let dir = tempfile::tempdir().unwrap();
     let index = TextIndex::open_or_create(dir.path(), Some(IndexConfig::default())).unwrap();
-    let docs = corpus();
+    let docs = word_corpus();
     // Two commits: two segments.
     index.upsert(docs[..30].iter().cloned()).unwrap();
     index.upsert(docs[30..].iter().cloned()).unwrap();

@@ -14,6 +14,8 @@ use rankd::text::{IndexConfig, ModelKind, TextIndex};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::tokenizer::TokenStream;
 
+use crate::util::{cranfield_dir, first_phase};
+
 const WORDS: &[&str] = &[
     "rust", "vector", "iterator", "borrow", "lifetime", "trait", "closure", "thread", "channel",
     "mutex", "socket", "parser", "token", "graph", "rank", "score", "index", "query", "field",
@@ -422,6 +424,7 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
     let raws: Vec<RawDoc> = docs.iter().map(|d| raw(&config, d)).collect();
     let oracle = oracle(&raws, &config);
     for kind in ModelKind::ALL {
+        let top = first_phase(&index, &searcher, kind, "vector borrow", 30);
         let bound = index
             .bind(
                 &rankd::text::stats::Stats::new(&searcher),
@@ -431,20 +434,12 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
             )
             .unwrap()
             .unwrap();
-        let top = bound
-            .top(
-                &searcher,
-                &index.doc_columns(&searcher).unwrap(),
-                &rankd::text::stats::Stats::new(&searcher),
-                30,
-                0,
-            )
-            .unwrap();
         // Reversed order on purpose: score_docs must sort internally.
-        let addrs: Vec<_> = top.iter().rev().map(|(_, a)| *a).collect();
+        let addrs: Vec<_> = top.iter().rev().map(|c| c.address).collect();
         let scores = bound.score_docs(&searcher, &addrs).unwrap();
-        for ((s, _), got) in top.iter().rev().zip(&scores) {
-            assert!(close(*s as f64, *got as f64), "{kind}: {s} vs {got}");
+        for (c, got) in top.iter().rev().zip(&scores) {
+            let s = c.score;
+            assert!(close(s as f64, *got as f64), "{kind}: {s} vs {got}");
         }
     }
     // LM scores a document without any query term too (the smoothed probability).
@@ -478,25 +473,19 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
 
 #[test]
 fn a_cranfield_subset_matches_the_oracle() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/cranfield/cran.all.1400"
-    );
-    let docs: Vec<Document> = rankd::corpus::cranfield::read_documents(std::path::Path::new(path))
-        .unwrap()
-        .into_iter()
-        .take(200)
-        .collect();
-    let qpath = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/data/cranfield/cran.qry"
-    );
-    let queries: Vec<String> = rankd::corpus::cranfield::read_queries(std::path::Path::new(qpath))
-        .unwrap()
-        .into_iter()
-        .take(8)
-        .map(|q| q.text)
-        .collect();
+    let docs: Vec<Document> =
+        rankd::corpus::cranfield::read_documents(&cranfield_dir().join("cran.all.1400"))
+            .unwrap()
+            .into_iter()
+            .take(200)
+            .collect();
+    let queries: Vec<String> =
+        rankd::corpus::cranfield::read_queries(&cranfield_dir().join("cran.qry"))
+            .unwrap()
+            .into_iter()
+            .take(8)
+            .map(|q| q.text)
+            .collect();
     check_models(&docs, &queries, &["all", "body"], "cranfield");
 }
 
@@ -848,9 +837,7 @@ fn rm3_features_match_the_oracle() {
 /// The same on real text: 300 Cranfield abstracts, their BM25F top 50 as the window.
 #[test]
 fn rm3_features_match_the_oracle_on_cranfield() {
-    use rankd::features::Candidate;
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/cranfield");
-    let path = std::path::Path::new(dir);
+    let path = cranfield_dir();
     let docs: Vec<Document> = rankd::corpus::cranfield::read_documents(&path.join("cran.all.1400"))
         .unwrap()
         .into_iter()
@@ -868,27 +855,7 @@ fn rm3_features_match_the_oracle_on_cranfield() {
     let searcher = index.reader.searcher();
     let mut compared = 0;
     for q in &queries {
-        let bound = index
-            .bind(
-                &rankd::text::stats::Stats::new(&searcher),
-                ModelKind::Bm25F,
-                None,
-                q,
-            )
-            .unwrap()
-            .unwrap();
-        let candidates: Vec<Candidate> = bound
-            .top(
-                &searcher,
-                &index.doc_columns(&searcher).unwrap(),
-                &rankd::text::stats::Stats::new(&searcher),
-                50,
-                0,
-            )
-            .unwrap()
-            .into_iter()
-            .map(|(score, address)| Candidate { address, score })
-            .collect();
+        let candidates = first_phase(&index, &searcher, ModelKind::Bm25F, q, 50);
         compared += check_rm3(
             &index,
             &docs,
@@ -1008,27 +975,7 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         "graph",
         "rank score index",
     ] {
-        let bound = index
-            .bind(
-                &rankd::text::stats::Stats::new(&searcher),
-                ModelKind::Bm25F,
-                None,
-                q,
-            )
-            .unwrap()
-            .unwrap();
-        let candidates: Vec<rankd::features::Candidate> = bound
-            .top(
-                &searcher,
-                &index.doc_columns(&searcher).unwrap(),
-                &rankd::text::stats::Stats::new(&searcher),
-                40,
-                0,
-            )
-            .unwrap()
-            .into_iter()
-            .map(|(score, address)| rankd::features::Candidate { address, score })
-            .collect();
+        let candidates = first_phase(&index, &searcher, ModelKind::Bm25F, q, 40);
         let prf = rankd::features::Prf::Skip;
         let walked = extract(
             &index,

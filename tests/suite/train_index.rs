@@ -3,15 +3,9 @@
 //! --rerank` uses the model, `rankd cv` cross-validates; bad judgments are exit code 2.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn rankd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rankd"))
-        .args(args)
-        .env("RANKD_LOG", "error")
-        .output()
-        .expect("rankd runs")
-}
+use crate::util::rankd;
 
 fn ok(out: Output) -> Output {
     assert!(

@@ -1,6 +1,16 @@
-//! Shared by the `ops_*` tests: a real `rankd serve` process with a token and a database, an
-//! HTTP client, and direct SQL access to the server's database (to check state independently
-//! of the API and to stage rows a crash would leave behind).
+//! The helpers of the integration tests, written once (`tests/tests.rs` and the two binaries
+//! beside it include this module):
+//!
+//! - the command line: [`rankd`], [`rankd_ok`], [`rankd_command`] run the binary under test
+//!   ([`rankd_bin`]);
+//! - a real `rankd serve` process ([`start`], [`start_serve`]) with a token and a database, an
+//!   HTTP client ([`get`], [`post_json`], [`call`]), admin jobs ([`wait_for_job`],
+//!   [`train_job`], [`start_graph_job`]), metrics ([`metric`]);
+//! - direct SQL access to the server's database (to check state independently of the API and
+//!   to stage rows a crash would leave behind): [`sql`], [`column`], [`snapshot`];
+//! - data: the shared data sets ([`shared_data`], [`cranfield_dir`]), small corpora as JSON
+//!   lines ([`DOCS`], [`topic_corpus`]) or documents ([`word_corpus`]), and what is on disk
+//!   ([`documents`], [`leftovers`]).
 //!
 //! The database is SQLite in the test's data directory, or a fresh PostgreSQL database per
 //! test when `RANKD_TEST_DATABASE_URL` names a PostgreSQL server (`.ci/postgres` starts one).
@@ -10,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
@@ -198,7 +208,7 @@ pub fn start_with_env(data: &Path, db: &str, token: Option<&str>, env: &[(&str, 
 
 /// Starts `rankd serve --addr 127.0.0.1:0 ARGS` and waits for the address it announces.
 pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> Server {
-    let mut cmd = Command::new(rankd_bin());
+    let mut cmd = rankd_command();
     cmd.arg("serve");
     if !args.contains(&"--addr") {
         cmd.args(["--addr", "127.0.0.1:0"]);
@@ -322,18 +332,52 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = Command::new(rankd_bin()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = rankd_command().args(args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
     out
+}
+
+/// `rankd` under test, as a command to complete.
+pub fn rankd_command() -> Command {
+    Command::new(rankd_bin())
+}
+
+/// Runs `rankd ARGS` with logging at error level, as a user would see it fail or succeed.
+pub fn rankd(args: &[&str]) -> Output {
+    rankd_command()
+        .args(args)
+        .env("RANKD_LOG", "error")
+        .output()
+        .expect("rankd runs")
+}
+
+/// A finished command's standard error.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Kills a process with SIGKILL (no clean-up runs) and reaps it.
+pub fn kill9(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `rel` in the shared data sets, `../shared/data/` beside the checkout (its README says what
+/// each holds).
+pub fn shared_data(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(rel)
 }
 
 /// The Cranfield collection of `../shared/data/cranfield`.
 pub fn cranfield_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/cranfield")
+    shared_data("cranfield")
+}
+
+/// The tree models of `tests/fixtures/gbdt/` and their libraries' own scores.
+pub fn gbdt_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gbdt")
 }
 
 /// Ingests `input` in `format` into `data` with the CLI, split over `shards` when given.
@@ -460,6 +504,17 @@ pub fn post_text(url: &str, token: Option<&str>, body: &str) -> Answer {
     call("POST", url, token, Some(("text/plain", body.as_bytes())))
 }
 
+/// Asserts that `a` is an error answer: `status`, the message containing `says`, and, when
+/// given, the request `field` it names.
+pub fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {
+    assert_eq!(a.status, status, "{}", a.body);
+    if let Some(f) = field {
+        assert_eq!(a.body["error"]["field"], f, "{}", a.body);
+    }
+    let message = a.body["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains(says), "expected {says:?} in {}", a.body);
+}
+
 /// Polls job `id` until it has finished; returns it.
 pub fn wait_for_job(base: &str, id: i64) -> Value {
     for _ in 0..600 {
@@ -472,6 +527,50 @@ pub fn wait_for_job(base: &str, id: i64) -> Value {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     panic!("job {id} did not finish within 30 s");
+}
+
+/// Trains a model through `POST /admin/train` with `settings` and waits for the job, which
+/// must succeed (with its progress at 1): the new model's id.
+pub fn train_job(base: &str, settings: &str) -> String {
+    let a = post_json(&format!("{base}/admin/train"), Some(TOKEN), settings);
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(base, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["progress"], 1.0, "{job}");
+    job["result"]["model"].as_str().unwrap().to_string()
+}
+
+/// Starts the graph job through `POST /admin/graph`: its id.
+pub fn start_graph_job(base: &str) -> i64 {
+    let a = call("POST", &format!("{base}/admin/graph"), Some(TOKEN), None);
+    assert_eq!(a.status, 202, "{}", a.body);
+    a.body["job"].as_i64().unwrap()
+}
+
+/// `GET base/search?PARAMS&q=Q` (`q` percent-encoded), which must answer 200: the answer.
+pub fn search_body(base: &str, params: &str, q: &str) -> Value {
+    let url = format!(
+        "{base}/search?{params}&q={}",
+        percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+    );
+    let a = get(&url, None);
+    assert_eq!(a.status, 200, "{url}: {}", a.body);
+    a.body
+}
+
+/// The hits of a search answer as (id, score), in the answer's order.
+pub fn hit_scores(answer: &Value) -> Vec<(String, f64)> {
+    answer["hits"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hits in {answer}"))
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_str().unwrap().to_string(),
+                h["score"].as_f64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// 24 documents about six topics: "topic word" queries find the documents that carry the topic
@@ -494,6 +593,21 @@ pub fn topic_corpus(padded: bool) -> Vec<String> {
             .to_string()
         })
         .collect()
+}
+
+/// [`topic_corpus`] (`padded` as there) ingested into `dir/data`: the data directory.
+pub fn ingest_topics(dir: &Path, padded: bool) -> PathBuf {
+    let docs = topic_corpus(padded);
+    ingest(dir, &docs.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// A server over [`ingest_topics`] with a fresh database and the admin token [`TOKEN`]: its
+/// data directory, database URL and process.
+pub fn topic_server(dir: &Path, padded: bool) -> (PathBuf, String, Server) {
+    let data = ingest_topics(dir, padded);
+    let db = fresh_database(dir);
+    let server = start(&data, &db, Some(TOKEN));
+    (data, db, server)
 }
 
 /// Judgments over [`topic_corpus`]: for each topic, two queries (`q{topic}-0`, `q{topic}-1`)
@@ -587,4 +701,94 @@ fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
             f(&path);
         }
     }
+}
+
+/// The first phase's top `k` for `q` under `model`, on the whole document: the candidates a
+/// second phase would rerank, straight from the library's scorer (no engine, no reranker).
+pub fn first_phase(
+    index: &rankd::text::TextIndex,
+    searcher: &tantivy::Searcher,
+    model: rankd::text::ModelKind,
+    q: &str,
+    k: usize,
+) -> Vec<rankd::features::Candidate> {
+    let stats = rankd::text::stats::Stats::new(searcher);
+    let bound = index.bind(&stats, model, None, q).unwrap().unwrap();
+    let columns = index.doc_columns(searcher).unwrap();
+    bound
+        .top(searcher, &columns, &stats, k, 0)
+        .unwrap()
+        .into_iter()
+        .map(|(score, address)| rankd::features::Candidate { address, score })
+        .collect()
+}
+
+/// Knuth's MMIX linear congruential generator: reproducible pseudo-random test data, the same
+/// stream on every platform and with no dependency.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next 31 bits.
+    pub fn next_u31(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    /// Uniform in [0, 1), on 31 bits.
+    pub fn unit(&mut self) -> f64 {
+        self.next_u31() as f64 / (1u64 << 31) as f64
+    }
+
+    /// In `0..n` (modulo `n`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u31() % n as u64) as usize
+    }
+}
+
+/// The words of [`word_corpus`].
+pub const CORPUS_WORDS: &[&str] = &[
+    "rust", "vector", "iterator", "borrow", "trait", "closure", "thread", "channel", "mutex",
+    "socket", "parser", "graph", "rank", "score", "index", "query",
+];
+
+/// 60 linked documents `d0..d59` for in-process indexes, their titles and bodies drawn from
+/// [`CORPUS_WORDS`]; [`title_word_judgments`] judges them.
+pub fn word_corpus() -> Vec<rankd::corpus::Document> {
+    let words = CORPUS_WORDS;
+    (0..60)
+        .map(|i| {
+            let w = |k: usize| words[(i * 7 + k * 3) % words.len()];
+            rankd::corpus::Document {
+                id: format!("d{i}"),
+                url: Some(format!("https://example.org/{}/{}/{i}", w(0), w(1))),
+                title: format!("{} {}", w(0), w(2)),
+                body: (0..(10 + i % 13)).map(w).collect::<Vec<_>>().join(" "),
+                links: vec![format!("d{}", (i + 1) % 60), format!("d{}", (i * 5) % 60)],
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+/// Twelve queries "w1 w2" over `docs` (see [`word_corpus`]), every document judged: relevant
+/// (grade 1) when its title holds w1.
+pub fn title_word_judgments(docs: &[rankd::corpus::Document]) -> Vec<rankd::training::JudgedQuery> {
+    let words = CORPUS_WORDS;
+    (0..12)
+        .map(|i| {
+            let (a, b) = (words[i % words.len()], words[(i + 5) % words.len()]);
+            let grades = docs
+                .iter()
+                .map(|d| (d.id.clone(), i32::from(d.title.split(' ').any(|t| t == a))))
+                .collect();
+            rankd::training::JudgedQuery {
+                qid: format!("q{i}"),
+                text: format!("{a} {b}"),
+                grades,
+            }
+        })
+        .collect()
 }
