@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/gbdt/: tree models trained by the real XGBoost 3.x and LightGBM 4.7,
-rows to score, and each library's own scores of those rows, for tests/gbdt_import.rs (which
+rows to score, and each library's own scores of those rows, for tests/suite/gbdt_import.rs (which
 needs no Python). Also the expected scores of the hand-written RankLib model
 (ranklib_lambdamart.xml, written from RankLib's documented format; there is no RankLib here),
 computed by an independent reference evaluator below that does RankLib's float arithmetic.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/gbdt/ranklib_public.*: a RankLib LambdaMART model from a public
 repository, rows that probe it, and RankLib's own scores of those rows, for the test
-`public_ranklib_model_scores_as_ranklib` in tests/gbdt_import.rs (which needs no Java).
+`public_ranklib_model_scores_as_ranklib` in tests/suite/gbdt_import.rs (which needs no Java).
 
 Provenance
 ----------

@@ -2,7 +2,7 @@
 """Writes NAME.contribs.tsv beside each XGBoost and LightGBM model of tests/fixtures/gbdt/:
 the library's own TreeSHAP contributions of the model's fixture rows (XGBoost
 `predict(pred_contribs=True)`, LightGBM `predict(pred_contrib=True)`), one row per line, the
-features' contributions then the bias (the expected value), for tests/gbdt_import.rs, which
+features' contributions then the bias (the expected value), for tests/suite/gbdt_import.rs, which
 checks rankd's path-dependent TreeSHAP against them (no Python needed there).
 
     bench/.venv/bin/pip install xgboost && bench/.venv/bin/python bench/gbdt_shap_fixtures.py

@@ -35,8 +35,12 @@
 //!
 //! Measured numbers are printed with `eprintln!` (`cargo test --test cluster_netns --
 //! --nocapture`). The two tests take a lock so that their timings do not disturb each other.
+//!
+//! A test binary of its own, not a module of `tests/tests.rs`, because it must run alone: its
+//! bounds on answer times (`SLACK`) hold on an otherwise idle process, and in the one binary
+//! the other suites' servers and indexing would run beside it on the same cores.
 
-mod ops_support;
+mod util;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -46,9 +50,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ops_support::*;
 use rankd::cluster::routing::shard_of;
 use serde_json::Value;
+use util::*;
 
 /// The shard whose leaves live behind the veth pair.
 const CUT_SHARD: u32 = 1;

@@ -1,5 +1,8 @@
-//! `RANKD_SIMD` overrides the detected instruction set. Its own test binary (one process, one
-//! test) because the choice is made once per process.
+//! `RANKD_SIMD` overrides the detected instruction set.
+//!
+//! A test binary of its own, not a module of `tests/tests.rs` (one process, one test): the
+//! test sets a process-wide environment variable, and the instruction set is chosen once per
+//! process, so any other test in the process could race the `set_var` or make the choice first.
 
 use rankd::pairwise::Isa;
 

@@ -448,7 +448,7 @@ mod tests {
         assert_eq!(get("b/page.html").links, vec!["index.html"]);
         assert_eq!(get("b/page.html").anchor, "B\nold");
         // Links that are ids become edges of the link graph (`graph::build`'s tests; the
-        // HTML ingest end to end: `tests/hardening_cli.rs`).
+        // HTML ingest end to end: `tests/suite/hardening_cli.rs`).
     }
 
     #[test]

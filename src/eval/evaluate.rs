@@ -3,23 +3,8 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::metrics::{self, Gain, JudgedRanking};
-use super::report::{Conventions, Metrics, Report};
+use super::report::{Conventions, Metrics, NoRelevant, Report};
 use super::{Qrels, Run, RunOrder};
-
-/// What to do with a query whose judgments contain no relevant document (R = 0), where AP,
-/// recall and NDCG are 0/0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NoRelevant {
-    /// Leave the query out of every mean (SPEC §4's default).
-    #[default]
-    Skip,
-    /// Score it like any other query: every metric comes out 0. This is what trec_eval 9 and
-    /// pytrec_eval actually do with a judged query that has no relevant document.
-    Score,
-    /// As `Score`, but NDCG counts as 1 (LightGBM's convention for all-zero-label queries).
-    NdcgOne,
-}
 
 /// How to evaluate. `Default` is SPEC §4's default: exponential gain, skip queries without
 /// relevant documents, trec_eval's ordering, relevance from grade 1.

@@ -31,12 +31,12 @@ pub mod trec;
 pub use correlation::{
     compare_runs, kendall_tau_b, spearman_rho, QueryCorrelation, RunCorrelation,
 };
-pub use evaluate::{evaluate, EvalError, EvalOptions, NoRelevant};
+pub use evaluate::{evaluate, EvalError, EvalOptions};
 pub use metrics::Gain;
 pub(crate) use parse_error::for_each_line;
 pub use parse_error::ParseError;
 pub use qrels::Qrels;
-pub use report::{Conventions, Metrics, Report};
+pub use report::{Conventions, Metrics, NoRelevant, Report};
 pub use run::{Run, RunOrder, ScoredDoc};
 
 #[cfg(test)]

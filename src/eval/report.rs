@@ -8,7 +8,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::metrics::Gain;
-use super::{NoRelevant, RunOrder};
+use super::RunOrder;
 
 /// Named metric values in a fixed, readable order (`map, mrr, ..., p@10, ndcg@10, ...`),
 /// serialised as a JSON object in that order.
@@ -83,6 +83,21 @@ impl<'de> Deserialize<'de> for Metrics {
         }
         d.deserialize_map(MetricsVisitor)
     }
+}
+
+/// What to do with a query whose judgments contain no relevant document (R = 0), where AP,
+/// recall and NDCG are 0/0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoRelevant {
+    /// Leave the query out of every mean (SPEC §4's default).
+    #[default]
+    Skip,
+    /// Score it like any other query: every metric comes out 0. This is what trec_eval 9 and
+    /// pytrec_eval actually do with a judged query that has no relevant document.
+    Score,
+    /// As `Score`, but NDCG counts as 1 (LightGBM's convention for all-zero-label queries).
+    NdcgOne,
 }
 
 /// The conventions an evaluation ran under, printed with every report (SPEC §4: "report which").

@@ -44,6 +44,7 @@ use tantivy::schema::Value;
 use tantivy::tokenizer::TokenStream;
 use tantivy::{DocAddress, Searcher, TantivyDocument};
 
+use super::set::RM3_FEATURES;
 use super::{Candidate, FeatureMatrix, FeatureSet};
 use crate::text::config::Rm3Params;
 use crate::text::models::{bm25_idf, Bm25, Bm25F, Stats, TextModel};
@@ -52,14 +53,6 @@ use crate::text::schema::analyzer;
 use crate::text::scorer::ModelQuery;
 use crate::text::search::SearchError;
 use crate::text::TextIndex;
-
-/// The names of the features this module fills.
-pub(super) const RM3_FEATURES: [&str; 4] = [
-    "rm3.bm25",
-    "rm3.bm25f",
-    "rm3.expansion_bm25",
-    "rm3.centroid_cosine",
-];
 
 /// One feedback document: its term counts in `all` and its exact length.
 #[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]

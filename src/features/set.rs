@@ -13,6 +13,14 @@ pub const FEATURE_SET_VERSION: &str = "rankd-features-v2";
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
 
+/// RM3 pseudo-relevance feedback on the whole document, filled by `prf.rs`.
+pub(super) const RM3_FEATURES: [&str; 4] = [
+    "rm3.bm25",
+    "rm3.bm25f",
+    "rm3.expansion_bm25",
+    "rm3.centroid_cosine",
+];
+
 /// `ln(ε + s·N)` is how link scores enter the features (a score of 1/N maps to ≈ 0); this is
 /// the value of a document outside the link graph.
 pub(super) const LOG_SCORE_FLOOR: f32 = -6.907_755; // ln(1e-3)
@@ -71,7 +79,7 @@ impl FeatureSet {
             add(f, 0.0);
         }
         // Pseudo-relevance feedback on the whole document (`prf.rs`).
-        for f in super::prf::RM3_FEATURES {
+        for f in RM3_FEATURES {
             add(f, 0.0);
         }
         add("query.terms", 0.0);
@@ -140,7 +148,7 @@ impl FeatureSet {
 
     /// Whether column `col` is one of the RM3 features.
     pub fn is_prf(&self, col: usize) -> bool {
-        super::prf::RM3_FEATURES.contains(&self.names[col].as_str())
+        RM3_FEATURES.contains(&self.names[col].as_str())
     }
 
     /// Whether extraction has to compute the RM3 features for someone reading `cols`.

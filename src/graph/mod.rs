@@ -6,10 +6,10 @@
 //! [`pagerank`] (also personalized and topic-sensitive), [`hits`], [`salsa`], [`simrank`],
 //! [`trustrank`]; [`base_set`] is the query-dependent neighbourhood shared by HITS and SALSA;
 //! [`convergence`] holds the stopping rule and the rank-stability report. [`scores`] computes
-//! every per-node score at once and [`sidecar`] stores them beside an index. Bare edge-list files
-//! load through [`load`], WebGraph BVGraphs through [`bvgraph`]; [`rmat`] generates the
-//! synthetic benchmark graphs. [`dataflow`] computes the same scores on timely dataflow, over
-//! several threads or processes.
+//! every per-node score at once and [`sidecar`] stores them beside an index, their vectors as
+//! exact bit patterns ([`f64_bits`]). Bare edge-list files load through [`load`], WebGraph
+//! BVGraphs through [`bvgraph`]; [`rmat`] generates the synthetic benchmark graphs.
+//! [`dataflow`] computes the same scores on timely dataflow, over several threads or processes.
 
 pub mod base_set;
 pub mod build;
@@ -17,6 +17,7 @@ pub mod bvgraph;
 pub mod convergence;
 pub mod csr;
 pub mod dataflow;
+pub mod f64_bits;
 pub mod hits;
 pub mod load;
 pub mod pagerank;

@@ -67,23 +67,23 @@ pub struct Progress {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LinkScores {
     pub keys: Vec<String>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub pagerank: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub inverse_pagerank: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub trustrank: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub spam_mass: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub anti_trustrank: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub hits_hub: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub hits_authority: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub salsa_hub: Vec<f64>,
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub salsa_authority: Vec<f64>,
     pub in_degree: Vec<u32>,
     pub out_degree: Vec<u32>,

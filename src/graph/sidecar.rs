@@ -2,8 +2,8 @@
 //! 1. a JSON header `{"format":"rankd-link-scores","version":2,"manifest_hash":..,"nodes":..,
 //!    "body_sha256":..}` — what the file is, which index it belongs to, a checksum;
 //! 2. the JSON body ([`LinkScores`]); score vectors are stored as the IEEE-754 bit patterns of
-//!    their f64 values ([`f64_bits`]), because serde_json's default float parser may be off by
-//!    one ulp and stored scores must reload bit for bit.
+//!    their f64 values ([`f64_bits`](super::f64_bits)), because serde_json's default float
+//!    parser may be off by one ulp and stored scores must reload bit for bit.
 //!
 //! Written atomically (`crate::durable`: temp file in the same directory, fsync, rename, fsync
 //! of the directory), so a reader sees the old file or the new one, never a torn one. Loading
@@ -30,25 +30,6 @@ struct Header {
     manifest_hash: String,
     nodes: usize,
     body_sha256: String,
-}
-
-/// Serde adapter storing `Vec<f64>` as `Vec<u64>` bit patterns (exact round trip).
-pub mod f64_bits {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
-        v.iter()
-            .map(|x| x.to_bits())
-            .collect::<Vec<u64>>()
-            .serialize(s)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-        Ok(Vec::<u64>::deserialize(d)?
-            .into_iter()
-            .map(f64::from_bits)
-            .collect())
-    }
 }
 
 fn error(path: &Path, message: impl Into<String>) -> GraphError {

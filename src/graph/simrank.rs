@@ -280,7 +280,7 @@ impl DiagonalParams {
 /// for `/similar` (`LinkScores::simrank`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SimRankDiagonal {
-    #[serde(with = "super::sidecar::f64_bits")]
+    #[serde(with = "super::f64_bits")]
     pub values: Vec<f64>,
     pub params: DiagonalParams,
 }

@@ -9,6 +9,7 @@ use std::arch::x86_64::*;
 
 use super::loss::Loss;
 use super::scalar::PARTIALS;
+use super::x86::{reduce_quads, ATANH_SERIES, EXP_MIN_ARG, EXP_POLY, LN2_HI, LN2_LO};
 use super::PairCount;
 
 const LANES: usize = 8;
@@ -63,7 +64,7 @@ fn score_block_avx2(x: &[f32], d: usize, w: &[f32], out: &mut [f32]) {
             full,
             &w_tail,
         );
-        let sums = super::sse::reduce_quads([halves(a), halves(b), halves(c), halves(d)]);
+        let sums = reduce_quads([halves(a), halves(b), halves(c), halves(d)]);
         // SAFETY: r + 4 <= n == out.len().
         unsafe { _mm_storeu_ps(out.as_mut_ptr().add(r), sums) };
         r += 4;
@@ -411,31 +412,6 @@ fn log1p_unit(e: __m256) -> __m256 {
     }
     _mm256_mul_ps(_mm256_add_ps(s, s), p)
 }
-
-/// Arguments below this give `e^y < 2⁻¹⁵⁰`, which rounds to 0 in f32.
-pub(super) const EXP_MIN_ARG: f32 = -104.0;
-/// ln 2 split so that `n·LN2_HI` is exact for |n| ≤ 150 (Cephes).
-pub(super) const LN2_HI: f32 = 0.693_359_4;
-pub(super) const LN2_LO: f32 = -2.121_944_4e-4;
-/// Cephes `expf` coefficients, highest first: `e^r ≈ 1 + r + r²·P(r)`.
-pub(super) const EXP_POLY: [f32; 6] = [
-    1.987_569_1e-4,
-    1.398_199_9e-3,
-    8.333_452e-3,
-    4.166_579_6e-2,
-    1.666_666_5e-1,
-    0.5, // Cephes prints 5.0000001201e-1, which is 0.5 in f32
-];
-/// `1/13, 1/11, …, 1/3, 1`: `atanh(s)/s` as a polynomial in s², highest first.
-pub(super) const ATANH_SERIES: [f32; 7] = [
-    1.0 / 13.0,
-    1.0 / 11.0,
-    1.0 / 9.0,
-    1.0 / 7.0,
-    1.0 / 5.0,
-    1.0 / 3.0,
-    1.0,
-];
 
 // ---------------------------------------------------------------------------------------
 // Pair counts

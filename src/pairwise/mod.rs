@@ -33,6 +33,8 @@ mod sorted;
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod sse;
+#[cfg(target_arch = "x86_64")]
+mod x86;
 
 use std::sync::OnceLock;
 

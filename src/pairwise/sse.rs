@@ -1,14 +1,15 @@
 //! SSE4.1 versions of the pairwise kernels (4 f32 lanes, no FMA): the x86-64 baseline path.
-//! Same algorithms and constants as `avx2.rs`, with multiply + add where AVX2 fuses.
+//! Same algorithms as `avx2.rs` (shared constants in `x86.rs`), with multiply + add where AVX2
+//! fuses.
 //!
 //! Each public function checks the CPU (a cached atomic load) before calling its
 //! `#[target_feature]` twin, which makes the `unsafe` calls sound on their own.
 
 use std::arch::x86_64::*;
 
-use super::avx2::{ATANH_SERIES, EXP_MIN_ARG, EXP_POLY, LN2_HI, LN2_LO};
 use super::loss::Loss;
 use super::scalar::PARTIALS;
+use super::x86::{reduce_quads, ATANH_SERIES, EXP_MIN_ARG, EXP_POLY, LN2_HI, LN2_LO};
 use super::PairCount;
 
 const LANES: usize = 4;
@@ -123,25 +124,6 @@ fn dot_rows<const R: usize>(
         // Partials l and l+8 (l = 0..8), then l and l+4: the row's four quad sums.
         _mm_add_ps(_mm_add_ps(p0, p2), _mm_add_ps(p1, p3))
     })
-}
-
-/// The last two steps of `scalar::reduce_partials` for four rows at once: given each row's
-/// quad sums `[q0 q1 q2 q3]`, returns `[(q0+q2)+(q1+q3)]` per row, in row order. The
-/// shuffles only move lanes, so every row is summed exactly as [`hsum4`] sums it.
-#[target_feature(enable = "sse4.1")]
-#[inline]
-pub(super) fn reduce_quads([a, b, c, d]: [__m128; 4]) -> __m128 {
-    const LOW: i32 = 0b01_00_01_00; // [x0 x1 y0 y1]
-    const HIGH: i32 = 0b11_10_11_10; // [x2 x3 y2 y3]
-    const EVEN: i32 = 0b10_00_10_00; // [x0 x2 y0 y2]
-    const ODD: i32 = 0b11_01_11_01; // [x1 x3 y1 y3]
-                                    // [a0+a2, a1+a3, b0+b2, b1+b3] and the same for c, d.
-    let ab = _mm_add_ps(_mm_shuffle_ps::<LOW>(a, b), _mm_shuffle_ps::<HIGH>(a, b));
-    let cd = _mm_add_ps(_mm_shuffle_ps::<LOW>(c, d), _mm_shuffle_ps::<HIGH>(c, d));
-    _mm_add_ps(
-        _mm_shuffle_ps::<EVEN>(ab, cd),
-        _mm_shuffle_ps::<ODD>(ab, cd),
-    )
 }
 
 #[target_feature(enable = "sse4.1")]

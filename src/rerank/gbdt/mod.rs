@@ -49,6 +49,7 @@
 //! - [`export`]: XGBoost JSON, so a rankd model can be checked (or served) by XGBoost.
 //! - [`model`]: the trees' part of a reranker model file (format version 3, see
 //!   `model_file.rs`): the forest, how it was made, and its compiled scorer.
+//! - [`params`]: the trees' hyperparameters, which the trainer takes and a model records.
 //! - [`train`]: histogram training with LambdaMART-NDCG, ΔAP LambdaMART and stable AP.
 
 pub mod compiled;
@@ -56,6 +57,7 @@ pub mod export;
 pub mod forest;
 pub mod import;
 pub mod model;
+pub mod params;
 pub mod shap;
 pub mod train;
 

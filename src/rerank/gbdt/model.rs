@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use super::import::Library;
-use super::train::GbdtParams;
+use super::params::GbdtParams;
 use super::{CompiledForest, Forest};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

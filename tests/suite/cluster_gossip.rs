@@ -1,0 +1,287 @@
+//! A root that learns its shards' replicas by gossip (issue 13, "Metastore and membership"),
+//! on loopback with real processes: three leaves and a replica announce their shards over
+//! chitchat; the root finds them and answers as the root given the static `--shard` map
+//! does; a leaf killed while its shard has a replica leaves the answers complete (and the
+//! failure detector's time to drop it is printed); a root whose metastore is down at start
+//! serves from its last known map with a warning, and one without such a map says why not.
+//!
+//! The metastore is PostgreSQL when `RANKD_TEST_DATABASE_URL` is set, else SQLite.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::util::*;
+use serde_json::Value;
+
+fn gossip(port: u16) -> String {
+    format!("127.0.0.1:{port}")
+}
+
+/// A leaf of shard `shard` serving `data`, gossiping on `port`, joining through `seeds`.
+fn leaf(data: &Path, shard: u32, port: u16, seeds: &str, metastore: Option<&str>) -> Server {
+    let (shard, gossip) = (shard.to_string(), gossip(port));
+    let mut args = vec![
+        "--role",
+        "leaf",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--collection",
+        "cranfield",
+        "--shard-id",
+        &shard,
+        "--gossip",
+        &gossip,
+        "--seed",
+        seeds,
+    ];
+    if let Some(m) = metastore {
+        args.extend(["--metastore", m]);
+    }
+    start_serve(&args, None, &[])
+}
+
+/// `rankd serve ARGS` and every line it printed before its address (`Err`: it exited, with
+/// its whole standard error).
+fn serve_with_output(args: &[&str]) -> Result<(Server, Vec<String>), String> {
+    let mut child = rankd_command()
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .env("RANKD_LOG", "error")
+        .env_remove("RANKD_ADMIN_TOKEN")
+        .env_remove("RANKD_CONFIG")
+        .env_remove("DATABASE_URL")
+        .env_remove("RANKD_DATABASE_URL")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut before = Vec::new();
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            let _ = child.wait();
+            return Err(before.join("\n"));
+        };
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            let base = format!("http://{}", rest.split('/').next().unwrap());
+            std::thread::spawn(move || for _ in lines {});
+            return Ok((Server { child, base }, before));
+        }
+        before.push(line);
+    }
+}
+
+fn root(port: u16, seeds: &str, data: &Path, metastore: Option<&str>) -> (Server, Vec<String>) {
+    let gossip = gossip(port);
+    let mut args = vec![
+        "--role",
+        "root",
+        "--collection",
+        "cranfield",
+        "--gossip",
+        &gossip,
+        "--seed",
+        seeds,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    if let Some(m) = metastore {
+        args.extend(["--metastore", m]);
+    }
+    serve_with_output(&args).unwrap_or_else(|e| panic!("the root did not start: {e}"))
+}
+
+fn answers(base: &str, queries: &[String]) -> Vec<Value> {
+    queries
+        .iter()
+        .map(|q| {
+            let a = get(&bm25_url(base, q), None);
+            assert_eq!(a.status, 200, "{}", a.body);
+            assert_eq!(a.body["partial"], false, "{}", a.body);
+            a.body["hits"].clone()
+        })
+        .collect()
+}
+
+/// The one sample of the metric `name`.
+fn sample(base: &str, name: &str) -> f64 {
+    metric(base, name, &[]).unwrap_or_else(|| panic!("{name} missing from /metrics"))
+}
+
+#[test]
+fn a_root_finds_its_leaves_by_gossip_and_survives_one_dying() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sharded");
+    ingest_into("cranfield", &cranfield_dir(), &data, Some(3));
+    // A replica of shard 1 in a collection directory of its own (with the collection record,
+    // so that it announces the shard count too).
+    let replica = dir.path().join("replica");
+    std::fs::create_dir_all(replica.join("shards")).unwrap();
+    copy_dir(&data.join("shards/1"), &replica.join("shards/1"));
+    std::fs::copy(
+        data.join("shards/collection.json"),
+        replica.join("shards/collection.json"),
+    )
+    .unwrap();
+    let seeds = format!("{},{}", gossip(27_220), gossip(27_221));
+    let l0 = leaf(&data.join("shards/0"), 0, 27_221, &seeds, None);
+    let mut l1 = leaf(&data.join("shards/1"), 1, 27_222, &seeds, None);
+    let l1b = leaf(&replica.join("shards/1"), 1, 27_223, &seeds, None);
+    let l2 = leaf(&data.join("shards/2"), 2, 27_224, &seeds, None);
+    let started = Instant::now();
+    let (by_gossip, _) = root(27_220, &seeds, &dir.path().join("root"), None);
+    println!(
+        "root discovered every shard and serves after {:.0} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let shard1 = format!("{},{}", l1.base, l1b.base);
+    let static_root = start_serve(
+        &[
+            "--role", "root", "--shard", &l0.base, "--shard", &shard1, "--shard", &l2.base,
+        ],
+        None,
+        &[],
+    );
+    let queries = cranfield_queries(30);
+    let want = answers(&static_root.base, &queries);
+    assert_eq!(answers(&by_gossip.base, &queries), want);
+    // Root and four leaves alive in the root's view.
+    let live = Instant::now();
+    while sample(&by_gossip.base, "rankd_cluster_live_members") < 5.0 {
+        assert!(
+            live.elapsed() < Duration::from_secs(10),
+            "members never all live"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // A leaf of shard 1 killed: the answers stay complete and equal at once (the root's own
+    // failover), and the failure detector drops it from the view.
+    let _ = l1.child.kill();
+    let _ = l1.child.wait();
+    let killed = Instant::now();
+    assert_eq!(answers(&by_gossip.base, &queries), want);
+    while sample(&by_gossip.base, "rankd_cluster_live_members") > 4.0 {
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "the killed leaf was never declared dead"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let detected = killed.elapsed();
+    println!(
+        "kill -9 of a leaf: declared dead by the root's gossip after {:.0} ms",
+        detected.as_secs_f64() * 1e3
+    );
+    assert_eq!(answers(&by_gossip.base, &queries), want);
+
+    // A new replica of shard 1 joins; once the root sees it, the last original replica of
+    // shard 1 dies: the answers stay complete only because the root took the newcomer from
+    // the gossip (the static root, which never heard of it, answers without shard 1).
+    let second = dir.path().join("replica2");
+    std::fs::create_dir_all(second.join("shards")).unwrap();
+    copy_dir(&data.join("shards/1"), &second.join("shards/1"));
+    let _l1c = leaf(&second.join("shards/1"), 1, 27_225, &seeds, None);
+    let joined = Instant::now();
+    while sample(&by_gossip.base, "rankd_cluster_live_members") < 5.0 {
+        assert!(
+            joined.elapsed() < Duration::from_secs(10),
+            "the new leaf never joined"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!(
+        "a new leaf was in the root's view {:.0} ms after it announced its address",
+        joined.elapsed().as_secs_f64() * 1e3
+    );
+    let mut l1b = l1b;
+    let _ = l1b.child.kill();
+    let _ = l1b.child.wait();
+    assert_eq!(answers(&by_gossip.base, &queries), want);
+    let a = get(&bm25_url(&static_root.base, &queries[0]), None);
+    assert_eq!(a.body["partial"], true, "{}", a.body);
+
+    let ready = get(&format!("{}/readyz", by_gossip.base), None);
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.body, "ready");
+}
+
+#[test]
+fn a_root_starts_from_its_last_known_map_when_the_metastore_is_down() {
+    let dir = tempfile::tempdir().unwrap();
+    let metastore = fresh_database(dir.path());
+    let data = dir.path().join("sharded");
+    ingest_into("cranfield", &cranfield_dir(), &data, Some(3));
+    let seeds = format!("{},{}", gossip(27_240), gossip(27_241));
+    let m = Some(metastore.as_str());
+    let _l0 = leaf(&data.join("shards/0"), 0, 27_241, &seeds, m);
+    let _l1 = leaf(&data.join("shards/1"), 1, 27_242, &seeds, m);
+    let _l2 = leaf(&data.join("shards/2"), 2, 27_243, &seeds, m);
+    // The leaves registered (in the background, after announcing their address).
+    let registered = Instant::now();
+    while column(&metastore, "SELECT node_id FROM cluster_replicas").len() < 3 {
+        assert!(
+            registered.elapsed() < Duration::from_secs(15),
+            "the leaves never registered"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let root_dir = dir.path().join("root");
+    let (first, _) = root(27_240, &seeds, &root_dir, m);
+    let queries = cranfield_queries(30);
+    let want = answers(&first.base, &queries);
+    assert!(root_dir.join("cluster/last_map.json").exists());
+    assert_eq!(sample(&first.base, "rankd_metastore_up"), 1.0);
+    first.stop();
+
+    // The metastore unreachable: the root starts from the map it cached, and says so.
+    let down = "postgres://rankd:secret@127.0.0.1:1/rankd";
+    let (second, said) = root(27_240, &seeds, &root_dir, Some(down));
+    let warning = said
+        .iter()
+        .find(|l| l.starts_with("warning: the metastore is unreachable"))
+        .unwrap_or_else(|| panic!("no warning in {said:?}"));
+    assert!(
+        warning.contains("last_map.json") && !warning.contains("secret"),
+        "{warning}"
+    );
+    println!("{warning}");
+    assert_eq!(answers(&second.base, &queries), want);
+    assert_eq!(sample(&second.base, "rankd_metastore_up"), 0.0);
+    assert!(
+        metric(
+            &second.base,
+            "rankd_metastore_errors_total",
+            &["operation=\"read_map\""]
+        )
+        .unwrap_or(0.0)
+            >= 1.0
+    );
+    second.stop();
+
+    // Without a cached map, the root refuses to start and says why.
+    let gossip_addr = gossip(27_240);
+    let empty = dir.path().join("empty");
+    let err = serve_with_output(&[
+        "--role",
+        "root",
+        "--collection",
+        "cranfield",
+        "--gossip",
+        &gossip_addr,
+        "--seed",
+        &seeds,
+        "--data-dir",
+        empty.to_str().unwrap(),
+        "--metastore",
+        down,
+    ])
+    .err()
+    .expect("a root without metastore and cache must not start");
+    assert!(
+        err.contains("no last known map") && err.contains("last_map.json"),
+        "{err}"
+    );
+}

@@ -1,0 +1,280 @@
+//! The model registry and training over HTTP against a real server, on SQLite or PostgreSQL
+//! (`RANKD_TEST_DATABASE_URL`): training on stored judgments, activation (hot swap seen by
+//! `/search`), rollback, deletion, and every bad request leaving the database unchanged.
+
+use crate::util::*;
+
+#[test]
+fn train_activate_roll_back_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, db, server) = topic_server(dir.path(), false);
+    let b = &server.base;
+    let t = Some(TOKEN);
+
+    // Training without judgments: 400, nothing stored.
+    let before = snapshot(&db);
+    assert_error(
+        &post_json(&format!("{b}/admin/train"), t, "{}"),
+        400,
+        None,
+        "judged queries",
+    );
+    assert_eq!(snapshot(&db), before);
+    // Bad parameters: named, nothing stored.
+    for (body, says) in [
+        (r#"{"model":"forest"}"#, "unknown model"),
+        (r#"{"lr":-1}"#, "lr must be"),
+        (r#"{"epochs":0}"#, "epochs must be"),
+        (r#"{"objective":"magic"}"#, "unknown variant `magic`"),
+        (r#"{"colour":"red"}"#, "unknown field"),
+        ("{", "JSON"),
+    ] {
+        let a = post_json(&format!("{b}/admin/train"), t, body);
+        assert_eq!(a.status, 400, "{body}: {}", a.body);
+        assert!(
+            a.body["error"]["message"].as_str().unwrap().contains(says),
+            "{body}: {}",
+            a.body
+        );
+    }
+    assert_eq!(snapshot(&db), before);
+
+    let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
+    assert_eq!(a.status, 200, "{}", a.body);
+    let first = train_job(b, r#"{"model":"linear","epochs":15,"lr":0.01}"#);
+    let second = train_job(
+        b,
+        r#"{"model":"mlp","epochs":10,"objective":"ranknet","seed":2}"#,
+    );
+    assert_ne!(first, second);
+
+    let models = get(&format!("{b}/admin/models"), t);
+    assert_eq!(models.status, 200);
+    assert_eq!(models.body["active"], serde_json::Value::Null);
+    let list = models.body["models"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert!(list.iter().all(|m| m["status"] == "inactive"));
+    assert!(
+        list.iter()
+            .all(|m| m["metrics"]["valid"]["map"].is_number()),
+        "{list:?}"
+    );
+    assert!(list
+        .iter()
+        .all(|m| !m["log"].as_array().unwrap().is_empty()));
+
+    // Nothing active: first-phase results.
+    let search = || get(&format!("{b}/search?q=vector+basics"), None).body["reranker"].clone();
+    assert_eq!(search(), serde_json::Value::Null);
+    // Activate, then the other, then roll back.
+    let act = |id: &str| post_json(&format!("{b}/admin/models/{id}/activate"), t, "");
+    assert_eq!(act(&first).status, 200);
+    assert_eq!(search(), first.as_str());
+    assert_error(&act(&first), 409, None, "already active");
+    assert_error(&act("nope"), 404, None, "no model");
+    assert_eq!(act(&second).status, 200);
+    assert_eq!(search(), second.as_str());
+    let rb = post_json(&format!("{b}/admin/models/rollback"), t, "");
+    assert_eq!(rb.status, 200, "{}", rb.body);
+    assert_eq!(rb.body["active"], first.as_str());
+    assert_eq!(search(), first.as_str());
+    // rerank=false still gives the first phase.
+    let fp = get(&format!("{b}/search?q=vector+basics&rerank=false"), None);
+    assert_eq!(fp.body["reranker"], serde_json::Value::Null);
+    // Explanations carry the features and (linear) contributions.
+    let ex = get(&format!("{b}/search?q=vector+basics&explain=true"), None);
+    let e = &ex.body["hits"][0]["explain"];
+    assert!(e["features"]["bm25f"].is_number(), "{e}");
+    assert!(e["contributions"]["bm25f"].is_number(), "{e}");
+
+    // The active model cannot be deleted; the inactive one can, once.
+    let del = |id: &str| call("DELETE", &format!("{b}/admin/models/{id}"), t, None);
+    let before = snapshot(&db);
+    assert_error(&del(&first), 409, None, "active");
+    assert_eq!(snapshot(&db), before);
+    assert_eq!(del(&second).status, 204);
+    assert_error(&del(&second), 404, None, "no model");
+    // With the other deleted there is nothing to roll back to.
+    assert_error(
+        &post_json(&format!("{b}/admin/models/rollback"), t, ""),
+        409,
+        None,
+        "roll back",
+    );
+
+    // A restart serves the same active model.
+    server.stop();
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let r = get(&format!("{b}/search?q=vector+basics"), None);
+    assert_eq!(r.body["reranker"], first.as_str());
+    let m = get(&format!("{b}/metrics"), None);
+    assert!(m
+        .body
+        .as_str()
+        .unwrap()
+        .contains(&format!("model=\"{first}\"")));
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(gbdt_fixtures().join(name)).unwrap()
+}
+
+/// `POST /admin/models`: other libraries' trees and rankd model files upload inactive,
+/// bound to the feature set by name (or position), activate and roll back like trained
+/// models; every bad upload is a 400 that says what is wrong, registers nothing and leaves
+/// the active model serving. `POST /admin/train` trains trees with `model: gbdt`.
+#[test]
+fn tree_models_upload_train_activate_and_refuse_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, db, server) = topic_server(dir.path(), false);
+    let b = &server.base;
+    let t = Some(TOKEN);
+    let upload = |query: &str, bytes: &[u8]| {
+        call(
+            "POST",
+            &format!("{b}/admin/models{query}"),
+            t,
+            Some(("application/octet-stream", bytes)),
+        )
+    };
+
+    // XGBoost JSON naming rankd features, detected; LightGBM text without names, by position.
+    let xgb = String::from_utf8(fixture("xgb_rank_ndcg.json"))
+        .unwrap()
+        .replace("\"bm25\"", "\"bm25f\"")
+        .replace("\"pagerank\"", "\"link.pagerank\"")
+        .replace("\"url_depth\"", "\"url.depth\"")
+        .replace("\"title_match\"", "\"title.bm25\"");
+    let a = upload("", xgb.as_bytes());
+    assert_eq!(a.status, 201, "{}", a.body);
+    assert_eq!(a.body["kind"], "gbdt");
+    let xgb_id = a.body["model"].as_str().unwrap().to_string();
+    let features: Vec<&str> = a.body["features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert!(features
+        .iter()
+        .all(|f| ["bm25f", "link.pagerank", "url.depth", "title.bm25"].contains(f)));
+    let a = upload("?format=lightgbm", &fixture("lgb_none_unnamed.txt"));
+    assert_eq!(a.status, 201, "{}", a.body);
+    let lgb_id = a.body["model"].as_str().unwrap().to_string();
+    let rankd_file = std::fs::read(a.body["file"].as_str().unwrap()).unwrap();
+    // The same content again: a conflict.
+    assert_error(&upload("", xgb.as_bytes()), 409, None, "already registered");
+
+    let models = get(&format!("{b}/admin/models"), t).body;
+    assert_eq!(models["active"], serde_json::Value::Null);
+    assert_eq!(models["models"].as_array().unwrap().len(), 2);
+    let act = |id: &str| post_json(&format!("{b}/admin/models/{id}/activate"), t, "");
+    assert_eq!(act(&xgb_id).status, 200);
+    let search = || get(&format!("{b}/search?q=vector+basics"), None).body;
+    assert_eq!(search()["reranker"], xgb_id.as_str());
+
+    // Bad uploads.
+    let mut version: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    version["format_version"] = 99.into();
+    // Trees in a model file are arrays per node field; node 0 of tree 0 is a split.
+    let tree0 = |v: &mut serde_json::Value| v["gbdt"]["forest"]["trees"][0].clone();
+    let mut outside: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let mut tree = tree0(&mut outside);
+    tree["feature"][0] = 40.into();
+    outside["gbdt"]["forest"]["trees"][0] = tree;
+    let mut cycle: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let mut tree = tree0(&mut cycle);
+    tree["left"][0] = 0.into();
+    cycle["gbdt"]["forest"]["trees"][0] = tree;
+    let mut letor: serde_json::Value = serde_json::from_slice(&rankd_file).unwrap();
+    let n = letor["feature_names"].as_array().unwrap().len();
+    letor["feature_names"] = (1..=n).map(|i| format!("f{i}")).collect();
+    let lgb = String::from_utf8(fixture("lgb_none_unnamed.txt")).unwrap();
+    let with_leaf = |v: &str| {
+        lgb.replacen(
+            "leaf_value=0.81236363165757863",
+            &format!("leaf_value={v}"),
+            1,
+        )
+    };
+    let bad: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("", b"not a model".to_vec(), "not a rankd model file"),
+        ("?format=xgboost", b"{\"learner\": 3".to_vec(), "JSON"),
+        ("", Vec::new(), "empty"),
+        ("?format=forest", xgb.as_bytes().to_vec(), "format"),
+        (
+            "?colour=red",
+            xgb.as_bytes().to_vec(),
+            "unknown parameter `colour`",
+        ),
+        ("", fixture("xgb_rank_ndcg.json"), "bm25"),
+        ("", version.to_string().into_bytes(), "version"),
+        ("", outside.to_string().into_bytes(), "feature"),
+        ("", cycle.to_string().into_bytes(), "node"),
+        ("", letor.to_string().into_bytes(), "f1"),
+        ("?format=lightgbm", with_leaf("nan").into_bytes(), "leaf"),
+        ("?format=lightgbm", with_leaf("inf").into_bytes(), "leaf"),
+        ("", fixture("lgb_zero_as_missing.txt"), "bm25"),
+    ];
+    let before = snapshot(&db);
+    let files = std::fs::read_dir(data.join("models")).unwrap().count();
+    for (query, bytes, says) in &bad {
+        let a = upload(query, bytes);
+        assert_eq!(a.status, 400, "{query} {says}: {}", a.body);
+        let message = a.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(says), "expected {says:?}: {}", a.body);
+    }
+    assert_eq!(snapshot(&db), before, "nothing registered");
+    assert_eq!(
+        std::fs::read_dir(data.join("models")).unwrap().count(),
+        files
+    );
+    assert_eq!(
+        search()["reranker"],
+        xgb_id.as_str(),
+        "the active model still serves"
+    );
+
+    // Activation and rollback as for every model.
+    assert_eq!(act(&lgb_id).status, 200);
+    assert_eq!(search()["reranker"], lgb_id.as_str());
+    let rb = post_json(&format!("{b}/admin/models/rollback"), t, "");
+    assert_eq!(rb.body["active"], xgb_id.as_str(), "{}", rb.body);
+    assert_eq!(search()["reranker"], xgb_id.as_str());
+
+    // Training trees on the stored judgments.
+    let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
+    assert_eq!(a.status, 200, "{}", a.body);
+    for (body, says) in [
+        (
+            r#"{"model":"gbdt","objective":"ranknet"}"#,
+            "does not train trees",
+        ),
+        (r#"{"model":"gbdt","trees":0}"#, "trees must be"),
+        (r#"{"model":"gbdt","leaves":"many"}"#, "leaves"),
+    ] {
+        assert_error(
+            &post_json(&format!("{b}/admin/train"), t, body),
+            400,
+            None,
+            says,
+        );
+    }
+    let trained = train_job(
+        b,
+        r#"{"model":"gbdt","objective":"lambda-ndcg","trees":15,"leaves":4,"min_data_in_leaf":2}"#,
+    );
+    let models = get(&format!("{b}/admin/models"), t).body;
+    let record = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == trained.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(record["model"], "gbdt", "{record}");
+    assert_eq!(record["log"].as_array().unwrap().len(), 15, "{record}");
+    assert_eq!(act(&trained).status, 200);
+    assert_eq!(search()["reranker"], trained.as_str());
+}

@@ -1,0 +1,490 @@
+//! Training on judgments over the index, as a user runs it: `rankd features` logs the
+//! windows, `rankd train --queries --qrels --activate` trains and activates, `rankd eval
+//! --rerank` uses the model, `rankd cv` cross-validates; bad judgments are exit code 2.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::util::rankd;
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+const WORDS: &[&str] = &[
+    "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta",
+];
+
+/// 80 linked documents; queries "w1 w2" whose relevant documents have w1 in the title.
+fn setup(dir: &Path) -> (String, String, String) {
+    let mut docs = String::new();
+    for i in 0..80 {
+        let w = |k: usize| WORDS[(i * 3 + k * 7) % WORDS.len()];
+        docs.push_str(
+            &serde_json::json!({
+                "id": format!("d{i}"),
+                "url": format!("https://example.org/{}/{i}", w(1)),
+                "title": format!("{} {}", w(0), w(4)),
+                "body": (0..(8 + i % 9)).map(w).collect::<Vec<_>>().join(" "),
+                "links": [format!("d{}", (i + 3) % 80)],
+            })
+            .to_string(),
+        );
+        docs.push('\n');
+    }
+    let (mut queries, mut qrels) = (String::new(), String::new());
+    for q in 0..10 {
+        let (a, b) = (WORDS[q], WORDS[(q + 3) % WORDS.len()]);
+        queries.push_str(&format!("q{q} {a} {b}\n"));
+        for i in 0..80 {
+            let title0 = WORDS[(i * 3) % WORDS.len()];
+            qrels.push_str(&format!("q{q} 0 d{i} {}\n", i32::from(title0 == a)));
+        }
+    }
+    let data = dir.join("data");
+    let files = [
+        ("docs.jsonl", docs),
+        ("q.txt", queries),
+        ("qrels.txt", qrels),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    ok(rankd(&[
+        "ingest",
+        "--format",
+        "jsonl",
+        "--input",
+        &s(&dir.join("docs.jsonl")),
+        "--data-dir",
+        &s(&data),
+    ]));
+    ok(rankd(&["graph", "--data-dir", &s(&data)]));
+    (s(&data), s(&dir.join("q.txt")), s(&dir.join("qrels.txt")))
+}
+
+/// `rankd eval --json` of BM25F reranked by the model file.
+fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::Value {
+    let model = model.to_str().unwrap();
+    let out = ok(on_index(
+        "eval",
+        data,
+        q,
+        qrels,
+        &["--model", "bm25f", "--rerank", model, "--json"],
+    ));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `rankd CMD --queries Q --qrels QRELS --data-dir DATA`, then `extra`.
+fn on_index(cmd: &str, data: &str, q: &str, qrels: &str, extra: &[&str]) -> Output {
+    let mut args = vec![cmd, "--queries", q, "--qrels", qrels, "--data-dir", data];
+    args.extend_from_slice(extra);
+    rankd(&args)
+}
+
+/// `rankd cv --json` with 2 folds and 5 epochs, plus `extra` flags.
+fn cv_json(data: &str, q: &str, qrels: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["--folds", "2", "--epochs", "5", "--json"];
+    args.extend_from_slice(extra);
+    serde_json::from_slice(&ok(on_index("cv", data, q, qrels, &args)).stdout).unwrap()
+}
+
+#[test]
+fn train_on_the_index_activate_and_evaluate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let svm = dir.path().join("w.svm");
+    let out = ok(on_index(
+        "features",
+        &data,
+        &q,
+        &qrels,
+        &["--out", svm.to_str().unwrap(), "--json"],
+    ));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["queries"], 10);
+    assert!(std::fs::read_to_string(&svm).unwrap().contains("qid:10"));
+
+    let model = dir.path().join("m.json");
+    ok(on_index(
+        "train",
+        &data,
+        &q,
+        &qrels,
+        &[
+            "--out",
+            model.to_str().unwrap(),
+            "--model",
+            "linear",
+            "--epochs",
+            "20",
+            "--activate",
+        ],
+    ));
+    let active = std::fs::read_to_string(Path::new(&data).join("models/ACTIVE")).unwrap();
+    assert!(active.ends_with(".json"));
+    let report = eval_reranked(&data, &q, &qrels, &model);
+    assert_eq!(report["queries"], 10);
+    assert!(report["map"].as_f64().unwrap() > 0.0);
+
+    // `--run` writes the cross-validated reranked run: scored again from the file, it has
+    // the MAP cv reports.
+    let run_path = dir.path().join("cv.run");
+    let cv = cv_json(&data, &q, &qrels, &["--run", run_path.to_str().unwrap()]);
+    assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+    let run = rankd::eval::trec::read_run(&run_path).unwrap();
+    assert_eq!(run.num_queries(), 10);
+    let judged = rankd::eval::trec::read_qrels(Path::new(&qrels)).unwrap();
+    let options = rankd::eval::EvalOptions {
+        cutoffs: vec![10],
+        complete: true,
+        ..Default::default()
+    };
+    let rescored = rankd::eval::evaluate(&run, &judged, &options).unwrap();
+    let map = cv["reranked"]["map"].as_f64().unwrap();
+    assert!(
+        (rescored.means.get("map").unwrap() - map).abs() < 1e-9,
+        "{map}"
+    );
+
+    // With --select, every fold reports its own choice, starting from the first phase.
+    let select = ["--model", "linear", "--select", "--select-k", "1,2"];
+    let cv = cv_json(&data, &q, &qrels, &select);
+    assert_eq!(cv["selection_grid"]["rule"], "one-se");
+    for fold in cv["folds"].as_array().unwrap() {
+        let selection = &fold["selection"];
+        assert_eq!(selection["features"][0], "first_phase.score");
+        assert_eq!(selection["candidates"].as_array().unwrap().len(), 2);
+    }
+    assert!(cv["significance"]["map"]["p_value"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_judgments_are_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, _) = setup(dir.path());
+    // Judgments of a query the queries file does not have.
+    let bad = dir.path().join("bad.qrels");
+    std::fs::write(&bad, "q99 0 d1 1\n").unwrap();
+    let out = on_index(
+        "train",
+        &data,
+        &q,
+        bad.to_str().unwrap(),
+        &["--out", "/dev/null"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("q99"));
+    // A window larger than the limit.
+    let out = on_index(
+        "cv",
+        &data,
+        &q,
+        bad.to_str().unwrap(),
+        &["--window", "5000"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("window"));
+    // A model file that is not JSON.
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{\"format\": \"rankd-reranker\", ").unwrap();
+    let out = on_index(
+        "eval",
+        &data,
+        &q,
+        bad.to_str().unwrap(),
+        &["--rerank", junk.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("truncated"));
+}
+
+/// The network and normalisation of a model file (what training learned), without the
+/// metadata that names the data source.
+fn learned(path: &Path) -> (serde_json::Value, serde_json::Value) {
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    (model["network"].clone(), model["normalization"].clone())
+}
+
+/// INTERFACE.md's `--judgments FILE` (JSON lines) and `--from-db` train on the same judgments
+/// as `--queries/--qrels` and so, with the same seed, learn the same model.
+#[test]
+fn judgments_file_and_database_train_the_same_model_as_qrels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let train = |source: &[&str], out: &Path| {
+        let mut args = vec!["train"];
+        args.extend_from_slice(source);
+        let out_s = out.to_str().unwrap();
+        args.extend_from_slice(&["--data-dir", &data, "--out", out_s, "--model", "linear"]);
+        args.extend_from_slice(&["--epochs", "10", "--seed", "7"]);
+        ok(rankd(&args));
+    };
+    let from_qrels = dir.path().join("qrels-model.json");
+    train(&["--queries", &q, "--qrels", &qrels], &from_qrels);
+
+    // The same judgments as JSON lines, a query's text on its first line only.
+    let texts: std::collections::HashMap<String, String> = std::fs::read_to_string(&q)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (id, text) = l.split_once(' ').unwrap();
+            (id.to_string(), text.to_string())
+        })
+        .collect();
+    let mut lines = String::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stored = Vec::new();
+    for l in std::fs::read_to_string(&qrels).unwrap().lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (qid, doc, grade) = (f[0], f[2], f[3].parse::<i32>().unwrap());
+        let mut obj = serde_json::json!({"query_id": qid, "doc_id": doc, "grade": grade});
+        if seen.insert(qid.to_string()) {
+            obj["query"] = texts[qid].clone().into();
+        }
+        lines.push_str(&format!("{obj}\n"));
+        stored.push(rankd::db::judgments::Judgment {
+            query_id: qid.into(),
+            doc_id: doc.into(),
+            grade,
+            source: "test".into(),
+        });
+    }
+    let jsonl = dir.path().join("judgments.jsonl");
+    std::fs::write(&jsonl, lines).unwrap();
+    let from_jsonl = dir.path().join("jsonl-model.json");
+    train(&["--judgments", jsonl.to_str().unwrap()], &from_jsonl);
+    assert_eq!(learned(&from_jsonl), learned(&from_qrels));
+
+    // The same judgments in the data directory's SQLite database.
+    let url = rankd::db::default_url(Path::new(&data));
+    let queries: Vec<(String, String)> = texts.into_iter().collect();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let db = rankd::db::Db::open(&url).await.unwrap();
+        db.store_judgments(&queries, &stored).await.unwrap();
+    });
+    let from_db = dir.path().join("db-model.json");
+    train(&["--from-db"], &from_db);
+    assert_eq!(learned(&from_db), learned(&from_qrels));
+}
+
+#[test]
+fn bad_judgment_lines_are_exit_2_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, _, _) = setup(dir.path());
+    let cases = [
+        ("{\"query_id\":\"q1\",\"doc_id\":\"d1\",\"grade\":1}\n", "line 1", "give its text"),
+        (
+            "{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":1}\n\n{\"query_id\":\"q1\",\"doc_id\":\"d1\",\"grade\":0}\n",
+            "line 3",
+            "second time",
+        ),
+        (
+            "{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":1,\"weight\":2}\n",
+            "line 1",
+            "unknown field",
+        ),
+        ("{\"query_id\":\"q1\",\"query\":\"alpha\",\"doc_id\":\"d1\",\"grade\":\"x\"}\n", "line 1", "invalid type"),
+        ("{\"query_id\": \"q1\", \n", "line 1", "EOF"),
+        ("\n\n", "judgments.jsonl", "no judgments"),
+    ];
+    for (text, place, what) in cases {
+        let file = dir.path().join("judgments.jsonl");
+        std::fs::write(&file, text).unwrap();
+        let out = rankd(&[
+            "train",
+            "--judgments",
+            file.to_str().unwrap(),
+            "--data-dir",
+            &data,
+            "--out",
+            dir.path().join("m.json").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert!(err.contains(place) && err.contains(what), "{text:?}: {err}");
+        assert!(
+            !dir.path().join("m.json").exists(),
+            "no model written for {text:?}"
+        );
+    }
+    // An empty database: a clear error, not an empty model.
+    let out = rankd(&[
+        "train",
+        "--from-db",
+        "--data-dir",
+        &data,
+        "--out",
+        "/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no judgments"));
+    // Two sources at once is a usage error.
+    let out = rankd(&["train", "--from-db", "--letor", "x", "--out", "/dev/null"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// By default a model trains on every feature but RM3 (which serving then skips); `--features`
+/// picks columns by name, RM3 included, and such a model reranks with RM3 computed.
+#[test]
+fn default_training_leaves_rm3_out_and_features_selects_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let names = |path: &Path| -> Vec<String> {
+        let model: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_value(model["feature_names"].clone()).unwrap()
+    };
+    let default = dir.path().join("default.json");
+    let train = |extra: &[&str]| on_index("train", &data, &q, &qrels, extra);
+    ok(train(&[
+        "--epochs",
+        "5",
+        "--out",
+        default.to_str().unwrap(),
+    ]));
+    let default_names = names(&default);
+    assert!(default_names.len() > 25);
+    assert!(default_names.iter().all(|n| !n.starts_with("rm3.")));
+    assert!(default_names.iter().any(|n| n == "first_phase.score"));
+
+    let chosen = dir.path().join("chosen.json");
+    ok(train(&[
+        "--epochs",
+        "5",
+        "--out",
+        chosen.to_str().unwrap(),
+        "--features",
+        "first_phase.score,rm3.bm25f",
+    ]));
+    assert_eq!(names(&chosen), ["first_phase.score", "rm3.bm25f"]);
+    let report = eval_reranked(&data, &q, &qrels, &chosen);
+    assert!(report["map"].as_f64().unwrap() > 0.0);
+
+    // Without --out the model goes to the data directory's model directory, named by its id.
+    let summary: serde_json::Value =
+        serde_json::from_slice(&ok(train(&["--epochs", "5", "--json"])).stdout).unwrap();
+    let id = summary["id"].as_str().unwrap();
+    let stored = Path::new(&data).join("models").join(format!("{id}.json"));
+    assert_eq!(summary["model"], stored.to_str().unwrap());
+    assert_eq!(names(&stored), default_names);
+
+    let out = train(&["--out", "/dev/null", "--features", "first_phase.score,nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`nope` is not a feature"));
+}
+
+/// `--select` screens the training features and keeps `first_phase.score` plus a prefix of
+/// the screening order; the model reads exactly the selected columns and says why.
+#[test]
+fn select_keeps_the_anchor_and_a_screened_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let out_path = dir.path().join("selected.json");
+    let out = ok(on_index(
+        "train",
+        &data,
+        &q,
+        &qrels,
+        &[
+            "--model",
+            "linear",
+            "--epochs",
+            "5",
+            "--select",
+            "--select-k",
+            "1,100",
+            "--select-weight-decay",
+            "0.00004,0.01",
+            "--json",
+            "--out",
+            out_path.to_str().unwrap(),
+        ],
+    ));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let selection = &summary["selection"];
+    let features: Vec<String> = serde_json::from_value(selection["features"].clone()).unwrap();
+    let screened: Vec<String> = selection["screened"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["feature"].as_str().unwrap().to_string())
+        .filter(|f| f != "first_phase.score")
+        .collect();
+    assert_eq!(features[0], "first_phase.score");
+    assert_eq!(features[1..], screened[..features.len() - 1]);
+    assert_eq!(selection["candidates"].as_array().unwrap().len(), 4);
+    assert_eq!(selection["rule"], "one-se");
+    let constant: Vec<String> = serde_json::from_value(selection["constant"].clone()).unwrap();
+    assert!(constant.iter().any(|f| f == "query.length"), "{constant:?}");
+    let model: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    assert_eq!(model["feature_names"], selection["features"]);
+}
+
+/// `--model gbdt` trains trees on the index through the same path as the other models:
+/// `rankd train` writes a tree model that `rankd eval --rerank` serves and that reranks
+/// better than the first phase here (the title word decides relevance), and `rankd cv`
+/// cross-validates trees; `--select` is refused with trees, naming the flag.
+#[test]
+fn trees_train_on_the_index_and_cross_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, q, qrels) = setup(dir.path());
+    let model = dir.path().join("trees.json");
+    let trees = [
+        "--model",
+        "gbdt",
+        "--trees",
+        "30",
+        "--leaves",
+        "4",
+        "--min-data-in-leaf",
+        "3",
+    ];
+    let mut args = vec!["--out", model.to_str().unwrap()];
+    args.extend_from_slice(&trees);
+    ok(on_index("train", &data, &q, &qrels, &args));
+    let m = rankd::rerank::Reranker::load(&model).unwrap();
+    assert_eq!(m.kind(), "gbdt");
+    assert_eq!(m.training.epochs_run, 30);
+    let reranked = eval_reranked(&data, &q, &qrels, &model);
+    let first = serde_json::from_slice::<serde_json::Value>(
+        &ok(on_index(
+            "eval",
+            &data,
+            &q,
+            &qrels,
+            &["--model", "bm25f", "--json"],
+        ))
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        reranked["map"].as_f64().unwrap() > first["map"].as_f64().unwrap(),
+        "trees {reranked} vs first phase {first}"
+    );
+
+    let cv = cv_json(&data, &q, &qrels, &trees);
+    assert_eq!(cv["folds"].as_array().unwrap().len(), 2);
+    assert!(cv["reranked"]["map"].as_f64().unwrap() > 0.0, "{cv}");
+
+    let mut args = vec!["--select"];
+    args.extend_from_slice(&trees);
+    let out = on_index("train", &data, &q, &qrels, &args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--select") && err.contains("gbdt"), "{err}");
+}

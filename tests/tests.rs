@@ -1,0 +1,52 @@
+//! The integration tests, as one binary (after ripgrep's `tests/tests.rs`): one link step for
+//! all of them, and every helper written once, in [`util`].
+//!
+//! Each file of `tests/suite/` is one suite, a module here; its tests are named after it, so a
+//! module filter runs one suite: `cargo test --test tests -- ops_admin::` (several filters
+//! run several; `.ci/run` runs the PostgreSQL suites that way).
+//!
+//! The suites share one process, so none may change process-wide state (environment
+//! variables, the current directory, signal or panic hooks, a once-per-process choice). A test
+//! that must is a binary of its own beside this one, with the reason at its top:
+//! `pairwise_env.rs` (sets `RANKD_SIMD` before the instruction set is chosen) and
+//! `cluster_netns.rs` (times answers over a network namespace, which must run alone).
+//! The one piece of in-process global state a suite reads, the metastore gauge of
+//! `rankd::metrics`, changes only in `cluster_metastore`'s own tests, which take a lock.
+
+mod util;
+
+mod suite {
+    mod api_http;
+    mod cli_ingest;
+    mod cluster_exact;
+    mod cluster_failover;
+    mod cluster_generations;
+    mod cluster_gossip;
+    mod cluster_loopback;
+    mod cluster_metastore;
+    mod cluster_rustdocs;
+    mod crash;
+    mod demo_cli;
+    mod gbdt_cli;
+    mod gbdt_import;
+    mod gbdt_serving;
+    mod graph_dataflow;
+    mod graph_reference;
+    mod hardening_cli;
+    mod hardening_server;
+    mod layers;
+    mod ops_admin;
+    mod ops_jobs;
+    mod ops_labels;
+    mod ops_links;
+    mod ops_metrics;
+    mod ops_models;
+    mod pairwise;
+    mod ranking_toolbox;
+    mod rerank_cli;
+    mod rerank_letor;
+    mod search_consistency;
+    mod second_phase;
+    mod text_models_oracle;
+    mod train_index;
+}
