@@ -156,7 +156,10 @@ pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsRepl
         generation,
         searcher,
         ..
-    } = pins.current(engine);
+    } = match call.generation {
+        Some(g) => pins.get(engine, g)?,
+        None => pins.current(engine),
+    };
     let schema = engine.index.index.schema();
     Ok(StatsReply {
         protocol: PROTOCOL,

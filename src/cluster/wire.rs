@@ -51,6 +51,10 @@ pub struct InfoResponse {
 pub struct StatsCall {
     pub protocol: u32,
     pub request: StatsRequest,
+    /// The searcher to read them from: a search's pinned generation (a second statistics
+    /// round, RM3's expansion terms), or `None` for the current one, which the call pins.
+    #[serde(default)]
+    pub generation: Option<u64>,
 }
 
 /// `POST /cluster/v1/table`: the shard's whole statistics table

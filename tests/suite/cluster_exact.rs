@@ -308,6 +308,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         &StatsCall {
             protocol: PROTOCOL,
             request,
+            generation: None,
         },
     )
     .unwrap();

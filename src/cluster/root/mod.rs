@@ -642,20 +642,23 @@ impl Root {
         })
     }
 
-    /// One statistics call to every target.
+    /// One statistics call to every target: from the searchers `pinned` names (a search's
+    /// later round), or from the current ones, which the targets pin.
     async fn stats_round(
         &self,
         targets: &[Target],
         request: &StatsRequest,
+        pinned: Option<&[u64]>,
     ) -> Result<Vec<StatsReply>, CallError> {
         let all: Vec<usize> = (0..targets.len()).collect();
-        let stats = StatsCall {
-            protocol: PROTOCOL,
-            request: request.clone(),
-        };
-        let (stats, timeout) = (&stats, self.options.leaf_timeout);
+        let timeout = self.options.leaf_timeout;
         fan_out(&all, |t| {
-            within(t, timeout, targets[t].1.client.stats(stats))
+            let call = StatsCall {
+                protocol: PROTOCOL,
+                request: request.clone(),
+                generation: pinned.map(|g| g[t]),
+            };
+            async move { within(t, timeout, targets[t].1.client.stats(&call)).await }
         })
         .await
     }
@@ -680,7 +683,7 @@ impl Root {
                 return Ok((stats, generations, Some(tables)));
             }
         }
-        let replies = self.stats_round(targets, request).await?;
+        let replies = self.stats_round(targets, request, None).await?;
         for r in &replies {
             stats.add(&r.stats);
         }
@@ -1005,14 +1008,20 @@ impl Root {
                 extra.add(&t.lookup(&rm.stats_request()));
             }
         } else {
-            let replies = self.stats_round(targets, &rm.stats_request()).await?;
+            // From the searchers the search pinned: a commit or a merge since would
+            // otherwise mix two states of a shard.
+            let request = rm.stats_request();
+            let replies = self
+                .stats_round(targets, &request, Some(generations))
+                .await?;
             for (s, r) in replies.iter().enumerate() {
                 if r.generation != generations[s] {
-                    // The shard committed since the search began: its statistics would mix
-                    // two states of it. The search starts again.
                     return Err(CallError::Replica {
                         target: s,
-                        reason: "the shard changed during the search".into(),
+                        reason: format!(
+                            "answered from generation {} for pinned generation {}",
+                            r.generation, generations[s]
+                        ),
                     });
                 }
                 extra.add(&r.stats);

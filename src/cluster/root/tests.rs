@@ -377,3 +377,39 @@ async fn a_generation_gone_mid_search_moves_the_search_to_another_replica() {
     assert!(!root.shards.load()[0][0].up(), "replica 0 not marked down");
     assert_eq!(ids(&root.search(&q).await.unwrap()), want);
 }
+
+/// A statistics call naming a pinned generation reads that searcher, not the current one: a
+/// search's later statistics round (RM3's expansion terms) stays on the state its first phase
+/// saw, whatever was committed or merged since.
+#[tokio::test]
+async fn statistics_of_a_pinned_generation_ignore_later_commits() {
+    let (_dir, engine) = engine(shard_docs(0));
+    let shard = LocalShard::new(engine.clone(), "shard 0");
+    let request = crate::text::stats::StatsRequest::for_fields(
+        &IndexConfig::default(),
+        "flutter",
+        &["body"],
+        false,
+    )
+    .unwrap();
+    let call = |generation| StatsCall {
+        protocol: PROTOCOL,
+        request: request.clone(),
+        generation,
+    };
+    let before = shard.stats(&call(None)).await.unwrap();
+    engine
+        .index
+        .upsert(vec![Document {
+            id: "late".into(),
+            body: "flutter flutter".into(),
+            ..Document::default()
+        }])
+        .unwrap();
+    let now = shard.stats(&call(None)).await.unwrap();
+    assert_ne!(now.generation, before.generation);
+    assert_ne!(now.stats, before.stats);
+    let pinned = shard.stats(&call(Some(before.generation))).await.unwrap();
+    assert_eq!(pinned.generation, before.generation);
+    assert_eq!(pinned.stats, before.stats);
+}
