@@ -1,4 +1,4 @@
-//! Index generations on object storage (issue 13, design note §8): a shard's index as
+//! Index generations on object storage (design note §8): a shard's index as
 //! published by the process that writes it, and fetched by the replicas that serve it.
 //!
 //! A **generation** of shard `s` is a manifest listing every file a replica needs — tantivy's

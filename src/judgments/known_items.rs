@@ -1,4 +1,4 @@
-//! Known-item judgments derived from the Rust documentation's own structure (issue 5).
+//! Known-item judgments derived from the Rust documentation's own structure.
 //!
 //! Every API item page (`std/vec/struct.Vec.html`, `core/iter/trait.Iterator.html`, ...)
 //! carries the item's one-line summary in `<meta name="description">`, written by the item's

@@ -45,7 +45,7 @@ pub use loss::Loss;
 /// all-pairs kernel costs ∝ n⁺·n⁻, the sorted one ∝ n⁺ + n⁻ (its log factor is small at
 /// these sizes), so the ratio of the two decides, whatever the shape of the query. Measured
 /// with `benches/pairwise.rs` (group `crossover`, queries 1:1 and 1:9); the table is in
-/// docs/BENCHMARKS.md "Pairwise core (issue 3)".
+/// docs/BENCHMARKS.md "Pairwise core".
 pub const SORTED_CROSSOVER: usize = 80;
 
 /// An instruction set a kernel can run on.

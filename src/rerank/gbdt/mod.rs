@@ -2,7 +2,7 @@
 //! models trained by XGBoost, LightGBM and RankLib, an exporter to XGBoost JSON, and a
 //! histogram trainer driven by rankd's own per-query gradients and hessians.
 //!
-//! # Why rankd has its own GBDT (issue 15, judged 2026-11-23)
+//! # Why rankd has its own GBDT (judged 2026-11-23)
 //!
 //! The criteria: train with rankd's per-query gradients and hessians (a custom objective
 //! hook that sees query groups, so LambdaMART and the stable AP loss of SPEC §3.3 can drive

@@ -10,7 +10,7 @@
 //!
 //! The boundaries are LightGBM's (`BinMapper::FindBin` with `FindBinWithZeroAsOneBin` and
 //! `GreedyFindBin`, src/io/bin.cpp), so that a parity run against LightGBM splits on the same
-//! candidate thresholds (issue 15; docs/EVALUATION.md "Gradient-boosted trees"):
+//! candidate thresholds (docs/EVALUATION.md "Gradient-boosted trees"):
 //! - zero (|x| ≤ 1e-35) is a bin of its own, with the negative values below it and the
 //!   positive values above it binned separately, the negative side given a share of the bins
 //!   proportional to its rows;
