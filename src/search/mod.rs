@@ -15,6 +15,7 @@ pub mod collapse;
 pub mod document;
 pub mod fusion;
 pub mod model;
+pub mod request;
 pub mod sort;
 
 use std::collections::HashMap;
