@@ -30,5 +30,6 @@ pub mod pairwise;
 pub mod panics;
 pub mod rerank;
 pub mod search;
+pub mod sync;
 pub mod text;
 pub mod training;

@@ -2,6 +2,7 @@
 //! stored beside it (`DATA/link_scores.json`, tied to the index's commit by a generation key)
 //! and loaded for serving, so `/search`, `/doc` and `/similar` read them without recomputing.
 
+use crate::sync::Recover;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -153,7 +154,7 @@ impl LinkData {
             column,
             table: Arc::new(table),
         };
-        let mut cache = self.segment_nodes.lock().expect("not poisoned");
+        let mut cache = self.segment_nodes.locked();
         cache.retain(|id, _| {
             searcher
                 .segment_readers()

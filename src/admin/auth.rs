@@ -9,6 +9,7 @@
 //! count only failures and still refuse a blocked address's next attempt, right or wrong,
 //! which needs a look at the count without adding to it.
 
+use crate::sync::Recover;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
@@ -61,7 +62,7 @@ impl FailureThrottle {
     /// `Some(wait)` when `ip` has used up its failures in the current window: refuse it for
     /// `wait`.
     pub fn blocked(&self, ip: IpAddr, now: Instant) -> Option<Duration> {
-        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let windows = self.windows.locked();
         let &(start, failures) = windows.get(&ip)?;
         let ends = start + WINDOW;
         (failures >= self.limit && now < ends).then(|| ends - now)
@@ -69,7 +70,7 @@ impl FailureThrottle {
 
     /// Counts one failed attempt of `ip`.
     pub fn failed(&self, ip: IpAddr, now: Instant) {
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let mut windows = self.windows.locked();
         if windows.len() >= MAX_TRACKED && !windows.contains_key(&ip) {
             windows.retain(|_, (start, _)| now < *start + WINDOW);
             if windows.len() >= MAX_TRACKED {

@@ -2,6 +2,7 @@
 //! TrustRank seeds, store them beside the index, and swap them into the serving state; and
 //! the bookkeeping that tells an operator when the served scores lag behind the documents.
 
+use crate::sync::Recover;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -41,7 +42,7 @@ pub fn recompute(
     let start = Instant::now();
     let (searcher, generation, mark) = {
         let _writing = writes.blocking_lock();
-        let mark = freshness.lock().unwrap_or_else(|p| p.into_inner()).mark();
+        let mark = freshness.locked().mark();
         (index.reader.searcher(), links::generation_key(index)?, mark)
     };
     ctx.log(&format!(
@@ -77,7 +78,7 @@ pub fn recompute(
         let _writing = writes.blocking_lock();
         links::store(index, &generation, &data.scores)?;
         engine.set_links(Some(std::sync::Arc::new(data)));
-        let mut f = freshness.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = freshness.locked();
         f.computed_from(mark);
         f.batches_since
     };

@@ -14,6 +14,7 @@
 //! }).await?;
 //! ```
 
+use crate::sync::Recover;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,7 +70,7 @@ impl JobContext {
     /// Reports `fraction` (clamped to 0..1) done and what is happening. Writes are throttled;
     /// a failed write is logged and the job goes on.
     pub fn progress(&self, fraction: f64, message: &str) {
-        let mut last = self.last_progress.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = self.last_progress.locked();
         let due = last.is_none_or(|t| t.elapsed() >= PROGRESS_INTERVAL) || fraction >= 1.0;
         if !due {
             return;
@@ -216,6 +217,6 @@ impl JobRunner {
     }
 
     fn lock_flags(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<AtomicBool>>> {
-        self.flags.lock().unwrap_or_else(|p| p.into_inner())
+        self.flags.locked()
     }
 }

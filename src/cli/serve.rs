@@ -1,6 +1,7 @@
 //! `rankd serve`: open the index and the database and serve the HTTP API. Settings come from
 //! flags, `RANKD_*` variables and a TOML file, in that precedence (`crate::config`).
 
+use crate::sync::Recover;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -705,10 +706,7 @@ fn serve_index_with(
         tracing::info!("database: {}", redact(&url));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
         let auth_failures = FailureThrottle::new(config.limits.admin_auth_failures_per_minute);
-        ops.link_freshness
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .stale_at_start = links_stale;
+        ops.link_freshness.locked().stale_at_start = links_stale;
         if ops.token.is_none() {
             eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
         }

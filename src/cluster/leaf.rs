@@ -8,6 +8,7 @@
 //! kept with the link scores of its index generation (`Engine::snapshot`), so a replica that
 //! switches generations (`super::generation`) mid-search still answers from one generation.
 
+use crate::sync::Recover;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
@@ -81,7 +82,7 @@ impl Pins {
     pub fn current(&self, engine: &Engine) -> Pinned {
         let (searcher, links) = engine.snapshot();
         let generation = self.generation(&searcher);
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut recent = self.recent.locked();
         if let Some(kept) = recent.iter().find(|p| p.generation == generation) {
             return kept.clone();
         }
@@ -114,7 +115,7 @@ impl Pins {
         if now == generation {
             return Ok((current, now));
         }
-        let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        let recent = self.recent.locked();
         recent
             .iter()
             .find(|p| p.generation == generation)
@@ -177,7 +178,7 @@ pub fn table(
 ) -> Result<(u64, Arc<Vec<u8>>), LeafError> {
     check(call.protocol)?;
     let pinned = pins.current(engine);
-    let mut table = pinned.table.lock().unwrap_or_else(|p| p.into_inner());
+    let mut table = pinned.table.locked();
     let bytes = match &*table {
         Some(t) => t.clone(),
         None => {

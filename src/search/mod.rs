@@ -18,6 +18,7 @@ pub mod model;
 pub mod request;
 pub mod sort;
 
+use crate::sync::RecoverRw;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -543,7 +544,7 @@ impl Engine {
     /// The current searcher with the link scores of the same index generation (a switch in
     /// between is waited for).
     pub fn snapshot(&self) -> (Searcher, Option<Arc<LinkData>>) {
-        let _reading = self.switching.read().unwrap_or_else(|p| p.into_inner());
+        let _reading = self.switching.read_locked();
         (self.index.reader.searcher(), self.links())
     }
 
@@ -557,7 +558,7 @@ impl Engine {
         generation: u64,
         replace: impl FnOnce() -> anyhow::Result<(T, Option<LinkData>)>,
     ) -> anyhow::Result<T> {
-        let _writing = self.switching.write().unwrap_or_else(|p| p.into_inner());
+        let _writing = self.switching.write_locked();
         let (done, links) = replace()?;
         self.index.reader.reload()?;
         self.links.store(links.map(Arc::new));

@@ -14,6 +14,7 @@
 //! asked for (segments are immutable: a searcher with the same segments reads the same
 //! columns).
 
+use crate::sync::Recover;
 use std::sync::{Arc, Mutex};
 
 use tantivy::columnar::{BytesColumn, Column, StrColumn};
@@ -47,13 +48,13 @@ impl ColumnCache {
             .iter()
             .map(|r| (r.segment_id(), r.num_deleted_docs()))
             .collect();
-        if let Some((k, columns)) = self.current.lock().expect("not poisoned").as_ref() {
+        if let Some((k, columns)) = self.current.locked().as_ref() {
             if *k == key {
                 return Ok(columns.clone());
             }
         }
         let columns = Arc::new(DocColumns::new(searcher)?);
-        *self.current.lock().expect("not poisoned") = Some((key, columns.clone()));
+        *self.current.locked() = Some((key, columns.clone()));
         Ok(columns)
     }
 }

@@ -6,6 +6,7 @@
 //! every committed batch marks them stale (`GET /admin/graph`, `rankd_link_scores_stale`), and
 //! `?recompute_links=true` starts the graph job once the batch is committed.
 
+use crate::sync::Recover;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -37,12 +38,7 @@ impl QueryParams for BatchParams {
 /// Marks the link scores stale after a committed batch of `documents`. Called while the
 /// index write lock is held, so a graph job cannot slip between the commit and the mark.
 fn mark_stale(state: &AppState, documents: u64) {
-    state
-        .ops
-        .link_freshness
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .batch(documents);
+    state.ops.link_freshness.locked().batch(documents);
 }
 
 /// After a committed batch: starts the graph job if asked. The answer's `links` object says

@@ -1,6 +1,7 @@
 //! Background jobs: list, one job with its log, cancel; and `POST /admin/graph`, which starts
 //! the link-score recomputation as a job.
 
+use crate::sync::Recover;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
@@ -263,12 +264,7 @@ pub async fn graph_status(State(state): State<Arc<AppState>>) -> Result<Json<Val
 
 /// Freshness and coverage of the served link scores (also behind the `/metrics` gauges).
 pub async fn link_status(state: &Arc<AppState>) -> Result<Value, ApiError> {
-    let freshness = state
-        .ops
-        .link_freshness
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let freshness = state.ops.link_freshness.locked().clone();
     let worker = state.clone();
     let coverage = tokio::task::spawn_blocking(move || {
         let searcher = worker.engine.index.reader.searcher();

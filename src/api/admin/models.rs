@@ -7,6 +7,7 @@
 //! could not be loaded at start-up: `GET /admin/models` then shows `serving: null` and the
 //! `load_error`, and activating that same model again (after fixing its file) reloads it.
 
+use crate::sync::Recover;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -54,11 +55,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<ModelList>,
         .find(|m| m.status == "active")
         .map(|m| m.id.clone());
     let serving = state.engine.model().as_ref().map(|m| m.id().to_string());
-    let load_error = state
-        .reranker_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let load_error = state.reranker_error.locked().clone();
     Ok(Json(ModelList {
         active,
         serving,
@@ -82,10 +79,7 @@ async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
     state.engine.set_model(Some(Arc::new(model)));
-    *state
-        .reranker_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = None;
+    *state.reranker_error.locked() = None;
     crate::metrics::set_active_model(Some(id));
     Ok(())
 }

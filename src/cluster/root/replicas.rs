@@ -8,6 +8,7 @@
 //! which spreads searches evenly and moves only a leaving replica's share when the replicas
 //! change.
 
+use crate::sync::Recover;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -37,17 +38,16 @@ impl Replica {
 
     /// Not failed within the last [`RETRY_AFTER`].
     pub fn up(&self) -> bool {
-        let down = self.down_until.lock().unwrap_or_else(|p| p.into_inner());
+        let down = self.down_until.locked();
         down.is_none_or(|t| Instant::now() >= t)
     }
 
     pub fn mark_down(&self) {
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(Instant::now() + RETRY_AFTER);
+        *self.down_until.locked() = Some(Instant::now() + RETRY_AFTER);
     }
 
     pub fn mark_up(&self) {
-        *self.down_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.down_until.locked() = None;
     }
 }
 

@@ -25,6 +25,7 @@ mod checkpoint;
 mod comm;
 mod partition;
 
+use crate::sync::Recover;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
@@ -316,7 +317,7 @@ pub fn run(
     }
     // One job at a time per process: the panic hook that turns a lost peer into an error is
     // process-wide.
-    let _one_job = JOBS.lock().unwrap_or_else(|e| e.into_inner());
+    let _one_job = JOBS.locked();
     let (threads, process) = (cluster.threads, cluster.process);
     let peers = threads * cluster.processes;
     let first = process * threads;
@@ -353,7 +354,7 @@ pub fn run(
             let guards = timely::execute(config, move |worker| {
                 let _ = up_tx.send(());
                 let index = worker.index();
-                let part = slots.lock().expect("partition slots")[index - first]
+                let part = slots.locked()[index - first]
                     .take()
                     .expect("each worker takes its partition once");
                 let checkpoints = checkpointing.as_ref().map(|c| Checkpoints {
