@@ -234,6 +234,29 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         let links = pinned.links.as_deref()?;
         e.map(|u| links.scores.global(u))
     });
+    let mut shown = match call.fetch {
+        Some(f) => {
+            let returns = Returns {
+                url: f.url,
+                title: f.title,
+                snippet: f.snippet,
+            };
+            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
+            engine
+                .hit_fields(
+                    searcher,
+                    &Stats::new(&source),
+                    &call.text,
+                    returns,
+                    &addresses,
+                )?
+                .into_iter()
+                .map(|h| Some(wire_hit(h, None)))
+                .collect()
+        }
+        None => vec![None; hits.len()],
+    }
+    .into_iter();
     let keys: Vec<Option<CollapseKeys>> = match call.collapse {
         true => {
             let columns = engine.index.doc_columns(searcher)?;
@@ -263,6 +286,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
                 boost,
                 node,
                 keys,
+                shown: shown.next().flatten(),
             })
             .collect(),
     })
@@ -361,15 +385,19 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
         protocol: PROTOCOL,
         hits: shown
             .into_iter()
-            .map(|h| WireHit {
-                id: h.id,
-                url: h.url.flatten(),
-                title: h.title,
-                snippet: h.snippet,
-                explain: explained.next().flatten(),
-            })
+            .map(|h| wire_hit(h, explained.next().flatten()))
             .collect(),
     })
+}
+
+fn wire_hit(h: crate::search::HitFields, explain: Option<WireExplain>) -> WireHit {
+    WireHit {
+        id: h.id,
+        url: h.url.flatten(),
+        title: h.title,
+        snippet: h.snippet,
+        explain,
+    }
 }
 
 /// This shard's part of the explanations of the documents at `addresses`: each one's

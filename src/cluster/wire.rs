@@ -118,6 +118,18 @@ pub struct QueryCall {
     /// Each candidate carries its collapse keys (the root collapses the merged window).
     #[serde(default)]
     pub collapse: bool,
+    /// Each candidate carries what the page shows of it (a short first-phase page: the
+    /// root then needs no hits round).
+    #[serde(default)]
+    pub fetch: Option<Fetch>,
+}
+
+/// The fields of the page a first-phase call fetches with its candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fetch {
+    pub url: bool,
+    pub title: bool,
+    pub snippet: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +165,9 @@ pub struct WireCandidate {
     /// Its collapse keys, when the call asked for them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<CollapseKeys>,
+    /// What the page shows of it, when the call asked to fetch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown: Option<WireHit>,
 }
 
 /// `POST /cluster/v1/features`: the rows of this shard's documents of a merged window.

@@ -151,7 +151,14 @@ struct Plan {
     features: bool,
     /// Whether the window is collapsed: the first phase then asks for the collapse keys.
     collapse: bool,
+    /// A short first-phase page fetched with the first phase (no hits round).
+    fetch: Option<Fetch>,
 }
+
+/// The longest first-phase page (offset + k) whose hits the shards send with their
+/// candidates, saving the hits round: each shard then reads the fields of up to this many
+/// documents, of which the page keeps k in all.
+const FETCH_WITH_QUERY: usize = 20;
 
 /// The merged first phase of one try, with what the later rounds need.
 struct FirstPhase {
@@ -171,6 +178,8 @@ struct FirstPhase {
     keys: HashMap<String, CollapseKeys>,
     /// A fusion's report, and each input's list (rank and score by id) for the explanations.
     fusion: Option<(FusionReport, FusionInputs)>,
+    /// What the page shows of each candidate, by id, when the first phase fetched it.
+    shown: HashMap<String, WireHit>,
 }
 
 /// Each input of a fusion and, by id, the rank and score of its listed documents.
@@ -188,6 +197,9 @@ impl FirstPhase {
         }
         if let Some(k) = c.keys {
             self.keys.insert(c.id.clone(), k);
+        }
+        if let Some(shown) = c.shown {
+            self.shown.insert(c.id.clone(), shown);
         }
         ShardHit {
             score: f32::from_bits(c.score),
@@ -544,6 +556,7 @@ impl Root {
             stats: StatsRequest::for_query(&self.config, text)?,
             features: true,
             collapse: false,
+            fetch: None,
         };
         let shards = self.shards.load_full();
         let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
@@ -631,10 +644,23 @@ impl Root {
             let lm = kinds.contains(&ModelKind::Lm);
             StatsRequest::for_fields(&self.config, &q.text, &fields, lm)?
         };
+        let r = q.returns;
+        let fetch = (q.ranking == Ranking::FirstPhase
+            && q.collapse.is_empty()
+            && q.fusion.is_none()
+            && !q.explain
+            && limit <= FETCH_WITH_QUERY
+            && (r.url || r.title || r.snippet))
+            .then_some(Fetch {
+                url: r.url,
+                title: r.title,
+                snippet: r.snippet,
+            });
         Ok(Plan {
             kind,
             features: model.is_some(),
             collapse: !q.collapse.is_empty(),
+            fetch,
             model,
             limit,
             skip,
@@ -724,6 +750,7 @@ impl Root {
                         stats: stats_ref.clone(),
                         boost,
                         collapse: plan.collapse,
+                        fetch: plan.fetch,
                     };
                     async move { within(t, timeout, targets[t].1.client.query(&call)).await }
                 })
@@ -749,6 +776,7 @@ impl Root {
             nodes: HashMap::new(),
             keys: HashMap::new(),
             fusion: None,
+            shown: HashMap::new(),
         };
         // Each input's merged list, and the hits' shards and addresses by id.
         let mut merged: Vec<Vec<MergedHit>> = Vec::with_capacity(kinds.len());
@@ -1196,6 +1224,26 @@ impl Root {
                 .enumerate()
                 .map(|(i, x)| hit(i, x, None))
                 .collect());
+        }
+        if !first.shown.is_empty() {
+            // Fetched with the first phase.
+            return ranked
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let h = &window[x.row];
+                    let shown =
+                        first
+                            .shown
+                            .get(&h.hit.id)
+                            .cloned()
+                            .ok_or_else(|| CallError::Replica {
+                                target: targets.iter().position(|t| t.0 == h.shard).unwrap_or(0),
+                                reason: format!("sent no fields of {}", h.hit.id),
+                            })?;
+                    Ok(hit(i, x, Some(shown)))
+                })
+                .collect();
         }
         let owner: Vec<usize> = ranked.iter().map(|r| window[r.row].shard).collect();
         let timeout = self.options.leaf_timeout;
