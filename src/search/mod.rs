@@ -75,6 +75,34 @@ pub struct FusionQuery {
     pub depth: usize,
 }
 
+impl FusionQuery {
+    /// Fuses one list per input (each in rank order, keyed by document), and reports each
+    /// input's agreement with the fused list: one index's lists, or a root's lists merged over
+    /// the shards.
+    pub fn fuse<K: Clone + Eq + std::hash::Hash>(
+        &self,
+        lists: &[Vec<(K, f64)>],
+    ) -> Result<(Vec<(K, f64)>, FusionReport), SearchError> {
+        let fused = self.fusion.fuse(lists).map_err(|e| SearchError::Param {
+            field: "fusion",
+            message: e.to_string(),
+        })?;
+        let report = FusionReport {
+            method: self.fusion.method,
+            inputs: self
+                .inputs
+                .iter()
+                .zip(lists)
+                .map(|(kind, list)| FusionInputAgreement {
+                    model: kind.to_string(),
+                    kendall_tau_b: fusion::agreement(list, &fused),
+                })
+                .collect(),
+        };
+        Ok((fused, report))
+    }
+}
+
 /// What each hit carries besides its rank, id and score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Returns {
@@ -864,22 +892,7 @@ impl Engine {
         let Some(total_hits) = total_hits else {
             return Ok(None);
         };
-        let fused = f.fusion.fuse(&lists).map_err(|e| SearchError::Param {
-            field: "fusion",
-            message: e.to_string(),
-        })?;
-        let report = FusionReport {
-            method: f.fusion.method,
-            inputs: f
-                .inputs
-                .iter()
-                .zip(&lists)
-                .map(|(kind, list)| FusionInputAgreement {
-                    model: kind.to_string(),
-                    kendall_tau_b: fusion::agreement(list, &fused),
-                })
-                .collect(),
-        };
+        let (fused, report) = f.fuse(&lists)?;
         let inputs = if q.explain {
             f.inputs
                 .iter()

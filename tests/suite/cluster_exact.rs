@@ -32,6 +32,11 @@ impl Fixture {
     /// A root over the shards, each one in-process replica. A new root pins new searchers,
     /// so it sees link scores set on the engines since the last one.
     fn root(&self) -> Root {
+        self.root_with(None)
+    }
+
+    /// [`Fixture::root`] with an active reranker.
+    fn root_with(&self, model: Option<rankd::search::model::ActiveModel>) -> Root {
         let clients = self
             .shards
             .iter()
@@ -43,7 +48,7 @@ impl Fixture {
             })
             .collect();
         self.runtime
-            .block_on(Root::connect(clients, None, RootOptions::default()))
+            .block_on(Root::connect(clients, model, RootOptions::default()))
             .unwrap()
     }
 
@@ -712,24 +717,7 @@ fn explanations_over_shards_equal_the_single_index() {
     let active = |m: rankd::rerank::Reranker| {
         rankd::search::model::ActiveModel::new(m, "m.json".into()).unwrap()
     };
-    let clients = f
-        .shards
-        .iter()
-        .enumerate()
-        .map(|(s, e)| {
-            let shard: Arc<dyn ShardClient> =
-                Arc::new(LocalShard::new(e.clone(), format!("in-process shard {s}")));
-            vec![shard]
-        })
-        .collect();
-    let reranking = f
-        .runtime
-        .block_on(Root::connect(
-            clients,
-            Some(active(outcome.model.clone())),
-            RootOptions::default(),
-        ))
-        .unwrap();
+    let reranking = f.root_with(Some(active(outcome.model.clone())));
     f.single.set_model(Some(Arc::new(active(outcome.model))));
     let mut reranked = 0;
     for (i, q) in queries[40..70].iter().enumerate() {

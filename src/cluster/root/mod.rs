@@ -72,8 +72,8 @@ use super::MergedHit;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
-    ActiveModel, BoostExplanation, Explanation, FusionInputAgreement, FusionInputRank,
-    FusionReport, Hit, PhaseTimes, Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
+    ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
+    Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -813,22 +813,7 @@ impl Root {
                     .collect()
             })
             .collect();
-        let fused = f.fusion.fuse(&lists).map_err(|e| SearchError::Param {
-            field: "fusion",
-            message: e.to_string(),
-        })?;
-        let report = FusionReport {
-            method: f.fusion.method,
-            inputs: f
-                .inputs
-                .iter()
-                .zip(&lists)
-                .map(|(kind, list)| FusionInputAgreement {
-                    model: kind.to_string(),
-                    kendall_tau_b: crate::search::fusion::agreement(list, &fused),
-                })
-                .collect(),
-        };
+        let (fused, report) = f.fuse(&lists)?;
         let mut located: HashMap<&str, &MergedHit> = HashMap::new();
         for h in merged.iter().flatten() {
             located.entry(h.hit.id.as_str()).or_insert(h);
