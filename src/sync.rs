@@ -7,19 +7,12 @@
 
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Lock methods that recover a poisoned lock's guard.
+/// A mutex's guard, recovered when the lock is poisoned.
 pub trait Recover<T: ?Sized> {
-    type Guard<'a>
-    where
-        Self: 'a;
-    fn locked(&self) -> Self::Guard<'_>;
+    fn locked(&self) -> MutexGuard<'_, T>;
 }
 
 impl<T: ?Sized> Recover<T> for Mutex<T> {
-    type Guard<'a>
-        = MutexGuard<'a, T>
-    where
-        T: 'a;
     fn locked(&self) -> MutexGuard<'_, T> {
         self.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -14,7 +14,7 @@ use tower_http::timeout::TimeoutLayer;
 
 use super::error::ApiError;
 use super::params::Query;
-use super::search::{observe, search_query, SearchParams};
+use super::search::{observe, SearchParams};
 use super::AppState;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::root::transport::LocalShard;
@@ -161,7 +161,7 @@ async fn root_search(
     State(state): State<Arc<RootState>>,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let query = search_query(p, state.root.model().is_some())?;
+    let query = p.into_query(state.root.model().is_some())?;
     let response = state.root.search(&query).await?;
     observe(&query, &response);
     Ok(Json(response))

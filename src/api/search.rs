@@ -52,7 +52,7 @@ pub async fn search(
     State(state): State<Arc<AppState>>,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let query = search_query(p, state.engine.model().is_some())?;
+    let query = p.into_query(state.engine.model().is_some())?;
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
@@ -73,15 +73,6 @@ pub(super) fn observe(query: &SearchQuery, response: &SearchResponse) {
     if !query.collapse.is_empty() {
         observe_search_phase(SearchPhase::Collapse, t.collapse);
     }
-}
-
-/// The [`SearchQuery`] `GET /search`'s parameters ask for, checked
-/// ([`SearchParams::into_query`]).
-pub(super) fn search_query(
-    p: SearchParams,
-    reranker_active: bool,
-) -> Result<SearchQuery, ApiError> {
-    Ok(p.into_query(reranker_active)?)
 }
 
 /// `GET /similar`'s parameters.

@@ -203,18 +203,17 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let source = call.stats.source(&schema);
     let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
     q.field.clone_from(&call.field);
-    let top = engine.shard_top(searcher, &Stats::new(&source), &q, kind, call.limit)?;
+    let stats = Stats::new(&source);
+    let top = engine.shard_top(searcher, &stats, &q, kind, call.limit)?;
     let no_terms = top.is_none();
     let (total_hits, hits) = match top {
         Some(top) => (top.total_hits, top.hits),
         None => (0, Vec::new()),
     };
+    let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
     // Each hit's entry in this shard's link scores.
     let entries: Vec<Option<u32>> = match pinned.links.as_deref() {
-        Some(links) => {
-            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
-            links.nodes_of(searcher, &addresses)?
-        }
+        Some(links) => links.nodes_of(searcher, &addresses)?,
         None => vec![None; hits.len()],
     };
     let boosts: Vec<Option<u32>> = match call.boost {
@@ -235,25 +234,11 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         e.map(|u| links.scores.global(u))
     });
     let mut shown = match call.fetch {
-        Some(f) => {
-            let returns = Returns {
-                url: f.url,
-                title: f.title,
-                snippet: f.snippet,
-            };
-            let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
-            engine
-                .hit_fields(
-                    searcher,
-                    &Stats::new(&source),
-                    &call.text,
-                    returns,
-                    &addresses,
-                )?
-                .into_iter()
-                .map(|h| Some(wire_hit(h, None)))
-                .collect()
-        }
+        Some(returns) => engine
+            .hit_fields(searcher, &stats, &call.text, returns, &addresses)?
+            .into_iter()
+            .map(|h| Some(wire_hit(h, None)))
+            .collect(),
         None => vec![None; hits.len()],
     }
     .into_iter();

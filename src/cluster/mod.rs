@@ -33,7 +33,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::Document;
 use crate::error::Invalid;
-use crate::search::ShardHit;
 
 /// What `DIR/shards/collection.json` records of a collection split over shards on one disk
 /// (`rankd ingest --shards N`): shard `s`'s data directory is `DIR/shards/<s>`.
@@ -125,29 +124,4 @@ pub fn route(docs: Vec<Document>, shards: u32) -> Vec<Vec<Document>> {
         out[routing::shard_of(&d.id, shards) as usize].push(d);
     }
     out
-}
-
-/// A document of a merged first phase, and the shard it lives on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MergedHit {
-    pub shard: usize,
-    pub hit: ShardHit,
-}
-
-/// Merges the shards' lists (each in the canonical order) into the collection's top `limit`.
-/// The collection's top `limit` is always within the union of the shards' top `limit`.
-pub fn merge(lists: Vec<Vec<ShardHit>>, limit: usize) -> Vec<MergedHit> {
-    let mut all: Vec<MergedHit> = lists
-        .into_iter()
-        .enumerate()
-        .flat_map(|(shard, hits)| hits.into_iter().map(move |hit| MergedHit { shard, hit }))
-        .collect();
-    all.sort_by(|a, b| {
-        b.hit
-            .score
-            .total_cmp(&a.hit.score)
-            .then_with(|| a.hit.id.cmp(&b.hit.id))
-    });
-    all.truncate(limit);
-    all
 }

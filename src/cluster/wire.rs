@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::links::NodeScores;
+use crate::search::Returns;
 use crate::text::columns::CollapseKeys;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
@@ -118,18 +119,10 @@ pub struct QueryCall {
     /// Each candidate carries its collapse keys (the root collapses the merged window).
     #[serde(default)]
     pub collapse: bool,
-    /// Each candidate carries what the page shows of it (a short first-phase page: the
-    /// root then needs no hits round).
+    /// Each candidate carries these fields of what the page shows of it (a short
+    /// first-phase page: the root then needs no hits round).
     #[serde(default)]
-    pub fetch: Option<Fetch>,
-}
-
-/// The fields of the page a first-phase call fetches with its candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Fetch {
-    pub url: bool,
-    pub title: bool,
-    pub snippet: bool,
+    pub fetch: Option<Returns>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -104,7 +104,7 @@ impl FusionQuery {
 }
 
 /// What each hit carries besides its rank, id and score.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Returns {
     pub url: bool,
     pub title: bool,

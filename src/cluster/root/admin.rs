@@ -10,7 +10,7 @@ use hyper::Method;
 use serde::Serialize;
 
 use super::http::success;
-use super::Root;
+use super::{internal, Root};
 use crate::cluster::routing::shard_of;
 use crate::text::search::SearchError;
 
@@ -36,10 +36,6 @@ const ID_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
     .add(b'`')
     .add(b'{')
     .add(b'}');
-
-fn internal(message: String) -> SearchError {
-    SearchError::Internal(anyhow::anyhow!(message))
-}
 
 impl Root {
     /// A document by id, from the shard its id routes to (its first replica that answers):

@@ -68,12 +68,11 @@ use tables::Tables;
 use transport::{CallFailure, ShardClient};
 
 use super::wire::*;
-use super::MergedHit;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
-    Ranking, SearchQuery, SearchResponse, ShardHit, ShardsReport,
+    Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -146,13 +145,10 @@ struct Plan {
     /// frequencies for the language model), the body's for snippets, everything for the
     /// reranker's features.
     stats: StatsRequest,
-    /// Whether the window's feature rows are computed (a reranker, or feature logging): the
-    /// first phase then keeps each candidate's link-graph node.
-    features: bool,
     /// Whether the window is collapsed: the first phase then asks for the collapse keys.
     collapse: bool,
     /// A short first-phase page fetched with the first phase (no hits round).
-    fetch: Option<Fetch>,
+    fetch: Option<Returns>,
 }
 
 /// The longest first-phase page (offset + k) whose hits the shards send with their
@@ -170,43 +166,64 @@ struct FirstPhase {
     tables: Option<Vec<Arc<StatsTable>>>,
     total_hits: usize,
     window: Vec<MergedHit>,
-    /// The PageRank boost of each window document, by id (with `Ranking::Boost`).
-    boosts: HashMap<String, f32>,
-    /// Each window document's link-graph node, by id (for a reranker's window features).
-    nodes: HashMap<String, u32>,
-    /// Each window document's collapse keys, by id (when the search collapses).
-    keys: HashMap<String, CollapseKeys>,
     /// A fusion's report, and each input's list (rank and score by id) for the explanations.
     fusion: Option<(FusionReport, FusionInputs)>,
-    /// What the page shows of each candidate, by id, when the first phase fetched it.
-    shown: HashMap<String, WireHit>,
+    /// The shards sent the page's fields with their candidates ([`Plan::fetch`]).
+    fetched: bool,
 }
 
 /// Each input of a fusion and, by id, the rank and score of its listed documents.
 type FusionInputs = Vec<(ModelKind, HashMap<String, (usize, f32)>)>;
 
-impl FirstPhase {
-    /// A shard's candidate as a hit of its merged list, what the later rounds read of it
-    /// kept by id (`nodes`: whether the window's link-graph nodes are needed).
-    fn candidate(&mut self, c: WireCandidate, nodes: bool) -> ShardHit {
-        if let Some(b) = c.boost {
-            self.boosts.insert(c.id.clone(), f32::from_bits(b));
-        }
-        if let (Some(node), true) = (c.node, nodes) {
-            self.nodes.insert(c.id.clone(), node);
-        }
-        if let Some(k) = c.keys {
-            self.keys.insert(c.id.clone(), k);
-        }
-        if let Some(shown) = c.shown {
-            self.shown.insert(c.id.clone(), shown);
-        }
-        ShardHit {
-            score: f32::from_bits(c.score),
-            id: c.id,
-            address: DocAddress::new(c.doc.segment, c.doc.doc),
+/// A document of a merged first phase: the target that holds it, its first-phase hit, and
+/// what its shard sent with it for the later rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedHit {
+    /// The index, in the search's targets, of the replica that sent it (its shard's number
+    /// when every shard answers).
+    pub target: usize,
+    pub hit: ShardHit,
+    /// What the PageRank boost adds to it (with `Ranking::Boost`).
+    boost: Option<f32>,
+    /// Its node in the collection's link graph, when it is in the graph.
+    node: Option<u32>,
+    /// Its collapse keys (when the search collapses).
+    keys: Option<CollapseKeys>,
+    /// What the page shows of it (when the first phase fetched the page).
+    shown: Option<WireHit>,
+}
+
+impl MergedHit {
+    /// Target `target`'s candidate `c`.
+    fn of(target: usize, c: WireCandidate) -> Self {
+        MergedHit {
+            target,
+            hit: ShardHit {
+                score: f32::from_bits(c.score),
+                id: c.id,
+                address: DocAddress::new(c.doc.segment, c.doc.doc),
+            },
+            boost: c.boost.map(f32::from_bits),
+            node: c.node,
+            keys: c.keys,
+            shown: c.shown,
         }
     }
+}
+
+/// Merges the shards' lists (each in the canonical order: score descending, then id
+/// ascending, `crate::text::search::BoundModel::top`) into the collection's top `limit`,
+/// which is always within the union of the shards' top `limit`.
+fn merge(lists: Vec<Vec<MergedHit>>, limit: usize) -> Vec<MergedHit> {
+    let mut all: Vec<MergedHit> = lists.into_iter().flatten().collect();
+    all.sort_by(|a, b| {
+        b.hit
+            .score
+            .total_cmp(&a.hit.score)
+            .then_with(|| a.hit.id.cmp(&b.hit.id))
+    });
+    all.truncate(limit);
+    all
 }
 
 /// A window row as the second phase orders it.
@@ -324,6 +341,18 @@ impl Root {
         model: Option<ActiveModel>,
         options: RootOptions,
     ) -> anyhow::Result<Self> {
+        let http = http::Http::new(options.leaf_timeout);
+        Self::connect_with(shards, model, options, http).await
+    }
+
+    /// [`Root::connect`], with `http` the connections the root's HTTP replicas already use
+    /// (one pool for searches, writes and replicas joining later).
+    async fn connect_with(
+        shards: Vec<Vec<Arc<dyn ShardClient>>>,
+        model: Option<ActiveModel>,
+        options: RootOptions,
+        http: http::Http,
+    ) -> anyhow::Result<Self> {
         anyhow::ensure!(!shards.is_empty(), "a root needs at least one shard");
         let num_shards = shards.len();
         let replicas: Shards = shards
@@ -368,7 +397,7 @@ impl Root {
             num_shards,
             config,
             model: ArcSwapOption::from_pointee(model),
-            http: http::Http::new(options.leaf_timeout),
+            http,
             next: AtomicUsize::new(0),
             schema,
             all: fields.all,
@@ -389,7 +418,7 @@ impl Root {
             .enumerate()
             .map(|(shard, urls)| http_clients(&http, shard, urls))
             .collect();
-        Self::connect(clients, model, options).await
+        Self::connect_with(clients, model, options, http).await
     }
 
     /// The active reranker.
@@ -554,7 +583,6 @@ impl Root {
             limit: window,
             skip: 0,
             stats: StatsRequest::for_query(&self.config, text)?,
-            features: true,
             collapse: false,
             fetch: None,
         };
@@ -651,14 +679,9 @@ impl Root {
             && !q.explain
             && limit <= FETCH_WITH_QUERY
             && (r.url || r.title || r.snippet))
-            .then_some(Fetch {
-                url: r.url,
-                title: r.title,
-                snippet: r.snippet,
-            });
+            .then_some(r);
         Ok(Plan {
             kind,
-            features: model.is_some(),
             collapse: !q.collapse.is_empty(),
             fetch,
             model,
@@ -772,11 +795,8 @@ impl Root {
             tables,
             total_hits: 0,
             window: Vec::new(),
-            boosts: HashMap::new(),
-            nodes: HashMap::new(),
-            keys: HashMap::new(),
             fusion: None,
-            shown: HashMap::new(),
+            fetched: plan.fetch.is_some(),
         };
         // Each input's merged list, and the hits' shards and addresses by id.
         let mut merged: Vec<Vec<MergedHit>> = Vec::with_capacity(kinds.len());
@@ -788,14 +808,10 @@ impl Root {
             }
             let lists = replies
                 .into_iter()
-                .map(|r| {
-                    r.hits
-                        .into_iter()
-                        .map(|c| first.candidate(c, plan.features))
-                        .collect()
-                })
+                .enumerate()
+                .map(|(t, r)| r.hits.into_iter().map(|c| MergedHit::of(t, c)).collect())
                 .collect();
-            merged.push(super::merge(lists, depth));
+            merged.push(merge(lists, depth));
         }
         first.total_hits = total_hits.unwrap_or(0);
         let Some(f) = &q.fusion else {
@@ -824,12 +840,11 @@ impl Root {
             .map(|(id, score)| {
                 let h = located[id.as_str()];
                 MergedHit {
-                    shard: h.shard,
                     hit: ShardHit {
                         score: *score as f32,
-                        id: id.clone(),
-                        address: h.hit.address,
+                        ..h.hit.clone()
                     },
+                    ..h.clone()
                 }
             })
             .collect();
@@ -901,12 +916,10 @@ impl Root {
         } else if let Ranking::Boost { weight, .. } = q.ranking {
             // SPEC §1.8: the boost added to the window's first-phase scores.
             for r in ranked.iter_mut() {
-                let id = &window[r.row].hit.id;
-                let added = first
-                    .boosts
-                    .get(id)
-                    .copied()
-                    .ok_or_else(|| internal(format!("no boost for {id}")))?;
+                let h = &window[r.row];
+                let added = h
+                    .boost
+                    .ok_or_else(|| internal(format!("no boost for {}", h.hit.id)))?;
                 r.score += added;
                 r.boost = Some(BoostExplanation { weight, added });
             }
@@ -921,18 +934,11 @@ impl Root {
             let keys = ranked
                 .iter()
                 .map(|r| {
-                    let id = &window[r.row].hit.id;
-                    first
-                        .keys
-                        .get(id)
-                        .copied()
-                        .ok_or_else(|| CallError::Replica {
-                            target: targets
-                                .iter()
-                                .position(|(s, _)| *s == window[r.row].shard)
-                                .unwrap_or(0),
-                            reason: format!("sent no collapse keys for {id}"),
-                        })
+                    let h = &window[r.row];
+                    h.keys.ok_or_else(|| CallError::Replica {
+                        target: h.target,
+                        reason: format!("sent no collapse keys for {}", h.hit.id),
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
@@ -987,7 +993,7 @@ impl Root {
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
         let window = &first.window;
         let fb = self.config.models.rm3.fb_docs.min(window.len());
-        let owner: Vec<usize> = window[..fb].iter().map(|h| h.shard).collect();
+        let owner: Vec<usize> = window[..fb].iter().map(|h| h.target).collect();
         let generations = &first.generations;
         let timeout = self.options.leaf_timeout;
         let feedback: Vec<FeedbackDoc> = scatter(
@@ -1060,7 +1066,7 @@ impl Root {
         let rows_nodes: Vec<(usize, u32)> = window
             .iter()
             .enumerate()
-            .filter_map(|(i, h)| first.nodes.get(&h.hit.id).map(|&u| (i, u)))
+            .filter_map(|(i, h)| h.node.map(|u| (i, u)))
             .collect();
         let window_nodes = crate::features::link::window_nodes(rows_nodes.iter().map(|&(_, u)| u));
         let prf = prf == Prf::Compute;
@@ -1070,7 +1076,7 @@ impl Root {
         };
         let set = crate::features::FeatureSet::current();
         let cols = set.len();
-        let owner: Vec<usize> = window.iter().map(|h| h.shard).collect();
+        let owner: Vec<usize> = window.iter().map(|h| h.target).collect();
         let (stats, rm3, window_nodes) = (&stats, &rm3, &window_nodes);
         let timeout = self.options.leaf_timeout;
         let parts: Vec<(Vec<u32>, Vec<u32>)> = scatter(
@@ -1200,7 +1206,7 @@ impl Root {
                 sort_key: None,
                 collapsed: ranked.collapsed,
                 explain,
-                address: DocAddress::new(h.shard as u32, a.doc_id),
+                address: DocAddress::new(h.target as u32, a.doc_id),
             }
         };
         if !(returns.url || returns.title || returns.snippet || q.explain) {
@@ -1210,27 +1216,21 @@ impl Root {
                 .map(|(i, x)| hit(i, x, None))
                 .collect());
         }
-        if !first.shown.is_empty() {
-            // Fetched with the first phase.
+        if first.fetched {
             return ranked
                 .iter()
                 .enumerate()
                 .map(|(i, x)| {
                     let h = &window[x.row];
-                    let shown =
-                        first
-                            .shown
-                            .get(&h.hit.id)
-                            .cloned()
-                            .ok_or_else(|| CallError::Replica {
-                                target: targets.iter().position(|t| t.0 == h.shard).unwrap_or(0),
-                                reason: format!("sent no fields of {}", h.hit.id),
-                            })?;
+                    let shown = h.shown.clone().ok_or_else(|| CallError::Replica {
+                        target: h.target,
+                        reason: format!("sent no fields of {}", h.hit.id),
+                    })?;
                     Ok(hit(i, x, Some(shown)))
                 })
                 .collect();
         }
-        let owner: Vec<usize> = ranked.iter().map(|r| window[r.row].shard).collect();
+        let owner: Vec<usize> = ranked.iter().map(|r| window[r.row].target).collect();
         let timeout = self.options.leaf_timeout;
         let shown: Vec<WireHit> = scatter(
             &owner,
