@@ -7,9 +7,12 @@
 //!
 //! The suites share one process, so none may change process-wide state (environment
 //! variables, the current directory, signal or panic hooks, a once-per-process choice). A test
-//! that must is a binary of its own beside this one, with the reason at its top:
-//! `pairwise_env.rs` (sets `RANKD_SIMD` before the instruction set is chosen) and
-//! `cluster_netns.rs` (times answers over a network namespace, which must run alone).
+//! that must is a binary of its own beside this one, with the reason at its top, and so is a
+//! test that must run alone: `pairwise_env.rs` (sets `RANKD_SIMD` before the instruction set
+//! is chosen), `cluster_netns.rs` (times answers over a network namespace) and
+//! `cluster_rustdocs.rs` (indexes ≈33,000 pages on every core for minutes, which would starve
+//! the suites with time bounds here).
+//!
 //! The one piece of in-process global state a suite reads, the metastore gauge of
 //! `rankd::metrics`, changes only in `cluster_metastore`'s own tests, which take a lock.
 
@@ -24,7 +27,6 @@ mod suite {
     mod cluster_gossip;
     mod cluster_loopback;
     mod cluster_metastore;
-    mod cluster_rustdocs;
     mod crash;
     mod demo_cli;
     mod gbdt_cli;

@@ -61,8 +61,8 @@ impl Loss {
     }
 }
 
-// The four terms, written to read like the SPEC; the vector versions in `sse.rs` and
-// `avx2.rs` are branch-free rewrites of them. `inv_tau` is passed in so loops hoist 1/τ.
+// The four terms, written to read like the SPEC; the vector versions in `generic.rs` are
+// branch-free rewrites of them. `inv_tau` is passed in so loops hoist 1/τ.
 
 /// One-sided Huber: `g = 1` on the linear piece, `g = 1 − x/τ` on the quadratic one.
 #[inline]

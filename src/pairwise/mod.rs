@@ -1,8 +1,9 @@
 //! The pairwise core: SIMD kernels and their scalar twins (SPEC §7).
 //!
-//! Three kernels, each in a portable scalar version (`scalar.rs`) and x86-64 versions
-//! (`sse.rs`: SSE4.1, `avx2.rs`: AVX2 + FMA), plus the exact sorted algorithm for the
-//! one-sided Huber loss (`sorted.rs`):
+//! Three kernels, each in a portable scalar version (`scalar.rs`) and an x86-64 version written
+//! once over the vector width (`generic.rs`, over `vector.rs`'s `Vector`) and run at two
+//! widths (`sse.rs`: SSE4.1, 4 lanes; `avx2.rs`: AVX2 + FMA, 8 lanes), plus the exact sorted
+//! algorithm for the one-sided Huber loss (`sorted.rs`):
 //!
 //! 1. [`score_block`]: `s = X·w` for a row-major `n × d` block (linear model, MLP first layer).
 //! 2. [`pair_loss_grad`]: `Σ_i v_i Σ_j ℓ(s⁺_i − s⁻_j)` and its gradient w.r.t. every score.
@@ -32,9 +33,11 @@ mod sorted;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
+mod generic;
+#[cfg(target_arch = "x86_64")]
 mod sse;
 #[cfg(target_arch = "x86_64")]
-mod x86;
+mod vector;
 
 use std::sync::OnceLock;
 

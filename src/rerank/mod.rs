@@ -29,6 +29,9 @@ mod optimizer;
 pub mod select;
 mod trainer;
 
+#[cfg(test)]
+pub(crate) mod testutil;
+
 pub use dataset::{PairCoverage, QueryGroup, RankSet};
 pub use error::RerankError;
 pub use metrics::{evaluate_scores, MetricConvention, RankMetrics};

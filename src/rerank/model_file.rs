@@ -726,24 +726,10 @@ mod tests {
 
     /// A tree model over (bm25, pagerank): x0 ≤ 0.5 ? (x1 ≤ −1 ? 1 : 2) : 3, plus 0.25.
     pub(crate) fn tiny_gbdt() -> Reranker {
-        use crate::rerank::gbdt::{Forest, GbdtModel, Node, Tree};
-        let split = |feature, threshold, nan_left, left, right| Node::Split {
-            feature,
-            threshold,
-            nan_left,
-            zero_missing: false,
-            left,
-            right,
-        };
+        use crate::rerank::gbdt::{Forest, GbdtModel, Tree};
         let tree = Tree {
-            nodes: vec![
-                split(0, 0.5, false, 1, 2),
-                split(1, -1.0, true, 3, 4),
-                Node::Leaf { value: 3.0 },
-                Node::Leaf { value: 1.0 },
-                Node::Leaf { value: 2.0 },
-            ],
             cover: Vec::new(),
+            ..crate::rerank::testutil::small_tree()
         };
         let forest = Forest {
             num_features: 2,

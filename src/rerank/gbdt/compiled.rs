@@ -554,57 +554,12 @@ impl CompiledForest {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::super::forest::tests::{leaf, small_tree};
+mod tests {
     use super::super::forest::Tree;
     use super::*;
+    use crate::rerank::testutil::{leaf, random_tree, small_tree};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-
-    /// A random tree of `leaves` leaves grown by splitting random leaves, thresholds drawn
-    /// from `grid` (so rows can hit them exactly), random NaN sides.
-    pub(crate) fn random_tree(rng: &mut ChaCha8Rng, d: usize, leaves: usize, grid: &[f32]) -> Tree {
-        random_tree_with(rng, d, leaves, grid, 0.3)
-    }
-
-    /// As [`random_tree`] without LightGBM's zero band.
-    pub(crate) fn random_tree_plain(
-        rng: &mut ChaCha8Rng,
-        d: usize,
-        leaves: usize,
-        grid: &[f32],
-    ) -> Tree {
-        random_tree_with(rng, d, leaves, grid, 0.0)
-    }
-
-    fn random_tree_with(
-        rng: &mut ChaCha8Rng,
-        d: usize,
-        leaves: usize,
-        grid: &[f32],
-        zero_share: f64,
-    ) -> Tree {
-        let mut nodes = vec![leaf(rng.random_range(-1.0..1.0))];
-        let mut open = vec![0usize];
-        while open.len() < leaves {
-            let pick = rng.random_range(0..open.len());
-            let i = open.swap_remove(pick);
-            let (l, r) = (nodes.len() as u32, nodes.len() as u32 + 1);
-            nodes.push(leaf(rng.random_range(-1.0..1.0)));
-            nodes.push(leaf(rng.random_range(-1.0..1.0)));
-            nodes[i] = Node::Split {
-                feature: rng.random_range(0..d as u32),
-                threshold: grid[rng.random_range(0..grid.len())],
-                nan_left: rng.random_bool(0.5),
-                zero_missing: rng.random_bool(zero_share),
-                left: l,
-                right: r,
-            };
-            open.push(l as usize);
-            open.push(r as usize);
-        }
-        Tree::new(nodes)
-    }
 
     /// Values on the thresholds, between them, beyond them, signed zeros, infinities, NaN.
     fn random_rows(rng: &mut ChaCha8Rng, n: usize, d: usize, grid: &[f32]) -> Vec<f32> {

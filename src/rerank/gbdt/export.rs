@@ -187,9 +187,7 @@ mod tests {
             let trees = (0..rng.random_range(1..10))
                 .map(|_| {
                     let leaves = rng.random_range(1..20);
-                    crate::rerank::gbdt::compiled::tests::random_tree_plain(
-                        &mut rng, d, leaves, &grid,
-                    )
+                    crate::rerank::testutil::random_tree_plain(&mut rng, d, leaves, &grid)
                 })
                 .collect();
             let forest = Forest {

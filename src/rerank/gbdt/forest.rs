@@ -438,43 +438,9 @@ impl TryFrom<TreeArrays> for Tree {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-
-    pub(crate) fn split(
-        feature: u32,
-        threshold: f32,
-        nan_left: bool,
-        left: u32,
-        right: u32,
-    ) -> Node {
-        Node::Split {
-            feature,
-            threshold,
-            nan_left,
-            zero_missing: false,
-            left,
-            right,
-        }
-    }
-
-    pub(crate) fn leaf(value: f64) -> Node {
-        Node::Leaf { value }
-    }
-
-    /// x0 ≤ 0.5 ? (x1 ≤ −1 ? 1 : 2) : 3, NaN in x0 right, NaN in x1 left.
-    pub(crate) fn small_tree() -> Tree {
-        Tree {
-            nodes: vec![
-                split(0, 0.5, false, 1, 2),
-                split(1, -1.0, true, 3, 4),
-                leaf(3.0),
-                leaf(1.0),
-                leaf(2.0),
-            ],
-            cover: vec![10.0, 6.0, 4.0, 2.0, 4.0],
-        }
-    }
+    use crate::rerank::testutil::{leaf, small_tree, split};
 
     #[test]
     fn reference_walk_by_hand() {

@@ -323,7 +323,7 @@ mod tests {
         let forest = Forest {
             num_features: 2,
             base_score: 0.0,
-            trees: vec![crate::rerank::gbdt::forest::tests::small_tree()],
+            trees: vec![crate::rerank::testutil::small_tree()],
         };
         let mut bare = forest.clone();
         bare.trees[0].cover.clear();

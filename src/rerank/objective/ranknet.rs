@@ -57,8 +57,8 @@ pub fn ranknet_loss_grad(
 
 #[cfg(test)]
 mod tests {
-    use super::super::gradcheck;
     use super::*;
+    use crate::rerank::testutil::check_gradient;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -95,7 +95,7 @@ mod tests {
                 "{} vs {oracle}",
                 q.loss
             );
-            gradcheck::check(&scores, &q.grad, 1e-3, 2e-3, |s| {
+            check_gradient(&scores, &q.grad, 1e-3, 2e-3, |s| {
                 ranknet_loss_grad(s, &labels, 1.5).unwrap().unwrap().loss
             });
         }

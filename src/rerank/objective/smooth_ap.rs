@@ -64,9 +64,9 @@ pub fn smooth_ap_loss_grad(
 
 #[cfg(test)]
 mod tests {
-    use super::super::gradcheck::{self, huber};
     use super::super::sigmoid;
     use super::*;
+    use crate::rerank::testutil::{check_gradient, huber};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -111,7 +111,7 @@ mod tests {
                 "{} vs {oracle}",
                 q.loss
             );
-            gradcheck::check(&scores, &q.grad, 1e-3, 3e-3, |s| {
+            check_gradient(&scores, &q.grad, 1e-3, 3e-3, |s| {
                 smooth_ap_loss_grad(s, &labels, tau, 1)
                     .unwrap()
                     .unwrap()

@@ -287,15 +287,11 @@ fn semi_variance(values: &[f32], below: bool, weight: f64, grad: &mut [f64]) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::gradcheck::{self, huber};
     use super::super::Objective;
     use super::*;
+    use crate::rerank::testutil::{check_gradient, check_query_gradient, huber, random_scores};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
-
-    fn random_scores(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
-        (0..n).map(|_| rng.random_range(0.01f32..0.99)).collect()
-    }
 
     /// Eq. 8 written out as double loops in f64, the TPR from its definition.
     fn brute_force(s: &[f64], t: &[f64], v: &[f64], p: &Soprc) -> f64 {
@@ -490,7 +486,7 @@ mod tests {
             let all: Vec<f32> = s.iter().chain(&t).copied().collect();
             let (_, gp, gn) = frozen(&all);
             let analytic: Vec<f64> = gp.iter().chain(&gn).copied().collect();
-            gradcheck::check(&all, &analytic, 1e-3, 2e-3, |x| frozen(x).0);
+            check_gradient(&all, &analytic, 1e-3, 2e-3, |x| frozen(x).0);
         }
     }
 
@@ -503,13 +499,13 @@ mod tests {
             tau2: 1e6,
             ..Soprc::default()
         });
-        gradcheck::check_query_gradient(&p, 8);
+        check_query_gradient(&p, 8);
         let graded = Objective::Soprc(Soprc {
             tau2: 1e6,
             graded: true,
             ..Soprc::default()
         });
-        gradcheck::check_query_gradient(&graded, 9);
+        check_query_gradient(&graded, 9);
     }
 
     /// First visit: v = φ(s); later visits: v ← (1 − β)v + βφ(s), per level; a one-sided query

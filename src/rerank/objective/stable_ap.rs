@@ -279,8 +279,8 @@ fn loss_grad_scale(
 
 #[cfg(test)]
 mod tests {
-    use super::super::gradcheck::{self, huber};
     use super::*;
+    use crate::rerank::testutil::{check_gradient, check_query_gradient, huber, random_scores};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -296,10 +296,6 @@ mod tests {
         }
         let x = rho * s / (np * nn);
         (p.epsilon * p.epsilon + x / (1.0 + x)).sqrt()
-    }
-
-    fn random_scores(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
-        (0..n).map(|_| rng.random_range(0.01f32..0.99)).collect()
     }
 
     #[test]
@@ -373,7 +369,7 @@ mod tests {
             let (_, gp, gn) = stable_ap_loss_grad(&f_pos, &f_neg, &v, &p).unwrap();
             let all: Vec<f32> = f_pos.iter().chain(&f_neg).copied().collect();
             let analytic: Vec<f64> = gp.iter().chain(&gn).copied().collect();
-            gradcheck::check(&all, &analytic, 1e-3, 2e-3, |s| {
+            check_gradient(&all, &analytic, 1e-3, 2e-3, |s| {
                 stable_ap_loss_grad(&s[..np], &s[np..], &v, &p).unwrap().0
             });
         }
@@ -387,7 +383,7 @@ mod tests {
             t: 0.0,
             ..StableAp::default()
         };
-        gradcheck::check_query_gradient(&super::super::Objective::StableAp(p), 8);
+        check_query_gradient(&super::super::Objective::StableAp(p), 8);
     }
 
     /// The Newton curvature against its definition: h'(u)/(n⁺)² · ∂²S/∂f_r² · (f_r(1 − f_r))²

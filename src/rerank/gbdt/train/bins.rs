@@ -326,8 +326,8 @@ mod tests {
     /// bench/gbdt_parity_fixtures.py from LightGBM's own dump of its dataset).
     #[test]
     fn bins_equal_lightgbm_on_the_letor_example() {
-        let fixture = super::super::tests::parity_fixture("lightgbm_bins.json");
-        let set = super::super::tests::rank_train();
+        let fixture = crate::rerank::testutil::parity_fixture("lightgbm_bins.json");
+        let set = crate::rerank::testutil::rank_train();
         let rows: Vec<_> = set.queries.iter().flat_map(|q| &q.rows).collect();
         // columns[k]: the values of file index k (LightGBM's column k), zero where absent.
         let mut columns = vec![vec![0f32; rows.len()]; set.num_features + 1];

@@ -470,6 +470,7 @@ mod tests {
     use super::*;
     use crate::rerank::gbdt::forest::Node;
     use crate::rerank::objective::{LambdaParams, StableAp};
+    use crate::rerank::testutil::{parity_fixture, rank_train};
     use crate::rerank::QueryGroup;
     use rand::Rng;
 
@@ -531,26 +532,6 @@ mod tests {
             let ours: Vec<usize> = (0..10).map(|_| bagging.draw(0.9).len()).collect();
             assert_eq!(ours, sizes, "seed {seed}");
         }
-    }
-
-    /// A fixture of the LightGBM parity tests (tests/fixtures/gbdt/, from
-    /// bench/gbdt_parity_fixtures.py).
-    pub(crate) fn parity_fixture(name: &str) -> serde_json::Value {
-        let path = format!("{}/tests/fixtures/gbdt/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
-
-    /// The LightGBM LETOR example's training file.
-    pub(crate) fn rank_train() -> crate::corpus::letor::LetorSet {
-        let data = format!(
-            "{}/../shared/data/letor-lightgbm/rank.train",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        crate::corpus::letor::read(
-            std::path::Path::new(&data),
-            Some(std::path::Path::new(&format!("{data}.query"))),
-        )
-        .unwrap()
     }
 
     fn ndcg() -> Objective {

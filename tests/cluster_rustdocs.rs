@@ -4,12 +4,19 @@
 //! and hit counts; the default reranked search with titles, URLs and snippets, by a model
 //! trained on the single index; the root with statistics gathered per search and summed from
 //! the shards' tables alike.
+//!
+//! A test binary of its own, not a module of `tests/tests.rs`, because it must run alone: it
+//! indexes the documentation three times over on every core for minutes, and the suites with
+//! time bounds (a cluster root gives a leaf 1 s before it answers without its shard) would
+//! fail beside it, as `cluster_loopback` did in the one binary.
+
+mod util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::*;
 use serde_json::Value;
+use util::*;
 
 fn rust_docs() -> PathBuf {
     let out = Command::new("rustc")
