@@ -17,8 +17,8 @@ use tantivy::{DocAddress, Searcher};
 use super::wire::*;
 use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
 use crate::links::LinkData;
-use crate::search::{Engine, Returns, SearchQuery};
-use crate::text::columns::CollapseKeys;
+use crate::search::{Engine, Ranking, Returns, SearchQuery, SortMode};
+use crate::text::columns::{CollapseKeys, MeanRating};
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
 use crate::text::stats_table::StatsTable;
@@ -133,6 +133,12 @@ fn check(protocol: u32) -> Result<(), LeafError> {
     }
 }
 
+fn lack_ratings() -> SearchError {
+    SearchError::Internal(anyhow::anyhow!(
+        "the collection statistics shipped with this call lack the ratings"
+    ))
+}
+
 fn address(searcher: &Searcher, d: DocRef) -> Result<DocAddress, LeafError> {
     let readers = searcher.segment_readers();
     match readers.get(d.segment as usize) {
@@ -162,10 +168,14 @@ pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsRepl
         None => pins.current(engine),
     };
     let schema = engine.index.index.schema();
+    let mut stats = GlobalStats::gather(&searcher, &schema, &call.request)?;
+    if call.request.rating {
+        stats.rating = Some(engine.index.doc_columns(&searcher)?.rating_sum(&searcher));
+    }
     Ok(StatsReply {
         protocol: PROTOCOL,
         generation,
-        stats: GlobalStats::gather(&searcher, &schema, &call.request)?,
+        stats,
     })
 }
 
@@ -182,8 +192,9 @@ pub fn table(
     let bytes = match &*table {
         Some(t) => t.clone(),
         None => {
-            let schema = engine.index.index.schema();
-            let t = Arc::new(StatsTable::of_searcher(&pinned.searcher, &schema)?.to_bytes());
+            let (schema, searcher) = (engine.index.index.schema(), &pinned.searcher);
+            let rating = engine.index.doc_columns(searcher)?.rating_sum(searcher);
+            let t = Arc::new(StatsTable::of_searcher(searcher, &schema, rating)?.to_bytes());
             *table = Some(t.clone());
             t
         }
@@ -203,12 +214,22 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let source = call.stats.source(&schema);
     let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
     q.field.clone_from(&call.field);
+    q.now = call.now;
+    let mut rating = MeanRating::OfIndex;
+    if let Some(sort) = &call.sort {
+        let mode: SortMode = sort.parse().map_err(|e: String| SearchError::Param {
+            field: "sort",
+            message: e,
+        })?;
+        q.ranking = Ranking::Sort(mode);
+        rating = MeanRating::Collection(call.stats.rating.ok_or_else(lack_ratings)?);
+    }
     let stats = Stats::new(&source);
-    let top = engine.shard_top(searcher, &stats, &q, kind, call.limit)?;
+    let top = engine.shard_top(searcher, &stats, &q, kind, call.limit, rating)?;
     let no_terms = top.is_none();
-    let (total_hits, hits) = match top {
-        Some(top) => (top.total_hits, top.hits),
-        None => (0, Vec::new()),
+    let (total_hits, hits, sortable) = match top {
+        Some(top) => (top.total_hits, top.hits, top.sortable),
+        None => (0, Vec::new(), false),
     };
     let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
     // Each hit's entry in this shard's link scores.
@@ -256,6 +277,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         current,
         total_hits,
         no_terms,
+        sortable,
         hits: hits
             .into_iter()
             .zip(boosts)
@@ -268,6 +290,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
                 },
                 id: h.id,
                 score: h.score.to_bits(),
+                sort_key: h.sort_key.map(|k| k.unwrap_or(f64::NEG_INFINITY).to_bits()),
                 boost,
                 node,
                 keys,
@@ -296,6 +319,7 @@ pub fn features(
         prf: if call.prf { Prf::Compute } else { Prf::Skip },
         scores_are_bm25f: call.scores_are_bm25f,
         now: call.now,
+        rating: MeanRating::Collection(call.stats.rating.ok_or_else(lack_ratings)?),
     };
     let (m, out_links) = engine.shard_features(
         searcher,

@@ -23,7 +23,7 @@ use crate::text::IndexConfig;
 /// graph node and feature replies their documents' out-links within the window; 3: the
 /// first phase may ask for the candidates' collapse keys, and the hits for their
 /// explanations).
-pub const PROTOCOL: u32 = 3;
+pub const PROTOCOL: u32 = 4;
 
 /// A document of a pinned searcher: segment ordinal and document id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -123,6 +123,13 @@ pub struct QueryCall {
     /// first-phase page: the root then needs no hits round).
     #[serde(default)]
     pub fetch: Option<Returns>,
+    /// `sort=`: the shard's top in this sort's order (a `crate::search::SortMode` name),
+    /// keyed at `now` with the ratings of `stats`.
+    #[serde(default)]
+    pub sort: Option<String>,
+    /// The search's clock (Unix seconds).
+    #[serde(default)]
+    pub now: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,6 +147,9 @@ pub struct QueryReply {
     pub no_terms: bool,
     /// The shard's top in the canonical order.
     pub hits: Vec<WireCandidate>,
+    /// With a sort: some document of the shard has the fields the sort needs.
+    #[serde(default)]
+    pub sortable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -148,6 +158,9 @@ pub struct WireCandidate {
     pub id: String,
     /// `f32::to_bits` of the first-phase score.
     pub score: u32,
+    /// With a sort: `f64::to_bits` of its key, −∞ when the document lacks the sort's fields.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sort_key: Option<u64>,
     /// With a boost: `f32::to_bits` of `λ·ln(ε + PageRank·N)` (SPEC §1.8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boost: Option<u32>,

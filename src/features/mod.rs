@@ -14,7 +14,7 @@ mod text;
 use tantivy::{DocAddress, Searcher};
 
 use crate::links::LinkData;
-use crate::text::columns::DocColumns;
+use crate::text::columns::{DocColumns, MeanRating};
 use crate::text::search::SearchError;
 use crate::text::stats::Stats;
 use crate::text::TextIndex;
@@ -93,6 +93,8 @@ pub struct Extraction {
     /// The time the freshness features measure ages at (Unix seconds): the search's start,
     /// one instant for every candidate and every shard of a cluster.
     pub now: i64,
+    /// Where the Bayesian average's C comes from (the collection's, on a shard).
+    pub rating: MeanRating,
 }
 
 impl Extraction {
@@ -102,6 +104,7 @@ impl Extraction {
             prf,
             scores_are_bm25f: false,
             now: social::unix_now(),
+            rating: MeanRating::OfIndex,
         }
     }
 }
@@ -172,7 +175,6 @@ pub fn extract_part(
     if candidates.is_empty() {
         return Ok(m);
     }
-    let now = how.now;
     let (score_col, rank_col) = (set.col("first_phase.score"), set.col("first_phase.rank"));
     for (row, c) in candidates.iter().enumerate() {
         m.set(row, score_col, c.score);
@@ -198,7 +200,7 @@ pub fn extract_part(
             Rm3Source::Given(None) => {}
         }
     }
-    columns(index, searcher, set, candidates, now, &mut m)?;
+    columns(index, searcher, set, candidates, how, &mut m)?;
     if let Some(links) = links {
         let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
         let nodes = links.nodes_of(searcher, &docs)?;
@@ -226,12 +228,12 @@ fn columns(
     searcher: &Searcher,
     set: &FeatureSet,
     candidates: &[Candidate],
-    now: i64,
+    how: Extraction,
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
     let columns = index.doc_columns(searcher)?;
     let params = index.config.social;
-    let global_rating = columns.global_rating(searcher).map(|(mean, _)| mean);
+    let (now, global_rating) = (how.now, how.rating.resolve(&columns, searcher));
     let (depth_col, length_col) = (set.col("url.depth"), set.col("url.length"));
     let (dated_col, age_col, decay_col) = (
         set.col("fresh.has_date"),

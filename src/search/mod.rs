@@ -31,6 +31,7 @@ use tantivy::{DocAddress, Score, Searcher};
 use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
+use crate::text::columns::MeanRating;
 use crate::text::query::QueryTerms;
 use crate::text::search::{validate_window, BoundModel, SearchError};
 use crate::text::snippet::SnippetQuery;
@@ -146,6 +147,9 @@ pub struct SearchQuery {
     pub collapse: Vec<CollapseKey>,
     /// The window collapsing walks when neither a boost nor a reranker sets one.
     pub collapse_window: usize,
+    /// The clock (Unix seconds) the social sorts and the freshness features measure ages
+    /// at; `None`: the time the search starts (a root sends its own to every shard).
+    pub now: Option<i64>,
 }
 
 impl SearchQuery {
@@ -163,6 +167,7 @@ impl SearchQuery {
             fusion: None,
             collapse: Vec::new(),
             collapse_window: DEFAULT_WINDOW,
+            now: None,
         }
     }
 
@@ -487,8 +492,11 @@ pub struct HitFields {
 pub struct ShardTop {
     /// This shard's documents matching at least one query term.
     pub total_hits: usize,
-    /// This shard's top in the canonical order (score descending, then id ascending).
+    /// This shard's top in the canonical order (score descending, then id ascending; with
+    /// a sort, its key first).
     pub hits: Vec<ShardHit>,
+    /// With a sort: some document of this shard has the fields the sort needs.
+    pub sortable: bool,
 }
 
 /// A document of a shard's first phase.
@@ -498,6 +506,8 @@ pub struct ShardHit {
     pub id: String,
     /// Its address in the searcher the shard answered from.
     pub address: DocAddress,
+    /// With a sort: its key, `None` when it lacks the fields the sort needs.
+    pub sort_key: Option<Option<f64>>,
 }
 
 /// The index with what serves it: link scores and the active reranker, each swapped
@@ -675,7 +685,7 @@ impl Engine {
         };
         let searcher = self.index.reader.searcher();
         let stats = Stats::new(&searcher);
-        let now = features::social::unix_now();
+        let now = q.now.unwrap_or_else(features::social::unix_now);
         // The first phase: the page itself, or the window the boost, the reranker or
         // collapsing reorders.
         let windowed = matches!(q.ranking, Ranking::Boost { .. } | Ranking::Rerank { .. });
@@ -729,6 +739,7 @@ impl Engine {
                     prf: active.prf(),
                     scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                     now,
+                    rating: MeanRating::OfIndex,
                 };
                 let w = self.features(&searcher, &stats, links.as_deref(), &q.text, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
@@ -832,9 +843,9 @@ impl Engine {
                     mode,
                     params: self.index.config.social,
                     now,
-                    global_rating: columns.global_rating(searcher).map(|(mean, _)| mean),
+                    global_rating: columns.rating_sum(searcher).mean(),
                 };
-                sort::top_sorted(searcher, &bound, by, limit, skip)?
+                sort::top_sorted(searcher, &columns, &bound, by, limit, skip)?
                     .into_iter()
                     .map(|(key, score, address)| (score, address, Some(key)))
                     .collect()
@@ -925,8 +936,11 @@ impl Engine {
 
     /// This index as one shard of a collection: the top `limit` of `q`'s model scored with
     /// the collection's statistics `stats`, in the canonical order, with the documents' ids
-    /// (the root merges the shards' lists by score and id). Fusions and sorts are refused:
-    /// their sharded forms are not built yet.
+    /// (the root merges the shards' lists by score and id). With `sort=`, the top `limit` in
+    /// the sort's order (its key, then score, then id), the key computed at `q.now` with the
+    /// collection's mean rating `rating`; a shard whose documents lack the sort's fields
+    /// answers their relevance order (all keys missing) and says so, and the root refuses the
+    /// sort only when no shard has them. A fusion's inputs are asked for one by one.
     pub fn shard_top(
         &self,
         searcher: &Searcher,
@@ -934,31 +948,56 @@ impl Engine {
         q: &SearchQuery,
         kind: ModelKind,
         limit: usize,
+        rating: MeanRating,
     ) -> Result<Option<ShardTop>, SearchError> {
-        if q.fusion.is_some() || matches!(q.ranking, Ranking::Sort(_)) {
+        if q.fusion.is_some() {
             return Err(SearchError::Param {
                 field: "model",
-                message: "fusions and sorts are not available on a sharded collection yet".into(),
+                message: "a shard ranks one model at a time (the root fuses)".into(),
             });
         }
         let Some(bound) = self.index.bind(stats, kind, q.field.as_deref(), &q.text)? else {
             return Ok(None);
         };
         let columns = self.index.doc_columns(searcher)?;
-        let hits = bound
-            .top(searcher, &columns, stats, limit, 0)?
+        let (top, sortable): (Vec<(Score, DocAddress, Option<Option<f64>>)>, _) = match q.ranking {
+            Ranking::Sort(mode) => {
+                let by = sort::SortBy {
+                    mode,
+                    params: self.index.config.social,
+                    now: q.now.unwrap_or_else(features::social::unix_now),
+                    global_rating: rating.resolve(&columns, searcher),
+                };
+                let top = sort::top_sorted(searcher, &columns, &bound, by, limit, 0)?
+                    .into_iter()
+                    .map(|(key, score, address)| (score, address, Some(key)))
+                    .collect();
+                (top, mode.possible(columns.signals_present()))
+            }
+            _ => (
+                bound
+                    .top(searcher, &columns, stats, limit, 0)?
+                    .into_iter()
+                    .map(|(score, address)| (score, address, None))
+                    .collect(),
+                false,
+            ),
+        };
+        let hits = top
             .into_iter()
-            .map(|(score, address)| {
+            .map(|(score, address, sort_key)| {
                 Ok(ShardHit {
                     score,
                     id: columns.head(address)?.id,
                     address,
+                    sort_key,
                 })
             })
             .collect::<tantivy::Result<_>>()?;
         Ok(Some(ShardTop {
             total_hits: bound.count(searcher)?,
             hits,
+            sortable,
         }))
     }
 

@@ -197,6 +197,7 @@ impl SearchRequest {
             fusion,
             collapse,
             collapse_window: p.window.unwrap_or(DEFAULT_WINDOW),
+            now: None,
         })
     }
 }

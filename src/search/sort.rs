@@ -4,7 +4,9 @@
 //! Every matching document is visited (tantivy's top-k collector over the first-phase
 //! model's match set, with the sort key read from fast fields). Documents without the fields
 //! a mode needs come after all those with them; ties, and those documents among themselves,
-//! are ordered by the first-phase score, then by document address.
+//! are ordered by the first-phase score, then by document id: the canonical order of
+//! `crate::text::search::BoundModel::top`, which every shard of a collection and its root
+//! follow too, so a sharded sort equals the single index's.
 
 use std::fmt;
 
@@ -12,9 +14,9 @@ use tantivy::collector::TopDocs;
 use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
 
 use crate::features::social;
-use crate::text::columns::{SegmentSocial, SignalsPresent, SocialSignals};
+use crate::text::columns::{DocColumns, SegmentSocial, SignalsPresent, SocialSignals};
 use crate::text::config::SocialParams;
-use crate::text::search::BoundModel;
+use crate::text::search::{canonical_order_by, BoundModel};
 
 /// An order of the matching documents by a static or social score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -123,9 +125,15 @@ pub struct SortBy {
 type SortKey = (f64, Score);
 
 /// The matching documents `offset + 1 ..= offset + limit` in `mode`'s order, each with its
-/// key (`None` where the document lacks the fields) and its first-phase score.
+/// key (`None` where the document lacks the fields) and its first-phase score; `columns` are
+/// `searcher`'s.
+///
+/// Equal keys are ordered by id: a tie group crossing the cut is fetched whole, as
+/// `crate::text::search::BoundModel::top` does (the list is fetched one longer, then twice
+/// as long, until its last key differs from the key at the cut).
 pub fn top_sorted(
     searcher: &Searcher,
+    columns: &DocColumns,
     bound: &BoundModel,
     by: SortBy,
     limit: usize,
@@ -137,16 +145,36 @@ pub fn top_sorted(
         now,
         global_rating,
     } = by;
-    let collector = TopDocs::with_limit(limit).and_offset(offset).tweak_score(
-        move |segment: &SegmentReader| {
+    let want = offset + limit;
+    if want == 0 {
+        return Ok(Vec::new());
+    }
+    let mut fetch = want + 1;
+    let mut top = loop {
+        let collector = TopDocs::with_limit(fetch).tweak_score(move |segment: &SegmentReader| {
             let social = SegmentSocial::open(segment);
             move |doc: DocId, score: Score| -> SortKey {
                 let key = mode.key(&social.signals(doc), &params, now, global_rating);
                 (key.unwrap_or(f64::NEG_INFINITY), score)
             }
-        },
-    );
-    let top = searcher.search(&bound.query, &collector)?;
+        });
+        let top = searcher.search(&bound.query, &collector)?;
+        let same = |a: &SortKey, b: &SortKey| {
+            a.0.to_bits() == b.0.to_bits() && a.1.to_bits() == b.1.to_bits()
+        };
+        if top.len() < fetch || !same(&top[fetch - 1].0, &top[want - 1].0) {
+            break top;
+        }
+        fetch = fetch.saturating_mul(2);
+    };
+    canonical_order_by(
+        columns,
+        &mut top,
+        |t| (t.0 .0.to_bits(), t.0 .1.to_bits()),
+        |t| t.1,
+    )?;
+    top.truncate(want);
+    top.drain(..offset.min(top.len()));
     Ok(top
         .into_iter()
         .map(|((key, score), address)| (key.is_finite().then_some(key), score, address))

@@ -24,8 +24,8 @@ use tantivy::{DocAddress, Searcher, TantivyError};
 /// The columns of every segment of one searcher.
 pub struct DocColumns {
     segments: Vec<SegmentColumns>,
-    /// [`DocColumns::global_rating`], computed on first use.
-    global_rating: std::sync::OnceLock<Option<(f64, f64)>>,
+    /// [`DocColumns::rating_sum`], computed on first use.
+    rating_sum: std::sync::OnceLock<RatingSum>,
     /// [`DocColumns::id_rank`]'s table, built on first use.
     id_ranks: std::sync::OnceLock<Result<Vec<Vec<u32>>, String>>,
 }
@@ -240,7 +240,7 @@ impl DocColumns {
             .collect::<tantivy::Result<_>>()?;
         Ok(DocColumns {
             segments,
-            global_rating: std::sync::OnceLock::new(),
+            rating_sum: std::sync::OnceLock::new(),
             id_ranks: std::sync::OnceLock::new(),
         })
     }
@@ -374,31 +374,83 @@ impl DocColumns {
             .signals(address.doc_id)
     }
 
-    /// The mean rating over every rated document of the searcher, weighted by its count
-    /// (the Bayesian average's C, SPEC §1.8), and the number of ratings; `None` when no
-    /// document is rated. Deleted documents are skipped. Computed once per [`DocColumns`]:
+    /// The ratings of every rated document of the searcher, summed exactly
+    /// ([`RatingSum`]); deleted documents are skipped. Computed once per [`DocColumns`]:
     /// `searcher` must be the one they were opened for.
-    pub fn global_rating(&self, searcher: &Searcher) -> Option<(f64, f64)> {
-        *self
-            .global_rating
-            .get_or_init(|| self.scan_global_rating(searcher))
-    }
-
-    fn scan_global_rating(&self, searcher: &Searcher) -> Option<(f64, f64)> {
-        let (mut sum, mut count) = (0.0f64, 0.0f64);
-        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
-            let s = &self.segments[ord].social;
-            let (Some(rating), Some(n)) = (&s.rating, &s.rating_count) else {
-                continue;
-            };
-            for doc in reader.doc_ids_alive() {
-                if let (Some(r), Some(n)) = (rating.first(doc), n.first(doc)) {
-                    sum += r * n as f64;
-                    count += n as f64;
+    pub fn rating_sum(&self, searcher: &Searcher) -> RatingSum {
+        *self.rating_sum.get_or_init(|| {
+            let mut sum = RatingSum::default();
+            for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+                let s = &self.segments[ord].social;
+                let (Some(rating), Some(n)) = (&s.rating, &s.rating_count) else {
+                    continue;
+                };
+                for doc in reader.doc_ids_alive() {
+                    if let (Some(r), Some(n)) = (rating.first(doc), n.first(doc)) {
+                        sum.add_rating(r, n);
+                    }
                 }
             }
+            sum
+        })
+    }
+}
+
+/// The ratings of a collection's rated documents, each weighted by its count, summed in
+/// fixed point (units of 2⁻³² of a rating): integer sums do not depend on their order, so a
+/// sharded collection's shards add up to exactly the single index's sum, and the Bayesian
+/// average's C (SPEC §1.8) is the same float on both. The fixed point rounds each rating by
+/// at most 2⁻³³, far below any rating scale's step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RatingSum {
+    /// Σ round(rating · 2³²) · count.
+    pub units: i128,
+    /// Σ count.
+    pub count: u64,
+}
+
+impl RatingSum {
+    const UNIT: f64 = (1u64 << 32) as f64;
+
+    /// Adds one document's rating `r` given by `n` raters (a non-finite rating is skipped).
+    pub fn add_rating(&mut self, r: f64, n: u64) {
+        if r.is_finite() && n > 0 {
+            let units = (r * Self::UNIT).round() as i128;
+            self.units = self
+                .units
+                .saturating_add(units.saturating_mul(i128::from(n)));
+            self.count = self.count.saturating_add(n);
         }
-        (count > 0.0).then(|| (sum / count, count))
+    }
+
+    /// Adds another part of the collection.
+    pub fn add(&mut self, other: RatingSum) {
+        self.units = self.units.saturating_add(other.units);
+        self.count = self.count.saturating_add(other.count);
+    }
+
+    /// The count-weighted mean rating (C); `None` when nothing is rated.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.units as f64 / Self::UNIT / self.count as f64)
+    }
+}
+
+/// Where a search reads the Bayesian average's C (the collection's mean rating, SPEC §1.8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeanRating {
+    /// The searched index is the whole collection: its own ratings.
+    OfIndex,
+    /// The searched index is one shard: the collection's ratings, summed over its shards.
+    Collection(RatingSum),
+}
+
+impl MeanRating {
+    /// C, `None` when nothing is rated; `columns` are `searcher`'s.
+    pub fn resolve(self, columns: &DocColumns, searcher: &Searcher) -> Option<f64> {
+        match self {
+            MeanRating::OfIndex => columns.rating_sum(searcher).mean(),
+            MeanRating::Collection(sum) => sum.mean(),
+        }
     }
 }
 

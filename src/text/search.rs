@@ -266,36 +266,43 @@ impl BoundModel {
 
 /// Orders `top` (best first by score) canonically: score descending by `total_cmp`, equal
 /// scores by ascending document id.
+pub fn canonical_order(
+    columns: &DocColumns,
+    top: &mut [(Score, DocAddress)],
+) -> tantivy::Result<()> {
+    top.sort_by(|a, b| b.0.total_cmp(&a.0));
+    canonical_order_by(columns, top, |t| t.0.to_bits(), |t| t.1)
+}
+
+/// Orders the runs of equal `key` in `top` (already in its final order otherwise) by
+/// ascending document id.
 ///
 /// Ids are compared through the `id` fast field: within one segment its dictionary ordinals
 /// follow the ids' byte order, so a tie group inside one segment sorts by ordinal without
 /// decoding a string (ties are common: the Rust docs hold many identical pages, and decoding
 /// their ids doubled the cost of a top 100); a group spanning segments sorts by the ids'
 /// ranks over all segments ([`DocColumns::id_rank`]).
-pub fn canonical_order(
+pub fn canonical_order_by<T: Copy, K: PartialEq>(
     columns: &DocColumns,
-    top: &mut [(Score, DocAddress)],
+    top: &mut [T],
+    key: impl Fn(&T) -> K,
+    address: impl Fn(&T) -> DocAddress,
 ) -> tantivy::Result<()> {
-    top.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut start = 0;
     while start < top.len() {
-        let bits = top[start].0.to_bits();
-        let end = start
-            + top[start..]
-                .iter()
-                .take_while(|t| t.0.to_bits() == bits)
-                .count();
+        let first = key(&top[start]);
+        let end = start + top[start..].iter().take_while(|t| key(t) == first).count();
         if end - start > 1 {
             let group = &mut top[start..end];
-            let segment = group[0].1.segment_ord;
-            let key = if group.iter().all(|t| t.1.segment_ord == segment) {
+            let segment = address(&group[0]).segment_ord;
+            let id_key = if group.iter().all(|t| address(t).segment_ord == segment) {
                 |c: &DocColumns, a| c.id_ord(a)
             } else {
                 |c: &DocColumns, a| c.id_rank(a).map(u64::from)
             };
             let mut keyed = group
                 .iter()
-                .map(|&t| Ok((key(columns, t.1)?, t)))
+                .map(|&t| Ok((id_key(columns, address(&t))?, t)))
                 .collect::<tantivy::Result<Vec<_>>>()?;
             keyed.sort_by_key(|k| k.0);
             for (slot, (_, t)) in group.iter_mut().zip(keyed) {

@@ -20,6 +20,7 @@ use tantivy::query::Bm25StatisticsProvider;
 use tantivy::schema::{Field, IndexRecordOption, Schema};
 use tantivy::{Searcher, TantivyError, Term};
 
+use super::columns::RatingSum;
 use super::config::{IndexConfig, TEXT_FIELDS};
 use super::query::{QueryError, QueryTerms};
 
@@ -168,12 +169,18 @@ pub struct StatsRequest {
     /// Whether collection frequencies are wanted too (the language model and RM3 read them;
     /// each costs a walk over the term's postings).
     pub cf: bool,
+    /// Whether the collection's ratings are wanted (the Bayesian average's C: the social
+    /// features and `sort=rating` read it).
+    #[serde(default)]
+    pub rating: bool,
 }
 
 impl StatsRequest {
-    /// Every statistic any model or text feature reads for `text`.
+    /// Every statistic any model or feature reads for `text`.
     pub fn for_query(config: &IndexConfig, text: &str) -> Result<Self, QueryError> {
-        Self::for_fields(config, text, &TEXT_FIELDS, true)
+        let mut request = Self::for_fields(config, text, &TEXT_FIELDS, true)?;
+        request.rating = true;
+        Ok(request)
     }
 
     /// The statistics of `text`'s terms in `fields` (collection frequencies when `cf`), and
@@ -188,6 +195,7 @@ impl StatsRequest {
         let mut request = StatsRequest {
             terms: BTreeMap::new(),
             cf,
+            rating: false,
         };
         for name in TEXT_FIELDS {
             let terms = match fields.contains(&name) {
@@ -208,6 +216,7 @@ impl StatsRequest {
         StatsRequest {
             terms: BTreeMap::from([(field.to_string(), terms.into_iter().collect())]),
             cf: false,
+            rating: false,
         }
     }
 }
@@ -221,6 +230,10 @@ pub struct GlobalStats {
     pub total_tokens: BTreeMap<String, u64>,
     /// Field name → term → statistics.
     pub terms: BTreeMap<String, BTreeMap<String, TermStats>>,
+    /// The ratings, when the request asked for them (gathered by whoever holds the index's
+    /// columns: `crate::cluster::leaf`, or a statistics table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating: Option<RatingSum>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -232,7 +245,9 @@ pub struct TermStats {
 }
 
 impl GlobalStats {
-    /// What `request` asks for, read from `source` (one shard's searcher, usually).
+    /// What `request` asks for, read from `source` (one shard's searcher, usually), but the
+    /// ratings: whoever holds the index's columns adds them
+    /// (`crate::text::columns::DocColumns::rating_sum`, computed once per searcher).
     pub fn gather(
         source: &dyn StatsSource,
         schema: &Schema,
@@ -270,6 +285,9 @@ impl GlobalStats {
     /// the shards does not matter. A collection frequency one side lacks is lacking in the sum.
     pub fn add(&mut self, other: &GlobalStats) {
         self.num_docs += other.num_docs;
+        if let Some(r) = other.rating {
+            self.rating.get_or_insert_with(RatingSum::default).add(r);
+        }
         for (name, &tokens) in &other.total_tokens {
             *self.total_tokens.entry(name.clone()).or_default() += tokens;
         }
@@ -302,6 +320,7 @@ impl GlobalStats {
         for (name, tokens) in other.total_tokens {
             self.total_tokens.entry(name).or_insert(tokens);
         }
+        self.rating = self.rating.or(other.rating);
     }
 
     /// The table as a [`StatsSource`] for an index with `schema`.

@@ -12,7 +12,8 @@
 //! "Statistics per search against statistics tables").
 //!
 //! **Bytes** ([`StatsTable::to_bytes`], what `/cluster/v1/table` answers): the magic
-//! `RKSTATS`, a format version, then N and per field its name, token count, term count, FST
+//! `RKSTATS`, a format version, then N, the ratings ([`RatingSum`]: 16 bytes of units, 8 of
+//! count, little-endian), and per field its name, token count, term count, FST
 //! bytes and the two arrays (variable-length integers, tantivy's `VInt`: most counts take one
 //! byte), and last the SHA-256 of everything before it. [`StatsTable::from_bytes`] checks the checksum before it parses anything (a truncated
 //! or damaged transfer is refused, never half-read), then every length, and that the FST maps
@@ -26,12 +27,13 @@ use tantivy::Searcher;
 use tantivy_common::VInt;
 use tantivy_fst::{Map, MapBuilder, Streamer};
 
+use super::columns::RatingSum;
 use super::config::TEXT_FIELDS;
 use super::stats::{GlobalStats, StatsRequest, StatsSource, TermStats};
 
 const MAGIC: &[u8; 7] = b"RKSTATS";
 /// The byte format this rankd writes and reads.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// One text field's statistics.
 struct FieldTable {
@@ -46,6 +48,7 @@ struct FieldTable {
 /// A shard's whole statistics table ([module docs](self)).
 pub struct StatsTable {
     num_docs: u64,
+    rating: RatingSum,
     fields: Vec<FieldTable>,
 }
 
@@ -57,8 +60,13 @@ pub struct TableError(String);
 impl StatsTable {
     /// Every statistic of `searcher`'s index: one pass over each text field's term dictionary
     /// and postings, segment by segment (document counts include deleted documents not yet
-    /// merged away, as tantivy's `doc_freq` does).
-    pub fn of_searcher(searcher: &Searcher, schema: &Schema) -> tantivy::Result<Self> {
+    /// merged away, as tantivy's `doc_freq` does), with the searcher's ratings `rating`
+    /// (`crate::text::columns::DocColumns::rating_sum`).
+    pub fn of_searcher(
+        searcher: &Searcher,
+        schema: &Schema,
+        rating: RatingSum,
+    ) -> tantivy::Result<Self> {
         let mut fields = Vec::with_capacity(TEXT_FIELDS.len());
         for name in TEXT_FIELDS {
             let field = schema.get_field(name)?;
@@ -108,6 +116,7 @@ impl StatsTable {
         }
         Ok(StatsTable {
             num_docs: StatsSource::num_docs(searcher),
+            rating,
             fields,
         })
     }
@@ -117,6 +126,7 @@ impl StatsTable {
     pub fn lookup(&self, request: &StatsRequest) -> GlobalStats {
         let mut out = GlobalStats {
             num_docs: self.num_docs,
+            rating: request.rating.then_some(self.rating),
             ..GlobalStats::default()
         };
         for (name, terms) in &request.terms {
@@ -165,6 +175,8 @@ impl StatsTable {
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT.to_le_bytes());
         out.extend_from_slice(&self.num_docs.to_le_bytes());
+        out.extend_from_slice(&self.rating.units.to_le_bytes());
+        out.extend_from_slice(&self.rating.count.to_le_bytes());
         out.extend_from_slice(&(self.fields.len() as u64).to_le_bytes());
         for f in &self.fields {
             out.extend_from_slice(&(f.name.len() as u64).to_le_bytes());
@@ -204,6 +216,10 @@ impl StatsTable {
             )));
         }
         let num_docs = r.u64()?;
+        let rating = RatingSum {
+            units: i128::from_le_bytes(r.take(16)?.try_into().expect("16 bytes")),
+            count: r.u64()?,
+        };
         let count = r.u64()?;
         let mut fields = Vec::new();
         for _ in 0..count {
@@ -245,7 +261,11 @@ impl StatsTable {
         if !r.bytes.is_empty() {
             return Err(bad("bytes after the last field"));
         }
-        Ok(StatsTable { num_docs, fields })
+        Ok(StatsTable {
+            num_docs,
+            rating,
+            fields,
+        })
     }
 }
 
@@ -309,6 +329,13 @@ mod tests {
                             .map(|k| words[(i * k + batch) % 7])
                             .collect::<Vec<_>>()
                             .join(" "),
+                        extra: match i % 3 {
+                            0 => serde_json::Map::new(),
+                            _ => serde_json::json!({"rating": 1.0 + 0.37 * i as f64, "rating_count": i})
+                                .as_object()
+                                .unwrap()
+                                .clone(),
+                        },
                         ..Default::default()
                     }
                 }))
@@ -324,7 +351,9 @@ mod tests {
         let (_dir, index) = index();
         let searcher = index.reader.searcher();
         let schema = index.index.schema();
-        let table = StatsTable::of_searcher(&searcher, &schema).unwrap();
+        let rating = index.doc_columns(&searcher).unwrap().rating_sum(&searcher);
+        assert!(rating.count > 0);
+        let table = StatsTable::of_searcher(&searcher, &schema, rating).unwrap();
         let back = StatsTable::from_bytes(&table.to_bytes()).unwrap();
         let config = IndexConfig::default();
         let mut compared = 0;
@@ -333,7 +362,8 @@ mod tests {
                 StatsRequest::for_query(&config, q).unwrap(),
                 StatsRequest::for_fields(&config, q, &["body"], false).unwrap(),
             ] {
-                let gathered = GlobalStats::gather(&searcher, &schema, &request).unwrap();
+                let mut gathered = GlobalStats::gather(&searcher, &schema, &request).unwrap();
+                gathered.rating = request.rating.then_some(rating);
                 assert_eq!(table.lookup(&request), gathered, "{q:?}");
                 assert_eq!(back.lookup(&request), gathered, "{q:?}");
                 compared += gathered.terms.values().map(|t| t.len()).sum::<usize>();
@@ -349,8 +379,9 @@ mod tests {
     #[test]
     fn bad_bytes_are_refused() {
         let (_dir, index) = index();
-        let table =
-            StatsTable::of_searcher(&index.reader.searcher(), &index.index.schema()).unwrap();
+        let searcher = index.reader.searcher();
+        let rating = RatingSum::default();
+        let table = StatsTable::of_searcher(&searcher, &index.index.schema(), rating).unwrap();
         let bytes = table.to_bytes();
         let err = |b: &[u8]| {
             StatsTable::from_bytes(b)
@@ -372,15 +403,16 @@ mod tests {
         };
         let body = &bytes[..bytes.len() - 32];
         let mut future = body.to_vec();
-        future[7..11].copy_from_slice(&2u32.to_le_bytes());
-        assert!(err(&sealed(&future)).contains("format 2"));
+        future[7..11].copy_from_slice(&(FORMAT + 1).to_le_bytes());
+        assert!(err(&sealed(&future)).contains(&format!("format {}", FORMAT + 1)));
         assert!(err(&sealed(&body[..body.len() - 3])).contains("ends early"));
         let mut longer = body.to_vec();
         longer.push(0);
         assert!(err(&sealed(&longer)).contains("after the last field"));
         assert!(err(&sealed(b"RKSTATX\x01\x00\x00\x00")).contains("magic"));
         let mut huge = body.to_vec();
-        huge[27..35].copy_from_slice(&u64::MAX.to_le_bytes());
+        // The first field's name length: after magic, format, N, the ratings, the count.
+        huge[51..59].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(err(&sealed(&huge)).contains("length"));
     }
 }

@@ -333,6 +333,8 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         boost: None,
         collapse: false,
         fetch: None,
+        sort: None,
+        now: None,
     };
     let err = match leaf::query(engine, &pins, &call) {
         Err(leaf::LeafError::Search(e)) => e,
@@ -510,12 +512,21 @@ fn statistics_tables_answer_as_gathering_does() {
     let schema = f.single.index.index.schema();
     let searchers: Vec<_> = f.shards.iter().map(|e| e.index.reader.searcher()).collect();
     // The tables as the root holds them: through their bytes.
+    let rating = |e: &Engine, s: &tantivy::Searcher| e.index.doc_columns(s).unwrap().rating_sum(s);
     let tables: Vec<StatsTable> = searchers
         .iter()
-        .map(|s| StatsTable::from_bytes(&StatsTable::of_searcher(s, &schema).unwrap().to_bytes()))
+        .zip(&f.shards)
+        .map(|(s, e)| {
+            StatsTable::from_bytes(
+                &StatsTable::of_searcher(s, &schema, rating(e, s))
+                    .unwrap()
+                    .to_bytes(),
+            )
+        })
         .collect::<Result<_, _>>()
         .unwrap();
-    let single = StatsTable::of_searcher(&f.single.index.reader.searcher(), &schema).unwrap();
+    let searcher = f.single.index.reader.searcher();
+    let single = StatsTable::of_searcher(&searcher, &schema, rating(&f.single, &searcher)).unwrap();
     // Every (field, term)'s df and cf, and every field's token count, summed over the
     // shards, are the single index's.
     type Sums = BTreeMap<(String, String), (u64, u64)>;
@@ -549,8 +560,9 @@ fn statistics_tables_answer_as_gathering_does() {
             StatsRequest::for_fields(&config, q, &["body"], false).unwrap(),
             StatsRequest::for_terms("all", ["zzznotaterm".to_string(), "flow".into()]),
         ] {
-            for (s, t) in searchers.iter().zip(&tables) {
-                let gathered = GlobalStats::gather(s, &schema, &request).unwrap();
+            for ((s, t), e) in searchers.iter().zip(&tables).zip(&f.shards) {
+                let mut gathered = GlobalStats::gather(s, &schema, &request).unwrap();
+                gathered.rating = request.rating.then(|| rating(e, s));
                 assert_eq!(t.lookup(&request), gathered, "{q:?}");
                 terms += gathered.terms.values().map(|m| m.len()).sum::<usize>();
             }
@@ -811,4 +823,145 @@ fn fusions_over_shards_equal_the_single_index() {
         }
     }
     assert!(compared > 1000, "only {compared} fused hits compared");
+}
+
+/// A collection with dates, votes and ratings (some documents lacking each), whose keys and
+/// texts repeat so that sort keys and scores tie across shards.
+fn social_corpus() -> Vec<Document> {
+    let words = ["shock", "wave", "boundary", "layer", "flow", "heat"];
+    (0..240)
+        .map(|i| {
+            let text = (0..10)
+                .map(|k| words[(i % 5 + k * (1 + k % 2)) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ");
+            let mut extra = serde_json::Map::new();
+            if i % 5 != 0 {
+                extra.insert("votes_up".into(), (i % 13).into());
+                extra.insert("votes_down".into(), (i % 3).into());
+            }
+            if i % 3 != 0 {
+                extra.insert("rating".into(), (1.0 + (i % 7) as f64 * 0.55).into());
+                extra.insert("rating_count".into(), (1 + i % 11).into());
+            }
+            Document {
+                id: format!("s{i:03}"),
+                title: format!("{} {}", words[i % 6], words[(i / 4) % 6]),
+                body: text,
+                published_at: (i % 4 != 0).then_some(1_700_000_000 + (i as i64 % 9) * 86_400),
+                extra,
+                ..Document::default()
+            }
+        })
+        .collect()
+}
+
+/// `sort=` through the root: every mode, after offsets, alone and collapsed, gives the single
+/// index's ids, first-phase scores and sort keys. The keys tie (repeated dates, votes and
+/// ratings) and so do the scores (repeated texts), across shards: both sides order ties by
+/// id. The rating sort's Bayesian average reads the collection's mean rating, which the
+/// shards receive summed exactly from all of them.
+#[test]
+fn sorts_over_shards_equal_the_single_index() {
+    use rankd::search::{Ranking, SortMode};
+    let f = build(&social_corpus());
+    let root = f.root();
+    let now = 1_700_000_000 + 12 * 86_400;
+    let mut compared = 0;
+    let mut tied = 0;
+    for mode in SortMode::ALL {
+        for (q, kind, offset, k) in [
+            ("shock wave", ModelKind::Bm25, 0, 10),
+            ("boundary layer flow", ModelKind::Bm25F, 7, 25),
+            ("heat", ModelKind::Lm, 3, 40),
+        ] {
+            for collapse in [false, true] {
+                let mut query = SearchQuery::new(q, k)
+                    .model(kind)
+                    .ranking(Ranking::Sort(mode));
+                query.offset = offset;
+                query.now = Some(now);
+                if collapse {
+                    query.collapse = vec![rankd::search::CollapseKey::NearDuplicate];
+                }
+                let single = f.single.search(&query).unwrap();
+                let sharded = f.search(&root, &query);
+                let shown = |r: &SearchResponse| -> Vec<(String, u32, Option<Option<u64>>)> {
+                    r.hits
+                        .iter()
+                        .map(|h| {
+                            let key = h.sort_key.map(|k| k.map(f64::to_bits));
+                            (h.id.clone(), h.score.to_bits(), key)
+                        })
+                        .collect()
+                };
+                assert_eq!(shown(&sharded), shown(&single), "{mode} {q:?} {kind}");
+                assert_eq!(sharded.total_hits, single.total_hits);
+                assert!(!single.hits.is_empty());
+                compared += single.hits.len();
+                tied += single
+                    .hits
+                    .windows(2)
+                    .filter(|w| w[0].sort_key == w[1].sort_key && w[0].score == w[1].score)
+                    .count();
+            }
+        }
+    }
+    assert!(compared > 300, "only {compared} hits compared");
+    assert!(tied > 20, "only {tied} ties of key and score");
+
+    // A sort no document of any shard can have is refused, as on the single index.
+    let plain = build(&cranfield().0[..90]);
+    let query = SearchQuery::new("flow", 5).ranking(Ranking::Sort(SortMode::Rating));
+    let single = plain.single.search(&query).unwrap_err().to_string();
+    let sharded = plain
+        .runtime
+        .block_on(plain.root().search(&query))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(sharded, single);
+}
+
+/// The reranker's social features over shards equal the single index's: the Bayesian
+/// average reads the collection's mean rating (summed exactly over the shards, not each
+/// shard's own). The columns measured from "now" are skipped: the two calls read the clock
+/// apart.
+#[test]
+fn social_feature_rows_over_shards_equal_the_single_index() {
+    let f = build(&social_corpus());
+    let root = f.root();
+    let searcher = f.single.index.reader.searcher();
+    let set = rankd::features::FeatureSet::current();
+    let names = set.names();
+    let bayes = names.iter().position(|n| n == "social.bayes").unwrap();
+    let mut rated = 0;
+    for q in ["shock wave", "boundary layer flow", "heat"] {
+        let single = f
+            .single
+            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
+            .unwrap()
+            .unwrap();
+        let (_, got) = f
+            .runtime
+            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
+            .unwrap();
+        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        for row in 0..got.rows {
+            for (col, (a, b)) in got
+                .row(row)
+                .iter()
+                .zip(single.features.row(row))
+                .enumerate()
+            {
+                if ["fresh.age_days", "fresh.decay", "social.gravity"]
+                    .contains(&names[col].as_str())
+                {
+                    continue;
+                }
+                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
+            }
+            rated += usize::from(single.features.row(row)[bayes] != 0.0);
+        }
+    }
+    assert!(rated > 60, "only {rated} rows with a Bayesian average");
 }

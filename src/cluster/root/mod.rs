@@ -11,7 +11,8 @@
 //!    root sums them (`crate::text::stats`), and each shard names the searcher it pinned
 //!    (or, with [`StatsMode::Table`], the sum of the shards' tables, [`tables`]);
 //! 2. **query**: each shard's top `window` with the summed statistics, merged by score and
-//!    id ([`crate::cluster::merge`]);
+//!    id (`merge`; with `sort=`, by the sort's key first, computed at the search's clock with
+//!    the collection's mean rating);
 //! 3. **features** (reranking only): each shard's rows of its documents of the merged
 //!    window, with their ranks in it; the root assembles the matrix, scores it with the
 //!    active model once and re-sorts as the single index does (score, then first-phase rank);
@@ -32,10 +33,10 @@
 //! fused list's ties keep the order of first appearance in the input lists, so it is the
 //! single index's.
 //!
-//! The single node does not run this algorithm over one in-process shard: its pipeline
-//! (`crate::search::Engine::search`) also sorts by social scores, which a root refuses with a
-//! clear error (a sort's ties are broken by document address, which shards cannot
-//! reproduce). The two share every step they both take: the first phase
+//! The single node does not run this algorithm over one in-process shard: that would read
+//! every candidate's id and copy its statistics into a table to merge one list, costs its
+//! own pipeline (`crate::search::Engine::search`, synchronous, on document addresses) does
+//! not have. The two share every step instead: the first phase
 //! (`Engine::shard_top`), fusion (`crate::search::fusion`), the feature rows
 //! (`Engine::shard_features`), the window's link columns (`crate::features::link`),
 //! collapsing (`crate::search::collapse`), explanations (`crate::search::explain_first_phase`,
@@ -72,7 +73,7 @@ use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
-    Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport,
+    Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport, SortMode,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -149,6 +150,10 @@ struct Plan {
     collapse: bool,
     /// A short first-phase page fetched with the first phase (no hits round).
     fetch: Option<Returns>,
+    /// `sort=`: the order of the first phase.
+    sort: Option<SortMode>,
+    /// The search's clock (Unix seconds), the same for every try and every shard.
+    now: i64,
 }
 
 /// The longest first-phase page (offset + k) whose hits the shards send with their
@@ -202,6 +207,9 @@ impl MergedHit {
                 score: f32::from_bits(c.score),
                 id: c.id,
                 address: DocAddress::new(c.doc.segment, c.doc.doc),
+                sort_key: c
+                    .sort_key
+                    .map(|bits| Some(f64::from_bits(bits)).filter(|k| k.is_finite())),
             },
             boost: c.boost.map(f32::from_bits),
             node: c.node,
@@ -212,14 +220,16 @@ impl MergedHit {
 }
 
 /// Merges the shards' lists (each in the canonical order: score descending, then id
-/// ascending, `crate::text::search::BoundModel::top`) into the collection's top `limit`,
-/// which is always within the union of the shards' top `limit`.
+/// ascending, `crate::text::search::BoundModel::top`; with a sort, its key first, missing
+/// keys last, `crate::search::sort::top_sorted`) into the collection's top `limit`, which is
+/// always within the union of the shards' top `limit`.
 fn merge(lists: Vec<Vec<MergedHit>>, limit: usize) -> Vec<MergedHit> {
     let mut all: Vec<MergedHit> = lists.into_iter().flatten().collect();
+    let key = |h: &MergedHit| h.hit.sort_key.flatten().unwrap_or(f64::NEG_INFINITY);
     all.sort_by(|a, b| {
-        b.hit
-            .score
-            .total_cmp(&a.hit.score)
+        key(b)
+            .total_cmp(&key(a))
+            .then_with(|| b.hit.score.total_cmp(&a.hit.score))
             .then_with(|| a.hit.id.cmp(&b.hit.id))
     });
     all.truncate(limit);
@@ -278,13 +288,6 @@ async fn within<R>(
 
 fn internal(message: String) -> SearchError {
     SearchError::Internal(anyhow::anyhow!(message))
-}
-
-fn unsharded(field: &'static str, what: &str) -> SearchError {
-    SearchError::Param {
-        field,
-        message: format!("{what} is not available on a sharded collection yet"),
-    }
 }
 
 /// Runs `call(t)` for each of `targets` at once; the replies in `targets` order, or the
@@ -585,6 +588,8 @@ impl Root {
             stats: StatsRequest::for_query(&self.config, text)?,
             collapse: false,
             fetch: None,
+            sort: None,
+            now: crate::features::social::unix_now(),
         };
         let shards = self.shards.load_full();
         let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
@@ -597,7 +602,7 @@ impl Root {
         let answer = async {
             let first = self.first_phase(&q, &plan, &targets).await?;
             let features = self
-                .window_features(&q, kind, prf, &first, &targets)
+                .window_features(&q, kind, prf, &first, &targets, plan.now)
                 .await?;
             Ok((first.window, features))
         };
@@ -612,9 +617,6 @@ impl Root {
     /// Checks `q` and decides what every try of it does.
     fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
-        if let Ranking::Sort(_) = q.ranking {
-            return Err(unsharded("sort", "sort"));
-        }
         let kind = match q.model {
             Some(m) => m,
             None => self
@@ -670,7 +672,13 @@ impl Root {
                 fields.push("body");
             }
             let lm = kinds.contains(&ModelKind::Lm);
-            StatsRequest::for_fields(&self.config, &q.text, &fields, lm)?
+            let mut request = StatsRequest::for_fields(&self.config, &q.text, &fields, lm)?;
+            request.rating = matches!(q.ranking, Ranking::Sort(_));
+            request
+        };
+        let sort = match q.ranking {
+            Ranking::Sort(mode) => Some(mode),
+            _ => None,
         };
         let r = q.returns;
         let fetch = (q.ranking == Ranking::FirstPhase
@@ -684,6 +692,8 @@ impl Root {
             kind,
             collapse: !q.collapse.is_empty(),
             fetch,
+            sort,
+            now: q.now.unwrap_or_else(crate::features::social::unix_now),
             model,
             limit,
             skip,
@@ -774,6 +784,8 @@ impl Root {
                         boost,
                         collapse: plan.collapse,
                         fetch: plan.fetch,
+                        sort: plan.sort.map(|m| m.name().to_string()),
+                        now: Some(plan.now),
                     };
                     async move { within(t, timeout, targets[t].1.client.query(&call)).await }
                 })
@@ -799,6 +811,18 @@ impl Root {
             fetched: plan.fetch.is_some(),
         };
         // Each input's merged list, and the hits' shards and addresses by id.
+        if let Some(mode) = plan.sort {
+            // As the single index: a sort no document can have is refused.
+            if !per_input.iter().flatten().any(|r| r.sortable || r.no_terms) {
+                return Err(CallError::Search(SearchError::Param {
+                    field: "sort",
+                    message: format!(
+                        "sort={mode} orders by {}, which no document of this index has",
+                        mode.needs()
+                    ),
+                }));
+            }
+        }
         let mut merged: Vec<Vec<MergedHit>> = Vec::with_capacity(kinds.len());
         let mut total_hits = None;
         for replies in per_input {
@@ -899,7 +923,7 @@ impl Root {
         if let Some(active) = model {
             let t = Instant::now();
             let features = self
-                .window_features(q, kind, active.prf(), &first, targets)
+                .window_features(q, kind, active.prf(), &first, targets, plan.now)
                 .await?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
@@ -1060,9 +1084,9 @@ impl Root {
         prf: Prf,
         first: &FirstPhase,
         targets: &[Target],
+        now: i64,
     ) -> Result<FeatureMatrix, CallError> {
         let window = &first.window;
-        let now = crate::features::social::unix_now();
         let rows_nodes: Vec<(usize, u32)> = window
             .iter()
             .enumerate()
@@ -1203,7 +1227,7 @@ impl Root {
                 title: returns.title.then_some(shown.title.unwrap_or_default()),
                 snippet: returns.snippet.then_some(shown.snippet.unwrap_or_default()),
                 score: ranked.score,
-                sort_key: None,
+                sort_key: h.hit.sort_key,
                 collapsed: ranked.collapsed,
                 explain,
                 address: DocAddress::new(h.target as u32, a.doc_id),
