@@ -457,10 +457,13 @@ struct Ranked {
     collapsed: Option<usize>,
 }
 
+/// A first-phase hit: score, address and (with `sort`) sort key.
+type FirstPhaseHit = (Score, DocAddress, Option<Option<f64>>);
+
 /// What the first phase found: the ranked candidates and what explains them.
 struct FirstPhase {
-    /// Score, address and (with `sort`) sort key, best first.
-    top: Vec<(Score, DocAddress, Option<Option<f64>>)>,
+    /// Best first.
+    top: Vec<FirstPhaseHit>,
     total_hits: usize,
     /// The model that ranked (none for a fusion).
     bound: Option<BoundModel>,
@@ -960,7 +963,7 @@ impl Engine {
             return Ok(None);
         };
         let columns = self.index.doc_columns(searcher)?;
-        let (top, sortable): (Vec<(Score, DocAddress, Option<Option<f64>>)>, _) = match q.ranking {
+        let (top, sortable): (Vec<FirstPhaseHit>, _) = match q.ranking {
             Ranking::Sort(mode) => {
                 let by = sort::SortBy {
                     mode,
