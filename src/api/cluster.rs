@@ -119,7 +119,7 @@ async fn hits(
 
 /// A root's state.
 pub struct RootState {
-    pub root: Root,
+    pub root: Arc<Root>,
     pub ready: AtomicBool,
     /// The cluster's admin token: checked on the root's admin routes and sent to the
     /// leaves' (`None`: the admin routes answer 503).

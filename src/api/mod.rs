@@ -57,6 +57,17 @@ impl AsRef<crate::search::Engine> for AppState {
     }
 }
 
+/// What a leaf announces to its cluster (`crate::cluster::node::LeafGossip`).
+impl crate::cluster::node::LeafStatus for AppState {
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
+    }
+
+    fn store_generation(&self) -> Option<u64> {
+        self.engine.store_generation()
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(

@@ -20,6 +20,7 @@ pub mod generation;
 pub mod leaf;
 pub mod membership;
 pub mod metastore;
+pub mod node;
 pub mod placement;
 pub mod root;
 pub mod routing;

@@ -82,8 +82,8 @@ use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, ModelKind};
 
-/// Where a search's collection statistics come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a search's collection statistics come from (`rankd serve --stats`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StatsMode {
     /// A statistics call to every shard per search (Elasticsearch's `dfs_query_then_fetch`).
     Gather,
@@ -104,11 +104,13 @@ pub struct RootOptions {
 }
 
 impl Default for RootOptions {
+    /// What `rankd serve --role root` runs with when no flag says otherwise (the search's
+    /// deadline is the configuration's `limits.request_timeout_secs`, 30 s by default).
     fn default() -> Self {
         RootOptions {
             timeout: Duration::from_secs(30),
-            leaf_timeout: Duration::from_secs(5),
-            allow_partial: false,
+            leaf_timeout: Duration::from_millis(1000),
+            allow_partial: true,
             stats_mode: StatsMode::Gather,
         }
     }

@@ -186,6 +186,7 @@ fn options() -> RootOptions {
     RootOptions {
         timeout: Duration::from_secs(5),
         leaf_timeout: Duration::from_millis(300),
+        allow_partial: false,
         ..RootOptions::default()
     }
 }
