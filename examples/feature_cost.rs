@@ -80,10 +80,12 @@ fn main() -> anyhow::Result<()> {
                 .collect();
             let t = Instant::now();
             features::extract(
-                &index,
-                &searcher,
-                &stats,
-                links.as_ref(),
+                features::View {
+                    index: &index,
+                    searcher: &searcher,
+                    stats: &stats,
+                    links: links.as_ref(),
+                },
                 set,
                 q,
                 &candidates,

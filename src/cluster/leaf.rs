@@ -321,14 +321,19 @@ pub fn features(
         now: call.now,
         rating: MeanRating::Collection(call.stats.rating.ok_or_else(lack_ratings)?),
     };
-    let (m, out_links) = engine.shard_features(
+    let stats = Stats::new(&source);
+    let view = crate::features::View {
+        index: &engine.index,
         searcher,
-        &Stats::new(&source),
+        stats: &stats,
+        links: pinned.links.as_deref(),
+    };
+    let (m, out_links) = Engine::shard_features(
+        view,
         &call.text,
         &docs,
         &call.window_nodes,
         call.rm3.as_ref(),
-        pinned.links.as_deref(),
         how,
     )?;
     Ok(FeaturesReply {

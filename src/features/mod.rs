@@ -109,31 +109,27 @@ impl Extraction {
     }
 }
 
-/// `stats` are the collection statistics the text features score with (the searcher's own,
-/// or the whole collection's when this index is one shard of it).
-#[allow(clippy::too_many_arguments)]
+/// What one search reads of the collection, passed whole to its steps: the index, the
+/// searcher it pinned, the collection statistics its models score with (the searcher's own,
+/// or the whole collection's when the index is one shard of it) and the link scores of the
+/// searcher's generation.
+#[derive(Clone, Copy)]
+pub struct View<'a> {
+    pub index: &'a TextIndex,
+    pub searcher: &'a Searcher,
+    pub stats: &'a Stats<'a>,
+    pub links: Option<&'a LinkData>,
+}
+
+/// The feature rows of `candidates` (the whole window) for the query `q`.
 pub fn extract(
-    index: &TextIndex,
-    searcher: &Searcher,
-    stats: &Stats,
-    links: Option<&LinkData>,
+    view: View,
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
-    extract_part(
-        index,
-        searcher,
-        stats,
-        links,
-        set,
-        q,
-        candidates,
-        false,
-        Rm3Source::Candidates,
-        how,
-    )
+    extract_part(view, set, q, candidates, false, Rm3Source::Candidates, how)
 }
 
 /// Where [`extract_part`] takes the RM3 relevance model from.
@@ -151,12 +147,8 @@ pub enum Rm3Source<'a> {
 /// on the window's link subgraph) keep their defaults, to be filled where the window is whole
 /// ([`link::window_columns`], from the out-links [`crate::links::LinkData::window_links`]
 /// gives on each shard).
-#[allow(clippy::too_many_arguments)]
 pub fn extract_part(
-    index: &TextIndex,
-    searcher: &Searcher,
-    stats: &Stats,
-    links: Option<&LinkData>,
+    view: View,
     set: &FeatureSet,
     q: &str,
     candidates: &[Candidate],
@@ -164,6 +156,12 @@ pub fn extract_part(
     rm3: Rm3Source,
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
+    let View {
+        index,
+        searcher,
+        stats,
+        links,
+    } = view;
     let mut m = FeatureMatrix {
         rows: candidates.len(),
         cols: set.len(),

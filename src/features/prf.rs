@@ -220,7 +220,6 @@ pub fn estimate(
 
 /// Fills the `rm3.*` columns of `m` for `candidates` from the relevance model `rm` (estimated
 /// here, or by a cluster root from the whole window's feedback documents).
-#[allow(clippy::too_many_arguments)]
 pub fn score(
     index: &TextIndex,
     searcher: &Searcher,

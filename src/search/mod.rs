@@ -697,7 +697,13 @@ impl Engine {
             _ if !q.collapse.is_empty() => (q.collapse_window, 0),
             _ => (q.k, q.offset),
         };
-        let Some(first) = self.first_phase(&searcher, &stats, q, kind, limit, skip, now)? else {
+        let view = features::View {
+            index: &self.index,
+            searcher: &searcher,
+            stats: &stats,
+            links: links.as_deref(),
+        };
+        let Some(first) = self.first_phase(view, q, kind, limit, skip, now)? else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
@@ -744,7 +750,7 @@ impl Engine {
                     now,
                     rating: MeanRating::OfIndex,
                 };
-                let w = self.features(&searcher, &stats, links.as_deref(), &q.text, &top, how)?;
+                let w = Self::features(view, &q.text, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
@@ -797,15 +803,7 @@ impl Engine {
             let row = r.first_rank - 1;
             Some(active.explain(features, row, scores[row]))
         };
-        response.hits = self.hits(
-            &searcher,
-            &stats,
-            &first,
-            q,
-            &ranked,
-            links.as_deref(),
-            explain_rerank,
-        )?;
+        response.hits = self.hits(view, &first, q, &ranked, explain_rerank)?;
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
@@ -813,17 +811,16 @@ impl Engine {
 
     /// The first phase of `q`: the top `limit` after `skip` of its model, its fusion or its
     /// sort. `None` when the query has no searchable term.
-    #[allow(clippy::too_many_arguments)]
     fn first_phase(
         &self,
-        searcher: &Searcher,
-        stats: &Stats,
+        view: features::View,
         q: &SearchQuery,
         kind: ModelKind,
         limit: usize,
         skip: usize,
         now: i64,
     ) -> Result<Option<FirstPhase>, SearchError> {
+        let (searcher, stats) = (view.searcher, view.stats);
         if let Some(f) = &q.fusion {
             return self.fused_first_phase(searcher, stats, q, f, limit, skip);
         }
@@ -1015,27 +1012,21 @@ impl Engine {
     /// The RM3 features use `rm3`, the relevance model estimated from the whole window's
     /// feedback documents (`crate::features::prf::estimate`); `stats` must then hold its
     /// expansion terms too. `links` are the link scores of `searcher`'s generation.
-    #[allow(clippy::too_many_arguments)]
     pub fn shard_features(
-        &self,
-        searcher: &Searcher,
-        stats: &Stats,
+        view: features::View,
         text: &str,
         docs: &[(DocAddress, f32, usize)],
         window: &[u32],
         rm3: Option<&features::prf::Rm3Query>,
-        links: Option<&LinkData>,
         how: features::Extraction,
     ) -> Result<(FeatureMatrix, Vec<Vec<u32>>), SearchError> {
+        let (searcher, links) = (view.searcher, view.links);
         let candidates: Vec<Candidate> = docs
             .iter()
             .map(|&(address, score, _)| Candidate { address, score })
             .collect();
         let mut m = features::extract_part(
-            &self.index,
-            searcher,
-            stats,
-            links,
+            view,
             FeatureSet::current(),
             text,
             &candidates,
@@ -1122,15 +1113,17 @@ impl Engine {
             scores_are_bm25f: kind == ModelKind::Bm25F,
             ..features::Extraction::full(prf)
         };
-        self.features(searcher, &stats, links.as_deref(), text, &top, how)
-            .map(Some)
+        let view = features::View {
+            index: &self.index,
+            searcher,
+            stats: &stats,
+            links: links.as_deref(),
+        };
+        Self::features(view, text, &top, how).map(Some)
     }
 
     fn features(
-        &self,
-        searcher: &Searcher,
-        stats: &Stats,
-        links: Option<&LinkData>,
+        view: features::View,
         text: &str,
         top: &[(Score, DocAddress)],
         how: features::Extraction,
@@ -1139,16 +1132,7 @@ impl Engine {
             .iter()
             .map(|&(score, address)| Candidate { address, score })
             .collect();
-        let features = features::extract(
-            &self.index,
-            searcher,
-            stats,
-            links,
-            FeatureSet::current(),
-            text,
-            &candidates,
-            how,
-        )?;
+        let features = features::extract(view, FeatureSet::current(), text, &candidates, how)?;
         Ok(FeatureWindow {
             candidates,
             features,
@@ -1157,17 +1141,15 @@ impl Engine {
 
     /// Turns the page into hits: id, title, URL and snippet passages from one `hit` column
     /// value each, the explanation when asked.
-    #[allow(clippy::too_many_arguments)]
     fn hits(
         &self,
-        searcher: &Searcher,
-        stats: &Stats,
+        view: features::View,
         first: &FirstPhase,
         q: &SearchQuery,
         page: &[Ranked],
-        links: Option<&LinkData>,
         rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
     ) -> Result<Vec<Hit>, SearchError> {
+        let (searcher, stats, links) = (view.searcher, view.stats, view.links);
         let addresses: Vec<DocAddress> = page.iter().map(|r| r.address).collect();
         // Explaining is opt-in and off the hot path.
         let mut first_phase = match (&first.bound, q.explain) {

@@ -82,10 +82,12 @@ fn tree_model_reranks_the_window() {
         // Recompute: first phase top 30, features, the forest's reference walk, stable sort.
         let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
-            index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             FeatureSet::current(),
             q,
             &cands,

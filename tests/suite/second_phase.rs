@@ -79,10 +79,12 @@ fn reranked_pages_follow_the_model_scores() {
         // Recompute: first phase top 30, features, model scores, stable sort.
         let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
-            index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             FeatureSet::current(),
             q,
             &cands,

@@ -514,10 +514,12 @@ fn reranker_text_features_match_the_oracle() {
         "rank score index",
     ] {
         let m = extract(
-            &index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index: &index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             set,
             q,
             &candidates,
@@ -723,10 +725,12 @@ fn check_rm3(
     let mut compared = 0;
     for q in queries {
         let m = extract(
-            index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             set,
             q,
             candidates,
@@ -978,10 +982,12 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         let candidates = first_phase(&index, &searcher, ModelKind::Bm25F, q, 40);
         let prf = rankd::features::Prf::Skip;
         let walked = extract(
-            &index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index: &index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             set,
             q,
             &candidates,
@@ -989,10 +995,12 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         )
         .unwrap();
         let copied = extract(
-            &index,
-            &searcher,
-            &rankd::text::stats::Stats::new(&searcher),
-            None,
+            rankd::features::View {
+                index: &index,
+                searcher: &searcher,
+                stats: &rankd::text::stats::Stats::new(&searcher),
+                links: None,
+            },
             set,
             q,
             &candidates,
