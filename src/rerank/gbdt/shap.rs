@@ -82,53 +82,53 @@ fn unwound_sum(path: &[PathElement], at: usize) -> f64 {
     total
 }
 
-#[allow(clippy::too_many_arguments)]
-fn recurse(
-    tree: &Tree,
-    x: &[f32],
-    phi: &mut [f64],
-    node: usize,
-    mut path: Vec<PathElement>,
-    zero: f64,
-    one: f64,
-    feature: usize,
-) {
-    extend(&mut path, zero, one, feature);
-    match tree.nodes[node].route(x) {
-        None => {
-            let value = tree.nodes[node].leaf_value();
-            for i in 1..path.len() {
-                let w = unwound_sum(&path, i);
-                let e = path[i];
-                phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * value;
+/// One row's walk down one tree, adding each feature's share to `phi`.
+struct Walk<'a> {
+    tree: &'a Tree,
+    x: &'a [f32],
+    phi: &'a mut [f64],
+}
+
+impl Walk<'_> {
+    /// Visits `node`, the path above it extended by the split on `feature` that led here
+    /// (its zero and one fractions).
+    fn recurse(
+        &mut self,
+        node: usize,
+        mut path: Vec<PathElement>,
+        zero: f64,
+        one: f64,
+        feature: usize,
+    ) {
+        let (tree, x) = (self.tree, self.x);
+        extend(&mut path, zero, one, feature);
+        match tree.nodes[node].route(x) {
+            None => {
+                let value = tree.nodes[node].leaf_value();
+                for i in 1..path.len() {
+                    let w = unwound_sum(&path, i);
+                    let e = path[i];
+                    self.phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * value;
+                }
             }
-        }
-        Some(Route {
-            feature: f,
-            taken: hot,
-            other: cold,
-        }) => {
-            let w = tree.cover[node];
-            let (hot_zero, cold_zero) = (tree.cover[hot] / w, tree.cover[cold] / w);
-            let (mut in_zero, mut in_one) = (1.0, 1.0);
-            // A feature split on again above: undo that step, its fractions carry over.
-            if let Some(k) = path.iter().skip(1).position(|e| e.feature == f) {
-                let k = k + 1;
-                in_zero = path[k].zero_fraction;
-                in_one = path[k].one_fraction;
-                unwind(&mut path, k);
+            Some(Route {
+                feature: f,
+                taken: hot,
+                other: cold,
+            }) => {
+                let w = tree.cover[node];
+                let (hot_zero, cold_zero) = (tree.cover[hot] / w, tree.cover[cold] / w);
+                let (mut in_zero, mut in_one) = (1.0, 1.0);
+                // A feature split on again above: undo that step, its fractions carry over.
+                if let Some(k) = path.iter().skip(1).position(|e| e.feature == f) {
+                    let k = k + 1;
+                    in_zero = path[k].zero_fraction;
+                    in_one = path[k].one_fraction;
+                    unwind(&mut path, k);
+                }
+                self.recurse(hot, path.clone(), hot_zero * in_zero, in_one, f);
+                self.recurse(cold, path, cold_zero * in_zero, 0.0, f);
             }
-            recurse(
-                tree,
-                x,
-                phi,
-                hot,
-                path.clone(),
-                hot_zero * in_zero,
-                in_one,
-                f,
-            );
-            recurse(tree, x, phi, cold, path, cold_zero * in_zero, 0.0, f);
         }
     }
 }
@@ -179,7 +179,12 @@ pub fn contributions(forest: &Forest, row: &[f32]) -> Option<Vec<f64>> {
     let mut phi = vec![0.0; forest.num_features];
     for tree in &forest.trees {
         if tree.nodes.len() > 1 {
-            recurse(tree, row, &mut phi, 0, Vec::new(), 1.0, 1.0, usize::MAX);
+            Walk {
+                tree,
+                x: row,
+                phi: &mut phi,
+            }
+            .recurse(0, Vec::new(), 1.0, 1.0, usize::MAX);
         }
     }
     Some(phi)
