@@ -156,15 +156,20 @@ fn cbor<T: Serialize>(m: &T) -> Vec<u8> {
     out
 }
 
+/// A format's name, encoder and decoder.
+type Encoding<T> = (&'static str, fn(&T) -> Vec<u8>, fn(&[u8]) -> T);
+
 /// One message in every format: round-trips checked, sizes printed, then timed.
 fn message<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
     c: &mut Criterion,
     name: &str,
     m: &T,
 ) {
-    let encodings: [(&str, fn(&T) -> Vec<u8>, fn(&[u8]) -> T); 3] = [
+    let encodings: [Encoding<T>; 3] = [
         ("json", json::<T>, |b| serde_json::from_slice(b).unwrap()),
-        ("msgpack", msgpack::<T>, |b| rmp_serde::from_slice(b).unwrap()),
+        ("msgpack", msgpack::<T>, |b| {
+            rmp_serde::from_slice(b).unwrap()
+        }),
         ("cbor", cbor::<T>, |b| ciborium::from_reader(b).unwrap()),
     ];
     let mut group = c.benchmark_group("wire");

@@ -63,6 +63,7 @@ fn main() -> anyhow::Result<()> {
     let (mut all, mut rm3) = (Vec::new(), Vec::new());
     for _ in 0..args.passes {
         for q in &queries {
+            let q = &rankd::text::query::AnalyzedQuery::new(q.as_str());
             let stats = Stats::new(&searcher);
             let Some(bound) = index.bind(&stats, ModelKind::Bm25F, None, q)? else {
                 continue;
@@ -81,13 +82,13 @@ fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             features::extract(
                 features::View {
+                    query: q,
                     index: &index,
                     searcher: &searcher,
                     stats: &stats,
                     links: links.as_ref(),
                 },
                 set,
-                q,
                 &candidates,
                 features::Extraction::full(features::Prf::Compute),
             )?;

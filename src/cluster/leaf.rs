@@ -15,10 +15,11 @@ use std::sync::{Arc, Mutex};
 use tantivy::{DocAddress, Searcher};
 
 use super::wire::*;
-use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
+use crate::features::{Extraction, Prf, View, FEATURE_SET_VERSION};
 use crate::links::LinkData;
 use crate::search::{Engine, Ranking, Returns, SearchQuery, SortMode};
 use crate::text::columns::{CollapseKeys, MeanRating};
+use crate::text::query::AnalyzedQuery;
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
 use crate::text::stats_table::StatsTable;
@@ -225,7 +226,15 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         rating = MeanRating::Collection(call.stats.rating.ok_or_else(lack_ratings)?);
     }
     let stats = Stats::new(&source);
-    let top = engine.shard_top(searcher, &stats, &q, kind, call.limit, rating)?;
+    let query = AnalyzedQuery::new(call.text.as_str());
+    let view = View {
+        query: &query,
+        index: &engine.index,
+        searcher,
+        stats: &stats,
+        links: pinned.links.as_deref(),
+    };
+    let top = Engine::shard_top(view, &q, kind, call.limit, rating)?;
     let no_terms = top.is_none();
     let (total_hits, hits, sortable) = match top {
         Some(top) => (top.total_hits, top.hits, top.sortable),
@@ -256,7 +265,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     });
     let mut shown = match call.fetch {
         Some(returns) => engine
-            .hit_fields(searcher, &stats, &call.text, returns, &addresses)?
+            .hit_fields(searcher, &stats, &query, returns, &addresses)?
             .into_iter()
             .map(|h| Some(wire_hit(h, None)))
             .collect(),
@@ -322,20 +331,16 @@ pub fn features(
         rating: MeanRating::Collection(call.stats.rating.ok_or_else(lack_ratings)?),
     };
     let stats = Stats::new(&source);
-    let view = crate::features::View {
+    let query = AnalyzedQuery::new(call.text.as_str());
+    let view = View {
+        query: &query,
         index: &engine.index,
         searcher,
         stats: &stats,
         links: pinned.links.as_deref(),
     };
-    let (m, out_links) = Engine::shard_features(
-        view,
-        &call.text,
-        &docs,
-        &call.window_nodes,
-        call.rm3.as_ref(),
-        how,
-    )?;
+    let (m, out_links) =
+        Engine::shard_features(view, &docs, &call.window_nodes, call.rm3.as_ref(), how)?;
     Ok(FeaturesReply {
         protocol: PROTOCOL,
         feature_set: FEATURE_SET_VERSION.to_string(),
@@ -386,9 +391,10 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
         snippet: call.snippet,
     };
     let stats = Stats::new(&source);
-    let shown = engine.hit_fields(searcher, &stats, &call.text, returns, &addresses)?;
+    let query = AnalyzedQuery::new(call.text.as_str());
+    let shown = engine.hit_fields(searcher, &stats, &query, returns, &addresses)?;
     let mut explained = match &call.explain {
-        Some(e) => explain(engine, &pinned, &stats, &call.text, e, &addresses)?
+        Some(e) => explain(engine, &pinned, &stats, &query, e, &addresses)?
             .into_iter()
             .map(Some)
             .collect(),
@@ -420,7 +426,7 @@ fn explain(
     engine: &Engine,
     pinned: &Pinned,
     stats: &Stats,
-    text: &str,
+    query: &AnalyzedQuery,
     call: &ExplainCall,
     addresses: &[DocAddress],
 ) -> Result<Vec<WireExplain>, LeafError> {
@@ -437,7 +443,7 @@ fn explain(
     let bound = match kind {
         Some(kind) => engine
             .index
-            .bind(stats, kind, call.field.as_deref(), text)?,
+            .bind(stats, kind, call.field.as_deref(), query)?,
         None => None,
     };
     let first_phase = match bound {

@@ -15,6 +15,7 @@ use tantivy::{DocAddress, Searcher};
 
 use crate::links::LinkData;
 use crate::text::columns::{DocColumns, MeanRating};
+use crate::text::query::AnalyzedQuery;
 use crate::text::search::SearchError;
 use crate::text::stats::Stats;
 use crate::text::TextIndex;
@@ -109,27 +110,27 @@ impl Extraction {
     }
 }
 
-/// What one search reads of the collection, passed whole to its steps: the index, the
-/// searcher it pinned, the collection statistics its models score with (the searcher's own,
-/// or the whole collection's when the index is one shard of it) and the link scores of the
-/// searcher's generation.
+/// One search's query and what it reads of the collection, passed whole to its steps: the
+/// query analysed once, the index, the searcher it pinned, the collection statistics its
+/// models score with (the searcher's own, or the whole collection's when the index is one
+/// shard of it) and the link scores of the searcher's generation.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
+    pub query: &'a AnalyzedQuery,
     pub index: &'a TextIndex,
     pub searcher: &'a Searcher,
     pub stats: &'a Stats<'a>,
     pub links: Option<&'a LinkData>,
 }
 
-/// The feature rows of `candidates` (the whole window) for the query `q`.
+/// The feature rows of `candidates` (the whole window) for the view's query.
 pub fn extract(
     view: View,
     set: &FeatureSet,
-    q: &str,
     candidates: &[Candidate],
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
-    extract_part(view, set, q, candidates, false, Rm3Source::Candidates, how)
+    extract_part(view, set, candidates, false, Rm3Source::Candidates, how)
 }
 
 /// Where [`extract_part`] takes the RM3 relevance model from.
@@ -150,13 +151,13 @@ pub enum Rm3Source<'a> {
 pub fn extract_part(
     view: View,
     set: &FeatureSet,
-    q: &str,
     candidates: &[Candidate],
     part_of_window: bool,
     rm3: Rm3Source,
     how: Extraction,
 ) -> Result<FeatureMatrix, SearchError> {
     let View {
+        query: q,
         index,
         searcher,
         stats,

@@ -48,7 +48,7 @@ use super::set::RM3_FEATURES;
 use super::{Candidate, FeatureMatrix, FeatureSet};
 use crate::text::config::Rm3Params;
 use crate::text::models::{bm25_idf, Bm25, Bm25F, Stats, TextModel};
-use crate::text::query::QueryTerms;
+use crate::text::query::AnalyzedQuery;
 use crate::text::schema::analyzer;
 use crate::text::scorer::ModelQuery;
 use crate::text::search::SearchError;
@@ -173,7 +173,7 @@ pub fn extract(
     searcher: &Searcher,
     stats: &Stats,
     set: &FeatureSet,
-    q: &str,
+    q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
@@ -193,10 +193,10 @@ pub fn estimate(
     config: &crate::text::IndexConfig,
     all: tantivy::schema::Field,
     stats: &Stats,
-    q: &str,
+    q: &AnalyzedQuery,
     feedback: &[FeedbackDoc],
 ) -> Result<Option<Rm3Query>, SearchError> {
-    let query = QueryTerms::analyze(q, config.field("all").analyzer)?;
+    let query = q.terms(config.field("all").analyzer)?;
     if query.is_empty() || feedback.is_empty() {
         return Ok(None);
     }

@@ -5,12 +5,10 @@ use std::sync::Arc;
 use tantivy::{DocAddress, Searcher};
 
 use super::{Candidate, FeatureMatrix, FeatureSet};
-use crate::text::config::{Analyzer, TEXT_FIELDS};
+use crate::text::config::TEXT_FIELDS;
 use crate::text::models::proximity::{proximity, proximity_score};
-use crate::text::models::{
-    Bm25, Bm25Proximity, DocMatch, F2Exp, LmDirichlet, ModelKind, Stats, TextModel, TfIdf,
-};
-use crate::text::query::QueryTerms;
+use crate::text::models::{DocMatch, ModelKind, Stats, TextModel};
+use crate::text::query::AnalyzedQuery;
 use crate::text::scorer::ModelQuery;
 use crate::text::search::SearchError;
 use crate::text::TextIndex;
@@ -21,23 +19,13 @@ pub(super) fn extract(
     searcher: &Searcher,
     stats: &Stats,
     set: &FeatureSet,
-    q: &str,
+    q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {
     let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
-    // Fields usually share an analyzer: analyse the query once per analyzer.
-    let mut analysed: Vec<(Analyzer, QueryTerms)> = Vec::new();
     for (field_index, field_name) in TEXT_FIELDS.into_iter().enumerate() {
-        let fc = index.config.field(field_name);
-        let terms = match analysed.iter().find(|(a, _)| *a == fc.analyzer) {
-            Some((_, t)) => t.clone(),
-            None => {
-                let t = QueryTerms::analyze(q, fc.analyzer)?;
-                analysed.push((fc.analyzer, t.clone()));
-                t
-            }
-        };
+        let terms = q.terms(index.config.field(field_name).analyzer)?;
         if field_name == "all" {
             m_set_all(m, set.col("query.terms"), terms.terms.len() as f32);
             m_set_all(m, set.col("query.length"), terms.len_with_repeats() as f32);
@@ -45,26 +33,21 @@ pub(super) fn extract(
         if terms.is_empty() {
             continue;
         }
-        let field = index
-            .fields
-            .text(field_name)
-            .expect("TEXT_FIELDS are schema fields");
         let t = &terms.terms;
         let mp = &index.config.models;
-        let bm25 = Bm25::new(stats, field, t, fc.bm25.k1, fc.bm25.b)?;
+        let model = |kind| index.field_model(stats, kind, field_name, t);
         let models: [Arc<dyn TextModel>; 4] = [
-            Arc::new(TfIdf::new(stats, field, t)?),
-            Arc::new(bm25.clone()),
-            Arc::new(F2Exp::new(stats, field, t, mp.f2exp.k, mp.f2exp.s)?),
-            Arc::new(LmDirichlet::new(stats, field, t, mp.lm.mu)?),
+            model(ModelKind::TfIdf)?,
+            model(ModelKind::Bm25)?,
+            model(ModelKind::F2Exp)?,
+            model(ModelKind::Lm)?,
         ];
         // One postings walk per field gathers tf and length for all four models (and the
         // positions proximity needs, on the whole document only).
         let with_positions = field_name == "all";
-        let collector: Arc<dyn TextModel> = if with_positions {
-            Arc::new(Bm25Proximity::new(bm25, mp.proximity.alpha))
-        } else {
-            Arc::new(bm25)
+        let collector = match with_positions {
+            true => model(ModelKind::Bm25Prox)?,
+            false => models[1].clone(),
         };
         let collector_terms = collector.terms().to_vec();
         let remaps: Vec<Vec<usize>> = models
@@ -117,7 +100,7 @@ pub(super) fn bm25f(
     searcher: &Searcher,
     stats: &Stats,
     col: usize,
-    q: &str,
+    q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
 ) -> Result<(), SearchError> {

@@ -32,7 +32,7 @@ use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::columns::MeanRating;
-use crate::text::query::QueryTerms;
+use crate::text::query::AnalyzedQuery;
 use crate::text::search::{validate_window, BoundModel, SearchError};
 use crate::text::snippet::SnippetQuery;
 use crate::text::stats::Stats;
@@ -697,7 +697,9 @@ impl Engine {
             _ if !q.collapse.is_empty() => (q.collapse_window, 0),
             _ => (q.k, q.offset),
         };
+        let query = AnalyzedQuery::new(q.text.as_str());
         let view = features::View {
+            query: &query,
             index: &self.index,
             searcher: &searcher,
             stats: &stats,
@@ -750,7 +752,7 @@ impl Engine {
                     now,
                     rating: MeanRating::OfIndex,
                 };
-                let w = Self::features(view, &q.text, &top, how)?;
+                let w = Self::features(view, &top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
@@ -822,9 +824,12 @@ impl Engine {
     ) -> Result<Option<FirstPhase>, SearchError> {
         let (searcher, stats) = (view.searcher, view.stats);
         if let Some(f) = &q.fusion {
-            return self.fused_first_phase(searcher, stats, q, f, limit, skip);
+            return self.fused_first_phase(view, q, f, limit, skip);
         }
-        let Some(bound) = self.index.bind(stats, kind, q.field.as_deref(), &q.text)? else {
+        let Some(bound) = self
+            .index
+            .bind(stats, kind, q.field.as_deref(), view.query)?
+        else {
             return Ok(None);
         };
         let top = match q.ranking {
@@ -873,17 +878,20 @@ impl Engine {
     /// A fused first phase (SPEC §6): each input's top `depth`, fused, then `skip`/`limit`.
     fn fused_first_phase(
         &self,
-        searcher: &Searcher,
-        stats: &Stats,
+        view: features::View,
         q: &SearchQuery,
         f: &FusionQuery,
         limit: usize,
         skip: usize,
     ) -> Result<Option<FirstPhase>, SearchError> {
         let mut lists: Vec<Vec<(DocAddress, f64)>> = Vec::with_capacity(f.inputs.len());
+        let (searcher, stats) = (view.searcher, view.stats);
         let mut total_hits = None;
         for &kind in &f.inputs {
-            match self.index.bind(stats, kind, q.field.as_deref(), &q.text)? {
+            match self
+                .index
+                .bind(stats, kind, q.field.as_deref(), view.query)?
+            {
                 Some(bound) => {
                     if total_hits.is_none() {
                         total_hits = Some(bound.count(searcher)?);
@@ -934,17 +942,15 @@ impl Engine {
         }))
     }
 
-    /// This index as one shard of a collection: the top `limit` of `q`'s model scored with
-    /// the collection's statistics `stats`, in the canonical order, with the documents' ids
+    /// The view's index as one shard of a collection: the top `limit` of `q`'s model (over
+    /// the view's query) scored with the collection's statistics, in the canonical order, with the documents' ids
     /// (the root merges the shards' lists by score and id). With `sort=`, the top `limit` in
     /// the sort's order (its key, then score, then id), the key computed at `q.now` with the
     /// collection's mean rating `rating`; a shard whose documents lack the sort's fields
     /// answers their relevance order (all keys missing) and says so, and the root refuses the
     /// sort only when no shard has them. A fusion's inputs are asked for one by one.
     pub fn shard_top(
-        &self,
-        searcher: &Searcher,
-        stats: &Stats,
+        view: features::View,
         q: &SearchQuery,
         kind: ModelKind,
         limit: usize,
@@ -956,15 +962,16 @@ impl Engine {
                 message: "a shard ranks one model at a time (the root fuses)".into(),
             });
         }
-        let Some(bound) = self.index.bind(stats, kind, q.field.as_deref(), &q.text)? else {
+        let (index, searcher, stats) = (view.index, view.searcher, view.stats);
+        let Some(bound) = index.bind(stats, kind, q.field.as_deref(), view.query)? else {
             return Ok(None);
         };
-        let columns = self.index.doc_columns(searcher)?;
+        let columns = index.doc_columns(searcher)?;
         let (top, sortable): (Vec<FirstPhaseHit>, _) = match q.ranking {
             Ranking::Sort(mode) => {
                 let by = sort::SortBy {
                     mode,
-                    params: self.index.config.social,
+                    params: index.config.social,
                     now: q.now.unwrap_or_else(features::social::unix_now),
                     global_rating: rating.resolve(&columns, searcher),
                 };
@@ -1014,7 +1021,6 @@ impl Engine {
     /// expansion terms too. `links` are the link scores of `searcher`'s generation.
     pub fn shard_features(
         view: features::View,
-        text: &str,
         docs: &[(DocAddress, f32, usize)],
         window: &[u32],
         rm3: Option<&features::prf::Rm3Query>,
@@ -1028,7 +1034,6 @@ impl Engine {
         let mut m = features::extract_part(
             view,
             FeatureSet::current(),
-            text,
             &candidates,
             true,
             features::Rm3Source::Given(rm3),
@@ -1098,7 +1103,8 @@ impl Engine {
         prf: features::Prf,
     ) -> Result<Option<FeatureWindow>, SearchError> {
         let stats = Stats::new(searcher);
-        let Some(bound) = self.index.bind(&stats, kind, None, text)? else {
+        let query = AnalyzedQuery::new(text);
+        let Some(bound) = self.index.bind(&stats, kind, None, &query)? else {
             return Ok(None);
         };
         let top = bound.top(
@@ -1114,17 +1120,17 @@ impl Engine {
             ..features::Extraction::full(prf)
         };
         let view = features::View {
+            query: &query,
             index: &self.index,
             searcher,
             stats: &stats,
             links: links.as_deref(),
         };
-        Self::features(view, text, &top, how).map(Some)
+        Self::features(view, &top, how).map(Some)
     }
 
     fn features(
         view: features::View,
-        text: &str,
         top: &[(Score, DocAddress)],
         how: features::Extraction,
     ) -> Result<FeatureWindow, SearchError> {
@@ -1132,7 +1138,7 @@ impl Engine {
             .iter()
             .map(|&(score, address)| Candidate { address, score })
             .collect();
-        let features = features::extract(view, FeatureSet::current(), text, &candidates, how)?;
+        let features = features::extract(view, FeatureSet::current(), &candidates, how)?;
         Ok(FeatureWindow {
             candidates,
             features,
@@ -1161,7 +1167,7 @@ impl Engine {
             (true, Some(links)) => Some(links.nodes_of(searcher, &addresses)?),
             _ => None,
         };
-        let shown = self.hit_fields(searcher, stats, &q.text, q.returns, &addresses)?;
+        let shown = self.hit_fields(searcher, stats, view.query, q.returns, &addresses)?;
         let mut hits = Vec::with_capacity(page.len());
         for (i, (r, shown)) in page.iter().zip(shown).enumerate() {
             let explain = match q.explain {
@@ -1213,13 +1219,13 @@ impl Engine {
         &self,
         searcher: &Searcher,
         stats: &Stats,
-        text: &str,
+        query: &AnalyzedQuery,
         returns: Returns,
         addresses: &[DocAddress],
     ) -> Result<Vec<HitFields>, SearchError> {
         let mut snippets = if returns.snippet {
             Some((
-                self.snippet_query(stats, text)?,
+                self.snippet_query(stats, query)?,
                 crate::text::schema::analyzer(self.index.config.field("body").analyzer),
             ))
         } else {
@@ -1247,13 +1253,17 @@ impl Engine {
 
     /// The query's body terms weighted as tantivy's snippet generator weighs them,
     /// `1 / (1 + df)`: the rarest term's passage wins.
-    fn snippet_query(&self, stats: &Stats, text: &str) -> Result<SnippetQuery, SearchError> {
+    fn snippet_query(
+        &self,
+        stats: &Stats,
+        query: &AnalyzedQuery,
+    ) -> Result<SnippetQuery, SearchError> {
         let field = self.index.fields.body;
         let analyzer = self.index.config.field("body").analyzer;
         let mut terms = Vec::new();
-        for (term, _) in QueryTerms::analyze(text, analyzer)?.terms {
-            let df = stats.df(field, &term)?;
-            terms.push((term, 1.0 / (1.0 + df as f32)));
+        for (term, _) in &query.terms(analyzer)?.terms {
+            let df = stats.df(field, term)?;
+            terms.push((term.clone(), 1.0 / (1.0 + df as f32)));
         }
         Ok(SnippetQuery::new(terms))
     }

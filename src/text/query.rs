@@ -11,7 +11,7 @@ pub const MAX_QUERY_BYTES: usize = 16 * 1024;
 /// (`IndexSearcher.getMaxClauseCount`, 1024).
 pub const MAX_QUERY_TERMS: usize = 1024;
 
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum QueryError {
     #[error("the query is empty")]
     Empty,
@@ -59,6 +59,37 @@ impl QueryTerms {
     }
 }
 
+/// A query's text and its terms under each analyzer, each analysed at most once: every step
+/// of a search (statistics, first phase, features, snippets, RM3) reads its terms here, so a
+/// search analyses its query once per analyzer its fields use.
+#[derive(Debug)]
+pub struct AnalyzedQuery {
+    text: String,
+    /// By analyzer (`Analyzer as usize`), analysed on first use.
+    terms: [std::sync::OnceLock<Result<QueryTerms, QueryError>>; 3],
+}
+
+impl AnalyzedQuery {
+    pub fn new(text: impl Into<String>) -> Self {
+        AnalyzedQuery {
+            text: text.into(),
+            terms: Default::default(),
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The terms under `analyzer` ([`QueryTerms::analyze`]).
+    pub fn terms(&self, analyzer: Analyzer) -> Result<&QueryTerms, QueryError> {
+        self.terms[analyzer as usize]
+            .get_or_init(|| QueryTerms::analyze(&self.text, analyzer))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
 /// The checks every query text passes before analysis.
 pub fn check_query_text(text: &str) -> Result<(), QueryError> {
     if text.len() > MAX_QUERY_BYTES {
@@ -73,6 +104,22 @@ pub fn check_query_text(text: &str) -> Result<(), QueryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_analysed_query_keeps_each_analyzer_terms() {
+        let q = AnalyzedQuery::new("Flows of the heat");
+        for a in [Analyzer::EnStem, Analyzer::En, Analyzer::Plain] {
+            assert_eq!(
+                q.terms(a).unwrap(),
+                &QueryTerms::analyze(q.text(), a).unwrap()
+            );
+        }
+        assert_ne!(q.terms(Analyzer::EnStem), q.terms(Analyzer::Plain));
+        assert_eq!(
+            AnalyzedQuery::new(" ").terms(Analyzer::En),
+            Err(QueryError::Empty)
+        );
+    }
 
     #[test]
     fn counts_repeats_in_first_occurrence_order() {

@@ -16,7 +16,7 @@ use super::models::bm25f::Bm25fField;
 use super::models::{
     Bm25, Bm25F, Bm25Proximity, F2Exp, LmDirichlet, ModelKind, Stats, TextModel, TfIdf,
 };
-use super::query::{QueryError, QueryTerms};
+use super::query::{AnalyzedQuery, QueryError};
 use super::scorer::ModelQuery;
 
 /// Largest `k` one request may ask for.
@@ -106,15 +106,15 @@ impl TextIndex {
         }
     }
 
-    /// Analyses `q` for `kind` and binds the model to the collection statistics `stats` (the
-    /// searcher's own, or the whole collection's when this index is one shard of it). `None`
-    /// when the query has no searchable terms (only stop words).
+    /// Binds `kind` over `q`'s terms (analysed as its field is) to the collection statistics
+    /// `stats` (the searcher's own, or the whole collection's when this index is one shard of
+    /// it). `None` when the query has no searchable terms (only stop words).
     pub fn bind(
         &self,
         stats: &Stats,
         kind: ModelKind,
         field: Option<&str>,
-        q: &str,
+        q: &AnalyzedQuery,
     ) -> Result<Option<BoundModel>, SearchError> {
         let (field, field_name) = self.model_field(field)?;
         let fc = self.config.field(if kind == ModelKind::Bm25F {
@@ -122,49 +122,71 @@ impl TextIndex {
         } else {
             &field_name
         });
-        let terms = QueryTerms::analyze(q, fc.analyzer)?;
+        let terms = q.terms(fc.analyzer)?;
         if terms.is_empty() {
             return Ok(None);
         }
         let t = &terms.terms;
-        let m = &self.config.models;
-        let Bm25Params { k1, b } = fc.bm25;
         let mut native = None;
         let mut count_field = None;
         let model: Arc<dyn TextModel> = match kind {
-            ModelKind::TfIdf => Arc::new(TfIdf::new(stats, field, t)?),
-            ModelKind::Bm25 => {
-                if fc.bm25 == Bm25Params::default() {
-                    native = Some(native_bm25(field, t));
-                }
-                Arc::new(Bm25::new(stats, field, t, k1, b)?)
-            }
             ModelKind::Bm25F => {
                 let parts = self.bm25f_parts();
                 if self.parts_make_all(&parts) {
                     count_field = Some(self.fields.all);
                 }
-                Arc::new(Bm25F::new(stats, &parts, self.fields.all, t, m.bm25f.k1)?)
+                let k1 = self.config.models.bm25f.k1;
+                Arc::new(Bm25F::new(stats, &parts, self.fields.all, t, k1)?)
             }
-            ModelKind::F2Exp => Arc::new(F2Exp::new(stats, field, t, m.f2exp.k, m.f2exp.s)?),
-            ModelKind::Lm => {
-                let lm = LmDirichlet::new(stats, field, t, m.lm.mu)?;
-                if lm.terms().is_empty() {
-                    return Ok(None);
+            _ => {
+                if kind == ModelKind::Bm25 && fc.bm25 == Bm25Params::default() {
+                    native = Some(native_bm25(field, t));
                 }
-                Arc::new(lm)
+                self.field_model(stats, kind, &field_name, t)?
             }
-            ModelKind::Bm25Prox => Arc::new(Bm25Proximity::new(
-                Bm25::new(stats, field, t, k1, b)?,
-                m.proximity.alpha,
-            )),
         };
+        if kind == ModelKind::Lm && model.terms().is_empty() {
+            // The language model keeps only terms the collection has.
+            return Ok(None);
+        }
         Ok(Some(BoundModel {
             kind,
             query: ModelQuery::new(model),
             native,
             count_field,
         }))
+    }
+
+    /// The single-field model `kind` of text field `field_name` over `terms`, with the
+    /// field's and the models' configured parameters: the one place a model is built, for
+    /// the first phase ([`TextIndex::bind`]) and for the text features alike.
+    pub fn field_model(
+        &self,
+        stats: &Stats,
+        kind: ModelKind,
+        field_name: &str,
+        terms: &[(String, u32)],
+    ) -> Result<Arc<dyn TextModel>, SearchError> {
+        let field = self
+            .fields
+            .text(field_name)
+            .ok_or_else(|| anyhow::anyhow!("`{field_name}` is not a text field"))?;
+        let fc = self.config.field(field_name);
+        let m = &self.config.models;
+        let Bm25Params { k1, b } = fc.bm25;
+        Ok(match kind {
+            ModelKind::TfIdf => Arc::new(TfIdf::new(stats, field, terms)?),
+            ModelKind::Bm25 => Arc::new(Bm25::new(stats, field, terms, k1, b)?),
+            ModelKind::F2Exp => Arc::new(F2Exp::new(stats, field, terms, m.f2exp.k, m.f2exp.s)?),
+            ModelKind::Lm => Arc::new(LmDirichlet::new(stats, field, terms, m.lm.mu)?),
+            ModelKind::Bm25Prox => Arc::new(Bm25Proximity::new(
+                Bm25::new(stats, field, terms, k1, b)?,
+                m.proximity.alpha,
+            )),
+            ModelKind::Bm25F => {
+                return Err(anyhow::anyhow!("BM25F reads several fields, not one").into())
+            }
+        })
     }
 }
 

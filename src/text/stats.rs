@@ -22,7 +22,7 @@ use tantivy::{Searcher, TantivyError, Term};
 
 use super::columns::RatingSum;
 use super::config::{IndexConfig, TEXT_FIELDS};
-use super::query::{QueryError, QueryTerms};
+use super::query::{AnalyzedQuery, QueryError};
 
 /// Where a [`Stats`] reads its numbers. Document counts include deleted documents not yet
 /// merged away, as tantivy's `doc_freq` does.
@@ -177,8 +177,8 @@ pub struct StatsRequest {
 
 impl StatsRequest {
     /// Every statistic any model or feature reads for `text`.
-    pub fn for_query(config: &IndexConfig, text: &str) -> Result<Self, QueryError> {
-        let mut request = Self::for_fields(config, text, &TEXT_FIELDS, true)?;
+    pub fn for_query(config: &IndexConfig, query: &AnalyzedQuery) -> Result<Self, QueryError> {
+        let mut request = Self::for_fields(config, query, &TEXT_FIELDS, true)?;
         request.rating = true;
         Ok(request)
     }
@@ -188,7 +188,7 @@ impl StatsRequest {
     /// are counted in).
     pub fn for_fields(
         config: &IndexConfig,
-        text: &str,
+        query: &AnalyzedQuery,
         fields: &[&str],
         cf: bool,
     ) -> Result<Self, QueryError> {
@@ -199,10 +199,11 @@ impl StatsRequest {
         };
         for name in TEXT_FIELDS {
             let terms = match fields.contains(&name) {
-                true => QueryTerms::analyze(text, config.field(name).analyzer)?
+                true => query
+                    .terms(config.field(name).analyzer)?
                     .terms
-                    .into_iter()
-                    .map(|(t, _)| t)
+                    .iter()
+                    .map(|(t, _)| t.clone())
                     .collect(),
                 false => BTreeSet::new(),
             };

@@ -358,6 +358,7 @@ mod tests {
         let config = IndexConfig::default();
         let mut compared = 0;
         for q in ["shock wave", "flow zzznotaterm", "mach boundary layer heat"] {
+            let q = &crate::text::query::AnalyzedQuery::new(q);
             for request in [
                 StatsRequest::for_query(&config, q).unwrap(),
                 StatsRequest::for_fields(&config, q, &["body"], false).unwrap(),

@@ -16,6 +16,7 @@ use rankd::cluster::wire::{QueryCall, StatsCall, PROTOCOL};
 use rankd::corpus::Document;
 use rankd::features::Prf;
 use rankd::search::{Engine, Returns, SearchQuery, SearchResponse};
+use rankd::text::query::AnalyzedQuery;
 use rankd::text::stats::StatsRequest;
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
 
@@ -311,7 +312,9 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
     let f = build(&docs[..60]);
     // A shard's statistics of one query, then a first phase of another with them.
     let (engine, pins) = (&f.shards[0], Pins::default());
-    let request = StatsRequest::for_query(&IndexConfig::default(), "shock wave").unwrap();
+    let request =
+        StatsRequest::for_query(&IndexConfig::default(), &AnalyzedQuery::new("shock wave"))
+            .unwrap();
     let stats = leaf::stats(
         engine,
         &pins,
@@ -555,6 +558,7 @@ fn statistics_tables_answer_as_gathering_does() {
     );
     let mut terms = 0;
     for q in &queries {
+        let q = &AnalyzedQuery::new(q.as_str());
         for request in [
             StatsRequest::for_query(&config, q).unwrap(),
             StatsRequest::for_fields(&config, q, &["body"], false).unwrap(),

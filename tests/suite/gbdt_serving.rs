@@ -83,13 +83,13 @@ fn tree_model_reranks_the_window() {
         let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             FeatureSet::current(),
-            q,
             &cands,
             rankd::features::Extraction::full(rankd::features::Prf::Skip),
         )

@@ -80,13 +80,13 @@ fn reranked_pages_follow_the_model_scores() {
         let cands = first_phase(index, &searcher, ModelKind::Bm25F, q, window);
         let m = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             FeatureSet::current(),
-            q,
             &cands,
             rankd::features::Extraction::full(rankd::features::Prf::Skip),
         )

@@ -430,7 +430,7 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
                 &rankd::text::stats::Stats::new(&searcher),
                 kind,
                 None,
-                "vector borrow",
+                &rankd::text::query::AnalyzedQuery::new("vector borrow"),
             )
             .unwrap()
             .unwrap();
@@ -448,7 +448,7 @@ fn feature_scores_match_search_scores_and_cover_unmatched_docs() {
             &rankd::text::stats::Stats::new(&searcher),
             ModelKind::Lm,
             Some("title"),
-            "vector",
+            &rankd::text::query::AnalyzedQuery::new("vector"),
         )
         .unwrap()
         .unwrap();
@@ -515,13 +515,13 @@ fn reranker_text_features_match_the_oracle() {
     ] {
         let m = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index: &index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             set,
-            q,
             &candidates,
             rankd::features::Extraction::full(rankd::features::Prf::Compute),
         )
@@ -726,13 +726,13 @@ fn check_rm3(
     for q in queries {
         let m = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             set,
-            q,
             candidates,
             rankd::features::Extraction::full(rankd::features::Prf::Compute),
         )
@@ -920,7 +920,12 @@ fn pruned_top_k_equals_the_exhaustive_ranking() {
                 .unwrap();
             // The exhaustive ranking, independently: every live document scored a document at
             // a time (the feature path), matching ones ordered by score, then id.
-            let bound = engine.index.bind(&stats, kind, None, &q).unwrap().unwrap();
+            let query = rankd::text::query::AnalyzedQuery::new(q.as_str());
+            let bound = engine
+                .index
+                .bind(&stats, kind, None, &query)
+                .unwrap()
+                .unwrap();
             let mut exhaustive: Vec<(f32, String)> = bound
                 .score_docs(&searcher, &live)
                 .unwrap()
@@ -983,26 +988,26 @@ fn bm25f_first_phase_scores_are_the_bm25f_feature() {
         let prf = rankd::features::Prf::Skip;
         let walked = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index: &index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             set,
-            q,
             &candidates,
             rankd::features::Extraction::full(prf),
         )
         .unwrap();
         let copied = extract(
             rankd::features::View {
+                query: &rankd::text::query::AnalyzedQuery::new(q),
                 index: &index,
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
             },
             set,
-            q,
             &candidates,
             rankd::features::Extraction {
                 scores_are_bm25f: true,

@@ -713,7 +713,8 @@ pub fn first_phase(
     k: usize,
 ) -> Vec<rankd::features::Candidate> {
     let stats = rankd::text::stats::Stats::new(searcher);
-    let bound = index.bind(&stats, model, None, q).unwrap().unwrap();
+    let q = rankd::text::query::AnalyzedQuery::new(q);
+    let bound = index.bind(&stats, model, None, &q).unwrap().unwrap();
     let columns = index.doc_columns(searcher).unwrap();
     bound
         .top(searcher, &columns, &stats, k, 0)

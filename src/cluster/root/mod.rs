@@ -77,6 +77,7 @@ use crate::search::{
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
+use crate::text::query::AnalyzedQuery;
 use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
@@ -156,6 +157,8 @@ struct Plan {
     sort: Option<SortMode>,
     /// The search's clock (Unix seconds), the same for every try and every shard.
     now: i64,
+    /// The query, analysed once for every try.
+    query: AnalyzedQuery,
 }
 
 /// The longest first-phase page (offset + k) whose hits the shards send with their
@@ -582,16 +585,18 @@ impl Root {
         prf: Prf,
     ) -> Result<(Vec<MergedHit>, FeatureMatrix), SearchError> {
         let q = SearchQuery::new(text, window).model(kind);
+        let query = AnalyzedQuery::new(text);
         let plan = Plan {
             kind,
             model: None,
             limit: window,
             skip: 0,
-            stats: StatsRequest::for_query(&self.config, text)?,
+            stats: StatsRequest::for_query(&self.config, &query)?,
             collapse: false,
             fetch: None,
             sort: None,
             now: crate::features::social::unix_now(),
+            query,
         };
         let shards = self.shards.load_full();
         let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
@@ -604,7 +609,7 @@ impl Root {
         let answer = async {
             let first = self.first_phase(&q, &plan, &targets).await?;
             let features = self
-                .window_features(&q, kind, prf, &first, &targets, plan.now)
+                .window_features(&q, &plan, prf, &first, &targets)
                 .await?;
             Ok((first.window, features))
         };
@@ -652,8 +657,9 @@ impl Root {
             _ if !q.collapse.is_empty() => (q.collapse_window, 0),
             _ => (q.offset + q.k, q.offset),
         };
+        let query = AnalyzedQuery::new(q.text.as_str());
         let stats = if model.is_some() {
-            StatsRequest::for_query(&self.config, &q.text)?
+            StatsRequest::for_query(&self.config, &query)?
         } else {
             // The fields the first phase's models read (a fusion's inputs, or the one model).
             let kinds = match &q.fusion {
@@ -674,7 +680,7 @@ impl Root {
                 fields.push("body");
             }
             let lm = kinds.contains(&ModelKind::Lm);
-            let mut request = StatsRequest::for_fields(&self.config, &q.text, &fields, lm)?;
+            let mut request = StatsRequest::for_fields(&self.config, &query, &fields, lm)?;
             request.rating = matches!(q.ranking, Ranking::Sort(_));
             request
         };
@@ -696,6 +702,7 @@ impl Root {
             fetch,
             sort,
             now: q.now.unwrap_or_else(crate::features::social::unix_now),
+            query,
             model,
             limit,
             skip,
@@ -925,7 +932,7 @@ impl Root {
         if let Some(active) = model {
             let t = Instant::now();
             let features = self
-                .window_features(q, kind, active.prf(), &first, targets, plan.now)
+                .window_features(q, plan, active.prf(), &first, targets)
                 .await?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
@@ -1013,7 +1020,7 @@ impl Root {
     /// from every shard (or the tables) and added to the first phase's statistics.
     async fn relevance_model(
         &self,
-        q: &SearchQuery,
+        query: &AnalyzedQuery,
         first: &FirstPhase,
         targets: &[Target],
     ) -> Result<(Option<Rm3Query>, GlobalStats), CallError> {
@@ -1040,7 +1047,7 @@ impl Root {
             &self.config,
             self.all,
             &crate::text::stats::Stats::new(&source),
-            &q.text,
+            query,
             &feedback,
         )?;
         let Some(rm) = rm else {
@@ -1082,12 +1089,12 @@ impl Root {
     async fn window_features(
         &self,
         q: &SearchQuery,
-        kind: ModelKind,
+        plan: &Plan,
         prf: Prf,
         first: &FirstPhase,
         targets: &[Target],
-        now: i64,
     ) -> Result<FeatureMatrix, CallError> {
+        let (kind, now) = (plan.kind, plan.now);
         let window = &first.window;
         let rows_nodes: Vec<(usize, u32)> = window
             .iter()
@@ -1097,7 +1104,7 @@ impl Root {
         let window_nodes = crate::features::link::window_nodes(rows_nodes.iter().map(|&(_, u)| u));
         let prf = prf == Prf::Compute;
         let (rm3, stats) = match prf {
-            true => self.relevance_model(q, first, targets).await?,
+            true => self.relevance_model(&plan.query, first, targets).await?,
             false => (None, first.stats.clone()),
         };
         let set = crate::features::FeatureSet::current();

@@ -388,7 +388,7 @@ async fn statistics_of_a_pinned_generation_ignore_later_commits() {
     let shard = LocalShard::new(engine.clone(), "shard 0");
     let request = crate::text::stats::StatsRequest::for_fields(
         &IndexConfig::default(),
-        "flutter",
+        &crate::text::query::AnalyzedQuery::new("flutter"),
         &["body"],
         false,
     )
