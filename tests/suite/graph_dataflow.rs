@@ -138,20 +138,34 @@ fn one_to_four_processes_agree_with_the_csr_engine_on_wiki_vote() {
     }
 }
 
-/// Waits until `dir` holds a checkpoint of `algorithm` at an iteration ≥ `at`.
+/// Waits until every worker has written a checkpoint of `algorithm` at an iteration ≥ `at`
+/// (files `ALGORITHM.FINGERPRINT.wIofN.ITERATION.ckpt`): a restart resumes at the latest
+/// iteration all workers saved, so one fast worker alone proves nothing.
 fn wait_for_checkpoint(dir: &Path, algorithm: &str, at: usize, deadline: Instant) -> bool {
     while Instant::now() < deadline {
+        let mut reached = std::collections::BTreeSet::new();
+        let mut workers = None;
         if let Ok(entries) = std::fs::read_dir(dir) {
             for e in entries.flatten() {
                 let name = e.file_name().into_string().unwrap_or_default();
-                let it = name
-                    .strip_prefix(algorithm)
-                    .and_then(|r| r.rsplit('.').nth(1))
-                    .and_then(|i| i.parse::<usize>().ok());
-                if it.is_some_and(|i| i >= at) {
-                    return true;
+                let Some(rest) = name.strip_prefix(&format!("{algorithm}.")) else {
+                    continue;
+                };
+                let parts: Vec<&str> = rest.split('.').collect();
+                let (Some(worker), Some(it)) = (parts.get(1), parts.get(2)) else {
+                    continue;
+                };
+                let Some((_, of)) = worker.split_once("of") else {
+                    continue;
+                };
+                workers = of.parse::<usize>().ok();
+                if it.parse::<usize>().is_ok_and(|i| i >= at) {
+                    reached.insert(worker.to_string());
                 }
             }
+        }
+        if workers.is_some_and(|n| reached.len() == n) {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
