@@ -372,11 +372,11 @@ mod tests {
 
     #[test]
     fn replay_adds_a_batch_per_round_and_reports_every_strategy() {
-        let learn = TrainSettings {
+        let mut learn = TrainSettings {
             model: ModelChoice::Linear,
-            epochs: 5,
             ..TrainSettings::letor_network()
         };
+        learn.network.epochs = 5;
         let config = ReplayConfig {
             folds: 5,
             initial_queries: 2,

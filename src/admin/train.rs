@@ -116,7 +116,7 @@ pub fn run(
     )?;
     ctx.log(&serde_json::to_string(&stats)?);
     ctx.check_cancelled()?;
-    let epochs = config.epochs.max(1) as f64;
+    let epochs = config.epochs().max(1) as f64;
     let outcome = train_on_windows(
         &windows,
         &config,

@@ -226,7 +226,7 @@ fn train_reranker(
         ),
         crate::rerank::MetricConvention::Trec,
     );
-    let bar = super::progress(config.epochs as u64, "epochs", false);
+    let bar = super::progress(config.epochs() as u64, "epochs", false);
     let outcome = train_on_windows(
         &windows[0],
         &config,

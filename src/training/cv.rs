@@ -316,13 +316,13 @@ mod tests {
     fn selection_uses_only_the_training_folds() {
         let (ws, names) = windows(45);
         let fold_of: Vec<usize> = (0..ws.len()).map(|i| i % 3).collect();
-        let settings = TrainSettings {
+        let mut settings = TrainSettings {
             model: ModelChoice::Linear,
-            epochs: 15,
-            patience: 15,
-            lr: 0.05,
             ..TrainSettings::letor_network()
         };
+        settings.network.epochs = 15;
+        settings.network.patience = 15;
+        settings.network.lr = 0.05;
         let grid = SelectionGrid {
             top_k: vec![0, 1, 8],
             weight_decay: vec![4e-5, 1e-2],

@@ -1,6 +1,6 @@
 //! One regression tree grown leaf-wise on histograms (SPEC §3.6; LightGBM's algorithm):
 //! every leaf knows its best split; the leaf whose best split gains most is split next,
-//! until the tree has `num_leaves` leaves or no split gains. A leaf's histogram holds, per
+//! until the tree has `leaves` leaves or no split gains. A leaf's histogram holds, per
 //! feature and bin, the sums of gradients, hessians and rows; the smaller child's is built
 //! from its rows and the larger child's is the parent's minus it.
 //!
@@ -19,24 +19,8 @@
 use rayon::prelude::*;
 
 use super::bins::Binned;
+use super::GbdtParams;
 use crate::rerank::gbdt::forest::{Node, Tree};
-
-/// What growing a tree needs besides the data.
-#[derive(Debug, Clone)]
-pub struct GrowParams {
-    pub num_leaves: usize,
-    /// 0: unlimited.
-    pub max_depth: usize,
-    pub min_data_in_leaf: usize,
-    /// Check `min_data_in_leaf` against LightGBM's estimate of a child's rows (each bin's
-    /// hessian times the leaf's rows per unit of hessian, rounded; LightGBM's histograms
-    /// keep no counts) instead of the true count: for parity runs against LightGBM.
-    pub count_from_hessian: bool,
-    pub min_sum_hessian: f64,
-    pub lambda_l2: f64,
-    pub min_split_gain: f64,
-    pub learning_rate: f64,
-}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Sums {
@@ -224,7 +208,7 @@ pub fn grow(
     hess: &[f64],
     rows: Vec<u32>,
     features: &[usize],
-    p: &GrowParams,
+    p: &GbdtParams,
 ) -> Tree {
     let layout = Layout::new(data, features);
     // Histogram buffers of leaves that are split or cannot be, for reuse.
@@ -242,7 +226,7 @@ pub fn grow(
     let leaf_value = |s: &Sums| {
         let denom = s.h + p.lambda_l2;
         if denom > 0.0 {
-            -s.g / denom * p.learning_rate
+            -s.g / denom * p.tree_lr
         } else {
             0.0
         }
@@ -381,7 +365,7 @@ pub fn grow(
     }
     // Leaves that cannot be split are not kept: their histograms go back to the pool.
     let mut num_leaves = 1;
-    while num_leaves < p.num_leaves {
+    while num_leaves < p.leaves {
         // The open leaf with the largest gain (the first on ties).
         let Some(i) = leaves
             .iter()
@@ -529,15 +513,16 @@ mod tests {
             .map(|&v| if v == 0.2 || v == 0.3 { 0.0 } else { 1.0 })
             .collect();
         for count_from_hessian in [false, true] {
-            let p = GrowParams {
-                num_leaves: 2,
+            let p = GbdtParams {
+                leaves: 2,
                 max_depth: 0,
                 min_data_in_leaf: 1,
                 count_from_hessian,
                 min_sum_hessian: 0.0,
                 lambda_l2: 0.0,
                 min_split_gain: 0.0,
-                learning_rate: 1.0,
+                tree_lr: 1.0,
+                ..GbdtParams::default()
             };
             let tree = grow(&data, &grad, &hess, (0..20).collect(), &[0], &p);
             match tree.nodes[0] {
