@@ -32,7 +32,7 @@ impl TrainParams {
             unreachable!("settings serialise as an object")
         };
         let mut merged = preset.clone();
-        let mut first_phase = ModelKind::Bm25F;
+        let mut first_phase = crate::training::DEFAULT_FIRST_PHASE;
         for (field, value) in &self.0 {
             if field == "first_phase" {
                 first_phase = value

@@ -239,7 +239,7 @@ pub struct SelectArgs {
     pub select: bool,
     /// Numbers of screened features tried by `--select` (a k above the number of non-constant
     /// features means all of them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,100")]
+    #[arg(long, value_delimiter = ',', default_values_t = SelectionGrid::DEFAULT_TOP_K)]
     pub select_k: Vec<usize>,
     /// Weight decays tried by `--select` (default: `--weight-decay` alone).
     #[arg(long, value_delimiter = ',')]
@@ -247,7 +247,7 @@ pub struct SelectArgs {
     /// How `--select` picks among the candidates: `one-se`, the simplest candidate within
     /// one standard error (paired over validation queries) of the best validation MAP, or
     /// `best`, the highest validation MAP.
-    #[arg(long, value_enum, default_value = "one-se")]
+    #[arg(long, value_enum, default_value_t)]
     pub select_rule: SelectionRule,
 }
 

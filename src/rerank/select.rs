@@ -38,8 +38,14 @@ pub struct SelectionGrid {
     pub rule: SelectionRule,
 }
 
+impl SelectionGrid {
+    /// Numbers of screened features tried unless told otherwise: doubling up to 16, then
+    /// all of them (on the current feature set).
+    pub const DEFAULT_TOP_K: [usize; 6] = [1, 2, 4, 8, 16, 100];
+}
+
 /// How the validation results pick a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum SelectionRule {
     /// The highest validation MAP.
@@ -49,6 +55,7 @@ pub enum SelectionRule {
     /// at most the standard error of their paired per-query AP differences. The maximum over
     /// candidates (and over epochs, by early stopping) of a ~30-query MAP is biased upwards,
     /// the more so the more features a candidate has; this rule does not pay for that noise.
+    #[default]
     OneSe,
 }
 

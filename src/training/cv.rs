@@ -21,6 +21,9 @@ use crate::features::FeatureSet;
 use crate::rerank::select::{select, Selection, SelectionGrid};
 use crate::rerank::{MetricConvention, TrainOutcome};
 
+/// Folds of a cross-validation unless told otherwise (SPEC §3.5).
+pub const DEFAULT_FOLDS: usize = 5;
+
 /// What a cross-validation runs.
 #[derive(Debug, Clone)]
 pub struct CvPlan {
