@@ -1,12 +1,13 @@
 //! The offline replay of SPEC §5 / seed note 002 §6.5: batch active learning simulated on a
 //! fully judged LETOR set, where the "assessor" reveals a stored label.
 //!
-//! Protocol: 5-fold cross-validation by query with a 3/1/1 split (per fold: one fold is the
-//! test set, one of the remaining four the validation set, three the training part). The
-//! labelled set starts as the first 5 training queries (all their rows); every other training
-//! row is the unlabelled pool. Each round trains the reranker on the labelled rows
-//! (`crate::rerank::train`, early stopping on the validation fold), scores the test fold, then
-//! picks 50 pool rows by the strategy and reveals their labels; 9 rounds (450 labels).
+//! Protocol ([`ReplayConfig`], whose defaults are the note's): k-fold cross-validation by
+//! query (per fold: one fold is the test set, one of the others the validation set, the rest
+//! the training part; 3/1/1 with five folds). The labelled set starts as the first
+//! `initial_queries` training queries (all their rows); every other training row is the
+//! unlabelled pool. Each round trains the reranker on the labelled rows
+//! (`crate::rerank::train`, early stopping on the validation fold), scores the test fold,
+//! then picks `batch` pool rows by the strategy and reveals their labels, `rounds` times.
 //!
 //! Strategies: random (seeded), plain margin (λ = 1) and the angle-diverse batch for each λ
 //! of a grid; the "angle (λ tuned)" line takes, per fold, the λ whose validation MAP averaged
@@ -22,18 +23,34 @@ use serde::Serialize;
 use super::{neighbor_gaps, select_batch, unit_rows};
 use crate::rerank::{evaluate_scores, MetricConvention, RankSet, RerankError, TrainConfig};
 
-/// What a replay runs.
-#[derive(Debug, Clone)]
+/// What a replay runs (the model each round trains is a [`TrainConfig`] of its own).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReplayConfig {
+    /// The whole replay runs once per seed (folds, initial set, random batches, training).
+    pub seeds: Vec<u64>,
     pub folds: usize,
     /// Queries labelled at the start (the first ones of the training part).
     pub initial_queries: usize,
+    /// Labels revealed per round.
     pub batch: usize,
     pub rounds: usize,
     /// λ grid of the angle-diverse strategy.
     pub lambdas: Vec<f64>,
-    /// Training settings; the replay's seed replaces `seed`.
-    pub train: TrainConfig,
+}
+
+impl Default for ReplayConfig {
+    /// Seed note 002 §6.5's protocol: 5 folds, 5 initial queries, 9 rounds of 50 labels,
+    /// three seeds.
+    fn default() -> Self {
+        ReplayConfig {
+            seeds: vec![1, 2, 3],
+            folds: 5,
+            initial_queries: 5,
+            batch: 50,
+            rounds: 9,
+            lambdas: vec![0.25, 0.5, 0.75, 0.9],
+        }
+    }
 }
 
 /// How a round picks its batch.
@@ -98,17 +115,19 @@ impl Fold<'_> {
 }
 
 /// Runs one strategy on one fold; returns rounds 0..=`rounds` (round 0: the initial set).
+/// `train`'s seed is replaced by `seed`.
 fn run_fold(
     fold: &mut Fold,
     strategy: Strategy,
     config: &ReplayConfig,
+    train: &TrainConfig,
     seed: u64,
     tick: &dyn Fn(),
 ) -> Result<Vec<Round>, RerankError> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let train_config = TrainConfig {
         seed,
-        ..config.train.clone()
+        ..train.clone()
     };
     let d = fold.train.num_features();
     let mut rounds = Vec::with_capacity(config.rounds + 1);
@@ -235,18 +254,22 @@ pub struct ReplayReport {
 }
 
 /// The number of trainings a replay runs (for a progress bar).
-pub fn trainings(config: &ReplayConfig, seeds: usize) -> u64 {
-    ((2 + config.lambdas.len()) * config.folds * (config.rounds + 1) * seeds) as u64
+pub fn trainings(config: &ReplayConfig) -> u64 {
+    ((2 + config.lambdas.len()) * config.folds * (config.rounds + 1) * config.seeds.len()) as u64
 }
 
-/// Runs the replay over `all` (every judged query) for each seed; `tick` is called after each
-/// training.
+/// Runs the replay over `all` (every judged query) for each seed, training `train_config`
+/// each round; `tick` is called after each training.
 pub fn replay(
     all: &RankSet,
     config: &ReplayConfig,
-    seeds: &[u64],
+    train_config: &TrainConfig,
     tick: &dyn Fn(),
 ) -> Result<ReplayReport, RerankError> {
+    let seeds = &config.seeds;
+    if seeds.is_empty() {
+        return Err(RerankError::invalid("give at least one seed"));
+    }
     if config.lambdas.iter().any(|l| !(0.0..=1.0).contains(l)) {
         return Err(RerankError::invalid("every λ must be in [0, 1]"));
     }
@@ -285,7 +308,7 @@ pub fn replay(
                     labelled: initial.clone(),
                 };
                 let fold_seed = seed.wrapping_mul(1_000_003).wrapping_add(fi as u64);
-                let r = run_fold(&mut fold, strategy, config, fold_seed, tick)?;
+                let r = run_fold(&mut fold, strategy, config, train_config, fold_seed, tick)?;
                 if matches!(strategy, Strategy::Angle { lambda } if lambda < 1.0) {
                     let v = r[1..].iter().map(|x| x.valid_map).sum::<f64>();
                     if best.is_none_or(|(b, _)| v > b) {
@@ -332,7 +355,7 @@ pub fn replay(
         })
         .collect();
     Ok(ReplayReport {
-        seeds: seeds.to_vec(),
+        seeds: seeds.clone(),
         folds: config.folds,
         initial_queries: config.initial_queries,
         batch: config.batch,
@@ -372,27 +395,28 @@ mod tests {
 
     #[test]
     fn replay_adds_a_batch_per_round_and_reports_every_strategy() {
-        let learn = TrainSettings {
+        let mut learn = TrainSettings {
             model: ModelChoice::Linear,
-            epochs: 5,
             ..TrainSettings::letor_network()
         };
+        learn.network.epochs = 5;
         let config = ReplayConfig {
+            seeds: vec![1],
             folds: 5,
             initial_queries: 2,
             batch: 7,
             rounds: 2,
             lambdas: vec![0.5],
-            train: learn.config("synthetic".into(), crate::rerank::MetricConvention::Letor),
         };
+        let train = learn.config("synthetic".into(), crate::rerank::MetricConvention::Letor);
         let ticks = std::sync::atomic::AtomicUsize::new(0);
-        let report = replay(&synthetic(), &config, &[1], &|| {
+        let report = replay(&synthetic(), &config, &train, &|| {
             ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         })
         .unwrap();
         assert_eq!(
             ticks.into_inner() as u64,
-            trainings(&config, 1),
+            trainings(&config),
             "one tick per training"
         );
         let names: Vec<&str> = report.curves.iter().map(|c| c.strategy.as_str()).collect();

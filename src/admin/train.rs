@@ -32,7 +32,7 @@ impl TrainParams {
             unreachable!("settings serialise as an object")
         };
         let mut merged = preset.clone();
-        let mut first_phase = ModelKind::Bm25F;
+        let mut first_phase = crate::training::DEFAULT_FIRST_PHASE;
         for (field, value) in &self.0 {
             if field == "first_phase" {
                 first_phase = value
@@ -116,7 +116,7 @@ pub fn run(
     )?;
     ctx.log(&serde_json::to_string(&stats)?);
     ctx.check_cancelled()?;
-    let epochs = config.epochs.max(1) as f64;
+    let epochs = config.epochs().max(1) as f64;
     let outcome = train_on_windows(
         &windows,
         &config,

@@ -17,20 +17,20 @@ pub struct ActiveReplayArgs {
     /// default to `FILE.query` when it exists, else rows need `qid:`.
     #[arg(long = "letor", required = true, num_args = 1..)]
     pub letor: Vec<PathBuf>,
-    #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+    #[arg(long, value_delimiter = ',', default_values_t = ReplayConfig::default().seeds)]
     pub seeds: Vec<u64>,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = ReplayConfig::default().folds)]
     pub folds: usize,
     /// Queries labelled at the start (the first ones of each training part).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = ReplayConfig::default().initial_queries)]
     pub initial_queries: usize,
     /// Labels revealed per round (the learning options' `--batch` is queries per step).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = ReplayConfig::default().batch)]
     pub label_batch: usize,
-    #[arg(long, default_value_t = 9)]
+    #[arg(long, default_value_t = ReplayConfig::default().rounds)]
     pub rounds: usize,
     /// λ grid of the angle-diverse batch (tuned per fold on the validation fold).
-    #[arg(long, value_delimiter = ',', default_value = "0.25,0.5,0.75,0.9")]
+    #[arg(long, value_delimiter = ',', default_values_t = ReplayConfig::default().lambdas)]
     pub lambdas: Vec<f64>,
     #[command(flatten)]
     pub learn: LearnArgs,
@@ -46,28 +46,22 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
         .map(|p| read_letor(p, None))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let all = concat(rank_sets(&sets.iter().collect::<Vec<_>>())?)?;
-    if args.seeds.is_empty() {
-        return Err(Invalid("give at least one seed".into()).into());
-    }
     let settings = args.learn.apply(TrainSettings::letor_network())?;
     let config = ReplayConfig {
+        seeds: args.seeds.clone(),
         folds: args.folds,
         initial_queries: args.initial_queries,
         batch: args.label_batch,
         rounds: args.rounds,
         lambdas: args.lambdas.clone(),
-        train: settings.config(
-            format!("active replay over {:?}", args.letor),
-            crate::rerank::MetricConvention::Letor,
-        ),
     };
-    let bar = progress(
-        replay::trainings(&config, args.seeds.len()),
-        "trainings",
-        args.json,
+    let train = settings.config(
+        format!("active replay over {:?}", args.letor),
+        crate::rerank::MetricConvention::Letor,
     );
+    let bar = progress(replay::trainings(&config), "trainings", args.json);
     let started = std::time::Instant::now();
-    let report = replay::replay(&all, &config, &args.seeds, &|| bar.inc(1))?;
+    let report = replay::replay(&all, &config, &train, &|| bar.inc(1))?;
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     if args.json {

@@ -22,11 +22,11 @@ pub struct CvArgs {
     #[command(flatten)]
     pub judged: JudgedArgs,
     /// The first-phase model whose window is reranked.
-    #[arg(long, default_value = "bm25f")]
+    #[arg(long, default_value_t = crate::training::DEFAULT_FIRST_PHASE.to_string())]
     pub first_phase: String,
     #[arg(long, default_value_t = crate::search::model::DEFAULT_WINDOW)]
     pub window: usize,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = crate::training::cv::DEFAULT_FOLDS)]
     pub folds: usize,
     /// Gain of NDCG (as `rankd eval`).
     #[arg(long, value_enum, default_value = "linear")]
@@ -45,7 +45,7 @@ pub struct CvArgs {
     #[arg(long)]
     pub run: Option<std::path::PathBuf>,
     /// Random sign assignments of the significance test.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = crate::eval::significance::DEFAULT_SAMPLES)]
     pub samples: u64,
     #[command(flatten)]
     pub learn: LearnArgs,

@@ -162,8 +162,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     super::serve::serve_index(index, config, false)
 }
 
-/// Known-item queries derived for the demo, and the share held out for measuring.
-const KNOWN_ITEM_QUERIES: usize = 2000;
+/// The share of the known-item queries held out for measuring.
 const HELD_OUT_FRACTION: f64 = 0.2;
 
 /// Derives known-item judgments from the docs (docs/GUIDE.md, "How the demo learns"), trains
@@ -178,7 +177,11 @@ fn train_reranker(
     use crate::judgments::known_items;
     use crate::training::{judged_windows, train_on_windows};
     eprintln!("deriving known-item judgments from the API docs' summaries");
-    let items = known_items::derive(docs_dir, KNOWN_ITEM_QUERIES, 1)?;
+    let items = known_items::derive(
+        docs_dir,
+        known_items::DEFAULT_QUERIES,
+        known_items::DEFAULT_SEED,
+    )?;
     if items.len() < 20 {
         eprintln!(
             "only {} known-item queries; no reranker trained",
@@ -202,7 +205,7 @@ fn train_reranker(
         let (w, _) = judged_windows(
             engine,
             &known_items::judged(part),
-            crate::text::ModelKind::Bm25F,
+            crate::training::DEFAULT_FIRST_PHASE,
             window,
             crate::features::Prf::Skip, // the default training columns leave RM3 out
             &|| bar.inc(1),
@@ -226,7 +229,7 @@ fn train_reranker(
         ),
         crate::rerank::MetricConvention::Trec,
     );
-    let bar = super::progress(config.epochs as u64, "epochs", false);
+    let bar = super::progress(config.epochs() as u64, "epochs", false);
     let outcome = train_on_windows(
         &windows[0],
         &config,

@@ -115,7 +115,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         "log": outcome.log,
     });
     let specific = if settings.model == ModelChoice::Gbdt {
-        serde_json::json!({ "params": settings.tree_params() })
+        serde_json::json!({ "params": settings.gbdt })
     } else {
         serde_json::json!({
             "hidden": model.hidden(),
@@ -125,8 +125,8 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
             "sample_rows": model.training.sample_rows,
             "mixup": model.training.mixup,
             "member_best_epochs": model.training.member_best_epochs,
-            "lr": settings.lr,
-            "batch": settings.batch,
+            "lr": settings.network.lr,
+            "batch": settings.network.batch,
         })
     };
     if let (Some(extra), serde_json::Value::Object(specific)) = (extra.as_object_mut(), specific) {

@@ -22,19 +22,30 @@ pub struct JudgedArgs {
     /// Judgments: TREC qrels (`qid 0 doc grade`) or Cranfield's `cranqrel`.
     #[arg(long)]
     pub qrels: PathBuf,
+    #[command(flatten)]
+    pub formats: JudgedFormats,
+}
+
+/// How query and judgment files are written (`rankd features`, `cv`, `train`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct JudgedFormats {
     #[arg(long, value_enum, default_value = "trec")]
     pub format: QueryFormat,
     /// Cranfield judgment variant (see `rankd eval`).
-    #[arg(long = "cranfield-variant", value_enum, default_value = "a")]
-    pub judgments: JudgmentVariant,
+    #[arg(long, value_enum, default_value = "a")]
+    pub cranfield_variant: JudgmentVariant,
 }
 
 impl JudgedArgs {
     /// Queries with their judgments, and the judgments as read; a query without judgments
     /// is dropped (nothing to learn or measure), judgments of unknown queries are an error.
     pub fn load(&self) -> anyhow::Result<(Vec<JudgedQuery>, Qrels)> {
-        let queries = read_queries(&self.queries, self.format)?;
-        let qrels = read_qrels(&self.qrels, self.format, self.judgments)?;
+        let JudgedFormats {
+            format,
+            cranfield_variant,
+        } = self.formats;
+        let queries = read_queries(&self.queries, format)?;
+        let qrels = read_qrels(&self.qrels, format, cranfield_variant)?;
         Ok((judged(queries, &qrels)?, qrels))
     }
 }
@@ -65,9 +76,9 @@ pub struct FeaturesArgs {
     #[command(flatten)]
     pub judged: JudgedArgs,
     /// The first-phase model whose window is logged.
-    #[arg(long, default_value = "bm25f")]
+    #[arg(long, default_value_t = crate::training::DEFAULT_FIRST_PHASE.to_string())]
     pub model: String,
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = crate::search::model::DEFAULT_WINDOW)]
     pub window: usize,
     /// The SVMlight/LETOR file to write.
     #[arg(long)]
@@ -119,9 +130,9 @@ pub struct KnownItemsArgs {
     /// The documentation directory (default: rustup's, as for `rankd demo`).
     #[arg(long)]
     pub docs: Option<PathBuf>,
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = known_items::DEFAULT_QUERIES)]
     pub max: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = known_items::DEFAULT_SEED)]
     pub seed: u64,
     /// Where to write the queries (`qid text` lines) and the TREC qrels.
     #[arg(long)]

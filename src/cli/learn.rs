@@ -192,71 +192,33 @@ impl LearnArgs {
     /// ([`TrainSettings::validate`], the message naming the flag).
     pub fn apply(&self, base: TrainSettings) -> Result<TrainSettings, Invalid> {
         let mut s = base;
+        // Each flag sets the setting of its name (in its section).
         macro_rules! set {
-            ($($field:ident),*) => {
+            ($section:expr; $($field:ident),*) => {
                 $(if let Some(v) = &self.$field {
-                    s.$field = v.clone();
+                    $section.$field = v.clone();
                 })*
             };
         }
-        set!(
-            objective,
-            model,
-            hidden,
-            activation,
-            norm,
-            seed,
-            epochs,
-            lr,
-            batch,
-            patience,
-            ensemble,
-            average_epochs,
-            lr_halve_after,
-            tau,
-            epsilon,
-            weight_a,
-            weight_t,
-            lambda,
-            soprc_tau2,
-            soprc_beta,
-            soprc_quantiles,
-            soprc_var_pos,
-            soprc_var_neg,
-            sigma,
-            threshold,
-            beta,
-            momentum_s,
-            weight_decay,
-            valid_fraction,
-            truncation,
-            lambda_norm,
-            trees,
-            leaves,
-            tree_lr,
-            max_depth,
-            max_bins,
-            min_data_in_bin,
-            min_data_in_leaf,
-            min_sum_hessian,
-            lambda_l2,
-            min_split_gain,
-            row_fraction,
-            feature_fraction,
-            early_stopping_rounds,
-            stable_ap_hessian
-        );
+        set!(s; objective, model, seed, valid_fraction, tau, epsilon, weight_a, weight_t,
+            lambda, soprc_tau2, soprc_beta, soprc_quantiles, soprc_var_pos, soprc_var_neg, sigma,
+            threshold, truncation, lambda_norm);
+        set!(s.network; hidden, activation, norm, epochs, lr, batch, patience, ensemble,
+            average_epochs, lr_halve_after, beta, momentum_s, weight_decay);
+        set!(s.gbdt; trees, leaves, tree_lr, max_depth, max_bins, min_data_in_bin,
+            min_data_in_leaf, min_sum_hessian, lambda_l2, min_split_gain, row_fraction,
+            feature_fraction, early_stopping_rounds, stable_ap_hessian);
         if self.sample_rows.is_some() {
-            s.sample_rows = self.sample_rows;
+            s.network.sample_rows = self.sample_rows;
         }
         if self.mixup.is_some() {
-            s.mixup = self.mixup;
+            s.network.mixup = self.mixup;
         }
         if self.graded {
             s.graded = true;
         }
         if self.count_from_hessian {
-            s.count_from_hessian = true;
+            s.gbdt.count_from_hessian = true;
         }
         // Settings name fields with underscores; the flags with dashes.
         s.validate()
@@ -277,7 +239,7 @@ pub struct SelectArgs {
     pub select: bool,
     /// Numbers of screened features tried by `--select` (a k above the number of non-constant
     /// features means all of them).
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,100")]
+    #[arg(long, value_delimiter = ',', default_values_t = SelectionGrid::DEFAULT_TOP_K)]
     pub select_k: Vec<usize>,
     /// Weight decays tried by `--select` (default: `--weight-decay` alone).
     #[arg(long, value_delimiter = ',')]
@@ -285,7 +247,7 @@ pub struct SelectArgs {
     /// How `--select` picks among the candidates: `one-se`, the simplest candidate within
     /// one standard error (paired over validation queries) of the best validation MAP, or
     /// `best`, the highest validation MAP.
-    #[arg(long, value_enum, default_value = "one-se")]
+    #[arg(long, value_enum, default_value_t)]
     pub select_rule: SelectionRule,
 }
 
@@ -303,7 +265,7 @@ impl SelectArgs {
         Ok(self.select.then(|| SelectionGrid {
             top_k: self.select_k.clone(),
             weight_decay: if self.select_weight_decay.is_empty() {
-                vec![settings.weight_decay]
+                vec![settings.network.weight_decay]
             } else {
                 self.select_weight_decay.clone()
             },
@@ -350,7 +312,7 @@ pub fn run_training(
             );
         }
     }
-    let bar = progress(config.epochs as u64, "epochs", quiet);
+    let bar = progress(config.epochs() as u64, "epochs", quiet);
     let cancel = AtomicBool::new(false);
     let outcome = rerank::train(
         train,

@@ -28,11 +28,8 @@ pub struct TrainArgs {
     pub queries: Option<PathBuf>,
     #[arg(long, requires = "queries")]
     pub qrels: Option<PathBuf>,
-    #[arg(long, value_enum, default_value = "trec")]
-    pub format: super::eval::QueryFormat,
-    /// Cranfield judgment variant (see `rankd eval`).
-    #[arg(long, value_enum, default_value = "a")]
-    pub cranfield_variant: super::eval::JudgmentVariant,
+    #[command(flatten)]
+    pub formats: super::features::JudgedFormats,
     /// Training data: judgments on the index as JSON lines, one
     /// `{"query_id","query","doc_id","grade"}` object per line (the objects
     /// `POST /admin/judgments` takes; `query` is needed on a query id's first line).
@@ -47,7 +44,7 @@ pub struct TrainArgs {
     #[arg(long, requires = "from_db")]
     pub database_url: Option<String>,
     /// With judgments on the index: the first-phase model and window to rerank.
-    #[arg(long, default_value = "bm25f")]
+    #[arg(long, default_value_t = crate::training::DEFAULT_FIRST_PHASE.to_string())]
     pub first_phase: String,
     #[arg(long, default_value_t = crate::search::model::DEFAULT_WINDOW)]
     pub window: usize,
@@ -309,8 +306,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         (Some(queries), Some(qrels), _) => Some(Judged::Files(super::features::JudgedArgs {
             queries: queries.clone(),
             qrels: qrels.clone(),
-            format: args.format,
-            judgments: args.cranfield_variant,
+            formats: args.formats,
         })),
         (_, _, Some(file)) => Some(Judged::JsonLines(file.clone())),
         _ if args.from_db => {

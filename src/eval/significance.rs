@@ -20,6 +20,10 @@ pub struct PairedTest {
     pub permutations: u64,
 }
 
+/// Random sign assignments a paired test draws unless told otherwise: the estimated
+/// p-value's standard error is then at most √(0.25/100 000) ≈ 0.0016.
+pub const DEFAULT_SAMPLES: u64 = 100_000;
+
 /// Up to this many queries every sign assignment is enumerated.
 const EXACT_MAX_QUERIES: usize = 16;
 

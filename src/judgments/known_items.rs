@@ -39,6 +39,11 @@ const SUMMARY_WORDS: usize = 4;
 /// Pages are only read up to this many bytes: the `<head>` is far smaller.
 const HEAD_BYTES: usize = 16 * 1024;
 
+/// Known-item queries derived unless told otherwise (`rankd known-items`, the demo), and the
+/// seed of their sample.
+pub const DEFAULT_QUERIES: usize = 2000;
+pub const DEFAULT_SEED: u64 = 1;
+
 /// One derived query and its relevant documents.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KnownItem {

@@ -9,6 +9,8 @@
 //! - [`Objective`] turns one query's scores and labels into a loss and `∂loss/∂score`;
 //!   adding a pure per-query objective is one more match arm in `objective/mod.rs`.
 //! - [`UnifiedMomentum`] is SPEC §3.3's corrected stochastic unified momentum.
+//! - [`TrainConfig`] decides a training run: the objective, the seed, and a network's
+//!   ([`NetworkParams`]) or trees' (`gbdt::params::GbdtParams`) settings.
 //! - [`train`] runs epochs over shuffled query batches with early stopping on validation MAP.
 //! - [`Reranker`] is what a server loads: normalisation + network + metadata, one JSON file.
 //! - [`select`] chooses features and weight decay from a declared grid on training queries.
@@ -16,6 +18,7 @@
 //! - [`gbdt`] holds gradient-boosted trees: their scorer, importers (XGBoost, LightGBM,
 //!   RankLib), exporter and histogram trainer; a [`Reranker`] holds networks or trees.
 
+mod config;
 mod dataset;
 mod error;
 pub mod gbdt;
@@ -32,6 +35,7 @@ mod trainer;
 #[cfg(test)]
 pub(crate) mod testutil;
 
+pub use config::{NetworkParams, TrainConfig};
 pub use dataset::{PairCoverage, QueryGroup, RankSet};
 pub use error::RerankError;
 pub use metrics::{evaluate_scores, MetricConvention, RankMetrics};
@@ -43,4 +47,4 @@ pub use net::{Activation, Net};
 pub use normalize::{NormKind, Normalizer};
 pub use objective::{Objective, ObjectiveKind, ObjectiveName};
 pub use optimizer::UnifiedMomentum;
-pub use trainer::{train, EpochLog, TrainConfig, TrainOutcome};
+pub use trainer::{train, EpochLog, TrainOutcome};

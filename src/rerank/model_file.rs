@@ -510,7 +510,13 @@ mod tests {
         }
         let training = TrainingInfo {
             objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-            optimizer: Some(UnifiedMomentum::paper_defaults(0.01)),
+            optimizer: Some(
+                crate::rerank::NetworkParams {
+                    lr: 0.01,
+                    ..Default::default()
+                }
+                .optimizer(),
+            ),
             epochs: 1,
             batch_queries: 1,
             patience: 1,

@@ -9,7 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Optimiser hyperparameters (stored in model files) and state.
+/// Optimiser hyperparameters (stored in model files) and state. The hyperparameters are
+/// the network settings' `lr`, `beta`, `momentum_s` and `weight_decay`, checked there
+/// ([`NetworkParams::validate`](crate::rerank::NetworkParams::validate)).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UnifiedMomentum {
     /// Learning rate α.
@@ -32,29 +34,6 @@ impl UnifiedMomentum {
             s,
             weight_decay,
             gamma_s: Vec::new(),
-        }
-    }
-
-    /// Paper defaults (β = 0.9, s = 1, weight decay 4e-5) with learning rate `lr`.
-    pub fn paper_defaults(lr: f64) -> Self {
-        Self::new(lr, 0.9, 1.0, 4e-5)
-    }
-
-    pub fn validate(&self) -> Result<(), crate::rerank::RerankError> {
-        let ok = self.lr.is_finite()
-            && self.lr > 0.0
-            && (0.0..1.0).contains(&self.beta)
-            && (0.0..=1.0).contains(&self.s)
-            && self.weight_decay.is_finite()
-            && self.weight_decay >= 0.0;
-        if ok {
-            Ok(())
-        } else {
-            Err(crate::rerank::RerankError::invalid(format!(
-                "optimiser needs lr > 0, 0 ≤ β < 1, 0 ≤ s ≤ 1, weight decay ≥ 0; got lr {}, \
-                 β {}, s {}, weight decay {}",
-                self.lr, self.beta, self.s, self.weight_decay
-            )))
         }
     }
 

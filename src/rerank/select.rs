@@ -38,8 +38,14 @@ pub struct SelectionGrid {
     pub rule: SelectionRule,
 }
 
+impl SelectionGrid {
+    /// Numbers of screened features tried unless told otherwise: doubling up to 16, then
+    /// all of them (on the current feature set).
+    pub const DEFAULT_TOP_K: [usize; 6] = [1, 2, 4, 8, 16, 100];
+}
+
 /// How the validation results pick a candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum SelectionRule {
     /// The highest validation MAP.
@@ -49,6 +55,7 @@ pub enum SelectionRule {
     /// at most the standard error of their paired per-query AP differences. The maximum over
     /// candidates (and over epochs, by early stopping) of a ~30-query MAP is biased upwards,
     /// the more so the more features a candidate has; this rule does not pay for that noise.
+    #[default]
     OneSe,
 }
 
@@ -199,7 +206,7 @@ pub fn select(
         let (t, v) = (columns(train_set, features), columns(valid_set, features));
         for &weight_decay in &grid.weight_decay {
             let mut config = config.clone();
-            config.optimizer.weight_decay = weight_decay;
+            config.network.weight_decay = weight_decay;
             let outcome = train(&t, Some(&v), &config, observer, cancel)?;
             let scores = outcome.model.score(&v.x, v.num_rows())?;
             let valid_ap = per_query_ap(&v, &scores)?;
@@ -291,7 +298,7 @@ fn standard_error(xs: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::rerank::{Activation, NormKind, Objective, ObjectiveKind, QueryGroup};
-    use crate::rerank::{MetricConvention, UnifiedMomentum};
+    use crate::rerank::{MetricConvention, NetworkParams};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
     use std::sync::atomic::AtomicBool;
@@ -326,23 +333,21 @@ mod tests {
     fn config() -> TrainConfig {
         TrainConfig {
             objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-            hidden: Vec::new(),
-            activation: Activation::Relu,
-            normalization: NormKind::ZScore,
-            optimizer: UnifiedMomentum::paper_defaults(0.05),
-            epochs: 10,
-            batch_queries: 8,
-            patience: 10,
-            ensemble: 1,
-            average_epochs: 1,
-            lr_halve_after: 0,
-            sample_rows: None,
-            mixup: None,
+            network: NetworkParams {
+                hidden: Vec::new(),
+                activation: Activation::Relu,
+                norm: NormKind::ZScore,
+                lr: 0.05,
+                epochs: 10,
+                batch: 8,
+                patience: 10,
+                ..NetworkParams::default()
+            },
+            gbdt: None,
             seed: 3,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
-            trees: None,
         }
     }
 

@@ -17,57 +17,13 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::gbdt::train::{GbdtParams, RoundLog};
+use super::gbdt::train::RoundLog;
 use super::net::{ensemble_score, mean_params};
 use super::objective::{QueryInput, QueryLoss, QueryState};
 use super::{
-    evaluate_scores, Activation, MetricConvention, ModelMetrics, Net, NormKind, Normalizer,
-    Objective, PairCoverage, RankMetrics, RankSet, RerankError, Reranker, TrainingInfo,
-    UnifiedMomentum,
+    evaluate_scores, MetricConvention, ModelMetrics, Net, Normalizer, Objective, PairCoverage,
+    RankMetrics, RankSet, RerankError, Reranker, TrainConfig, TrainingInfo,
 };
-
-/// Everything that decides a training run.
-#[derive(Debug, Clone)]
-pub struct TrainConfig {
-    pub objective: Objective,
-    /// Hidden layer widths: empty = linear model.
-    pub hidden: Vec<usize>,
-    pub activation: Activation,
-    pub normalization: NormKind,
-    pub optimizer: UnifiedMomentum,
-    pub epochs: usize,
-    /// Queries per batch.
-    pub batch_queries: usize,
-    /// Stop after this many epochs without a better validation MAP.
-    pub patience: usize,
-    pub seed: u64,
-    /// Networks trained from different initialisation (and shuffle) seeds, same data and
-    /// validation split; the model scores with their mean. Linear members are folded into
-    /// one linear model. 1: a single network.
-    pub ensemble: usize,
-    /// Tail averaging: evaluate and keep the mean of the parameters at the end of the last
-    /// this-many epochs instead of the current ones. 1: no averaging.
-    pub average_epochs: usize,
-    /// Learning-rate schedule: halve the learning rate after every run of this many epochs
-    /// without a better validation MAP (0: constant learning rate).
-    pub lr_halve_after: usize,
-    /// Each time a query is in a batch, train on a fresh uniform sample of at most this many
-    /// of its rows (None: every row). Objectives that know the query's own positive rate
-    /// (SOPRC) take it from the whole query; the others see only the sample.
-    pub sample_rows: Option<usize>,
-    /// Deep feature mixup of seed 000 §7.1.1.2, on the input features: each visit adds, per
-    /// grade with two or more of the query's rows, as many rows `u·x_i + (1 − u)·Σ_j w_j x_j`
-    /// (random convex weights w over that grade's rows), labelled with the grade.
-    pub mixup: Option<f32>,
-    pub convention: MetricConvention,
-    /// Where the data came from (stored in the model file).
-    pub source: String,
-    pub parent: Option<String>,
-    /// Train gradient-boosted trees with these parameters instead of a network
-    /// ([`super::gbdt::train`]; the network fields but the objective, seed, convention, source
-    /// and parent do not apply).
-    pub trees: Option<GbdtParams>,
-}
 
 /// One line of the per-epoch log (also what the observer sees).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,26 +55,6 @@ pub struct TrainOutcome {
     pub cancelled: bool,
     /// Queries a binary objective can use, and those it skips (None for RankNet).
     pub coverage: Option<PairCoverage>,
-}
-
-impl TrainConfig {
-    fn validate(&self) -> Result<(), RerankError> {
-        self.objective.validate()?;
-        self.optimizer.validate()?;
-        if self.epochs == 0
-            || self.batch_queries == 0
-            || self.patience == 0
-            || self.ensemble == 0
-            || self.average_epochs == 0
-        {
-            return Err(RerankError::invalid(format!(
-                "epochs, batch size, patience, ensemble size and averaged epochs must be at \
-                 least 1, got {}, {}, {}, {}, {}",
-                self.epochs, self.batch_queries, self.patience, self.ensemble, self.average_epochs
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// A set with its features normalised once, up front.
@@ -156,7 +92,11 @@ pub fn train(
     observer: &mut dyn FnMut(&EpochLog),
     cancel: &AtomicBool,
 ) -> Result<TrainOutcome, RerankError> {
-    config.validate()?;
+    config.objective.validate()?;
+    if config.gbdt.is_none() {
+        // The tree trainer checks its own parameters.
+        config.network.validate()?;
+    }
     if train_set.queries.is_empty() {
         return Err(RerankError::invalid("the training set has no queries"));
     }
@@ -177,20 +117,18 @@ pub fn train(
              nothing to learn from"
         )));
     }
-    if let Some(params) = &config.trees {
-        return train_trees(
-            train_set, valid_set, config, params, coverage, observer, cancel,
-        );
+    if config.gbdt.is_some() {
+        return train_trees(train_set, valid_set, config, coverage, observer, cancel);
     }
     let d = train_set.num_features();
-    let norm = Normalizer::fit(config.normalization, &train_set.x, d)?;
+    let norm = Normalizer::fit(config.network.norm, &train_set.x, d)?;
     let train_data = Prepared::new(train_set, &norm);
     let valid_data = valid_set.map(|v| Prepared::new(v, &norm));
     let select = valid_data.as_ref().unwrap_or(&train_data);
     let mut log = Vec::new();
-    let mut members: Vec<(Net, usize)> = Vec::with_capacity(config.ensemble);
+    let mut members: Vec<(Net, usize)> = Vec::with_capacity(config.network.ensemble);
     let mut cancelled = false;
-    for member in 0..config.ensemble {
+    for member in 0..config.network.ensemble {
         let run = train_member(
             &train_data,
             select,
@@ -216,7 +154,7 @@ pub fn train(
     let best_epoch = members[0].1;
     let epochs_run = log.iter().filter(|l| l.member == 0).count();
     let member_best_epochs = members.iter().map(|(_, e)| *e).collect();
-    let networks = if config.hidden.is_empty() {
+    let networks = if config.network.hidden.is_empty() {
         // Linear members fold into one linear model with the mean weights.
         let mut net = members[0].0.clone();
         net.params = mean_params(members.iter().map(|(n, _)| n.params.as_slice()));
@@ -233,18 +171,18 @@ pub fn train(
     };
     let training = TrainingInfo {
         objective: config.objective.clone(),
-        optimizer: Some(config.optimizer.clone()),
-        epochs: config.epochs,
-        batch_queries: config.batch_queries,
-        patience: config.patience,
+        optimizer: Some(config.network.optimizer()),
+        epochs: config.network.epochs,
+        batch_queries: config.network.batch,
+        patience: config.network.patience,
         seed: config.seed,
         best_epoch,
         epochs_run,
-        ensemble: config.ensemble,
-        average_epochs: config.average_epochs,
-        lr_halve_after: config.lr_halve_after,
-        sample_rows: config.sample_rows,
-        mixup: config.mixup,
+        ensemble: config.network.ensemble,
+        average_epochs: config.network.average_epochs,
+        lr_halve_after: config.network.lr_halve_after,
+        sample_rows: config.network.sample_rows,
+        mixup: config.network.mixup,
         member_best_epochs,
         metrics,
         source: config.source.clone(),
@@ -269,25 +207,17 @@ fn train_trees(
     train_set: &RankSet,
     valid_set: Option<&RankSet>,
     config: &TrainConfig,
-    params: &GbdtParams,
     coverage: Option<PairCoverage>,
     observer: &mut dyn FnMut(&EpochLog),
     cancel: &AtomicBool,
 ) -> Result<TrainOutcome, RerankError> {
-    let params = GbdtParams {
-        seed: config.seed,
-        ..params.clone()
-    };
     let queries = train_set.queries.len() as f64;
+    let lr = config.gbdt.as_ref().map_or(0.0, |p| p.tree_lr);
     let mut log = Vec::new();
     let outcome = super::gbdt::train::train(
         train_set,
         valid_set,
-        &config.objective,
-        &params,
-        config.convention,
-        config.source.clone(),
-        config.parent.clone(),
+        config,
         &mut |r: &RoundLog| {
             let line = EpochLog {
                 member: 0,
@@ -296,7 +226,7 @@ fn train_trees(
                 valid_map: r.valid_map,
                 valid_ndcg10: r.valid_ndcg10,
                 seconds: r.seconds,
-                lr: params.learning_rate,
+                lr,
                 queries_per_s: queries / r.seconds.max(1e-9),
                 pairs_per_s: 0.0,
                 skipped_queries: 0,
@@ -342,31 +272,31 @@ fn train_member(
 ) -> Result<MemberRun, RerankError> {
     let seed = member_seed(config.seed, member);
     let d = train_data.set.num_features();
-    let mut net = Net::new(d, &config.hidden, config.activation, seed)?;
+    let mut net = Net::new(d, &config.network.hidden, config.network.activation, seed)?;
     let decay = net.weight_mask();
-    let mut optimizer = config.optimizer.clone();
+    let mut optimizer = config.network.optimizer();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut state: Vec<QueryState> = vec![QueryState::new(); train_data.set.queries.len()];
     let mut previous: Option<Vec<f32>> = None;
-    let mut recent: VecDeque<Vec<f32>> = VecDeque::with_capacity(config.average_epochs);
+    let mut recent: VecDeque<Vec<f32>> = VecDeque::with_capacity(config.network.average_epochs);
     let mut best: Option<(f64, usize, Net)> = None;
     let mut since_best = 0;
     let mut cancelled = false;
     let mut order: Vec<usize> = (0..train_data.set.queries.len()).collect();
 
-    'epochs: for epoch in 1..=config.epochs {
+    'epochs: for epoch in 1..=config.network.epochs {
         let started = Instant::now();
         let lr = optimizer.lr;
         order.shuffle(&mut rng);
         let (mut loss_sum, mut used, mut skipped, mut pairs) = (0.0, 0usize, 0usize, 0usize);
-        for batch in order.chunks(config.batch_queries) {
+        for batch in order.chunks(config.network.batch) {
             if cancel.load(Ordering::Relaxed) {
                 cancelled = true;
                 break 'epochs;
             }
             let mut rows = Rows {
-                sample: config.sample_rows,
-                mixup: config.mixup,
+                sample: config.network.sample_rows,
+                mixup: config.network.mixup,
                 rng: &mut rng,
             };
             let step = batch_step(
@@ -404,7 +334,7 @@ fn train_member(
             }
         }
         let seconds = started.elapsed().as_secs_f64();
-        if recent.len() == config.average_epochs {
+        if recent.len() == config.network.average_epochs {
             recent.pop_front();
         }
         recent.push_back(net.params.clone());
@@ -419,7 +349,8 @@ fn train_member(
             since_best = 0;
         } else {
             since_best += 1;
-            if config.lr_halve_after > 0 && since_best % config.lr_halve_after == 0 {
+            if config.network.lr_halve_after > 0 && since_best % config.network.lr_halve_after == 0
+            {
                 optimizer.lr *= 0.5;
             }
         }
@@ -440,7 +371,7 @@ fn train_member(
             skipped_queries: skipped,
             best: improved,
         });
-        if since_best >= config.patience {
+        if since_best >= config.network.patience {
             break;
         }
     }
@@ -458,8 +389,8 @@ pub(crate) struct BatchStep {
     pub pairs: usize,
 }
 
-/// Which rows of a query a training step sees ([`TrainConfig::sample_rows`],
-/// [`TrainConfig::mixup`]); the generator is the member's, so without either option it is
+/// Which rows of a query a training step sees ([`NetworkParams::sample_rows`],
+/// [`NetworkParams::mixup`]); the generator is the member's, so without either option it is
 /// never drawn from and a run is unchanged.
 pub(crate) struct Rows<'a> {
     pub sample: Option<usize>,
@@ -597,7 +528,7 @@ fn batch_step(
 mod tests {
     use super::*;
     use crate::rerank::objective::StableAp;
-    use crate::rerank::{ObjectiveKind, QueryGroup};
+    use crate::rerank::{Activation, NetworkParams, NormKind, ObjectiveKind, QueryGroup};
     use rand::Rng;
 
     /// Random queries whose label depends on the first two features, plus noise features.
@@ -631,24 +562,28 @@ mod tests {
     fn config(kind: ObjectiveKind, hidden: Vec<usize>) -> TrainConfig {
         TrainConfig {
             objective: Objective::with_defaults(kind, 0.1, 1),
-            hidden,
-            activation: Activation::Tanh,
-            normalization: NormKind::ZScore,
-            optimizer: UnifiedMomentum::paper_defaults(0.05),
-            epochs: 8,
-            batch_queries: 8,
-            patience: 8,
-            ensemble: 1,
-            average_epochs: 1,
-            lr_halve_after: 0,
-            sample_rows: None,
-            mixup: None,
+            network: NetworkParams {
+                hidden,
+                activation: Activation::Tanh,
+                norm: NormKind::ZScore,
+                lr: 0.05,
+                epochs: 8,
+                batch: 8,
+                patience: 8,
+                ..NetworkParams::default()
+            },
+            gbdt: None,
             seed: 42,
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
-            trees: None,
         }
+    }
+
+    /// `config` with its network changed by `change`.
+    fn with(mut config: TrainConfig, change: impl FnOnce(&mut NetworkParams)) -> TrainConfig {
+        change(&mut config.network);
+        config
     }
 
     fn objectives() -> Vec<Objective> {
@@ -795,10 +730,7 @@ mod tests {
         let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
         let cancel = AtomicBool::new(false);
         for kind in [ObjectiveKind::StableAp, ObjectiveKind::Soprc] {
-            let c = TrainConfig {
-                sample_rows: Some(5),
-                ..config(kind, vec![8])
-            };
+            let c = with(config(kind, vec![8]), |n| n.sample_rows = Some(5));
             let a = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
             let b = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
             assert_eq!(a.model.networks, b.model.networks);
@@ -899,10 +831,9 @@ mod tests {
             };
             let (m0, m1) = (plain(42), plain(member_seed(42, 1)));
             assert_ne!(m0.model.networks, m1.model.networks);
-            let c = TrainConfig {
-                ensemble: 2,
-                ..config(ObjectiveKind::StableAp, hidden.clone())
-            };
+            let c = with(config(ObjectiveKind::StableAp, hidden.clone()), |n| {
+                n.ensemble = 2
+            });
             let mut members_seen = Vec::new();
             let e = train(
                 &train_set,
@@ -963,10 +894,7 @@ mod tests {
         let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
         let cancel = AtomicBool::new(false);
         let plain = config(ObjectiveKind::Ranknet, vec![6]);
-        let averaged = TrainConfig {
-            average_epochs: 3,
-            ..plain.clone()
-        };
+        let averaged = with(plain.clone(), |n| n.average_epochs = 3);
         let p = train(&train_set, Some(&valid), &plain, &mut |_| {}, &cancel).unwrap();
         let a = train(&train_set, Some(&valid), &averaged, &mut |_| {}, &cancel).unwrap();
         let again = train(&train_set, Some(&valid), &averaged, &mut |_| {}, &cancel).unwrap();
@@ -981,16 +909,13 @@ mod tests {
             (stored - logged.valid_map).abs() < 1e-12,
             "{stored} vs {logged:?}"
         );
-        let bad = TrainConfig {
-            average_epochs: 0,
-            ..plain
-        };
+        let bad = with(plain, |n| n.average_epochs = 0);
         let err = train(&train_set, None, &bad, &mut |_| {}, &cancel)
             .err()
             .unwrap();
         assert!(err
             .to_string()
-            .contains("averaged epochs must be at least 1"));
+            .contains("average_epochs must be at least 1"));
     }
 
     /// The learning-rate schedule, replayed from the log's improvement flags: the rate halves
@@ -1000,12 +925,11 @@ mod tests {
         let set = synthetic(40, 8);
         let (train_set, valid) = set.split_validation(0.25, 1).unwrap();
         let cancel = AtomicBool::new(false);
-        let c = TrainConfig {
-            lr_halve_after: 2,
-            epochs: 30,
-            patience: 30,
-            ..config(ObjectiveKind::Ranknet, vec![4])
-        };
+        let c = with(config(ObjectiveKind::Ranknet, vec![4]), |n| {
+            n.lr_halve_after = 2;
+            n.epochs = 30;
+            n.patience = 30;
+        });
         let out = train(&train_set, Some(&valid), &c, &mut |_| {}, &cancel).unwrap();
         let (mut lr, mut since_best, mut halvings) = (0.05, 0, 0);
         for line in &out.log {

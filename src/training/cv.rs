@@ -21,6 +21,9 @@ use crate::features::FeatureSet;
 use crate::rerank::select::{select, Selection, SelectionGrid};
 use crate::rerank::{MetricConvention, TrainOutcome};
 
+/// Folds of a cross-validation unless told otherwise (SPEC §3.5).
+pub const DEFAULT_FOLDS: usize = 5;
+
 /// What a cross-validation runs.
 #[derive(Debug, Clone)]
 pub struct CvPlan {
@@ -104,16 +107,7 @@ pub fn cross_validate(
     let (mut baseline, mut reranked) = (Run::new(), Run::new());
     let mut folds = Vec::new();
     for fold in 0..plan.folds {
-        let trained = train_fold(
-            windows,
-            &fold_of,
-            fold,
-            &plan.columns,
-            &names,
-            &plan.settings,
-            plan.grid.as_ref(),
-            format!("cv fold {} of {}", fold + 1, plan.folds),
-        )?;
+        let trained = train_fold(windows, &fold_of, fold, plan, &names)?;
         let model = &trained.outcome.model;
         let cols: Vec<usize> = model
             .feature_names()
@@ -203,31 +197,29 @@ struct FoldModel {
     selection: Option<Selection>,
 }
 
-/// Trains the model of `fold`: on the windows of the other folds (columns `train_cols`,
-/// named `train_names`), with a seeded validation split of them for early stopping and, with
-/// `grid`, for model selection. The windows of `fold` itself are not read.
-#[allow(clippy::too_many_arguments)]
+/// Trains the model of `fold` as `plan` says: on the windows of the other folds (the plan's
+/// columns, named `names`), with a seeded validation split of them for early stopping and,
+/// with the plan's grid, for model selection. The windows of `fold` itself are not read.
 fn train_fold(
     windows: &[Window],
     fold_of: &[usize],
     fold: usize,
-    train_cols: &[usize],
-    train_names: &[String],
-    settings: &TrainSettings,
-    grid: Option<&SelectionGrid>,
-    source: String,
+    plan: &CvPlan,
+    names: &[String],
 ) -> anyhow::Result<FoldModel> {
+    let settings = &plan.settings;
     let train: Vec<Window> = windows
         .iter()
         .zip(fold_of)
         .filter(|(_, &f)| f != fold)
-        .map(|(w, _)| project(w, train_cols))
+        .map(|(w, _)| project(w, &plan.columns))
         .collect();
-    let train_set = rank_set_named(&train, train_names.to_vec())?;
+    let train_set = rank_set_named(&train, names.to_vec())?;
     let (t, v) = train_set.split_validation(settings.valid_fraction, settings.seed)?;
+    let source = format!("cv fold {} of {}", fold + 1, plan.folds);
     let config = settings.config(source, MetricConvention::Letor);
     let cancel = AtomicBool::new(false);
-    match grid {
+    match &plan.grid {
         None => Ok(FoldModel {
             outcome: crate::rerank::train(&t, Some(&v), &config, &mut |_| {}, &cancel)?,
             selection: None,
@@ -316,32 +308,29 @@ mod tests {
     fn selection_uses_only_the_training_folds() {
         let (ws, names) = windows(45);
         let fold_of: Vec<usize> = (0..ws.len()).map(|i| i % 3).collect();
-        let settings = TrainSettings {
+        let mut settings = TrainSettings {
             model: ModelChoice::Linear,
-            epochs: 15,
-            patience: 15,
-            lr: 0.05,
             ..TrainSettings::letor_network()
         };
+        settings.network.epochs = 15;
+        settings.network.patience = 15;
+        settings.network.lr = 0.05;
         let grid = SelectionGrid {
             top_k: vec![0, 1, 8],
             weight_decay: vec![4e-5, 1e-2],
             anchor: Some("first_phase.score".into()),
             rule: crate::rerank::select::SelectionRule::OneSe,
         };
-        let fit = |ws: &[Window]| {
-            train_fold(
-                ws,
-                &fold_of,
-                0,
-                &[0, 1, 2, 3],
-                &names,
-                &settings,
-                Some(&grid),
-                "t".into(),
-            )
-            .unwrap()
+        let plan = CvPlan {
+            folds: 3,
+            settings,
+            columns: vec![0, 1, 2, 3],
+            single_features: Vec::new(),
+            grid: Some(grid),
+            eval: EvalOptions::default(),
+            samples: 0,
         };
+        let fit = |ws: &[Window]| train_fold(ws, &fold_of, 0, &plan, &names).unwrap();
         let original = fit(&ws);
         let selection = original.selection.clone().unwrap();
         assert_eq!(selection.constant, vec!["flat".to_string()]);

@@ -7,6 +7,10 @@ use crate::search::Engine;
 use crate::text::search::SearchError;
 use crate::text::{ModelKind, TextIndex};
 
+/// The first-phase model whose window training reranks unless told otherwise (`rankd
+/// train`, `rankd cv`, `rankd features`, `POST /admin/train`, the demo).
+pub const DEFAULT_FIRST_PHASE: ModelKind = ModelKind::Bm25F;
+
 /// A query and its graded judgments (`doc id → grade`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgedQuery {

@@ -11,6 +11,6 @@ pub mod settings;
 
 pub use dataset::{
     judged_windows, project, rank_set, rank_set_columns, rank_set_named, train_on_windows,
-    JudgedQuery, Window, WindowStats,
+    JudgedQuery, Window, WindowStats, DEFAULT_FIRST_PHASE,
 };
 pub use settings::{ModelChoice, TrainSettings};

@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
 use crate::rerank::gbdt::train::GbdtParams;
-use crate::rerank::objective::{LambdaParams, Soprc, StableAp, StableApHessian};
+use crate::rerank::objective::{LambdaParams, Soprc, StableAp};
 use crate::rerank::{
-    Activation, MetricConvention, NormKind, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum,
+    MetricConvention, NetworkParams, Objective, ObjectiveKind, RerankError, TrainConfig,
 };
 
 /// The model family.
@@ -42,34 +42,19 @@ impl std::fmt::Display for ModelChoice {
     }
 }
 
-/// Objective, model and optimiser settings (SPEC §3.2–3.3 names).
+/// Objective, model and optimiser settings (SPEC §3.2–3.3 names). The network's and the
+/// trees' own settings are sections the trainer takes as they are ([`NetworkParams`],
+/// [`GbdtParams`]); serialised, every setting is one flat field under the name of its
+/// `rankd train` flag, as `POST /admin/train` takes them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainSettings {
     pub objective: ObjectiveKind,
     pub model: ModelChoice,
-    /// Hidden layer widths of the MLP (one or two layers).
-    pub hidden: Vec<usize>,
-    pub activation: Activation,
-    pub norm: NormKind,
+    /// Initialisation, shuffles, the validation split, bagging.
     pub seed: u64,
-    pub epochs: usize,
-    /// Learning rate α.
-    pub lr: f64,
-    /// Queries per batch.
-    pub batch: usize,
-    /// Early stopping: epochs without a better validation MAP.
-    pub patience: usize,
-    /// Networks trained from different initialisation seeds and averaged.
-    pub ensemble: usize,
-    /// Tail averaging over the last this-many epochs (1: off).
-    pub average_epochs: usize,
-    /// Halve the learning rate after this many epochs without improvement (0: never).
-    pub lr_halve_after: usize,
-    /// Train on a fresh sample of at most this many rows of a query per visit.
-    pub sample_rows: Option<usize>,
-    /// Seed 000's deep feature mixup weight u.
-    pub mixup: Option<f32>,
+    /// Share of the training queries held out for early stopping.
+    pub valid_fraction: f64,
     /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     pub tau: f32,
     /// ε of stable AP's outer function h.
@@ -91,48 +76,18 @@ pub struct TrainSettings {
     pub threshold: i32,
     /// AP objectives: average over every relevance level (graded AP).
     pub graded: bool,
-    /// Momentum β and s (1 Nesterov, 0 heavy ball) of the unified momentum optimiser.
-    pub beta: f64,
-    pub momentum_s: f64,
-    pub weight_decay: f64,
-    /// Share of the training queries held out for early stopping.
-    pub valid_fraction: f64,
     /// LambdaMART (`lambda-ndcg`, `lambda-ap`): pairs need one row among the first this many
     /// (NDCG; LightGBM's `lambdarank_truncation_level`). Its σ is `sigma`.
     pub truncation: usize,
     /// LambdaMART: LightGBM's `lambdarank_norm`.
     pub lambda_norm: bool,
-    // Trees (`model: gbdt`; LightGBM's meanings). The networks' options above that shape a
-    // network or its optimiser (hidden … weight_decay, epochs, lr, patience) do not apply.
-    /// Boosting rounds (trees) at most.
-    pub trees: usize,
-    /// Leaves per tree (leaf-wise growth).
-    pub leaves: usize,
-    /// Shrinkage η of every tree.
-    pub tree_lr: f64,
-    /// Depth limit (0: none).
-    pub max_depth: usize,
-    /// Quantile bins per feature (at most 255; missing values get one more).
-    pub max_bins: usize,
-    /// Rows a bin holds at least when it closes (LightGBM's `min_data_in_bin`).
-    pub min_data_in_bin: usize,
-    pub min_data_in_leaf: usize,
-    /// Check `min_data_in_leaf` against LightGBM's hessian-based estimate of a leaf's rows
-    /// (for parity runs against LightGBM).
-    pub count_from_hessian: bool,
-    pub min_sum_hessian: f64,
-    /// L2 penalty λ on leaf values.
-    pub lambda_l2: f64,
-    pub min_split_gain: f64,
-    /// Fraction of rows each tree is grown on (a new sample every round).
-    pub row_fraction: f64,
-    /// Fraction of features each tree may split on.
-    pub feature_fraction: f64,
-    /// Stop after this many rounds without a better validation MAP and keep the best (0: no
-    /// early stopping; `eval-letor` then trains on every training query).
-    pub early_stopping_rounds: usize,
-    /// Stable AP trees: the Newton step's curvature (SPEC §3.6).
-    pub stable_ap_hessian: StableApHessian,
+    /// `model: linear` or `mlp` (a linear model ignores `hidden`).
+    #[serde(flatten)]
+    pub network: NetworkParams,
+    /// `model: gbdt`. Its `early_stopping_rounds` of 0 means no early stopping, and
+    /// `eval-letor` then trains on every training query.
+    #[serde(flatten)]
+    pub gbdt: GbdtParams,
 }
 
 /// Whether trees can be trained with `objective` (SPEC §3.6).
@@ -156,14 +111,18 @@ impl TrainSettings {
     /// 90% of rows per tree) with stable AP on graded labels, a = 10 (EVALUATION.md,
     /// "Gradient-boosted trees": the best measured on the LETOR example).
     pub fn letor() -> Self {
+        let base = TrainSettings::letor_network();
         TrainSettings {
             model: ModelChoice::Gbdt,
             graded: true,
             weight_a: 10.0,
-            min_data_in_leaf: 50,
-            min_sum_hessian: 5.0,
-            row_fraction: 0.9,
-            ..TrainSettings::letor_network()
+            gbdt: GbdtParams {
+                min_data_in_leaf: 50,
+                min_sum_hessian: 5.0,
+                row_fraction: 0.9,
+                ..base.gbdt.clone()
+            },
+            ..base
         }
     }
 
@@ -187,19 +146,8 @@ impl TrainSettings {
         TrainSettings {
             objective: ObjectiveKind::StableAp,
             model: ModelChoice::Mlp,
-            hidden: vec![32],
-            activation: Activation::Relu,
-            norm: NormKind::ZScore,
             seed: 1,
-            epochs: 100,
-            lr: 0.01,
-            batch: 16,
-            patience: 15,
-            ensemble: 1,
-            average_epochs: 1,
-            lr_halve_after: 0,
-            sample_rows: None,
-            mixup: None,
+            valid_fraction: 0.2,
             tau: 0.1,
             epsilon: 0.01,
             weight_a: 0.1,
@@ -213,27 +161,10 @@ impl TrainSettings {
             sigma: 1.0,
             threshold: 1,
             graded: false,
-            beta: 0.9,
-            momentum_s: 1.0,
-            weight_decay: 4e-5,
-            valid_fraction: 0.2,
             truncation: 30,
             lambda_norm: true,
-            trees: 100,
-            leaves: 31,
-            tree_lr: 0.1,
-            max_depth: 0,
-            max_bins: 255,
-            min_data_in_bin: 3,
-            min_data_in_leaf: 20,
-            count_from_hessian: false,
-            min_sum_hessian: 1e-3,
-            lambda_l2: 0.0,
-            min_split_gain: 0.0,
-            row_fraction: 1.0,
-            feature_fraction: 1.0,
-            early_stopping_rounds: 0,
-            stable_ap_hessian: StableApHessian::Bound,
+            network: NetworkParams::default(),
+            gbdt: GbdtParams::default(),
         }
     }
 
@@ -243,17 +174,23 @@ impl TrainSettings {
     /// training queries), a small rate and a long patience (validation MAP swings from epoch to
     /// epoch on known-item judgments, and a short patience locks in an early peak).
     pub fn on_index() -> Self {
+        let base = TrainSettings::letor_network();
         TrainSettings {
             model: ModelChoice::Linear,
-            lr: 0.002,
-            epochs: 300,
-            patience: 60,
             weight_t: 0.0,
-            ..TrainSettings::letor_network()
+            network: NetworkParams {
+                lr: 0.002,
+                epochs: 300,
+                patience: 60,
+                ..base.network.clone()
+            },
+            ..base
         }
     }
 
-    /// Checks every value, naming the first one out of range.
+    /// Checks every value, naming the first one out of range: the objective's here, the
+    /// network's and the trees' in their own sections ([`NetworkParams::validate`],
+    /// [`GbdtParams::validate`]).
     pub fn validate(&self) -> Result<(), Invalid> {
         let positive = |name: &str, v: f64| {
             if v.is_finite() && v > 0.0 {
@@ -273,29 +210,22 @@ impl TrainSettings {
                 )))
             }
         };
-        let at_least_one = |name: &str, v: usize| {
-            if v >= 1 {
-                Ok(())
-            } else {
-                Err(Invalid(format!("{name} must be at least 1, got {v}")))
-            }
-        };
-        positive("lr", self.lr)?;
+        let section = |e: RerankError| Invalid(e.to_string());
+        self.network().validate().map_err(section)?;
+        if self.model == ModelChoice::Mlp && self.network.hidden.is_empty() {
+            return Err(Invalid(
+                "hidden must be one or two positive layer widths, got []".into(),
+            ));
+        }
         positive("tau", f64::from(self.tau))?;
         positive("epsilon", self.epsilon)?;
         positive("weight_a", self.weight_a)?;
         non_negative("weight_t", self.weight_t)?;
         positive("sigma", f64::from(self.sigma))?;
         positive("soprc_tau2", self.soprc_tau2)?;
-        non_negative("weight_decay", self.weight_decay)?;
         non_negative("soprc_var_pos", self.soprc_var_pos)?;
         non_negative("soprc_var_neg", self.soprc_var_neg)?;
-        for (name, v) in [
-            ("lambda", self.lambda),
-            ("soprc_beta", self.soprc_beta),
-            ("beta", self.beta),
-            ("momentum_s", self.momentum_s),
-        ] {
+        for (name, v) in [("lambda", self.lambda), ("soprc_beta", self.soprc_beta)] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(Invalid(format!("{name} must be in [0, 1], got {v}")));
             }
@@ -306,101 +236,23 @@ impl TrainSettings {
                 self.valid_fraction
             )));
         }
-        if self.epochs == 0 || self.epochs > 10_000 {
-            return Err(Invalid(format!(
-                "epochs must be in 1..=10000, got {}",
-                self.epochs
-            )));
+        if self.soprc_quantiles == 0 {
+            return Err(Invalid("soprc_quantiles must be at least 1, got 0".into()));
         }
-        at_least_one("batch", self.batch)?;
-        at_least_one("patience", self.patience)?;
-        at_least_one("ensemble", self.ensemble)?;
-        at_least_one("average_epochs", self.average_epochs)?;
-        at_least_one("soprc_quantiles", self.soprc_quantiles)?;
-        if self.model == ModelChoice::Mlp
-            && (self.hidden.is_empty() || self.hidden.len() > 2 || self.hidden.contains(&0))
-        {
-            return Err(Invalid(format!(
-                "hidden must be one or two positive layer widths, got {:?}",
-                self.hidden
-            )));
+        if self.truncation == 0 {
+            return Err(Invalid("truncation must be at least 1, got 0".into()));
         }
-        if let Some(n) = self.sample_rows {
-            if n < 2 {
-                return Err(Invalid(format!(
-                    "sample_rows must be at least 2 (a sample needs a positive and a negative), got {n}"
-                )));
-            }
-        }
-        if let Some(u) = self.mixup {
-            if !(0.0..=1.0).contains(&u) {
-                return Err(Invalid(format!("mixup must be in [0, 1], got {u}")));
-            }
-        }
-        at_least_one("truncation", self.truncation)?;
         if self.model == ModelChoice::Gbdt {
-            self.validate_trees()?;
-        }
-        Ok(())
-    }
-
-    fn validate_trees(&self) -> Result<(), Invalid> {
-        if !trains_trees(self.objective) {
-            return Err(Invalid(format!(
-                "objective {} does not train trees (model gbdt takes stable-ap, lambda-ndcg or \
-                 lambda-ap)",
-                Objective::with_defaults(self.objective, self.tau, self.threshold)
-                    .kind()
-                    .as_str()
-            )));
-        }
-        if self.trees == 0 || self.trees > 10_000 {
-            return Err(Invalid(format!(
-                "trees must be in 1..=10000, got {}",
-                self.trees
-            )));
-        }
-        if !(2..=131_072).contains(&self.leaves) {
-            return Err(Invalid(format!(
-                "leaves must be in 2..=131072, got {}",
-                self.leaves
-            )));
-        }
-        if !(2..=255).contains(&self.max_bins) {
-            return Err(Invalid(format!(
-                "max_bins must be in 2..=255, got {}",
-                self.max_bins
-            )));
-        }
-        if self.min_data_in_bin == 0 {
-            return Err(Invalid(
-                "min_data_in_bin must be at least 1, got 0".to_string(),
-            ));
-        }
-        if !(self.tree_lr.is_finite() && self.tree_lr > 0.0) {
-            return Err(Invalid(format!(
-                "tree_lr must be a positive number, got {}",
-                self.tree_lr
-            )));
-        }
-        for (name, v) in [
-            ("min_sum_hessian", self.min_sum_hessian),
-            ("lambda_l2", self.lambda_l2),
-            ("min_split_gain", self.min_split_gain),
-        ] {
-            if !(v.is_finite() && v >= 0.0) {
+            if !trains_trees(self.objective) {
                 return Err(Invalid(format!(
-                    "{name} must be a finite number ≥ 0, got {v}"
+                    "objective {} does not train trees (model gbdt takes stable-ap, lambda-ndcg \
+                     or lambda-ap)",
+                    Objective::with_defaults(self.objective, self.tau, self.threshold)
+                        .kind()
+                        .as_str()
                 )));
             }
-        }
-        for (name, v) in [
-            ("row_fraction", self.row_fraction),
-            ("feature_fraction", self.feature_fraction),
-        ] {
-            if !(v > 0.0 && v <= 1.0) {
-                return Err(Invalid(format!("{name} must be in (0, 1], got {v}")));
-            }
+            self.gbdt.validate().map_err(section)?;
         }
         Ok(())
     }
@@ -408,28 +260,18 @@ impl TrainSettings {
     /// Whether training holds out validation queries: networks always early-stop; trees
     /// only with `early_stopping_rounds`.
     pub fn holds_out_validation(&self) -> bool {
-        self.model != ModelChoice::Gbdt || self.early_stopping_rounds > 0
+        self.model != ModelChoice::Gbdt || self.gbdt.early_stopping_rounds > 0
     }
 
-    /// The tree parameters (`model: gbdt`).
-    pub fn tree_params(&self) -> GbdtParams {
-        GbdtParams {
-            rounds: self.trees,
-            learning_rate: self.tree_lr,
-            num_leaves: self.leaves,
-            max_depth: self.max_depth,
-            max_bins: self.max_bins,
-            min_data_in_bin: self.min_data_in_bin,
-            min_data_in_leaf: self.min_data_in_leaf,
-            count_from_hessian: self.count_from_hessian,
-            min_sum_hessian: self.min_sum_hessian,
-            lambda_l2: self.lambda_l2,
-            min_split_gain: self.min_split_gain,
-            row_fraction: self.row_fraction,
-            feature_fraction: self.feature_fraction,
-            early_stopping_rounds: self.early_stopping_rounds,
-            stable_ap_hessian: self.stable_ap_hessian,
-            seed: self.seed,
+    /// The network that trains: the `network` section, without hidden layers for a linear
+    /// model.
+    fn network(&self) -> NetworkParams {
+        match self.model {
+            ModelChoice::Mlp => self.network.clone(),
+            ModelChoice::Linear | ModelChoice::Gbdt => NetworkParams {
+                hidden: Vec::new(),
+                ..self.network.clone()
+            },
         }
     }
 
@@ -481,31 +323,15 @@ impl TrainSettings {
     }
 
     /// The trainer's configuration; `source` names the training data in the model file.
-    /// With trees, `epochs` is the number of rounds (what progress counts).
     pub fn config(&self, source: String, convention: MetricConvention) -> TrainConfig {
-        let trees = (self.model == ModelChoice::Gbdt).then(|| self.tree_params());
         TrainConfig {
             objective: self.objective(),
-            hidden: match self.model {
-                ModelChoice::Linear | ModelChoice::Gbdt => Vec::new(),
-                ModelChoice::Mlp => self.hidden.clone(),
-            },
-            activation: self.activation,
-            normalization: self.norm,
-            optimizer: UnifiedMomentum::new(self.lr, self.beta, self.momentum_s, self.weight_decay),
-            epochs: trees.as_ref().map_or(self.epochs, |t| t.rounds),
-            batch_queries: self.batch,
-            patience: self.patience,
+            network: self.network(),
+            gbdt: (self.model == ModelChoice::Gbdt).then(|| self.gbdt.clone()),
             seed: self.seed,
-            ensemble: self.ensemble,
-            average_epochs: self.average_epochs,
-            lr_halve_after: self.lr_halve_after,
-            sample_rows: self.sample_rows,
-            mixup: self.mixup,
             convention,
             source,
             parent: None,
-            trees,
         }
     }
 }
@@ -533,21 +359,30 @@ mod tests {
         for (settings, name) in [
             (
                 TrainSettings {
-                    lr: f64::NAN,
+                    network: NetworkParams {
+                        lr: f64::NAN,
+                        ..NetworkParams::default()
+                    },
                     ..Default::default()
                 },
                 "lr",
             ),
             (
                 TrainSettings {
-                    epochs: 0,
+                    network: NetworkParams {
+                        epochs: 0,
+                        ..NetworkParams::default()
+                    },
                     ..Default::default()
                 },
                 "epochs",
             ),
             (
                 TrainSettings {
-                    hidden: vec![],
+                    network: NetworkParams {
+                        hidden: vec![],
+                        ..NetworkParams::default()
+                    },
                     ..Default::default()
                 },
                 "hidden",
@@ -561,7 +396,10 @@ mod tests {
             ),
             (
                 TrainSettings {
-                    sample_rows: Some(1),
+                    network: NetworkParams {
+                        sample_rows: Some(1),
+                        ..NetworkParams::default()
+                    },
                     ..Default::default()
                 },
                 "sample_rows",
@@ -581,10 +419,10 @@ mod tests {
         .unwrap();
         s.validate().unwrap();
         let config = s.config("x".into(), MetricConvention::Letor);
-        let trees = config.trees.as_ref().unwrap();
-        assert_eq!((trees.rounds, trees.num_leaves), (7, 5));
-        assert_eq!(trees.learning_rate, 0.3);
-        assert_eq!(config.epochs, 7, "progress counts rounds");
+        let trees = config.gbdt.as_ref().unwrap();
+        assert_eq!((trees.trees, trees.leaves), (7, 5));
+        assert_eq!(trees.tree_lr, 0.3);
+        assert_eq!(config.epochs(), 7, "progress counts rounds");
         assert_eq!(
             config.objective,
             Objective::LambdaNdcg(LambdaParams {
@@ -594,15 +432,15 @@ mod tests {
                 threshold: 1
             })
         );
-        assert!(config.hidden.is_empty());
+        assert!(config.network.hidden.is_empty());
         // Networks get no trees; trees refuse network-only objectives, naming them.
         assert!(TrainSettings::letor_network()
             .config("x".into(), MetricConvention::Letor)
-            .trees
+            .gbdt
             .is_none());
         assert!(TrainSettings::letor()
             .config("x".into(), MetricConvention::Letor)
-            .trees
+            .gbdt
             .is_some());
         for (objective, ok) in [
             (ObjectiveKind::StableAp, true),
@@ -623,21 +461,30 @@ mod tests {
         for (bad, name) in [
             (
                 TrainSettings {
-                    trees: 0,
+                    gbdt: GbdtParams {
+                        trees: 0,
+                        ..s.gbdt.clone()
+                    },
                     ..s.clone()
                 },
                 "trees",
             ),
             (
                 TrainSettings {
-                    max_bins: 256,
+                    gbdt: GbdtParams {
+                        max_bins: 256,
+                        ..s.gbdt.clone()
+                    },
                     ..s.clone()
                 },
                 "max_bins",
             ),
             (
                 TrainSettings {
-                    row_fraction: 0.0,
+                    gbdt: GbdtParams {
+                        row_fraction: 0.0,
+                        ..s.gbdt.clone()
+                    },
                     ..s.clone()
                 },
                 "row_fraction",
@@ -649,7 +496,10 @@ mod tests {
         // Without early stopping, trees hold out no validation queries; networks always do.
         assert!(!s.holds_out_validation());
         assert!(TrainSettings {
-            early_stopping_rounds: 5,
+            gbdt: GbdtParams {
+                early_stopping_rounds: 5,
+                ..s.gbdt.clone()
+            },
             ..s
         }
         .holds_out_validation());
@@ -684,11 +534,32 @@ mod tests {
         );
     }
 
+    /// Serialised, the sections are flat: every field under its flag's name, as
+    /// `POST /admin/train` takes them.
+    #[test]
+    fn sections_serialise_flat() {
+        let v = serde_json::to_value(TrainSettings::letor()).unwrap();
+        let fields = v.as_object().unwrap();
+        for name in [
+            "lr", "batch", "norm", "hidden", "trees", "leaves", "tree_lr", "seed",
+        ] {
+            assert!(fields.contains_key(name), "{name}: {v}");
+        }
+        assert!(!fields.contains_key("network") && !fields.contains_key("gbdt"));
+        let back: TrainSettings = serde_json::from_value(v).unwrap();
+        assert_eq!(back, TrainSettings::letor());
+        let s: TrainSettings =
+            serde_json::from_str(r#"{"batch": 4, "leaves": 9, "seed": 3}"#).unwrap();
+        assert_eq!((s.network.batch, s.gbdt.leaves, s.seed), (4, 9, 3));
+        assert_eq!(s.network.lr, TrainSettings::default().network.lr);
+    }
+
     #[test]
     fn serde_fills_defaults_and_refuses_unknown_fields() {
         let s: TrainSettings = serde_json::from_str(r#"{"lr": 0.5, "model": "linear"}"#).unwrap();
-        assert_eq!(s.lr, 0.5);
-        assert_eq!(s.epochs, TrainSettings::default().epochs);
+        assert_eq!(s.network.lr, 0.5);
+        assert_eq!(s.network.epochs, TrainSettings::default().network.epochs);
         assert!(serde_json::from_str::<TrainSettings>(r#"{"learning_rate": 1}"#).is_err());
+        assert!(serde_json::from_str::<TrainSettings>(r#"{"colour": 1}"#).is_err());
     }
 }

@@ -718,10 +718,8 @@ fn explanations_over_shards_equal_the_single_index() {
         &|| {},
     )
     .unwrap();
-    let settings = rankd::training::TrainSettings {
-        epochs: 3,
-        ..Default::default()
-    };
+    let mut settings = rankd::training::TrainSettings::default();
+    settings.network.epochs = 3;
     let outcome = rankd::training::train_on_windows(
         &windows,
         &settings.config("test".into(), rankd::rerank::MetricConvention::Trec),

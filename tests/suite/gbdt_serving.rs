@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use rankd::features::{extract, FeatureSet};
 use rankd::rerank::gbdt::train::{self, GbdtParams};
 use rankd::rerank::objective::LambdaParams;
-use rankd::rerank::{MetricConvention, Objective, Reranker};
+use rankd::rerank::{MetricConvention, NetworkParams, Objective, Reranker, TrainConfig};
 use rankd::search::model::ActiveModel;
 use rankd::search::{Engine, Ranking, SearchQuery};
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
@@ -35,23 +35,21 @@ fn tree_model_reranks_the_window() {
     .unwrap();
     let set = rank_set(&windows).unwrap();
     let params = GbdtParams {
-        rounds: 20,
-        num_leaves: 8,
+        trees: 20,
+        leaves: 8,
         min_data_in_leaf: 5,
         ..GbdtParams::default()
     };
-    let outcome = train::train(
-        &set,
-        None,
-        &Objective::LambdaNdcg(LambdaParams::default()),
-        &params,
-        MetricConvention::Trec,
-        "test".into(),
-        None,
-        &mut |_| {},
-        &AtomicBool::new(false),
-    )
-    .unwrap();
+    let config = TrainConfig {
+        objective: Objective::LambdaNdcg(LambdaParams::default()),
+        network: NetworkParams::default(),
+        gbdt: Some(params),
+        seed: 1,
+        convention: MetricConvention::Trec,
+        source: "test".into(),
+        parent: None,
+    };
+    let outcome = train::train(&set, None, &config, &mut |_| {}, &AtomicBool::new(false)).unwrap();
     // Through a model file, as a server loads it.
     let path = dir.path().join("trees.json");
     outcome.model.save(&path).unwrap();

@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 
 use rankd::corpus::letor;
 use rankd::rerank::{
-    evaluate_scores, train, Activation, MetricConvention, NormKind, Objective, ObjectiveKind,
-    RankSet, TrainConfig, UnifiedMomentum,
+    evaluate_scores, train, Activation, MetricConvention, NetworkParams, NormKind, Objective,
+    ObjectiveKind, RankSet, TrainConfig,
 };
 
 use crate::util::shared_data;
@@ -52,23 +52,21 @@ fn a_short_stable_ap_run_beats_file_order() {
     let (train_set, valid) = all.split_validation(0.2, 1).unwrap();
     let config = TrainConfig {
         objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-        hidden: Vec::new(),
-        activation: Activation::Relu,
-        normalization: NormKind::ZScore,
-        optimizer: UnifiedMomentum::paper_defaults(0.01),
-        epochs: 3,
-        batch_queries: 16,
-        patience: 3,
-        ensemble: 1,
-        average_epochs: 1,
-        lr_halve_after: 0,
-        sample_rows: None,
-        mixup: None,
+        network: NetworkParams {
+            hidden: Vec::new(),
+            activation: Activation::Relu,
+            norm: NormKind::ZScore,
+            lr: 0.01,
+            epochs: 3,
+            batch: 16,
+            patience: 3,
+            ..NetworkParams::default()
+        },
+        gbdt: None,
         seed: 1,
         convention: MetricConvention::Letor,
         source: "rank.train".into(),
         parent: None,
-        trees: None,
     };
     let out = train(
         &train_set,

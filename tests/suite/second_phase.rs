@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 
 use rankd::features::{extract, Candidate, FeatureSet};
-use rankd::rerank::{MetricConvention, Objective, ObjectiveKind, TrainConfig, UnifiedMomentum};
+use rankd::rerank::{MetricConvention, NetworkParams, Objective, ObjectiveKind, TrainConfig};
 use rankd::search::model::ActiveModel;
 use rankd::search::{Engine, Ranking, SearchQuery};
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
@@ -16,23 +16,21 @@ use crate::util::{first_phase, title_word_judgments, word_corpus};
 fn config() -> TrainConfig {
     TrainConfig {
         objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-        hidden: Vec::new(),
-        activation: rankd::rerank::Activation::Relu,
-        normalization: rankd::rerank::NormKind::ZScore,
-        optimizer: UnifiedMomentum::new(0.01, 0.9, 1.0, 4e-5),
-        epochs: 8,
-        batch_queries: 4,
-        patience: 8,
-        ensemble: 1,
-        average_epochs: 1,
-        lr_halve_after: 0,
-        sample_rows: None,
-        mixup: None,
+        network: NetworkParams {
+            hidden: Vec::new(),
+            activation: rankd::rerank::Activation::Relu,
+            norm: rankd::rerank::NormKind::ZScore,
+            lr: 0.01,
+            epochs: 8,
+            batch: 4,
+            patience: 8,
+            ..NetworkParams::default()
+        },
+        gbdt: None,
         seed: 3,
         convention: MetricConvention::Trec,
         source: "test".into(),
         parent: None,
-        trees: None,
     }
 }
 
@@ -164,7 +162,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
     let net = Net::new(2, &[], rankd::rerank::Activation::Relu, 1).unwrap();
     let training = rankd::rerank::TrainingInfo {
         objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-        optimizer: Some(UnifiedMomentum::new(0.01, 0.9, 1.0, 0.0)),
+        optimizer: Some(rankd::rerank::UnifiedMomentum::new(0.01, 0.9, 1.0, 0.0)),
         epochs: 1,
         batch_queries: 1,
         patience: 1,

@@ -14,7 +14,11 @@ use super::{CompiledForest, Forest};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GbdtModel {
     /// rankd's training parameters (absent for an imported model).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::params::deserialize_stored"
+    )]
     pub params: Option<GbdtParams>,
     /// The library that trained an imported model.
     #[serde(default, skip_serializing_if = "Option::is_none")]

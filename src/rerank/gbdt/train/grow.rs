@@ -1,8 +1,10 @@
 //! One regression tree grown leaf-wise on histograms (SPEC §3.6; LightGBM's algorithm):
 //! every leaf knows its best split; the leaf whose best split gains most is split next,
-//! until the tree has `num_leaves` leaves or no split gains. A leaf's histogram holds, per
+//! until the tree has `leaves` leaves or no split gains. A leaf's histogram holds, per
 //! feature and bin, the sums of gradients, hessians and rows; the smaller child's is built
-//! from its rows and the larger child's is the parent's minus it.
+//! from its rows and the larger child's is the parent's minus it. `TreeLearner` holds these
+//! steps as methods, laid out as LightGBM's `SerialTreeLearner` (`BeforeTrain`,
+//! `FindBestSplits`, `ConstructHistograms`, `Split`) over a pool of histogram buffers.
 //!
 //! For a node with sums (G, H): leaf value `−G/(H + λ)·η` (η the learning rate); a split's
 //! gain `½·[G_L²/(H_L + λ) + G_R²/(H_R + λ) − G²/(H + λ)] − γ`, kept only if positive and
@@ -19,24 +21,8 @@
 use rayon::prelude::*;
 
 use super::bins::Binned;
+use super::GbdtParams;
 use crate::rerank::gbdt::forest::{Node, Tree};
-
-/// What growing a tree needs besides the data.
-#[derive(Debug, Clone)]
-pub struct GrowParams {
-    pub num_leaves: usize,
-    /// 0: unlimited.
-    pub max_depth: usize,
-    pub min_data_in_leaf: usize,
-    /// Check `min_data_in_leaf` against LightGBM's estimate of a child's rows (each bin's
-    /// hessian times the leaf's rows per unit of hessian, rounded; LightGBM's histograms
-    /// keep no counts) instead of the true count: for parity runs against LightGBM.
-    pub count_from_hessian: bool,
-    pub min_sum_hessian: f64,
-    pub lambda_l2: f64,
-    pub min_split_gain: f64,
-    pub learning_rate: f64,
-}
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Sums {
@@ -72,16 +58,6 @@ struct Split {
     saw_missing: bool,
     left: Sums,
     right: Sums,
-}
-
-struct Leaf {
-    rows: Vec<u32>,
-    depth: usize,
-    /// Per feature, its bins' sums (`offsets` index it).
-    hist: Vec<Sums>,
-    best: Option<Split>,
-    /// Where the leaf sits in the tree being built.
-    node: usize,
 }
 
 /// The tree's split nodes and leaves as built, before they become [`Node`]s.
@@ -224,182 +200,119 @@ pub fn grow(
     hess: &[f64],
     rows: Vec<u32>,
     features: &[usize],
-    p: &GrowParams,
+    p: &GbdtParams,
 ) -> Tree {
-    let layout = Layout::new(data, features);
-    // Histogram buffers of leaves that are split or cannot be, for reuse.
-    let mut pool: Vec<Vec<Sums>> = Vec::new();
-    let take_buffer = |pool: &mut Vec<Vec<Sums>>| {
-        pool.pop()
-            .unwrap_or_else(|| vec![Sums::default(); layout.len()])
-    };
-    let mut ordered: Vec<[f64; 2]> = Vec::with_capacity(rows.len());
-    let mut build_hist = |rows: &[u32], total: &Sums, hist: &mut [Sums]| {
-        ordered.clear();
-        ordered.extend(rows.iter().map(|&r| [grad[r as usize], hess[r as usize]]));
-        layout.build(rows, &ordered, total, hist);
-    };
-    let leaf_value = |s: &Sums| {
-        let denom = s.h + p.lambda_l2;
-        if denom > 0.0 {
-            -s.g / denom * p.learning_rate
-        } else {
-            0.0
-        }
-    };
-    let score = |s: &Sums| s.g * s.g / (s.h + p.lambda_l2);
-    let best_split = |hist: &[Sums], sums: &Sums, depth: usize| -> Option<Split> {
-        if p.max_depth > 0 && depth >= p.max_depth {
-            return None;
-        }
-        if (sums.c as usize) < 2 * p.min_data_in_leaf.max(1) {
-            return None;
-        }
-        let parent = score(sums);
-        let min_rows = p.min_data_in_leaf as i64;
-        // LightGBM's row estimate of a bin: round(hessian · rows / hessian of the leaf).
-        let factor = f64::from(sums.c) / sums.h;
-        let estimate = |s: &Sums| (s.h * factor).round() as i64;
-        let search = |k: usize| -> Option<Split> {
-            let f = features[k];
-            let h = &hist[layout.offsets[k]..layout.offsets[k + 1]];
-            let regular = h.len() - 1;
-            let missing = h[regular];
-            let mut best: Option<Split> = None;
-            let sides: &[bool] = if missing.c > 0 {
-                &[false, true]
-            } else {
-                &[false]
-            };
-            let estimate_all: i64 = if p.count_from_hessian {
-                h.iter().map(estimate).sum()
-            } else {
-                0
-            };
-            for &missing_left in sides {
-                // Within one pass, equal gains go to the larger threshold, as in LightGBM's
-                // scan from the right (FindBestThresholdSequentially): thresholds that differ
-                // only by bins without hessian (rows of queries that give no gradient, or
-                // out of the bag) split the gradient the same way.
-                let mut pass_best: Option<Split> = None;
-                let mut left = if missing_left {
-                    missing
-                } else {
-                    Sums::default()
-                };
-                let mut left_estimate = if missing_left && p.count_from_hessian {
-                    estimate(&missing)
-                } else {
-                    0
-                };
-                // Bin `regular − 1` puts every regular value left: only a split when the
-                // missing values go right.
-                let last = if missing.c > 0 && !missing_left {
-                    regular
-                } else {
-                    regular - 1
-                };
-                for (bin, s) in h.iter().enumerate().take(last) {
-                    left.add(s);
-                    let right = sums.minus(&left);
-                    let (left_rows, right_rows) = if p.count_from_hessian {
-                        // As LightGBM: the right side's estimate, the rest to the left.
-                        left_estimate += estimate(s);
-                        let right_estimate = estimate_all - left_estimate;
-                        (i64::from(sums.c) - right_estimate, right_estimate)
-                    } else {
-                        (i64::from(left.c), i64::from(right.c))
-                    };
-                    if left_rows < min_rows
-                        || right_rows < min_rows
-                        || left.h < p.min_sum_hessian
-                        || right.h < p.min_sum_hessian
-                    {
-                        continue;
-                    }
-                    let gain = 0.5 * (score(&left) + score(&right) - parent) - p.min_split_gain;
-                    if gain > 0.0 && pass_best.is_none_or(|b| gain >= b.gain) {
-                        pass_best = Some(Split {
-                            gain,
-                            feature: f,
-                            bin,
-                            missing_left,
-                            saw_missing: missing.c > 0,
-                            left,
-                            right,
-                        });
-                    }
-                }
-                if let Some(s) = pass_best {
-                    if best.is_none_or(|b| s.gain > b.gain) {
-                        best = Some(s);
-                    }
-                }
-            }
-            best
-        };
-        // The best split, reduced in feature order: ties go to the lower feature.
-        let better = |best: Option<Split>, s: Option<Split>| match (best, s) {
-            (Some(b), Some(s)) if b.gain >= s.gain => Some(b),
-            (b, None) => b,
-            (_, s) => s,
-        };
-        if sums.c as usize * features.len() >= PARALLEL_WORK {
-            (0..features.len())
-                .into_par_iter()
-                .with_min_len(8)
-                .map(search)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .fold(None, better)
-        } else {
-            (0..features.len()).map(search).fold(None, better)
-        }
-    };
+    TreeLearner::new(data, grad, hess, features, p).train(rows)
+}
 
-    let mut sums = Sums::default();
-    for &r in &rows {
-        sums.g += grad[r as usize];
-        sums.h += hess[r as usize];
-        sums.c += 1;
+/// A leaf that can still be split, and its best split.
+struct OpenLeaf {
+    rows: Vec<u32>,
+    depth: usize,
+    /// Per feature, its bins' sums (the layout's `offsets` index it).
+    hist: Vec<Sums>,
+    best: Split,
+    /// Where the leaf sits in the tree being built.
+    node: usize,
+}
+
+/// Grows one tree, in the steps of LightGBM's `SerialTreeLearner`: [`Self::before_train`]
+/// (the root's sums, histogram and best split), then, while the tree may have more leaves,
+/// the open leaf with the best split ([`Self::best_leaf`]) is split ([`Self::split`]: its
+/// rows partitioned, the smaller child's histogram constructed and the larger child's taken
+/// by subtraction, each child's best split found by [`Self::find_best_split`]).
+struct TreeLearner<'a> {
+    data: &'a Binned,
+    grad: &'a [f64],
+    hess: &'a [f64],
+    params: &'a GbdtParams,
+    layout: Layout<'a>,
+    /// Histogram buffers of leaves that are split or cannot be, for reuse.
+    pool: Vec<Vec<Sums>>,
+    /// Gradients and hessians of the rows a histogram is being built over, in row order.
+    ordered: Vec<[f64; 2]>,
+    /// The tree so far, and the rows reaching each node (TreeSHAP's covers).
+    built: Vec<Built>,
+    cover: Vec<f64>,
+    /// The leaves that can still split, in LightGBM's leaf-index order (its ties go to the
+    /// lower index). Leaves that cannot are not kept: their histograms go back to the pool.
+    open: Vec<OpenLeaf>,
+    leaves: usize,
+}
+
+impl<'a> TreeLearner<'a> {
+    fn new(
+        data: &'a Binned,
+        grad: &'a [f64],
+        hess: &'a [f64],
+        features: &'a [usize],
+        params: &'a GbdtParams,
+    ) -> Self {
+        TreeLearner {
+            data,
+            grad,
+            hess,
+            params,
+            layout: Layout::new(data, features),
+            pool: Vec::new(),
+            ordered: Vec::new(),
+            built: Vec::new(),
+            cover: Vec::new(),
+            open: Vec::new(),
+            leaves: 0,
+        }
     }
-    let mut hist = take_buffer(&mut pool);
-    build_hist(&rows, &sums, &mut hist);
-    let best = best_split(&hist, &sums, 0);
-    let mut built = vec![Built::Leaf(leaf_value(&sums))];
-    // Rows reaching each node (TreeSHAP's covers).
-    let mut cover = vec![rows.len() as f64];
-    let mut leaves = Vec::new();
-    if best.is_some() {
-        leaves.push(Leaf {
-            rows,
-            depth: 0,
-            hist,
-            best,
-            node: 0,
-        });
+
+    /// Grows the tree on `rows`.
+    fn train(mut self, rows: Vec<u32>) -> Tree {
+        self.before_train(rows);
+        while self.leaves < self.params.leaves {
+            let Some(i) = self.best_leaf() else {
+                break;
+            };
+            self.split(i);
+        }
+        self.into_tree()
     }
-    // Leaves that cannot be split are not kept: their histograms go back to the pool.
-    let mut num_leaves = 1;
-    while num_leaves < p.num_leaves {
-        // The open leaf with the largest gain (the first on ties).
-        let Some(i) = leaves
+
+    /// The root: its sums, its histogram and its best split.
+    fn before_train(&mut self, rows: Vec<u32>) {
+        let mut sums = Sums::default();
+        for &r in &rows {
+            sums.g += self.grad[r as usize];
+            sums.h += self.hess[r as usize];
+            sums.c += 1;
+        }
+        let mut hist = self.take_buffer();
+        self.construct_histogram(&rows, &sums, &mut hist);
+        self.built.push(Built::Leaf(self.leaf_value(&sums)));
+        self.cover.push(rows.len() as f64);
+        self.leaves = 1;
+        self.open_leaf(rows, 0, hist, &sums, 0, 0);
+    }
+
+    /// The open leaf with the largest gain (the first on ties).
+    fn best_leaf(&self) -> Option<usize> {
+        self.open
             .iter()
             .enumerate()
-            .filter_map(|(i, l)| l.best.map(|b| (i, b.gain)))
+            .map(|(i, l)| (i, l.best.gain))
             .fold(None, |acc: Option<(usize, f64)>, (i, g)| match acc {
                 Some((_, ag)) if ag >= g => acc,
                 _ => Some((i, g)),
             })
             .map(|(i, _)| i)
-        else {
-            break;
-        };
-        let leaf = leaves.remove(i);
-        num_leaves += 1;
-        let split = leaf.best.expect("chosen for its split");
-        let column = data.column(split.feature);
-        let missing_bin = data.features[split.feature].missing();
+    }
+
+    /// Splits open leaf `i` by its best split. The left child takes the parent's place among
+    /// the open leaves and the right child goes last, so the open leaves keep LightGBM's
+    /// leaf-index order.
+    fn split(&mut self, i: usize) {
+        let leaf = self.open.remove(i);
+        self.leaves += 1;
+        let split = leaf.best;
+        let column = self.data.column(split.feature);
+        let missing_bin = self.data.features[split.feature].missing();
         let (left_rows, right_rows): (Vec<u32>, Vec<u32>) = leaf.rows.iter().partition(|&&r| {
             let b = usize::from(column[r as usize]);
             if b == missing_bin {
@@ -408,7 +321,7 @@ pub fn grow(
                 b <= split.bin
             }
         });
-        // Histograms: build the smaller child's, and the larger child's is the parent's
+        // Histograms: construct the smaller child's; the larger child's is the parent's
         // minus it, in the parent's buffer.
         let small_is_left = left_rows.len() <= right_rows.len();
         let (small_rows, small_sums) = if small_is_left {
@@ -416,8 +329,8 @@ pub fn grow(
         } else {
             (&right_rows, &split.right)
         };
-        let mut small_hist = take_buffer(&mut pool);
-        build_hist(small_rows, small_sums, &mut small_hist);
+        let mut small_hist = self.take_buffer();
+        self.construct_histogram(small_rows, small_sums, &mut small_hist);
         let mut large_hist = leaf.hist;
         for (a, b) in large_hist.iter_mut().zip(&small_hist) {
             *a = a.minus(b);
@@ -427,12 +340,12 @@ pub fn grow(
         } else {
             (large_hist, small_hist)
         };
-        let (l_node, r_node) = (built.len(), built.len() + 1);
-        built.push(Built::Leaf(leaf_value(&split.left)));
-        built.push(Built::Leaf(leaf_value(&split.right)));
-        cover.push(left_rows.len() as f64);
-        cover.push(right_rows.len() as f64);
-        built[leaf.node] = Built::Split {
+        let (l_node, r_node) = (self.built.len(), self.built.len() + 1);
+        self.built.push(Built::Leaf(self.leaf_value(&split.left)));
+        self.built.push(Built::Leaf(self.leaf_value(&split.right)));
+        self.cover.push(left_rows.len() as f64);
+        self.cover.push(right_rows.len() as f64);
+        self.built[leaf.node] = Built::Split {
             feature: split.feature,
             bin: split.bin,
             missing_left: split.missing_left,
@@ -440,62 +353,235 @@ pub fn grow(
             left: l_node,
             right: r_node,
         };
-        // The left child takes the parent's place among the open leaves and the right child
-        // goes last, so the open leaves keep LightGBM's leaf-index order (its ties go to the
-        // lower index).
         let depth = leaf.depth + 1;
-        for (rows, sums, hist, node, at) in [
-            (left_rows, split.left, left_hist, l_node, i),
-            (right_rows, split.right, right_hist, r_node, usize::MAX),
-        ] {
-            match best_split(&hist, &sums, depth) {
-                Some(best) => leaves.insert(
-                    at.min(leaves.len()),
-                    Leaf {
-                        rows,
-                        depth,
-                        hist,
-                        best: Some(best),
-                        node,
-                    },
-                ),
-                None => pool.push(hist),
-            }
+        self.open_leaf(left_rows, depth, left_hist, &split.left, l_node, i);
+        self.open_leaf(
+            right_rows,
+            depth,
+            right_hist,
+            &split.right,
+            r_node,
+            usize::MAX,
+        );
+    }
+
+    /// Keeps a new leaf open at position `at` (at most the end) if it has a split, else
+    /// returns its histogram to the pool.
+    fn open_leaf(
+        &mut self,
+        rows: Vec<u32>,
+        depth: usize,
+        hist: Vec<Sums>,
+        sums: &Sums,
+        node: usize,
+        at: usize,
+    ) {
+        match self.find_best_split(&hist, sums, depth) {
+            Some(best) => self.open.insert(
+                at.min(self.open.len()),
+                OpenLeaf {
+                    rows,
+                    depth,
+                    hist,
+                    best,
+                    node,
+                },
+            ),
+            None => self.pool.push(hist),
         }
     }
-    let nodes = built
-        .into_iter()
-        .map(|b| match b {
-            Built::Leaf(value) => Node::Leaf { value },
-            Built::Split {
-                feature,
-                bin,
-                missing_left,
-                saw_missing,
-                left,
-                right,
-            } => {
-                let fb = &data.features[feature];
-                // The last regular bin as a threshold (missing values right, the rest
-                // left): split at the largest training value, so values never seen above
-                // it go with the missing ones.
-                let threshold = fb.thresholds.get(bin).copied().unwrap_or(fb.upper);
-                Node::Split {
-                    feature: feature as u32,
-                    threshold,
-                    nan_left: if saw_missing {
-                        missing_left
-                    } else {
-                        usize::from(fb.bin(0.0)) <= bin
-                    },
-                    zero_missing: false,
-                    left: left as u32,
-                    right: right as u32,
+
+    fn take_buffer(&mut self) -> Vec<Sums> {
+        self.pool
+            .pop()
+            .unwrap_or_else(|| vec![Sums::default(); self.layout.len()])
+    }
+
+    /// Fills `hist` with the sums of `rows`, whose total is `total`.
+    fn construct_histogram(&mut self, rows: &[u32], total: &Sums, hist: &mut [Sums]) {
+        self.ordered.clear();
+        self.ordered.extend(
+            rows.iter()
+                .map(|&r| [self.grad[r as usize], self.hess[r as usize]]),
+        );
+        self.layout.build(rows, &self.ordered, total, hist);
+    }
+
+    /// `−G/(H + λ)·η`.
+    fn leaf_value(&self, s: &Sums) -> f64 {
+        let denom = s.h + self.params.lambda_l2;
+        if denom > 0.0 {
+            -s.g / denom * self.params.tree_lr
+        } else {
+            0.0
+        }
+    }
+
+    /// `G²/(H + λ)`, a node's term of the gain.
+    fn score(&self, s: &Sums) -> f64 {
+        s.g * s.g / (s.h + self.params.lambda_l2)
+    }
+
+    /// The best split of a leaf with histogram `hist`, sums `sums` at `depth`, over every
+    /// feature of the tree, reduced in feature order (ties go to the lower feature).
+    fn find_best_split(&self, hist: &[Sums], sums: &Sums, depth: usize) -> Option<Split> {
+        let p = self.params;
+        if p.max_depth > 0 && depth >= p.max_depth {
+            return None;
+        }
+        if (sums.c as usize) < 2 * p.min_data_in_leaf.max(1) {
+            return None;
+        }
+        let features = self.layout.features.len();
+        let search = |k: usize| {
+            let h = &hist[self.layout.offsets[k]..self.layout.offsets[k + 1]];
+            self.find_best_threshold(self.layout.features[k], h, sums)
+        };
+        let better = |best: Option<Split>, s: Option<Split>| match (best, s) {
+            (Some(b), Some(s)) if b.gain >= s.gain => Some(b),
+            (b, None) => b,
+            (_, s) => s,
+        };
+        if sums.c as usize * features >= PARALLEL_WORK {
+            (0..features)
+                .into_par_iter()
+                .with_min_len(8)
+                .map(search)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .fold(None, better)
+        } else {
+            (0..features).map(search).fold(None, better)
+        }
+    }
+
+    /// The best split of feature `f` (bins `h`, the missing bin last) of a leaf with sums
+    /// `sums`: every threshold, with the missing values on either side when there are any.
+    fn find_best_threshold(&self, f: usize, h: &[Sums], sums: &Sums) -> Option<Split> {
+        let p = self.params;
+        let parent = self.score(sums);
+        let min_rows = p.min_data_in_leaf as i64;
+        // LightGBM's row estimate of a bin: round(hessian · rows / hessian of the leaf).
+        let factor = f64::from(sums.c) / sums.h;
+        let estimate = |s: &Sums| (s.h * factor).round() as i64;
+        let regular = h.len() - 1;
+        let missing = h[regular];
+        let mut best: Option<Split> = None;
+        let sides: &[bool] = if missing.c > 0 {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let estimate_all: i64 = if p.count_from_hessian {
+            h.iter().map(estimate).sum()
+        } else {
+            0
+        };
+        for &missing_left in sides {
+            // Within one pass, equal gains go to the larger threshold, as in LightGBM's
+            // scan from the right (FindBestThresholdSequentially): thresholds that differ
+            // only by bins without hessian (rows of queries that give no gradient, or
+            // out of the bag) split the gradient the same way.
+            let mut pass_best: Option<Split> = None;
+            let mut left = if missing_left {
+                missing
+            } else {
+                Sums::default()
+            };
+            let mut left_estimate = if missing_left && p.count_from_hessian {
+                estimate(&missing)
+            } else {
+                0
+            };
+            // Bin `regular − 1` puts every regular value left: only a split when the
+            // missing values go right.
+            let last = if missing.c > 0 && !missing_left {
+                regular
+            } else {
+                regular - 1
+            };
+            for (bin, s) in h.iter().enumerate().take(last) {
+                left.add(s);
+                let right = sums.minus(&left);
+                let (left_rows, right_rows) = if p.count_from_hessian {
+                    // As LightGBM: the right side's estimate, the rest to the left.
+                    left_estimate += estimate(s);
+                    let right_estimate = estimate_all - left_estimate;
+                    (i64::from(sums.c) - right_estimate, right_estimate)
+                } else {
+                    (i64::from(left.c), i64::from(right.c))
+                };
+                if left_rows < min_rows
+                    || right_rows < min_rows
+                    || left.h < p.min_sum_hessian
+                    || right.h < p.min_sum_hessian
+                {
+                    continue;
+                }
+                let gain =
+                    0.5 * (self.score(&left) + self.score(&right) - parent) - p.min_split_gain;
+                if gain > 0.0 && pass_best.is_none_or(|b| gain >= b.gain) {
+                    pass_best = Some(Split {
+                        gain,
+                        feature: f,
+                        bin,
+                        missing_left,
+                        saw_missing: missing.c > 0,
+                        left,
+                        right,
+                    });
                 }
             }
-        })
-        .collect();
-    Tree { nodes, cover }
+            if let Some(s) = pass_best {
+                if best.is_none_or(|b| s.gain > b.gain) {
+                    best = Some(s);
+                }
+            }
+        }
+        best
+    }
+
+    /// The tree as [`Node`]s: bins become thresholds.
+    fn into_tree(self) -> Tree {
+        let data = self.data;
+        let nodes = self
+            .built
+            .into_iter()
+            .map(|b| match b {
+                Built::Leaf(value) => Node::Leaf { value },
+                Built::Split {
+                    feature,
+                    bin,
+                    missing_left,
+                    saw_missing,
+                    left,
+                    right,
+                } => {
+                    let fb = &data.features[feature];
+                    // The last regular bin as a threshold (missing values right, the rest
+                    // left): split at the largest training value, so values never seen above
+                    // it go with the missing ones.
+                    let threshold = fb.thresholds.get(bin).copied().unwrap_or(fb.upper);
+                    Node::Split {
+                        feature: feature as u32,
+                        threshold,
+                        nan_left: if saw_missing {
+                            missing_left
+                        } else {
+                            usize::from(fb.bin(0.0)) <= bin
+                        },
+                        zero_missing: false,
+                        left: left as u32,
+                        right: right as u32,
+                    }
+                }
+            })
+            .collect();
+        Tree {
+            nodes,
+            cover: self.cover,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -529,15 +615,16 @@ mod tests {
             .map(|&v| if v == 0.2 || v == 0.3 { 0.0 } else { 1.0 })
             .collect();
         for count_from_hessian in [false, true] {
-            let p = GrowParams {
-                num_leaves: 2,
+            let p = GbdtParams {
+                leaves: 2,
                 max_depth: 0,
                 min_data_in_leaf: 1,
                 count_from_hessian,
                 min_sum_hessian: 0.0,
                 lambda_l2: 0.0,
                 min_split_gain: 0.0,
-                learning_rate: 1.0,
+                tree_lr: 1.0,
+                ..GbdtParams::default()
             };
             let tree = grow(&data, &grad, &hess, (0..20).collect(), &[0], &p);
             match tree.nodes[0] {

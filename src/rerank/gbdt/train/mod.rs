@@ -29,7 +29,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 pub use bins::{Binned, FeatureBins};
-use grow::{grow, GrowParams};
+use grow::grow;
 
 pub use super::params::GbdtParams;
 
@@ -41,7 +41,7 @@ use crate::rerank::objective::{
 };
 use crate::rerank::{
     evaluate_scores, MetricConvention, ModelMetrics, Objective, RankMetrics, RankSet, RerankError,
-    Reranker, TrainingInfo,
+    Reranker, TrainConfig, TrainingInfo,
 };
 
 /// One boosting round, as the log and the observer see it.
@@ -89,28 +89,25 @@ pub struct GbdtOutcome {
 
 /// Trains a tree reranker ([`train_forest`]) and wraps it as a model file (format version
 /// 3) over the training set's features, recording the parameters, rounds and metrics.
-#[allow(clippy::too_many_arguments)]
 pub fn train(
     train: &RankSet,
     valid: Option<&RankSet>,
-    objective: &Objective,
-    params: &GbdtParams,
-    convention: MetricConvention,
-    source: String,
-    parent: Option<String>,
+    config: &TrainConfig,
     on_round: &mut dyn FnMut(&RoundLog),
     cancel: &AtomicBool,
 ) -> Result<GbdtOutcome, RerankError> {
-    let trained = train_forest(
-        train, valid, objective, params, convention, on_round, cancel,
-    )?;
+    let trained = train_forest(train, valid, config, on_round, cancel)?;
+    let params = config
+        .gbdt
+        .as_ref()
+        .expect("train_forest checked the tree parameters");
     let training = TrainingInfo {
-        objective: objective.clone(),
+        objective: config.objective.clone(),
         optimizer: None,
-        epochs: params.rounds,
+        epochs: params.trees,
         batch_queries: train.queries.len(),
         patience: params.early_stopping_rounds,
-        seed: params.seed,
+        seed: config.seed,
         best_epoch: trained.best_round,
         epochs_run: trained.rounds_run,
         ensemble: 1,
@@ -120,10 +117,15 @@ pub fn train(
         mixup: None,
         member_best_epochs: vec![trained.best_round],
         metrics: trained.metrics,
-        source,
+        source: config.source.clone(),
     };
     let gbdt = GbdtModel::new(trained.forest, Some(params.clone()), None);
-    let model = Reranker::new_gbdt(train.feature_names.clone(), gbdt, training, parent)?;
+    let model = Reranker::new_gbdt(
+        train.feature_names.clone(),
+        gbdt,
+        training,
+        config.parent.clone(),
+    )?;
     Ok(GbdtOutcome {
         model,
         log: trained.log,
@@ -182,19 +184,24 @@ fn query_grad_hess(
     }
 }
 
-/// Trains a forest on `train`, early-stopping on `valid` (see the module doc). `on_round`
+/// Trains a forest on `train`, early-stopping on `valid` (see the module doc), with
+/// `config`'s objective, seed and tree parameters (`gbdt`, which it must have). `on_round`
 /// sees every round's log line; `cancel` stops after the current round, keeping the best
 /// round so far.
 pub fn train_forest(
     train: &RankSet,
     valid: Option<&RankSet>,
-    objective: &Objective,
-    params: &GbdtParams,
-    convention: MetricConvention,
+    config: &TrainConfig,
     on_round: &mut dyn FnMut(&RoundLog),
     cancel: &AtomicBool,
 ) -> Result<TrainedForest, RerankError> {
+    let objective = &config.objective;
+    let convention = config.convention;
     objective.validate()?;
+    let params = config
+        .gbdt
+        .as_ref()
+        .ok_or_else(|| RerankError::invalid("the training configuration has no tree parameters"))?;
     params.validate()?;
     let d = train.num_features();
     let n = train.num_rows();
@@ -212,18 +219,8 @@ pub fn train_forest(
     let usable: Vec<usize> = (0..d)
         .filter(|&f| !binned.features[f].thresholds.is_empty() || has_missing(&binned, f))
         .collect();
-    let grow_params = GrowParams {
-        num_leaves: params.num_leaves,
-        max_depth: params.max_depth,
-        min_data_in_leaf: params.min_data_in_leaf,
-        count_from_hessian: params.count_from_hessian,
-        min_sum_hessian: params.min_sum_hessian,
-        lambda_l2: params.lambda_l2,
-        min_split_gain: params.min_split_gain,
-        learning_rate: params.learning_rate,
-    };
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let mut bagging = Bagging::new(params.seed, n);
+    let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+    let mut bagging = Bagging::new(config.seed, n);
     let mut scores = vec![0f64; n];
     let mut previous: Option<Vec<f64>> = None;
     let mut states: Vec<QueryState> = vec![QueryState::new(); train.queries.len()];
@@ -234,7 +231,7 @@ pub fn train_forest(
     let mut log = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let mut cancelled = false;
-    for round in 1..=params.rounds {
+    for round in 1..=params.trees {
         let started = Instant::now();
         // Gradients and hessians, query by query in parallel (each query writes its rows).
         let per_query: Vec<Option<QueryNewton>> = train
@@ -287,7 +284,7 @@ pub fn train_forest(
         } else {
             usable.clone()
         };
-        let tree = grow(&binned, &grad, &hess, rows, &features, &grow_params);
+        let tree = grow(&binned, &grad, &hess, rows, &features, params);
         previous = Some(scores.clone());
         add_tree(&tree, &train_columns, &mut scores);
         if let (Some(vc), Some(vs)) = (&valid_columns, valid_scores.as_mut()) {
@@ -538,6 +535,19 @@ mod tests {
         Objective::LambdaNdcg(LambdaParams::default())
     }
 
+    /// A tree run of `objective` with `params` (seed 1).
+    fn trees(objective: &Objective, params: &GbdtParams) -> TrainConfig {
+        TrainConfig {
+            objective: objective.clone(),
+            network: Default::default(),
+            gbdt: Some(params.clone()),
+            seed: 1,
+            convention: MetricConvention::Letor,
+            source: "synthetic".into(),
+            parent: None,
+        }
+    }
+
     fn quiet(
         train: &RankSet,
         valid: Option<&RankSet>,
@@ -547,9 +557,7 @@ mod tests {
         train_forest(
             train,
             valid,
-            objective,
-            params,
-            MetricConvention::Letor,
+            &trees(objective, params),
             &mut |_| {},
             &AtomicBool::new(false),
         )
@@ -568,8 +576,8 @@ mod tests {
         let expected = fixture["trees"].as_array().unwrap();
         let set = RankSet::from_letor(&rank_train()).unwrap();
         let params = GbdtParams {
-            rounds: expected.len(),
-            num_leaves: 31,
+            trees: expected.len(),
+            leaves: 31,
             min_data_in_leaf: 50,
             count_from_hessian: true,
             min_sum_hessian: 5.0,
@@ -630,15 +638,16 @@ mod tests {
         for trial in 0..20 {
             let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
             let hess: Vec<f64> = (0..n).map(|_| rng.random_range(0.01..1.0)).collect();
-            let p = GrowParams {
-                num_leaves: 2,
+            let p = GbdtParams {
+                leaves: 2,
                 max_depth: 0,
                 min_data_in_leaf: [1, 5, 40][trial % 3],
                 count_from_hessian: false,
                 min_sum_hessian: 0.5,
                 lambda_l2: [0.0, 1.0][trial % 2],
                 min_split_gain: 0.0,
-                learning_rate: 0.3,
+                tree_lr: 0.3,
+                ..GbdtParams::default()
             };
             // Few distinct values per feature (rounded to 1/64): every boundary is a bin.
             let x: Vec<f32> = set.x.iter().map(|v| (v * 64.0).round() / 64.0).collect();
@@ -718,7 +727,7 @@ mod tests {
                 s.1 += hess[r];
             }
             for (k, (g, h)) in sums.iter().enumerate() {
-                let want = -g / (h + p.lambda_l2) * p.learning_rate;
+                let want = -g / (h + p.lambda_l2) * p.tree_lr;
                 let Node::Leaf { value } = tree.nodes[1 + k] else {
                     unreachable!()
                 };
@@ -738,15 +747,16 @@ mod tests {
         let grad: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
         let hess = vec![0.25; n];
         let grown = |count_from_hessian| {
-            let p = GrowParams {
-                num_leaves: 12,
+            let p = GbdtParams {
+                leaves: 12,
                 max_depth: 0,
                 min_data_in_leaf: 30,
                 count_from_hessian,
                 min_sum_hessian: 0.0,
                 lambda_l2: 1.0,
                 min_split_gain: 0.0,
-                learning_rate: 0.1,
+                tree_lr: 0.1,
+                ..GbdtParams::default()
             };
             grow(
                 &binned,
@@ -765,8 +775,8 @@ mod tests {
     fn deterministic_on_any_number_of_threads() {
         let set = synthetic(40, 5);
         let params = GbdtParams {
-            rounds: 8,
-            num_leaves: 7,
+            trees: 8,
+            leaves: 7,
             min_data_in_leaf: 3,
             row_fraction: 0.8,
             feature_fraction: 0.6,
@@ -788,15 +798,17 @@ mod tests {
             assert_eq!(one, run(2, &objective));
             assert_eq!(one, run(3, &objective));
         }
-        let other_seed = quiet(
+        let other_seed = train_forest(
             &set,
             None,
-            &ndcg(),
-            &GbdtParams {
+            &TrainConfig {
                 seed: 2,
-                ..params.clone()
+                ..trees(&ndcg(), &params)
             },
-        );
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap();
         assert_ne!(run(1, &ndcg()), other_seed.forest);
     }
 
@@ -805,8 +817,8 @@ mod tests {
         let set = synthetic(60, 7);
         let before = metrics_of(&set, &vec![0.0; set.num_rows()], MetricConvention::Letor).unwrap();
         let params = GbdtParams {
-            rounds: 30,
-            num_leaves: 8,
+            trees: 30,
+            leaves: 8,
             min_data_in_leaf: 5,
             ..GbdtParams::default()
         };
@@ -819,7 +831,7 @@ mod tests {
                 GbdtParams {
                     stable_ap_hessian: hessian,
                     // A constant hessian of 1 makes much smaller steps than Newton's.
-                    learning_rate: if hessian == StableApHessian::Constant {
+                    tree_lr: if hessian == StableApHessian::Constant {
                         50.0
                     } else {
                         0.1
@@ -853,10 +865,10 @@ mod tests {
         let train = synthetic(40, 11);
         let valid = synthetic(15, 12);
         let params = GbdtParams {
-            rounds: 60,
-            num_leaves: 16,
+            trees: 60,
+            leaves: 16,
             min_data_in_leaf: 1,
-            learning_rate: 0.5,
+            tree_lr: 0.5,
             early_stopping_rounds: 5,
             ..GbdtParams::default()
         };
@@ -864,7 +876,7 @@ mod tests {
         let best = out.log.iter().rfind(|l| l.best).unwrap();
         assert_eq!(out.best_round, best.round);
         assert_eq!(out.forest.trees.len(), out.best_round);
-        assert!(out.rounds_run == params.rounds || out.rounds_run == out.best_round + 5);
+        assert!(out.rounds_run == params.trees || out.rounds_run == out.best_round + 5);
         let kept = out.metrics.valid.unwrap().map;
         assert!(
             (kept - best.valid_map).abs() < 1e-12,
@@ -885,20 +897,20 @@ mod tests {
         let err = train_forest(
             &set,
             None,
-            &ndcg(),
-            &bad,
-            MetricConvention::Letor,
+            &trees(&ndcg(), &bad),
             &mut |_| {},
             &AtomicBool::new(false),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("max_bins = 300"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("max_bins must be in 2..=255, got 300"),
+            "{err}"
+        );
         let err = train_forest(
             &set,
             None,
-            &Objective::Ranknet { sigma: 1.0 },
-            &GbdtParams::default(),
-            MetricConvention::Letor,
+            &trees(&Objective::Ranknet { sigma: 1.0 }, &GbdtParams::default()),
             &mut |_| {},
             &AtomicBool::new(false),
         )
