@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
 use crate::db::judgments::StoredJudgment;
 use crate::eval::{self, EvalOptions, Qrels};
+use crate::search::evaluate::Evaluation;
 use crate::search::{Engine, SearchQuery};
 use crate::text::ModelKind;
 
@@ -36,6 +35,16 @@ impl crate::error::Kinded for EvaluateError {
     }
 }
 
+/// An evaluation on the stored judgments: the report and the failed queries, the judged
+/// queries left out for want of a text, and the depth of each ranking.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoredEvaluation {
+    #[serde(flatten)]
+    pub evaluation: Evaluation,
+    pub skipped_queries: Vec<String>,
+    pub depth: usize,
+}
+
 /// Runs the judged queries through the engine's first phase with `model` (ranking `depth`
 /// documents each, as `rankd eval` does) and scores them. Queries without a text are listed
 /// in `skipped_queries`; queries the engine refuses (too many terms, say) in
@@ -46,7 +55,7 @@ pub fn evaluate(
     model: ModelKind,
     field: Option<&str>,
     depth: usize,
-) -> Result<Value, EvaluateError> {
+) -> Result<StoredEvaluation, EvaluateError> {
     if judgments.is_empty() {
         return Err(EvaluateError::NoJudgments);
     }
@@ -88,9 +97,12 @@ pub fn evaluate(
     let mut report =
         eval::evaluate(&run, &judged, &options).map_err(|e| EvaluateError::Eval(e.to_string()))?;
     report.model = Some(model.to_string());
-    let mut value = serde_json::to_value(&report).map_err(anyhow::Error::from)?;
-    value["skipped_queries"] = json!(skipped);
-    value["failed_queries"] = json!(failed);
-    value["depth"] = json!(depth);
-    Ok(value)
+    Ok(StoredEvaluation {
+        evaluation: Evaluation {
+            report,
+            failed_queries: failed,
+        },
+        skipped_queries: skipped.into_iter().map(str::to_string).collect(),
+        depth,
+    })
 }

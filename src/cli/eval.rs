@@ -7,6 +7,7 @@ use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
 use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
+use crate::search::evaluate::Evaluation;
 use crate::search::model::ActiveModel;
 use crate::search::{Engine, FusionQuery, Ranking, SearchQuery};
 use crate::text::{ModelKind, TextIndex};
@@ -193,19 +194,23 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let options = args.gain.report_options();
     let mut report = eval::evaluate(&run, &qrels, &options)?;
     report.model = Some(name);
-    for f in &failed {
+    let evaluation = Evaluation {
+        report,
+        failed_queries: failed,
+    };
+    for f in &evaluation.failed_queries {
         eprintln!("warning: query {} was not run: {}", f.qid, f.error);
     }
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["failed_queries"] = serde_json::to_value(&failed)?;
-        println!("{}", serde_json::to_string(&value)?);
+        println!("{}", serde_json::to_string(&evaluation)?);
     } else {
-        report.write_table(&mut std::io::stdout(), args.per_query)?;
-        if !failed.is_empty() {
+        evaluation
+            .report
+            .write_table(&mut std::io::stdout(), args.per_query)?;
+        if !evaluation.failed_queries.is_empty() {
             println!(
                 "{} of {} queries could not be run (scored 0; --strict to stop instead)",
-                failed.len(),
+                evaluation.failed_queries.len(),
                 queries.len()
             );
         }

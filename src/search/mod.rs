@@ -13,6 +13,7 @@
 
 pub mod collapse;
 pub mod document;
+pub mod evaluate;
 pub mod fusion;
 pub mod model;
 pub mod request;

@@ -7,10 +7,9 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::body;
-use crate::admin::evaluate::evaluate as run_evaluation;
+use crate::admin::evaluate::{evaluate as run_evaluation, StoredEvaluation};
 use crate::api::{ApiError, AppState};
 use crate::text::ModelKind;
 
@@ -42,7 +41,7 @@ const MAX_DEPTH: usize = 10_000;
 pub async fn evaluate(
     State(state): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<StoredEvaluation>, ApiError> {
     let raw = body::bytes(raw)?;
     let request: EvaluateRequest = body::json(&raw)?;
     let model: ModelKind = request
@@ -78,7 +77,7 @@ pub async fn evaluate(
     .await
     .map_err(ApiError::internal)?;
     match report {
-        Ok(value) => Ok(Json(value)),
+        Ok(evaluation) => Ok(Json(evaluation)),
         Err(e) => Err(ApiError::of_kind(
             crate::error::Kinded::kind(&e),
             format!("{e:#}"),
