@@ -627,22 +627,13 @@ impl Engine {
         self.model.store(model);
     }
 
-    /// The configured default first-phase model.
-    pub fn default_model(&self) -> Result<ModelKind, SearchError> {
-        self.index
-            .config
-            .default_model
-            .parse()
-            .map_err(|e: String| SearchError::Internal(anyhow::anyhow!("index configuration: {e}")))
-    }
-
     /// Runs one search.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
         q.validate()?;
         let kind = match q.model {
             Some(m) => m,
-            None => self.default_model()?,
+            None => self.index.config.default_model,
         };
         // One version of each part for the whole search.
         let links = self.links.load_full();

@@ -10,7 +10,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Score, Searcher, Term};
 
 use super::columns::DocColumns;
-use super::config::Bm25Params;
+use super::config::{Bm25Params, TextField};
 use super::index::TextIndex;
 use super::models::bm25f::Bm25fField;
 use super::models::{
@@ -93,17 +93,21 @@ impl TextIndex {
     }
 
     /// The field a single-field model ranks by.
-    fn model_field(&self, name: Option<&str>) -> Result<(Field, String), SearchError> {
-        let name = name.unwrap_or(&self.config.default_field).to_string();
-        match self.fields.text(&name) {
-            Some(f) => Ok((f, name)),
-            None => Err(SearchError::Param {
-                field: "field",
-                message: format!(
-                    "unknown field `{name}` (known: title, headings, body, anchor, url, all)"
-                ),
-            }),
-        }
+    fn model_field(&self, name: Option<&str>) -> Result<(Field, TextField), SearchError> {
+        let field = match name {
+            Some(name) => name
+                .parse::<TextField>()
+                .map_err(|message| SearchError::Param {
+                    field: "field",
+                    message,
+                })?,
+            None => self.config.default_field,
+        };
+        let schema_field = self
+            .fields
+            .text(field.name())
+            .expect("every text field is in the schema");
+        Ok((schema_field, field))
     }
 
     /// Analyses `q` for `kind` and binds the model to the collection statistics `stats` (the
@@ -118,9 +122,9 @@ impl TextIndex {
     ) -> Result<Option<BoundModel>, SearchError> {
         let (field, field_name) = self.model_field(field)?;
         let fc = self.config.field(if kind == ModelKind::Bm25F {
-            "all"
+            TextField::All.name()
         } else {
-            &field_name
+            field_name.name()
         });
         let terms = QueryTerms::analyze(q, fc.analyzer)?;
         if terms.is_empty() {

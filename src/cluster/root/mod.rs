@@ -617,11 +617,7 @@ impl Root {
         }
         let kind = match q.model {
             Some(m) => m,
-            None => self
-                .config
-                .default_model
-                .parse()
-                .map_err(|e: String| internal(format!("index configuration: {e}")))?,
+            None => self.config.default_model,
         };
         if let Some(f) = &q.field {
             if !TEXT_FIELDS.contains(&f.as_str()) {
@@ -660,7 +656,10 @@ impl Root {
             for k in &kinds {
                 let field = match k {
                     ModelKind::Bm25F => "all",
-                    _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+                    _ => q
+                        .field
+                        .as_deref()
+                        .unwrap_or(self.config.default_field.name()),
                 };
                 if !fields.contains(&field) {
                     fields.push(field);
