@@ -29,7 +29,6 @@ use serde::Serialize;
 use tantivy::query::Query;
 use tantivy::{DocAddress, Score, Searcher};
 
-use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::query::QueryTerms;
@@ -433,13 +432,6 @@ pub struct PhaseTimes {
 pub struct FeatureWindow {
     pub candidates: Vec<Candidate>,
     pub features: FeatureMatrix,
-}
-
-/// A query of a batch that could not be run, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FailedQuery {
-    pub qid: String,
-    pub error: String,
 }
 
 /// One entry of the final page before it becomes a hit.
@@ -1007,42 +999,6 @@ impl Engine {
             None => vec![Vec::new(); docs.len()],
         };
         Ok((m, out_links))
-    }
-
-    /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
-    /// TREC run (what `rankd eval` and `POST /admin/evaluate` score). A query the engine
-    /// refuses (bad input: too many terms, say) is listed in the second value and left out of
-    /// the run, unless `strict`, which stops at it; an internal failure always stops. The
-    /// error names the query. `on_query` is called after each query.
-    pub fn run_queries(
-        &self,
-        queries: &[(String, String)],
-        template: &SearchQuery,
-        strict: bool,
-        on_query: &dyn Fn(),
-    ) -> anyhow::Result<(Run, Vec<FailedQuery>)> {
-        let mut run = Run::new();
-        let mut failed = Vec::new();
-        let mut query = template.clone();
-        for (qid, text) in queries {
-            query.text.clone_from(text);
-            match self.search(&query) {
-                Ok(results) => {
-                    for hit in results.hits {
-                        run.push(qid, hit.id, f64::from(hit.score));
-                    }
-                }
-                Err(e) if strict || matches!(e, SearchError::Internal(_)) => {
-                    return Err(anyhow::Error::from(e).context(format!("query {qid}")))
-                }
-                Err(e) => failed.push(FailedQuery {
-                    qid: qid.clone(),
-                    error: e.to_string(),
-                }),
-            }
-            on_query();
-        }
-        Ok((run, failed))
     }
 
     /// The first-phase top `window` of `text` with its feature vectors: the rerank path's
