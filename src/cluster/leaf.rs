@@ -17,9 +17,9 @@ use tantivy::{DocAddress, Searcher};
 use super::wire::*;
 use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
 use crate::links::LinkData;
+use crate::search::SearchError;
 use crate::search::{Engine, Returns, SearchQuery};
 use crate::text::columns::CollapseKeys;
-use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
 use crate::text::stats_table::StatsTable;
 use crate::text::ModelKind;
@@ -336,7 +336,8 @@ pub fn feedback(
         .collect::<Result<Vec<_>, LeafError>>()?;
     Ok(FeedbackReply {
         protocol: PROTOCOL,
-        docs: crate::features::prf::feedback_docs(&engine.index, searcher, &candidates)?,
+        docs: crate::features::prf::feedback_docs(&engine.index, searcher, &candidates)
+            .map_err(SearchError::from)?,
     })
 }
 
@@ -408,7 +409,8 @@ fn explain(
     let bound = match kind {
         Some(kind) => engine
             .index
-            .bind(stats, kind, call.field.as_deref(), text)?,
+            .bind(stats, kind, call.field.as_deref(), text)
+            .map_err(SearchError::from)?,
         None => None,
     };
     let first_phase = match bound {

@@ -15,7 +15,7 @@ use tantivy::{DocAddress, Searcher};
 
 use crate::links::LinkData;
 use crate::text::columns::DocColumns;
-use crate::text::search::SearchError;
+use crate::text::search::TextError;
 use crate::text::stats::Stats;
 use crate::text::TextIndex;
 
@@ -118,7 +118,7 @@ pub fn extract(
     q: &str,
     candidates: &[Candidate],
     how: Extraction,
-) -> Result<FeatureMatrix, SearchError> {
+) -> Result<FeatureMatrix, TextError> {
     extract_part(
         index,
         searcher,
@@ -160,7 +160,7 @@ pub fn extract_part(
     part_of_window: bool,
     rm3: Rm3Source,
     how: Extraction,
-) -> Result<FeatureMatrix, SearchError> {
+) -> Result<FeatureMatrix, TextError> {
     let mut m = FeatureMatrix {
         rows: candidates.len(),
         cols: set.len(),
@@ -228,7 +228,7 @@ fn columns(
     candidates: &[Candidate],
     now: i64,
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let columns = index.doc_columns(searcher)?;
     let params = index.config.social;
     let global_rating = columns.global_rating(searcher).map(|(mean, _)| mean);

@@ -12,7 +12,7 @@ use crate::text::models::{
 };
 use crate::text::query::QueryTerms;
 use crate::text::scorer::ModelQuery;
-use crate::text::search::SearchError;
+use crate::text::search::TextError;
 use crate::text::TextIndex;
 
 /// Fills the text columns of `m`.
@@ -24,7 +24,7 @@ pub(super) fn extract(
     q: &str,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
     // Fields usually share an analyzer: analyse the query once per analyzer.
     let mut analysed: Vec<(Analyzer, QueryTerms)> = Vec::new();
@@ -120,7 +120,7 @@ pub(super) fn bm25f(
     q: &str,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let Some(bound) = index.bind(stats, ModelKind::Bm25F, None, q)? else {
         return Ok(());
     };

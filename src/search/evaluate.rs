@@ -5,10 +5,9 @@
 
 use serde::Serialize;
 
-use super::{Engine, SearchQuery};
+use super::{Engine, SearchError, SearchQuery};
 use crate::error::{ErrorKind, Kinded};
 use crate::eval::{Report, Run};
-use crate::text::search::SearchError;
 
 /// What an evaluation found: the SPEC §4 report (its means at the top level) and the queries
 /// the engine could not run, which the report scores 0.

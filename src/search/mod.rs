@@ -13,6 +13,7 @@
 
 pub mod collapse;
 pub mod document;
+pub mod error;
 pub mod evaluate;
 pub mod fusion;
 pub mod model;
@@ -32,15 +33,17 @@ use tantivy::{DocAddress, Score, Searcher};
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::query::QueryTerms;
-use crate::text::search::{validate_window, BoundModel, SearchError};
+use crate::text::search::BoundModel;
 use crate::text::snippet::SnippetQuery;
 use crate::text::stats::Stats;
 use crate::text::{ModelKind, TextIndex};
 
 pub use collapse::CollapseKey;
 pub use document::{DocResponse, SimilarError, SimilarHit, SimilarResponse};
+pub use error::SearchError;
 pub use fusion::{Fusion, FusionError};
 pub use model::{ActiveModel, RerankExplanation, DEFAULT_WINDOW, MAX_WINDOW};
+use request::validate_window;
 pub use sort::SortMode;
 
 /// How deep each input list of a fusion goes when the request does not say.

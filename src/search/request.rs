@@ -8,17 +8,42 @@
 //! [`SearchQuery::validate`]'s. Errors name the parameter (`SearchError::Param`), which the
 //! HTTP API answers as a 400 and the command line as a usage error.
 
+use super::SearchError;
 use super::{
     check_window, CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery,
     SortMode, DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW, MAX_WINDOW,
 };
 use crate::text::config::TextField;
-use crate::text::search::{SearchError, MAX_K};
 use crate::text::ModelKind;
+
+/// Largest `k` one request may ask for.
+pub const MAX_K: usize = 1000;
+/// Deepest result (offset + k) one request may reach.
+pub const MAX_DEPTH: usize = 10_000;
 
 /// How many documents an evaluation ranks per query when the request does not say: as many
 /// as trec_eval's runs hold.
 pub const DEFAULT_EVAL_DEPTH: usize = 1000;
+
+/// Checks `k` and `offset` against the limits.
+pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
+    if k == 0 || k > MAX_K {
+        return Err(bad(
+            "k",
+            format!("k must be between 1 and {MAX_K}, got {k}"),
+        ));
+    }
+    if offset.saturating_add(k) > MAX_DEPTH {
+        return Err(bad(
+            "offset",
+            format!(
+                "offset + k must not exceed {MAX_DEPTH}, got {}",
+                offset.saturating_add(k)
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// A parameter error.
 fn bad(field: &'static str, message: impl Into<String>) -> SearchError {

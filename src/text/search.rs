@@ -19,31 +19,18 @@ use super::models::{
 use super::query::{QueryError, QueryTerms};
 use super::scorer::ModelQuery;
 
-/// Largest `k` one request may ask for.
-pub const MAX_K: usize = 1000;
-/// Deepest result (offset + k) one request may reach.
-pub const MAX_DEPTH: usize = 10_000;
-
+/// Why a model cannot rank a query: the query's text or the field named is the caller's
+/// fault, the index is not. The search pipeline turns it into its own error, which names the
+/// parameter (`crate::search::SearchError`).
 #[derive(Debug, thiserror::Error)]
-pub enum SearchError {
+pub enum TextError {
     #[error(transparent)]
     Query(#[from] QueryError),
-    #[error("{field}: {message}")]
-    Param {
-        field: &'static str,
-        message: String,
-    },
-    /// Part of a sharded collection is down and partial answers are not allowed.
+    /// An unknown field name; the message lists the known ones.
     #[error("{0}")]
-    Unavailable(String),
+    Field(String),
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
-
-impl From<tantivy::TantivyError> for SearchError {
-    fn from(e: tantivy::TantivyError) -> Self {
-        SearchError::Internal(e.into())
-    }
+    Index(#[from] tantivy::TantivyError),
 }
 
 /// A model bound to one query on one searcher, ready to rank or to score candidates.
@@ -93,14 +80,9 @@ impl TextIndex {
     }
 
     /// The field a single-field model ranks by.
-    fn model_field(&self, name: Option<&str>) -> Result<(Field, TextField), SearchError> {
+    fn model_field(&self, name: Option<&str>) -> Result<(Field, TextField), TextError> {
         let field = match name {
-            Some(name) => name
-                .parse::<TextField>()
-                .map_err(|message| SearchError::Param {
-                    field: "field",
-                    message,
-                })?,
+            Some(name) => name.parse::<TextField>().map_err(TextError::Field)?,
             None => self.config.default_field,
         };
         let schema_field = self
@@ -119,7 +101,7 @@ impl TextIndex {
         kind: ModelKind,
         field: Option<&str>,
         q: &str,
-    ) -> Result<Option<BoundModel>, SearchError> {
+    ) -> Result<Option<BoundModel>, TextError> {
         let (field, field_name) = self.model_field(field)?;
         let fc = self.config.field(if kind == ModelKind::Bm25F {
             TextField::All.name()
@@ -330,24 +312,4 @@ fn native_bm25(field: Field, terms: &[(String, u32)]) -> Box<dyn Query> {
         })
         .collect();
     Box::new(BooleanQuery::new(clauses))
-}
-
-/// Checks `k` and `offset` against the limits.
-pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
-    if k == 0 || k > MAX_K {
-        return Err(SearchError::Param {
-            field: "k",
-            message: format!("k must be between 1 and {MAX_K}, got {k}"),
-        });
-    }
-    if offset.saturating_add(k) > MAX_DEPTH {
-        return Err(SearchError::Param {
-            field: "offset",
-            message: format!(
-                "offset + k must not exceed {MAX_DEPTH}, got {}",
-                offset.saturating_add(k)
-            ),
-        });
-    }
-    Ok(())
 }

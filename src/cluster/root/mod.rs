@@ -70,13 +70,13 @@ use transport::{CallFailure, ShardClient};
 use super::wire::*;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
+use crate::search::SearchError;
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
     Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
-use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, ModelKind};
@@ -1015,7 +1015,8 @@ impl Root {
             &crate::text::stats::Stats::new(&source),
             &q.text,
             &feedback,
-        )?;
+        )
+        .map_err(SearchError::from)?;
         let Some(rm) = rm else {
             return Ok((None, first.stats.clone()));
         };
