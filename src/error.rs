@@ -5,14 +5,15 @@
 //! message. An error of no known type is internal: a failure is never blamed on the user by
 //! accident.
 //!
-//! Errors travel as `anyhow::Error` through the command line and the jobs, so [`kind_of`]
-//! walks the chain for the first cause whose type knows its kind.
+//! Errors travel as `anyhow::Error` through the command line and the jobs, so
+//! `crate::search::error::kind_of` walks the chain for the first cause whose type knows its
+//! kind, the types of this layer and below through [`known_kind`].
 
 use crate::corpus::RecordError;
 use crate::eval::ParseError;
 use crate::rerank::RerankError;
 use crate::text::query::QueryError;
-use crate::text::SearchError;
+use crate::text::TextError;
 
 /// What kind of failure an error is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -94,12 +95,11 @@ impl Kinded for Conflict {
     }
 }
 
-impl Kinded for SearchError {
+impl Kinded for TextError {
     fn kind(&self) -> ErrorKind {
         match self {
-            SearchError::Query(_) | SearchError::Param { .. } => ErrorKind::Invalid,
-            SearchError::Unavailable(_) => ErrorKind::Unavailable,
-            SearchError::Internal(_) => ErrorKind::Internal,
+            TextError::Query(_) | TextError::Field(_) => ErrorKind::Invalid,
+            TextError::Index(_) => ErrorKind::Internal,
         }
     }
 }
@@ -159,32 +159,28 @@ impl Kinded for crate::graph::GraphError {
     }
 }
 
-/// The kind of the first cause in `e`'s chain whose type knows its kind; internal when none
-/// does.
-pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
-    fn known(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
-        macro_rules! try_kind {
-            ($($t:ty),*) => {
-                $(if let Some(k) = cause.downcast_ref::<$t>() {
-                    return Some(k.kind());
-                })*
-            };
-        }
-        try_kind!(
-            Invalid,
-            NotFound,
-            Conflict,
-            SearchError,
-            QueryError,
-            RerankError,
-            RecordError,
-            ParseError,
-            crate::eval::EvalError,
-            crate::graph::GraphError
-        );
-        None
+/// The kind of `cause` when its type is one of this layer's or below that knows its kind.
+pub fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+    macro_rules! try_kind {
+        ($($t:ty),*) => {
+            $(if let Some(k) = cause.downcast_ref::<$t>() {
+                return Some(k.kind());
+            })*
+        };
     }
-    e.chain().find_map(known).unwrap_or(ErrorKind::Internal)
+    try_kind!(
+        Invalid,
+        NotFound,
+        Conflict,
+        TextError,
+        QueryError,
+        RerankError,
+        RecordError,
+        ParseError,
+        crate::eval::EvalError,
+        crate::graph::GraphError
+    );
+    None
 }
 
 #[cfg(test)]
@@ -192,35 +188,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_first_kinded_cause_decides_and_unknown_errors_are_internal() {
-        let e = anyhow::Error::from(Invalid("bad k".into())).context("query 7");
-        assert_eq!(kind_of(&e), ErrorKind::Invalid);
-        assert_eq!(format!("{e:#}"), "query 7: bad k");
-        let io = std::io::Error::other("disk full");
-        let e = anyhow::Error::from(io).context("cannot write x");
-        assert_eq!(kind_of(&e), ErrorKind::Internal);
-        let internal = SearchError::Internal(anyhow::anyhow!("corrupt segment"));
-        assert_eq!(kind_of(&anyhow::Error::from(internal)), ErrorKind::Internal);
-        let param = SearchError::Param {
-            field: "k",
-            message: "k must be between 1 and 1000".into(),
-        };
-        assert_eq!(kind_of(&anyhow::Error::from(param)), ErrorKind::Invalid);
-        let cancelled = anyhow::Error::from(RerankError::Cancelled);
-        assert_eq!(kind_of(&cancelled), ErrorKind::Cancelled);
-        assert_eq!(ErrorKind::Cancelled.exit_code(), 130);
-        assert_eq!(ErrorKind::Internal.exit_code(), 1);
-        assert_eq!(ErrorKind::NotFound.http_status(), 404);
-        let missing = anyhow::Error::from(NotFound("no model m1".into()));
-        assert_eq!(kind_of(&missing).exit_code(), 2);
-    }
-
-    #[test]
     fn a_write_failure_of_the_trainer_is_not_the_users_fault() {
         let e = RerankError::Write {
             path: "/full/disk/m.json".into(),
             message: "No space left on device".into(),
         };
-        assert_eq!(kind_of(&anyhow::Error::from(e)), ErrorKind::Internal);
+        assert_eq!(known_kind(&e), Some(ErrorKind::Internal));
     }
 }

@@ -1,14 +1,13 @@
-//! Evaluation of a first-phase model on the stored judgments (SPEC §4): every judged query
-//! that has a text is run against the index and the run is scored by `crate::eval`.
+//! Evaluation of a ranking (a first-phase model or a fusion, boosted or reranked) on the
+//! stored judgments (SPEC §4): every judged query that has a text is run against the index
+//! (`crate::search::evaluate`) and the run is scored by `crate::eval`.
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
-
 use crate::db::judgments::StoredJudgment;
 use crate::eval::{self, EvalOptions, Qrels};
+use crate::search::evaluate::{ranked_by, run_queries, Evaluation, RunError};
 use crate::search::{Engine, SearchQuery};
-use crate::text::ModelKind;
 
 /// Why an evaluation could not run, for a 4xx answer.
 #[derive(Debug, thiserror::Error)]
@@ -19,8 +18,10 @@ pub enum EvaluateError {
     NoQueryTexts(usize),
     #[error("{0}")]
     Eval(String),
+    /// The request cannot run on this engine (no reranker or link scores at hand), or the
+    /// engine failed.
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
+    Run(#[from] RunError),
 }
 
 impl crate::error::Kinded for EvaluateError {
@@ -31,22 +32,30 @@ impl crate::error::Kinded for EvaluateError {
             EvaluateError::NoJudgments
             | EvaluateError::NoQueryTexts(_)
             | EvaluateError::Eval(_) => ErrorKind::Conflict,
-            EvaluateError::Internal(_) => ErrorKind::Internal,
+            EvaluateError::Run(e) => crate::error::Kinded::kind(e),
         }
     }
 }
 
-/// Runs the judged queries through the engine's first phase with `model` (ranking `depth`
-/// documents each, as `rankd eval` does) and scores them. Queries without a text are listed
-/// in `skipped_queries`; queries the engine refuses (too many terms, say) in
-/// `failed_queries`, scored 0.
+/// An evaluation on the stored judgments: the report and the failed queries, the judged
+/// queries left out for want of a text, and the depth of each ranking.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct StoredEvaluation {
+    #[serde(flatten)]
+    pub evaluation: Evaluation,
+    pub skipped_queries: Vec<String>,
+    pub depth: usize,
+}
+
+/// Runs the judged queries through the engine as `query` (an
+/// [`EvalRequest`](crate::search::request::EvalRequest)'s, as `rankd eval` runs them) and
+/// scores them. Queries without a text are listed in `skipped_queries`; queries the engine
+/// refuses (too many terms, say) in `failed_queries`, scored 0.
 pub fn evaluate(
     engine: &Engine,
     judgments: &[StoredJudgment],
-    model: ModelKind,
-    field: Option<&str>,
-    depth: usize,
-) -> Result<Value, EvaluateError> {
+    query: &SearchQuery,
+) -> Result<StoredEvaluation, EvaluateError> {
     if judgments.is_empty() {
         return Err(EvaluateError::NoJudgments);
     }
@@ -76,21 +85,20 @@ pub fn evaluate(
             judged.insert(qid, doc, *grade);
         }
     }
-    let mut query = SearchQuery::new("", depth).model(model);
-    query.field = field.map(str::to_string);
-    let (run, failed) = engine
-        .run_queries(&queries, &query, false, &|| {})
-        .map_err(EvaluateError::Internal)?;
+    let (run, failed) = run_queries(engine, &queries, query, false, &|| {})?;
     let options = EvalOptions {
         complete: true,
         ..EvalOptions::default()
     };
     let mut report =
         eval::evaluate(&run, &judged, &options).map_err(|e| EvaluateError::Eval(e.to_string()))?;
-    report.model = Some(model.to_string());
-    let mut value = serde_json::to_value(&report).map_err(anyhow::Error::from)?;
-    value["skipped_queries"] = json!(skipped);
-    value["failed_queries"] = json!(failed);
-    value["depth"] = json!(depth);
-    Ok(value)
+    report.model = Some(ranked_by(engine, query));
+    Ok(StoredEvaluation {
+        evaluation: Evaluation {
+            report,
+            failed_queries: failed,
+        },
+        skipped_queries: skipped.into_iter().map(str::to_string).collect(),
+        depth: query.k,
+    })
 }

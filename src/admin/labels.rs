@@ -10,7 +10,7 @@ use crate::active::{self, Pick};
 use crate::features::{self, FeatureSet};
 use crate::search::model::ActiveModel;
 use crate::search::Engine;
-use crate::text::search::SearchError;
+use crate::search::SearchError;
 use crate::text::ModelKind;
 
 /// What the pool is drawn from and how the batch is chosen.

@@ -7,7 +7,7 @@ use axum::Json;
 use serde_json::json;
 
 use crate::error::{ErrorKind, Kinded};
-use crate::text::SearchError;
+use crate::search::SearchError;
 
 #[derive(Debug)]
 pub struct ApiError {

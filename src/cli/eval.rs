@@ -7,9 +7,11 @@ use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
 use crate::error::Invalid;
 use crate::eval::{self, EvalOptions, Gain, Qrels, Run};
+use crate::search::evaluate::{ranked_by, run_queries, Evaluation};
 use crate::search::model::ActiveModel;
-use crate::search::{Engine, FusionQuery, Ranking, SearchQuery};
-use crate::text::{ModelKind, TextIndex};
+use crate::search::request::EvalRequest;
+use crate::search::Engine;
+use crate::text::TextIndex;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryFormat {
@@ -69,8 +71,8 @@ pub struct EvalArgs {
     #[arg(long, default_value = "bm25")]
     pub model: String,
     /// With --model fusion: the fused models, comma-separated (e.g. bm25f,lm,bm25prox).
-    #[arg(long, value_delimiter = ',')]
-    pub inputs: Vec<String>,
+    #[arg(long)]
+    pub inputs: Option<String>,
     /// With --model fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6).
     #[arg(long)]
     pub fusion: Option<String>,
@@ -81,17 +83,17 @@ pub struct EvalArgs {
     #[arg(long)]
     pub fusion_norm: Option<String>,
     /// One positive weight per input, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    pub fusion_weights: Option<Vec<f64>>,
-    /// How many of each input's top documents are fused (default: --depth, at most 1000).
+    #[arg(long)]
+    pub fusion_weights: Option<String>,
+    /// How many of each input's top documents are fused (default: --depth).
     #[arg(long)]
     pub fusion_depth: Option<usize>,
     /// The field single-field models rank by (default: the configured `all`).
     #[arg(long)]
     pub field: Option<String>,
-    /// Depth of each ranking.
-    #[arg(long, default_value_t = 1000)]
-    pub depth: usize,
+    /// Depth of each ranking, at most 1000 (default 1000).
+    #[arg(long)]
+    pub depth: Option<usize>,
     /// NDCG gain; linear is trec_eval's `ndcg_cut`.
     #[arg(long, value_enum, default_value = "linear")]
     pub gain: GainArg,
@@ -101,9 +103,10 @@ pub struct EvalArgs {
     /// Rerank each query's first-phase window with this model file (SPEC §3).
     #[arg(long)]
     pub rerank: Option<PathBuf>,
-    /// The reranked or boosted window (the run then holds `window` documents per query).
-    #[arg(long, default_value_t = crate::search::DEFAULT_WINDOW)]
-    pub window: usize,
+    /// The reranked or boosted window (default 100; the run then holds `window` documents
+    /// per query).
+    #[arg(long)]
+    pub window: Option<usize>,
     /// Add SPEC §1.8's static PageRank boost with this weight to the first-phase top
     /// `--window` and re-sort them, as `/search?boost=pagerank` does (needs `rankd graph`).
     #[arg(long)]
@@ -127,65 +130,42 @@ pub(super) fn save_run(path: &Path, run: &Run, tag: &str) -> anyhow::Result<()> 
     crate::text::index::write_atomic(path, &text)
 }
 
-pub fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let (model, fusion) = match args.model.as_str() {
-        "fusion" => (None, Some(fusion_query(&args)?)),
-        m => {
-            if !args.inputs.is_empty() || args.fusion.is_some() {
-                return Err(Invalid("--inputs and --fusion apply to --model fusion".into()).into());
-            }
-            (Some(m.parse::<ModelKind>().map_err(Invalid)?), None)
+impl EvalArgs {
+    /// The evaluation these flags ask for, in the library's terms (`--rerank FILE` asks for
+    /// reranking with that model, `--boost-pagerank W` for `boost=pagerank` with weight W).
+    fn request(&self) -> EvalRequest {
+        EvalRequest {
+            model: self.model.clone(),
+            inputs: self.inputs.clone(),
+            fusion: self.fusion.clone(),
+            fusion_k: self.fusion_k,
+            fusion_norm: self.fusion_norm.clone(),
+            fusion_weights: self.fusion_weights.clone(),
+            fusion_depth: self.fusion_depth,
+            field: self.field.clone(),
+            rerank: self.rerank.is_some().then_some(true),
+            window: self.window,
+            boost: self.boost_pagerank.map(|_| "pagerank".to_string()),
+            boost_weight: self.boost_pagerank,
+            depth: self.depth,
         }
-    };
-    let name = match model {
-        Some(m) => m.to_string(),
-        None => format!("fusion-{}", args.fusion.as_deref().unwrap_or("")),
-    };
+    }
+}
+
+pub fn run(args: EvalArgs) -> anyhow::Result<()> {
+    let query = args.request().into_query()?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let queries = read_queries(&args.queries, args.format)?;
     let qrels = read_qrels(&args.qrels, args.format, args.judgments)?;
     let links = crate::links::load(&index)?;
-    let ranking = match (&args.rerank, args.boost_pagerank) {
-        (Some(_), Some(_)) => {
-            return Err(Invalid("--rerank and --boost-pagerank exclude each other".into()).into())
-        }
-        (Some(_), None) => Ranking::Rerank {
-            window: args.window,
-        },
-        (None, Some(weight)) => {
-            if links.is_none() {
-                return Err(Invalid(
-                    "--boost-pagerank needs link scores; run `rankd graph` first".into(),
-                )
-                .into());
-            }
-            Ranking::Boost {
-                weight,
-                window: args.window,
-            }
-        }
-        (None, None) => Ranking::FirstPhase,
-    };
     let active = match &args.rerank {
         Some(path) => Some(ActiveModel::load(path)?),
         None => None,
     };
     let engine = Engine::new(index).with_links(links).with_model(active);
-    let depth = match ranking {
-        Ranking::FirstPhase => args.depth,
-        Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
-        Ranking::Sort(_) => args.depth,
-    };
-    let query = SearchQuery {
-        model,
-        fusion,
-        field: args.field.clone(),
-        ranking,
-        k: depth,
-        ..SearchQuery::new("", depth)
-    };
+    let name = ranked_by(&engine, &query);
     let bar = progress(queries.len() as u64, "queries", args.json);
-    let (run, failed) = engine.run_queries(&queries, &query, args.strict, &|| bar.inc(1))?;
+    let (run, failed) = run_queries(&engine, &queries, &query, args.strict, &|| bar.inc(1))?;
     bar.finish_and_clear();
     if let Some(path) = &args.run {
         save_run(path, &run, &format!("rankd-{name}"))?;
@@ -193,52 +173,28 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
     let options = args.gain.report_options();
     let mut report = eval::evaluate(&run, &qrels, &options)?;
     report.model = Some(name);
-    for f in &failed {
+    let evaluation = Evaluation {
+        report,
+        failed_queries: failed,
+    };
+    for f in &evaluation.failed_queries {
         eprintln!("warning: query {} was not run: {}", f.qid, f.error);
     }
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        value["failed_queries"] = serde_json::to_value(&failed)?;
-        println!("{}", serde_json::to_string(&value)?);
+        println!("{}", serde_json::to_string(&evaluation)?);
     } else {
-        report.write_table(&mut std::io::stdout(), args.per_query)?;
-        if !failed.is_empty() {
+        evaluation
+            .report
+            .write_table(&mut std::io::stdout(), args.per_query)?;
+        if !evaluation.failed_queries.is_empty() {
             println!(
                 "{} of {} queries could not be run (scored 0; --strict to stop instead)",
-                failed.len(),
+                evaluation.failed_queries.len(),
                 queries.len()
             );
         }
     }
     Ok(())
-}
-
-/// The fusion `--model fusion` asks for, checked.
-fn fusion_query(args: &EvalArgs) -> anyhow::Result<FusionQuery> {
-    let inputs: Vec<ModelKind> = args
-        .inputs
-        .iter()
-        .map(|m| m.trim().parse::<ModelKind>().map_err(Invalid))
-        .collect::<Result<_, _>>()?;
-    let method = args
-        .fusion
-        .as_deref()
-        .ok_or_else(|| Invalid("--model fusion needs --fusion METHOD".into()))?;
-    let fusion = crate::search::Fusion::from_names(
-        method,
-        inputs.len(),
-        args.fusion_k,
-        args.fusion_norm.as_deref(),
-        args.fusion_weights.clone(),
-    )
-    .map_err(|e| Invalid(e.to_string()))?;
-    Ok(FusionQuery {
-        inputs,
-        fusion,
-        depth: args
-            .fusion_depth
-            .unwrap_or(args.depth.min(crate::search::MAX_WINDOW)),
-    })
 }
 
 pub(super) fn read_queries(

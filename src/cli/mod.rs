@@ -105,7 +105,7 @@ pub fn run(cli: Cli) -> i32 {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {e:#}");
-            crate::error::kind_of(&e).exit_code()
+            crate::search::error::kind_of(&e).exit_code()
         }
     }
 }

@@ -17,10 +17,9 @@ use tantivy::{DocAddress, Searcher};
 use super::wire::*;
 use crate::features::{Extraction, Prf, View, FEATURE_SET_VERSION};
 use crate::links::LinkData;
-use crate::search::{Engine, Ranking, Returns, SearchQuery, SortMode};
+use crate::search::{Engine, Ranking, Returns, SearchError, SearchQuery, SortMode};
 use crate::text::columns::{CollapseKeys, MeanRating};
 use crate::text::query::AnalyzedQuery;
-use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, Stats};
 use crate::text::stats_table::StatsTable;
 use crate::text::ModelKind;
@@ -370,7 +369,8 @@ pub fn feedback(
         .collect::<Result<Vec<_>, LeafError>>()?;
     Ok(FeedbackReply {
         protocol: PROTOCOL,
-        docs: crate::features::prf::feedback_docs(&engine.index, searcher, &candidates)?,
+        docs: crate::features::prf::feedback_docs(&engine.index, searcher, &candidates)
+            .map_err(SearchError::from)?,
     })
 }
 
@@ -443,7 +443,8 @@ fn explain(
     let bound = match kind {
         Some(kind) => engine
             .index
-            .bind(stats, kind, call.field.as_deref(), query)?,
+            .bind(stats, kind, call.field.as_deref(), query)
+            .map_err(SearchError::from)?,
         None => None,
     };
     let first_phase = match bound {

@@ -16,7 +16,7 @@ use tantivy::{DocAddress, Searcher};
 use crate::links::LinkData;
 use crate::text::columns::{DocColumns, MeanRating};
 use crate::text::query::AnalyzedQuery;
-use crate::text::search::SearchError;
+use crate::text::search::TextError;
 use crate::text::stats::Stats;
 use crate::text::TextIndex;
 
@@ -129,7 +129,7 @@ pub fn extract(
     set: &FeatureSet,
     candidates: &[Candidate],
     how: Extraction,
-) -> Result<FeatureMatrix, SearchError> {
+) -> Result<FeatureMatrix, TextError> {
     extract_part(view, set, candidates, false, Rm3Source::Candidates, how)
 }
 
@@ -155,7 +155,7 @@ pub fn extract_part(
     part_of_window: bool,
     rm3: Rm3Source,
     how: Extraction,
-) -> Result<FeatureMatrix, SearchError> {
+) -> Result<FeatureMatrix, TextError> {
     let View {
         query: q,
         index,
@@ -229,7 +229,7 @@ fn columns(
     candidates: &[Candidate],
     how: Extraction,
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let columns = index.doc_columns(searcher)?;
     let params = index.config.social;
     let (now, global_rating) = (how.now, how.rating.resolve(&columns, searcher));

@@ -51,7 +51,7 @@ use crate::text::models::{bm25_idf, Bm25, Bm25F, Stats, TextModel};
 use crate::text::query::AnalyzedQuery;
 use crate::text::schema::analyzer;
 use crate::text::scorer::ModelQuery;
-use crate::text::search::SearchError;
+use crate::text::search::TextError;
 use crate::text::TextIndex;
 
 /// One feedback document: its term counts in `all` and its exact length.
@@ -176,7 +176,7 @@ pub fn extract(
     q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let fb_docs = index.config.models.rm3.fb_docs.min(candidates.len());
     let feedback = feedback_docs(index, searcher, &candidates[..fb_docs])?;
     let rm = estimate(&index.config, index.fields.all, stats, q, &feedback)?;
@@ -195,7 +195,7 @@ pub fn estimate(
     stats: &Stats,
     q: &AnalyzedQuery,
     feedback: &[FeedbackDoc],
-) -> Result<Option<Rm3Query>, SearchError> {
+) -> Result<Option<Rm3Query>, TextError> {
     let query = q.terms(config.field("all").analyzer)?;
     if query.is_empty() || feedback.is_empty() {
         return Ok(None);
@@ -228,7 +228,7 @@ pub fn score(
     rm: &Rm3Query,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     if candidates.is_empty() {
         return Ok(());
     }
@@ -293,7 +293,7 @@ pub fn feedback_docs(
     index: &TextIndex,
     searcher: &Searcher,
     feedback: &[Candidate],
-) -> Result<Vec<FeedbackDoc>, SearchError> {
+) -> Result<Vec<FeedbackDoc>, TextError> {
     let f = &index.fields;
     let mut analyzer = analyzer(index.config.field("all").analyzer);
     let mut out = Vec::with_capacity(feedback.len());

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use tantivy::{DocAddress, Searcher};
 
 use super::{Candidate, FeatureMatrix, FeatureSet};
-use crate::text::config::TEXT_FIELDS;
+use crate::text::config::TextField;
 use crate::text::models::proximity::{proximity, proximity_score};
 use crate::text::models::{DocMatch, ModelKind, Stats, TextModel};
 use crate::text::query::AnalyzedQuery;
 use crate::text::scorer::ModelQuery;
-use crate::text::search::SearchError;
+use crate::text::search::TextError;
 use crate::text::TextIndex;
 
 /// Fills the text columns of `m`.
@@ -22,9 +22,10 @@ pub(super) fn extract(
     q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let docs: Vec<DocAddress> = candidates.iter().map(|c| c.address).collect();
-    for (field_index, field_name) in TEXT_FIELDS.into_iter().enumerate() {
+    for (field_index, text_field) in TextField::FIELDS.into_iter().enumerate() {
+        let field_name = text_field.name();
         let terms = q.terms(index.config.field(field_name).analyzer)?;
         if field_name == "all" {
             m_set_all(m, set.col("query.terms"), terms.terms.len() as f32);
@@ -35,7 +36,7 @@ pub(super) fn extract(
         }
         let t = &terms.terms;
         let mp = &index.config.models;
-        let model = |kind| index.field_model(stats, kind, field_name, t);
+        let model = |kind| index.field_model(stats, kind, text_field, t);
         let models: [Arc<dyn TextModel>; 4] = [
             model(ModelKind::TfIdf)?,
             model(ModelKind::Bm25)?,
@@ -103,7 +104,7 @@ pub(super) fn bm25f(
     q: &AnalyzedQuery,
     candidates: &[Candidate],
     m: &mut FeatureMatrix,
-) -> Result<(), SearchError> {
+) -> Result<(), TextError> {
     let Some(bound) = index.bind(stats, ModelKind::Bm25F, None, q)? else {
         return Ok(());
     };

@@ -13,6 +13,8 @@
 
 pub mod collapse;
 pub mod document;
+pub mod error;
+pub mod evaluate;
 pub mod fusion;
 pub mod model;
 pub mod request;
@@ -28,20 +30,21 @@ use serde::Serialize;
 use tantivy::query::Query;
 use tantivy::{DocAddress, Score, Searcher};
 
-use crate::eval::Run;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::columns::MeanRating;
 use crate::text::query::AnalyzedQuery;
-use crate::text::search::{validate_window, BoundModel, SearchError};
+use crate::text::search::BoundModel;
 use crate::text::snippet::SnippetQuery;
 use crate::text::stats::Stats;
 use crate::text::{ModelKind, TextIndex};
 
 pub use collapse::CollapseKey;
 pub use document::{DocResponse, SimilarError, SimilarHit, SimilarResponse};
+pub use error::SearchError;
 pub use fusion::{Fusion, FusionError};
 pub use model::{ActiveModel, RerankExplanation, DEFAULT_WINDOW, MAX_WINDOW};
+use request::validate_window;
 pub use sort::SortMode;
 
 /// How deep each input list of a fusion goes when the request does not say.
@@ -439,13 +442,6 @@ pub struct FeatureWindow {
     pub features: FeatureMatrix,
 }
 
-/// A query of a batch that could not be run, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FailedQuery {
-    pub qid: String,
-    pub error: String,
-}
-
 /// One entry of the final page before it becomes a hit.
 struct Ranked {
     address: DocAddress,
@@ -639,22 +635,13 @@ impl Engine {
         self.model.store(model);
     }
 
-    /// The configured default first-phase model.
-    pub fn default_model(&self) -> Result<ModelKind, SearchError> {
-        self.index
-            .config
-            .default_model
-            .parse()
-            .map_err(|e: String| SearchError::Internal(anyhow::anyhow!("index configuration: {e}")))
-    }
-
     /// Runs one search.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
         q.validate()?;
         let kind = match q.model {
             Some(m) => m,
-            None => self.default_model()?,
+            None => self.index.config.default_model,
         };
         // One version of each part for the whole search.
         let links = self.links.load_full();
@@ -1053,42 +1040,6 @@ impl Engine {
             None => vec![Vec::new(); docs.len()],
         };
         Ok((m, out_links))
-    }
-
-    /// Runs every `(qid, text)` as `template` with that text and collects the rankings as a
-    /// TREC run (what `rankd eval` and `POST /admin/evaluate` score). A query the engine
-    /// refuses (bad input: too many terms, say) is listed in the second value and left out of
-    /// the run, unless `strict`, which stops at it; an internal failure always stops. The
-    /// error names the query. `on_query` is called after each query.
-    pub fn run_queries(
-        &self,
-        queries: &[(String, String)],
-        template: &SearchQuery,
-        strict: bool,
-        on_query: &dyn Fn(),
-    ) -> anyhow::Result<(Run, Vec<FailedQuery>)> {
-        let mut run = Run::new();
-        let mut failed = Vec::new();
-        let mut query = template.clone();
-        for (qid, text) in queries {
-            query.text.clone_from(text);
-            match self.search(&query) {
-                Ok(results) => {
-                    for hit in results.hits {
-                        run.push(qid, hit.id, f64::from(hit.score));
-                    }
-                }
-                Err(e) if strict || matches!(e, SearchError::Internal(_)) => {
-                    return Err(anyhow::Error::from(e).context(format!("query {qid}")))
-                }
-                Err(e) => failed.push(FailedQuery {
-                    qid: qid.clone(),
-                    error: e.to_string(),
-                }),
-            }
-            on_query();
-        }
-        Ok((run, failed))
     }
 
     /// The first-phase top `window` of `text` with its feature vectors: the rerank path's

@@ -1,17 +1,49 @@
 //! The rule book of a search request: the parameters a front end receives
-//! ([`SearchRequest`], `GET /search`'s on a single node and a root alike) and the
-//! cross-parameter rules that turn them into a [`SearchQuery`] (`fusion` options only with
-//! `model=fusion`, `sort` without `boost` or `rerank=true`, `window` only where a window is
-//! reordered, `fields` and `snippets`...). A parameter's own range is
+//! ([`SearchRequest`], `GET /search`'s on a single node and a root alike; [`EvalRequest`],
+//! `rankd eval`'s and `POST /admin/evaluate`'s) and the cross-parameter rules that turn them
+//! into a [`SearchQuery`] (`fusion` options only with `model=fusion`, `sort` without `boost` or
+//! `rerank=true`, `window` only where a window is reordered, `fields` and `snippets`...). An
+//! evaluation's ranking options are a search's, bound by the same rules: its request becomes a
+//! [`SearchRequest`] and goes through [`SearchRequest::into_query`]. A parameter's own range is
 //! [`SearchQuery::validate`]'s. Errors name the parameter (`SearchError::Param`), which the
-//! HTTP API answers as a 400.
+//! HTTP API answers as a 400 and the command line as a usage error.
 
+use super::SearchError;
 use super::{
-    CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery, SortMode,
-    DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW,
+    check_window, CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery,
+    SortMode, DEFAULT_BOOST_WINDOW, DEFAULT_FUSION_DEPTH, DEFAULT_WINDOW, MAX_WINDOW,
 };
-use crate::text::search::SearchError;
+use crate::text::config::TextField;
 use crate::text::ModelKind;
+
+/// Largest `k` one request may ask for.
+pub const MAX_K: usize = 1000;
+/// Deepest result (offset + k) one request may reach.
+pub const MAX_DEPTH: usize = 10_000;
+
+/// How many documents an evaluation ranks per query when the request does not say: as many
+/// as trec_eval's runs hold.
+pub const DEFAULT_EVAL_DEPTH: usize = 1000;
+
+/// Checks `k` and `offset` against the limits.
+pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
+    if k == 0 || k > MAX_K {
+        return Err(bad(
+            "k",
+            format!("k must be between 1 and {MAX_K}, got {k}"),
+        ));
+    }
+    if offset.saturating_add(k) > MAX_DEPTH {
+        return Err(bad(
+            "offset",
+            format!(
+                "offset + k must not exceed {MAX_DEPTH}, got {}",
+                offset.saturating_add(k)
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// A parameter error.
 fn bad(field: &'static str, message: impl Into<String>) -> SearchError {
@@ -99,6 +131,9 @@ impl SearchRequest {
                     return Err(bad(name, format!("{name} applies to model=fusion")));
                 }
             }
+        }
+        if let Some(field) = &p.field {
+            field.parse::<TextField>().map_err(|e| bad("field", e))?;
         }
         let collapse = match &p.collapse {
             Some(list) => CollapseKey::parse_list(list).map_err(|e| bad("collapse", e))?,
@@ -202,6 +237,99 @@ impl SearchRequest {
     }
 }
 
+/// An evaluation as front ends receive it: `POST /admin/evaluate`'s body, and `rankd eval`'s
+/// flags translated. The ranking options are `GET /search`'s, named alike, with the same
+/// defaults and rules; what an evaluation adds or does otherwise:
+/// - it names its model (the report says what was evaluated);
+/// - each query's ranking is `depth` documents deep (a fusion's inputs too, unless
+///   `fusion_depth` says otherwise); a boosted or reranked one holds its `window`;
+/// - it reranks when asked to (`rerank: true`), not because a reranker is active: a
+///   first phase is what is evaluated unless said otherwise.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalRequest {
+    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, or fusion (with `inputs` and `fusion`)
+    pub model: String,
+    /// with model=fusion: the fused models, comma-separated, each once
+    pub inputs: Option<String>,
+    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6)
+    pub fusion: Option<String>,
+    /// RRF's k (default 60)
+    pub fusion_k: Option<f64>,
+    /// how combsum and combmnz normalise scores: minmax (default) or zscore
+    pub fusion_norm: Option<String>,
+    /// one positive weight per input, comma-separated (default all 1)
+    pub fusion_weights: Option<String>,
+    /// how many of each input's top documents are fused (default: `depth`)
+    pub fusion_depth: Option<usize>,
+    /// field of single-field models: title, headings, body, anchor, url, all
+    pub field: Option<String>,
+    /// rerank each first-phase window with the reranker at hand (default false)
+    pub rerank: Option<bool>,
+    /// the reranked or boosted window, 1..=1000 (default 100)
+    pub window: Option<usize>,
+    /// none or pagerank
+    pub boost: Option<String>,
+    /// λ of the PageRank boost (default 1)
+    pub boost_weight: Option<f32>,
+    /// documents ranked per query, 1..=1000 (default 1000)
+    pub depth: Option<usize>,
+}
+
+impl EvalRequest {
+    /// The [`SearchQuery`] every judged query runs as (its text left empty, ids and scores
+    /// only), checked as `GET /search` checks its parameters.
+    pub fn into_query(self) -> Result<SearchQuery, SearchError> {
+        let depth = self.depth.unwrap_or(DEFAULT_EVAL_DEPTH);
+        if depth == 0 || depth > MAX_K {
+            return Err(bad(
+                "depth",
+                format!("depth must be between 1 and {MAX_K}, got {depth}"),
+            ));
+        }
+        let fusion_depth = match self.model.as_str() {
+            "fusion" => Some(self.fusion_depth.unwrap_or(depth.min(MAX_WINDOW))),
+            _ => self.fusion_depth,
+        };
+        // Asked for, the reranker reranks; without one at hand the engine refuses, as for a
+        // search.
+        let rerank = self.rerank.unwrap_or(false);
+        let mut query = SearchRequest {
+            q: String::new(),
+            k: None,
+            offset: None,
+            model: Some(self.model),
+            inputs: self.inputs,
+            fusion: self.fusion,
+            fusion_k: self.fusion_k,
+            fusion_norm: self.fusion_norm,
+            fusion_weights: self.fusion_weights,
+            fusion_depth,
+            collapse: None,
+            sort: None,
+            field: self.field,
+            explain: None,
+            rerank: Some(rerank),
+            window: self.window,
+            boost: self.boost,
+            boost_weight: self.boost_weight,
+            snippets: None,
+            fields: None,
+        }
+        .into_query(rerank)?;
+        query.returns = Returns::IDS;
+        query.k = match query.ranking {
+            Ranking::Boost { window, .. } | Ranking::Rerank { window } => {
+                check_window(window)?;
+                window
+            }
+            Ranking::FirstPhase | Ranking::Sort(_) => depth,
+        };
+        query.validate()?;
+        Ok(query)
+    }
+}
+
 /// The fusion `model=fusion` asks for, checked.
 fn fusion_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
     let inputs: Vec<ModelKind> = p
@@ -257,4 +385,152 @@ fn fusion_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
         fusion,
         depth: p.fusion_depth.unwrap_or(DEFAULT_FUSION_DEPTH),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// `options` as `GET /search` parameters (with a reranker active; checked as the engine
+    /// checks them) and as an evaluation request (with `depth`, which a search has not): the
+    /// query each asks for, or the error.
+    fn both(options: Value) -> [Result<SearchQuery, SearchError>; 2] {
+        let mut search = json!({"q": "x"});
+        let mut eval = json!({});
+        for (name, value) in options.as_object().unwrap() {
+            if name != "depth" {
+                search[name] = value.clone();
+            }
+            eval[name] = value.clone();
+        }
+        let search: SearchRequest = serde_json::from_value(search).unwrap();
+        let eval: EvalRequest = serde_json::from_value(eval).unwrap();
+        let search = search
+            .into_query(true)
+            .and_then(|q| q.validate().map(|()| q));
+        [search, eval.into_query()]
+    }
+
+    fn refusal(result: Result<SearchQuery, SearchError>) -> (&'static str, String) {
+        match result {
+            Err(SearchError::Param { field, message }) => (field, message),
+            other => panic!("not a parameter error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_evaluation_refuses_what_a_search_refuses_in_the_same_words() {
+        for (options, field) in [
+            (json!({"model": "bm99"}), "model"),
+            (json!({"model": "bm25", "inputs": "bm25,lm"}), "inputs"),
+            (json!({"model": "bm25", "fusion_depth": 5}), "fusion_depth"),
+            (json!({"model": "fusion", "fusion": "rrf"}), "inputs"),
+            (json!({"model": "fusion", "inputs": "bm25,lm"}), "fusion"),
+            (
+                json!({"model": "fusion", "inputs": "bm25,lm", "fusion": "borda", "fusion_k": 5.0}),
+                "fusion_k",
+            ),
+            (
+                json!({"model": "fusion", "inputs": "bm25,lm", "fusion": "rrf", "fusion_weights": "1,x"}),
+                "fusion_weights",
+            ),
+            (
+                json!({"model": "fusion", "inputs": "bm25,bm25", "fusion": "rrf"}),
+                "inputs",
+            ),
+            (
+                json!({"model": "fusion", "inputs": "bm25,lm", "fusion": "rrf", "fusion_depth": 0}),
+                "fusion_depth",
+            ),
+            (json!({"model": "bm25", "field": "colour"}), "field"),
+            (json!({"model": "bm25", "boost": "hits"}), "boost"),
+            (
+                json!({"model": "bm25", "boost_weight": 2.0}),
+                "boost_weight",
+            ),
+            (
+                json!({"model": "bm25", "boost": "pagerank", "boost_weight": 1e9}),
+                "boost_weight",
+            ),
+            (
+                json!({"model": "bm25", "boost": "pagerank", "rerank": true}),
+                "boost",
+            ),
+            (
+                json!({"model": "bm25", "boost": "pagerank", "window": 5000}),
+                "window",
+            ),
+            (
+                json!({"model": "bm25", "rerank": true, "window": 0}),
+                "window",
+            ),
+            (
+                json!({"model": "bm25", "rerank": false, "window": 50}),
+                "window",
+            ),
+        ] {
+            let [search, eval] = both(options.clone());
+            let (search, eval) = (refusal(search), refusal(eval));
+            assert_eq!(search.0, field, "{options}: {search:?}");
+            assert_eq!(eval, search, "{options}");
+        }
+        // A window without a reranker or a boost: the evaluation does not rerank unless asked.
+        let [_, eval] = both(json!({"model": "bm25", "window": 50}));
+        assert_eq!(refusal(eval).0, "window");
+    }
+
+    #[test]
+    fn an_evaluation_has_a_searchs_defaults_and_ranks_depth_documents() {
+        let query = |options: Value| {
+            let [_, eval] = both(options);
+            eval.unwrap()
+        };
+        let q = query(json!({"model": "bm25", "field": "body"}));
+        assert_eq!(q.model, Some(ModelKind::Bm25));
+        assert_eq!(q.field.as_deref(), Some("body"));
+        assert_eq!(q.ranking, Ranking::FirstPhase);
+        assert_eq!((q.k, q.offset), (DEFAULT_EVAL_DEPTH, 0));
+        assert_eq!(q.returns, Returns::IDS);
+        assert!(q.collapse.is_empty() && !q.explain);
+        assert_eq!(query(json!({"model": "lm", "depth": 20})).k, 20);
+
+        // A boost and a reranker as on /search; the run holds the window.
+        let [search, eval] = both(json!({"model": "bm25", "boost": "pagerank"}));
+        assert_eq!(eval.as_ref().unwrap().ranking, search.unwrap().ranking);
+        assert_eq!(
+            eval.unwrap().ranking,
+            Ranking::Boost {
+                weight: 1.0,
+                window: DEFAULT_BOOST_WINDOW
+            }
+        );
+        let q = query(json!({"model": "bm25f", "rerank": true, "window": 30, "depth": 5}));
+        assert_eq!((q.ranking, q.k), (Ranking::Rerank { window: 30 }, 30));
+
+        // A fusion: the search's options, its inputs as deep as the run unless said.
+        let fused = json!({"model": "fusion", "inputs": "bm25f,lm", "fusion": "rrf", "depth": 200});
+        let [search, eval] = both(fused.clone());
+        let (search, eval) = (
+            search.unwrap().fusion.unwrap(),
+            eval.unwrap().fusion.unwrap(),
+        );
+        assert_eq!((search.inputs, search.fusion), (eval.inputs, eval.fusion));
+        assert_eq!((search.depth, eval.depth), (DEFAULT_FUSION_DEPTH, 200));
+        let mut deep = fused;
+        deep["fusion_depth"] = json!(50);
+        assert_eq!(query(deep).fusion.unwrap().depth, 50);
+    }
+
+    #[test]
+    fn an_evaluations_depth_is_a_pages_size() {
+        for depth in [0, MAX_K + 1] {
+            let eval: EvalRequest =
+                serde_json::from_value(json!({"model": "bm25", "depth": depth})).unwrap();
+            let (field, message) = refusal(eval.into_query());
+            assert_eq!(field, "depth");
+            assert!(message.contains(&format!("got {depth}")), "{message}");
+        }
+    }
 }

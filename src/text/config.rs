@@ -8,9 +8,70 @@ use anyhow::{bail, Context};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::models::ModelKind;
+
 /// The text fields of a document, in schema order. `all` is the catch-all concatenation of
 /// the others; the single-field models rank by it unless told otherwise.
-pub const TEXT_FIELDS: [&str; 6] = ["title", "headings", "body", "anchor", "url", "all"];
+pub const TEXT_FIELDS: [&str; 6] = [
+    TextField::Title.name(),
+    TextField::Headings.name(),
+    TextField::Body.name(),
+    TextField::Anchor.name(),
+    TextField::Url.name(),
+    TextField::All.name(),
+];
+
+/// A text field of a document, by the name the configuration, `/search?field=` and
+/// `rankd eval --field` use ([`TEXT_FIELDS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextField {
+    Title,
+    Headings,
+    Body,
+    Anchor,
+    Url,
+    All,
+}
+
+impl TextField {
+    /// Every text field, in schema order.
+    pub const FIELDS: [TextField; 6] = [
+        TextField::Title,
+        TextField::Headings,
+        TextField::Body,
+        TextField::Anchor,
+        TextField::Url,
+        TextField::All,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            TextField::Title => "title",
+            TextField::Headings => "headings",
+            TextField::Body => "body",
+            TextField::Anchor => "anchor",
+            TextField::Url => "url",
+            TextField::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for TextField {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        TextField::FIELDS
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown field `{s}` (known: {})", TEXT_FIELDS.join(", ")))
+    }
+}
+
+impl std::fmt::Display for TextField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 /// The configuration shipped in the repository, used when no file is given.
 pub const DEFAULT_CONFIG: &str = include_str!("../../index/rankd.toml");
@@ -18,8 +79,10 @@ pub const DEFAULT_CONFIG: &str = include_str!("../../index/rankd.toml");
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IndexConfig {
-    pub default_field: String,
-    pub default_model: String,
+    /// The field single-field models rank by when a search names none.
+    pub default_field: TextField,
+    /// The first-phase model of a search that names none.
+    pub default_model: ModelKind,
     pub fields: BTreeMap<String, FieldConfig>,
     pub models: ModelParams,
     /// How hits are grouped for `collapse=` (SPEC §8); baked into the index.
@@ -270,16 +333,6 @@ impl IndexConfig {
                 }
             }
         }
-        if !TEXT_FIELDS.contains(&self.default_field.as_str()) {
-            bail!("default_field `{}` is not a text field", self.default_field);
-        }
-        if self
-            .default_model
-            .parse::<crate::text::ModelKind>()
-            .is_err()
-        {
-            bail!("default_model `{}` is not a model", self.default_model);
-        }
         let m = &self.models;
         if !(m.bm25f.k1.is_finite() && m.bm25f.k1 >= 0.0) {
             bail!("models.bm25f.k1 must be >= 0");
@@ -362,7 +415,19 @@ mod tests {
     #[test]
     fn built_in_config_parses() {
         let c = IndexConfig::default();
-        assert_eq!(c.default_field, "all");
+        assert_eq!(c.default_field, TextField::All);
+        assert_eq!(c.default_model, ModelKind::Bm25F);
+        // Written back as read: the hash of a stored configuration stays the same.
+        let text = toml::to_string(&c).unwrap();
+        assert!(text.contains("default_field = \"all\""), "{text}");
+        assert!(text.contains("default_model = \"bm25f\""), "{text}");
+        for f in TextField::FIELDS {
+            assert_eq!(f.name().parse::<TextField>(), Ok(f));
+        }
+        assert!("colour"
+            .parse::<TextField>()
+            .unwrap_err()
+            .contains("unknown field `colour`"));
         assert_eq!(c.field("title").bm25f.unwrap().weight, 3.0);
         assert!(c.field("all").bm25f.is_none());
     }
@@ -370,6 +435,12 @@ mod tests {
     #[test]
     fn rejects_unknown_keys_and_bad_values() {
         let bad = DEFAULT_CONFIG.replace("default_model = \"bm25f\"", "default_model = \"x\"");
+        let err = IndexConfig::parse(&bad, "t").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("unknown variant `x`"),
+            "{err:#}"
+        );
+        let bad = DEFAULT_CONFIG.replace("default_field = \"all\"", "default_field = \"x\"");
         assert!(IndexConfig::parse(&bad, "t").is_err());
         let bad = DEFAULT_CONFIG.replace("mu = 2000.0", "mu = -1.0");
         assert!(IndexConfig::parse(&bad, "t").is_err());

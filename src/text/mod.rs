@@ -16,4 +16,4 @@ pub mod stats_table;
 pub use config::IndexConfig;
 pub use index::TextIndex;
 pub use models::ModelKind;
-pub use search::SearchError;
+pub use search::TextError;

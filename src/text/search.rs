@@ -10,7 +10,7 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Score, Searcher, Term};
 
 use super::columns::DocColumns;
-use super::config::Bm25Params;
+use super::config::{Bm25Params, TextField};
 use super::index::TextIndex;
 use super::models::bm25f::Bm25fField;
 use super::models::{
@@ -19,31 +19,18 @@ use super::models::{
 use super::query::{AnalyzedQuery, QueryError};
 use super::scorer::ModelQuery;
 
-/// Largest `k` one request may ask for.
-pub const MAX_K: usize = 1000;
-/// Deepest result (offset + k) one request may reach.
-pub const MAX_DEPTH: usize = 10_000;
-
+/// Why a model cannot rank a query: the query's text or the field named is the caller's
+/// fault, the index is not. The search pipeline turns it into its own error, which names the
+/// parameter (`crate::search::SearchError`).
 #[derive(Debug, thiserror::Error)]
-pub enum SearchError {
+pub enum TextError {
     #[error(transparent)]
     Query(#[from] QueryError),
-    #[error("{field}: {message}")]
-    Param {
-        field: &'static str,
-        message: String,
-    },
-    /// Part of a sharded collection is down and partial answers are not allowed.
+    /// An unknown field name; the message lists the known ones.
     #[error("{0}")]
-    Unavailable(String),
+    Field(String),
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
-
-impl From<tantivy::TantivyError> for SearchError {
-    fn from(e: tantivy::TantivyError) -> Self {
-        SearchError::Internal(e.into())
-    }
+    Index(#[from] tantivy::TantivyError),
 }
 
 /// A model bound to one query on one searcher, ready to rank or to score candidates.
@@ -93,17 +80,16 @@ impl TextIndex {
     }
 
     /// The field a single-field model ranks by.
-    fn model_field(&self, name: Option<&str>) -> Result<(Field, String), SearchError> {
-        let name = name.unwrap_or(&self.config.default_field).to_string();
-        match self.fields.text(&name) {
-            Some(f) => Ok((f, name)),
-            None => Err(SearchError::Param {
-                field: "field",
-                message: format!(
-                    "unknown field `{name}` (known: title, headings, body, anchor, url, all)"
-                ),
-            }),
-        }
+    fn model_field(&self, name: Option<&str>) -> Result<(Field, TextField), TextError> {
+        let field = match name {
+            Some(name) => name.parse::<TextField>().map_err(TextError::Field)?,
+            None => self.config.default_field,
+        };
+        let schema_field = self
+            .fields
+            .text(field.name())
+            .expect("every text field is in the schema");
+        Ok((schema_field, field))
     }
 
     /// Binds `kind` over `q`'s terms (analysed as its field is) to the collection statistics
@@ -115,12 +101,12 @@ impl TextIndex {
         kind: ModelKind,
         field: Option<&str>,
         q: &AnalyzedQuery,
-    ) -> Result<Option<BoundModel>, SearchError> {
+    ) -> Result<Option<BoundModel>, TextError> {
         let (field, field_name) = self.model_field(field)?;
         let fc = self.config.field(if kind == ModelKind::Bm25F {
-            "all"
+            TextField::All.name()
         } else {
-            &field_name
+            field_name.name()
         });
         let terms = q.terms(fc.analyzer)?;
         if terms.is_empty() {
@@ -142,7 +128,7 @@ impl TextIndex {
                 if kind == ModelKind::Bm25 && fc.bm25 == Bm25Params::default() {
                     native = Some(native_bm25(field, t));
                 }
-                self.field_model(stats, kind, &field_name, t)?
+                self.field_model(stats, kind, field_name, t)?
             }
         };
         if kind == ModelKind::Lm && model.terms().is_empty() {
@@ -157,21 +143,22 @@ impl TextIndex {
         }))
     }
 
-    /// The single-field model `kind` of text field `field_name` over `terms`, with the
-    /// field's and the models' configured parameters: the one place a model is built, for
-    /// the first phase ([`TextIndex::bind`]) and for the text features alike.
+    /// The single-field model `kind` of text field `field` over `terms`, with the field's
+    /// and the models' configured parameters: the one place a model is built, for the first
+    /// phase ([`TextIndex::bind`]) and for the text features alike. BM25F, which reads
+    /// several fields, is bound by [`TextIndex::bind`] alone: asking for it here panics.
     pub fn field_model(
         &self,
         stats: &Stats,
         kind: ModelKind,
-        field_name: &str,
+        field: TextField,
         terms: &[(String, u32)],
-    ) -> Result<Arc<dyn TextModel>, SearchError> {
+    ) -> Result<Arc<dyn TextModel>, TextError> {
+        let fc = self.config.field(field.name());
         let field = self
             .fields
-            .text(field_name)
-            .ok_or_else(|| anyhow::anyhow!("`{field_name}` is not a text field"))?;
-        let fc = self.config.field(field_name);
+            .text(field.name())
+            .expect("every text field is in the schema");
         let m = &self.config.models;
         let Bm25Params { k1, b } = fc.bm25;
         Ok(match kind {
@@ -183,9 +170,7 @@ impl TextIndex {
                 Bm25::new(stats, field, terms, k1, b)?,
                 m.proximity.alpha,
             )),
-            ModelKind::Bm25F => {
-                return Err(anyhow::anyhow!("BM25F reads several fields, not one").into())
-            }
+            ModelKind::Bm25F => unreachable!("BM25F is bound over its parts by bind"),
         })
     }
 }
@@ -355,24 +340,4 @@ fn native_bm25(field: Field, terms: &[(String, u32)]) -> Box<dyn Query> {
         })
         .collect();
     Box::new(BooleanQuery::new(clauses))
-}
-
-/// Checks `k` and `offset` against the limits.
-pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
-    if k == 0 || k > MAX_K {
-        return Err(SearchError::Param {
-            field: "k",
-            message: format!("k must be between 1 and {MAX_K}, got {k}"),
-        });
-    }
-    if offset.saturating_add(k) > MAX_DEPTH {
-        return Err(SearchError::Param {
-            field: "offset",
-            message: format!(
-                "offset + k must not exceed {MAX_DEPTH}, got {}",
-                offset.saturating_add(k)
-            ),
-        });
-    }
-    Ok(())
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use crate::features::{self, FeatureMatrix, FeatureSet};
 use crate::search::Engine;
-use crate::text::search::SearchError;
+use crate::search::SearchError;
 use crate::text::{ModelKind, TextIndex};
 
 /// The first-phase model whose window training reranks unless told otherwise (`rankd

@@ -344,7 +344,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         other => panic!("{:?}", other.map(|r| r.hits.len())),
     };
     assert!(
-        matches!(err, rankd::text::SearchError::Internal(_)),
+        matches!(err, rankd::search::SearchError::Internal(_)),
         "{err:?}"
     );
     assert!(

@@ -211,7 +211,7 @@ fn a_sort_by_fields_no_document_has_is_refused() {
     let e = engine(dir.path(), &forum()[..4]);
     let q = SearchQuery::new("rust forum", 10).ranking(Ranking::Sort(SortMode::Rating));
     match e.search(&q) {
-        Err(rankd::text::SearchError::Param { field, message }) => {
+        Err(rankd::search::SearchError::Param { field, message }) => {
             assert_eq!(field, "sort");
             assert!(message.contains("rating and rating_count"), "{message}");
         }

@@ -256,3 +256,64 @@ fn eval_reports_a_query_it_cannot_run() {
         "{stderr}"
     );
 }
+
+/// `rankd eval` refuses what `/search` refuses, in the same words naming the parameter, before
+/// it runs a query (exit 2); what it needs from the index (link scores for a boost) is refused
+/// at the first query, as a search is.
+#[test]
+fn eval_refuses_what_search_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = ingest_topics(dir.path(), false);
+    std::fs::write(dir.path().join("q.txt"), "q1 vector basics\n").unwrap();
+    std::fs::write(dir.path().join("qrels.txt"), "q1 0 d0 1\n").unwrap();
+    let server = start(&data, &fresh_database(dir.path()), None);
+    for (args, params, says) in [
+        (
+            &["--window", "50"][..],
+            "window=50&rerank=false",
+            "window sets the rerank, boost or collapse window",
+        ),
+        (
+            &["--inputs", "bm25,lm"],
+            "inputs=bm25,lm",
+            "inputs applies to model=fusion",
+        ),
+        (
+            &["--field", "colour"],
+            "field=colour",
+            "unknown field `colour`",
+        ),
+        (
+            &["--model", "fusion", "--inputs", "bm25,lm"],
+            "model=fusion&inputs=bm25,lm",
+            "model=fusion needs fusion=",
+        ),
+        (
+            &["--boost-pagerank", "1"],
+            "boost=pagerank&boost_weight=1",
+            "no link scores for this index",
+        ),
+    ] {
+        let searched = get(&format!("{}/search?q=vector&{params}", server.base), None);
+        assert_eq!(searched.status, 400, "{params}: {}", searched.body);
+        let message = searched.body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{params}: {message}");
+        let out = rankd_command()
+            .args(["eval", "--queries"])
+            .arg(dir.path().join("q.txt"))
+            .arg("--qrels")
+            .arg(dir.path().join("qrels.txt"))
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let field = searched.body["error"]["field"].as_str().unwrap();
+        assert!(
+            stderr.contains(&format!("{field}: {message}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}

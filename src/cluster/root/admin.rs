@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::http::success;
 use super::{internal, Root};
 use crate::cluster::routing::shard_of;
-use crate::text::search::SearchError;
+use crate::search::SearchError;
 
 /// What a document batch through the root did on each shard.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::transport::{CallFailure, ShardClient};
 use crate::cluster::wire::*;
-use crate::text::search::SearchError;
+use crate::search::SearchError;
 use crate::text::stats_table::StatsTable;
 
 /// The largest leaf answer read (a statistics table holds every term of its shard).

@@ -71,6 +71,7 @@ use transport::{CallFailure, ShardClient};
 use super::wire::*;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
+use crate::search::SearchError;
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
     Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport, SortMode,
@@ -78,7 +79,6 @@ use crate::search::{
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
 use crate::text::query::AnalyzedQuery;
-use crate::text::search::SearchError;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, ModelKind};
@@ -626,11 +626,7 @@ impl Root {
         q.validate()?;
         let kind = match q.model {
             Some(m) => m,
-            None => self
-                .config
-                .default_model
-                .parse()
-                .map_err(|e: String| internal(format!("index configuration: {e}")))?,
+            None => self.config.default_model,
         };
         if let Some(f) = &q.field {
             if !TEXT_FIELDS.contains(&f.as_str()) {
@@ -670,7 +666,10 @@ impl Root {
             for k in &kinds {
                 let field = match k {
                     ModelKind::Bm25F => "all",
-                    _ => q.field.as_deref().unwrap_or(&self.config.default_field),
+                    _ => q
+                        .field
+                        .as_deref()
+                        .unwrap_or(self.config.default_field.name()),
                 };
                 if !fields.contains(&field) {
                     fields.push(field);
@@ -1049,7 +1048,8 @@ impl Root {
             &crate::text::stats::Stats::new(&source),
             query,
             &feedback,
-        )?;
+        )
+        .map_err(SearchError::from)?;
         let Some(rm) = rm else {
             return Ok((None, first.stats.clone()));
         };

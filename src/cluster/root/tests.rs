@@ -13,8 +13,8 @@ use super::{Root, RootOptions};
 use crate::cluster::routing::shard_of;
 use crate::cluster::wire::*;
 use crate::corpus::Document;
+use crate::search::SearchError;
 use crate::search::{Engine, SearchQuery};
-use crate::text::search::SearchError;
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, TextIndex};
 

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::wire::*;
 use crate::search::Engine;
-use crate::text::search::SearchError;
+use crate::search::SearchError;
 use crate::text::stats_table::StatsTable;
 
 /// Why a call to a replica failed.

@@ -87,8 +87,10 @@ pub trait TextModel: Send + Sync + std::fmt::Debug + 'static {
     }
 }
 
-/// Every first-phase model, by the name `/search?model=` and `rankd eval --model` use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Every first-phase model, by the name `/search?model=`, `rankd eval --model` and the index
+/// configuration's `default_model` use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ModelKind {
     TfIdf,
     Bm25,
