@@ -8,7 +8,9 @@
 //! `admin` jobs) call the entry points (`search` for one index, `cluster` for a collection
 //! over shards, `training`, `judgments`, `active`), which call the rest. A sharded collection
 //! is searched by one root algorithm (`cluster::root`) over a shard transport: shards open in
-//! this process, leaves over HTTP, or a test's fake.
+//! this process, leaves over HTTP, or a test's fake. A request's rules are written once
+//! (`search::request`, for `/search`, a root and evaluations); a search analyses its query
+//! once and hands its steps one `features::View` of what it reads.
 
 pub mod active;
 pub mod admin;
