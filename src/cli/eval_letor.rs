@@ -7,10 +7,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use serde::Serialize;
+
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use crate::error::Invalid;
-use crate::rerank::{evaluate_scores, MetricConvention, RankMetrics};
+use crate::rerank::gbdt::train::GbdtParams;
+use crate::rerank::{
+    evaluate_scores, EpochLog, MetricConvention, Objective, PairCoverage, RankMetrics,
+};
 use crate::training::{ModelChoice, TrainSettings};
 
 #[derive(clap::Args, Debug)]
@@ -53,7 +58,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         let set = rank_sets(&[&test])?.remove(0);
         let scores = read_scores(path, set.num_rows())?;
         let metrics = evaluate_scores(&set, &scores, MetricConvention::Letor)?;
-        return report(&args, &metrics, serde_json::json!({ "scores": path }));
+        return report(&args, &metrics, ScoresGiven { scores: path });
     }
     if args.trees.import.is_some() {
         let (model, test_set, extra) = super::gbdt::eval_imported(&args.trees, &test)?;
@@ -100,39 +105,92 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     }
     let (scores, metrics) = super::gbdt::score_set(model, &test_set)?;
     write_outputs(&args, model, &scores)?;
-    let mut extra = serde_json::json!({
-        "objective": model.training.objective,
-        "model": model.kind(),
-        "seed": settings.seed,
-        "id": model.id(),
-        "train_queries": train_set.queries.len(),
-        "valid_queries": valid_set.as_ref().map(|v| v.queries.len()),
-        "coverage": outcome.coverage,
-        "best_epoch": model.training.best_epoch,
-        "epochs_run": model.training.epochs_run,
-        "train_seconds": seconds,
-        "valid": model.training.metrics.valid,
-        "log": outcome.log,
-    });
-    let specific = if settings.model == ModelChoice::Gbdt {
-        serde_json::json!({ "params": settings.gbdt })
+    let family = if settings.model == ModelChoice::Gbdt {
+        Family::Trees {
+            params: &settings.gbdt,
+        }
     } else {
-        serde_json::json!({
-            "hidden": model.hidden(),
-            "ensemble": model.training.ensemble,
-            "average_epochs": model.training.average_epochs,
-            "lr_halve_after": model.training.lr_halve_after,
-            "sample_rows": model.training.sample_rows,
-            "mixup": model.training.mixup,
-            "member_best_epochs": model.training.member_best_epochs,
-            "lr": settings.network.lr,
-            "batch": settings.network.batch,
-        })
+        Family::Network {
+            hidden: model.hidden(),
+            ensemble: model.training.ensemble,
+            average_epochs: model.training.average_epochs,
+            lr_halve_after: model.training.lr_halve_after,
+            sample_rows: model.training.sample_rows,
+            mixup: model.training.mixup,
+            member_best_epochs: &model.training.member_best_epochs,
+            lr: settings.network.lr,
+            batch: settings.network.batch,
+        }
     };
-    if let (Some(extra), serde_json::Value::Object(specific)) = (extra.as_object_mut(), specific) {
-        extra.extend(specific);
-    }
-    report(&args, &metrics, extra)
+    let trained = Trained {
+        objective: &model.training.objective,
+        model: model.kind(),
+        seed: settings.seed,
+        id: model.id(),
+        train_queries: train_set.queries.len(),
+        valid_queries: valid_set.as_ref().map(|v| v.queries.len()),
+        coverage: &outcome.coverage,
+        best_epoch: model.training.best_epoch,
+        epochs_run: model.training.epochs_run,
+        train_seconds: seconds,
+        valid: &model.training.metrics.valid,
+        log: &outcome.log,
+        family,
+    };
+    report(&args, &metrics, trained)
+}
+
+/// `--json` with `--scores`: the scores file evaluated.
+#[derive(Serialize)]
+struct ScoresGiven<'a> {
+    scores: &'a Path,
+}
+
+/// `--json` after training: how the model was trained.
+#[derive(Serialize)]
+struct Trained<'a> {
+    objective: &'a Objective,
+    model: &'static str,
+    seed: u64,
+    id: &'a str,
+    train_queries: usize,
+    valid_queries: Option<usize>,
+    coverage: &'a Option<PairCoverage>,
+    best_epoch: usize,
+    epochs_run: usize,
+    train_seconds: f64,
+    valid: &'a Option<RankMetrics>,
+    log: &'a [EpochLog],
+    #[serde(flatten)]
+    family: Family<'a>,
+}
+
+/// What is reported of the model family's own settings.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Family<'a> {
+    Trees {
+        params: &'a GbdtParams,
+    },
+    Network {
+        hidden: &'a [usize],
+        ensemble: usize,
+        average_epochs: usize,
+        lr_halve_after: usize,
+        sample_rows: Option<usize>,
+        mixup: Option<f32>,
+        member_best_epochs: &'a [usize],
+        lr: f64,
+        batch: usize,
+    },
+}
+
+/// What `--json` prints: the test metrics, then how the scores came about.
+#[derive(Serialize)]
+struct Report<'a, S> {
+    test: &'a RankMetrics,
+    #[serde(flatten)]
+    source: S,
 }
 
 /// `--out` and `--write-scores`.
@@ -152,13 +210,10 @@ fn write_outputs(
     Ok(())
 }
 
-fn report(args: &EvalLetorArgs, m: &RankMetrics, extra: serde_json::Value) -> anyhow::Result<()> {
+fn report(args: &EvalLetorArgs, m: &RankMetrics, source: impl Serialize) -> anyhow::Result<()> {
     if args.json {
-        let mut out = serde_json::json!({ "test": m });
-        if let (Some(out), serde_json::Value::Object(extra)) = (out.as_object_mut(), extra) {
-            out.extend(extra);
-        }
-        println!("{out}");
+        let out = Report { test: m, source };
+        println!("{}", serde_json::to_string(&out)?);
     } else {
         println!(
             "{}: {} queries ({} without a relevant row: NDCG = 1, left out of MAP — LightGBM's \

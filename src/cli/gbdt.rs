@@ -47,28 +47,41 @@ pub fn import_model(
         .map_err(|e| Invalid(format!("{}: {e}", path.display())))?)
 }
 
+/// What `eval-letor --import FILE --json` reports of the imported model.
+#[derive(serde::Serialize)]
+pub struct ImportedReport {
+    /// Always `gbdt`.
+    pub model: &'static str,
+    pub imported: PathBuf,
+    pub library: &'static str,
+    pub objective: Option<String>,
+    pub trees: usize,
+    pub features_read: Vec<String>,
+    pub id: String,
+}
+
 /// `eval-letor --import FILE`: the imported model bound to the test file's features
-/// `f1..fN` (N the wider of the file and the model), its metrics and report fields.
+/// `f1..fN` (N the wider of the file and the model), and what the report says of it.
 pub fn eval_imported(
     args: &TreeFileArgs,
     test: &crate::corpus::letor::LetorSet,
-) -> anyhow::Result<(Reranker, RankSet, serde_json::Value)> {
+) -> anyhow::Result<(Reranker, RankSet, ImportedReport)> {
     let path = args.import.as_ref().expect("--import given");
     let imported = import_model(path, args.import_format)?;
     let width = test.num_features.max(imported.forest.num_features);
     let test = RankSet::from_letor_width(test, width)?;
     let model = Reranker::from_imported(&imported, &test.feature_names, path.display().to_string())
         .map_err(|e| Invalid(format!("{}: {e}", path.display())))?;
-    let extra = serde_json::json!({
-        "model": "gbdt",
-        "imported": path,
-        "library": imported.library.name(),
-        "objective": imported.objective,
-        "trees": imported.forest.trees.len(),
-        "features_read": model.feature_names(),
-        "id": model.id(),
-    });
-    Ok((model, test, extra))
+    let report = ImportedReport {
+        model: "gbdt",
+        imported: path.clone(),
+        library: imported.library.name(),
+        objective: imported.objective.clone(),
+        trees: imported.forest.trees.len(),
+        features_read: model.feature_names().to_vec(),
+        id: model.id().to_string(),
+    };
+    Ok((model, test, report))
 }
 
 /// The model's scores of a LETOR set whose features are `f1..fN` (mapped by name) and
