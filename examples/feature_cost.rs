@@ -68,17 +68,13 @@ fn main() -> anyhow::Result<()> {
             let Some(bound) = index.bind(&stats, ModelKind::Bm25F, None, q)? else {
                 continue;
             };
-            let candidates: Vec<Candidate> = bound
-                .top(
-                    &searcher,
-                    index.doc_columns(&searcher)?.as_ref(),
-                    &stats,
-                    args.window,
-                    0,
-                )?
-                .into_iter()
-                .map(|(score, address)| Candidate { address, score })
-                .collect();
+            let candidates: Vec<Candidate> = bound.top(
+                &searcher,
+                index.doc_columns(&searcher)?.as_ref(),
+                &stats,
+                args.window,
+                0,
+            )?;
             let t = Instant::now();
             features::extract(
                 features::View {

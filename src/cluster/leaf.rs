@@ -239,7 +239,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         Some(top) => (top.total_hits, top.hits, top.sortable),
         None => (0, Vec::new(), false),
     };
-    let addresses: Vec<DocAddress> = hits.iter().map(|h| h.address).collect();
+    let addresses: Vec<DocAddress> = hits.iter().map(|h| h.candidate.address).collect();
     // Each hit's entry in this shard's link scores.
     let entries: Vec<Option<u32>> = match pinned.links.as_deref() {
         Some(links) => links.nodes_of(searcher, &addresses)?,
@@ -275,7 +275,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         true => {
             let columns = engine.index.doc_columns(searcher)?;
             hits.iter()
-                .map(|h| Some(columns.collapse_keys(h.address)))
+                .map(|h| Some(columns.collapse_keys(h.candidate.address)))
                 .collect()
         }
         false => vec![None; hits.len()],
@@ -293,12 +293,15 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
             .zip(keys)
             .map(|(((h, boost), node), keys)| WireCandidate {
                 doc: DocRef {
-                    segment: h.address.segment_ord,
-                    doc: h.address.doc_id,
+                    segment: h.candidate.address.segment_ord,
+                    doc: h.candidate.address.doc_id,
                 },
                 id: h.id,
-                score: h.score.to_bits(),
-                sort_key: h.sort_key.map(|k| k.unwrap_or(f64::NEG_INFINITY).to_bits()),
+                score: h.candidate.score.to_bits(),
+                sort_key: h
+                    .candidate
+                    .sort_key
+                    .map(|k| k.unwrap_or(f64::NEG_INFINITY).to_bits()),
                 boost,
                 node,
                 keys,
@@ -360,12 +363,7 @@ pub fn feedback(
     let candidates = call
         .docs
         .iter()
-        .map(|&d| {
-            Ok(crate::features::Candidate {
-                address: address(searcher, d)?,
-                score: 0.0,
-            })
-        })
+        .map(|&d| Ok(crate::features::Candidate::new(address(searcher, d)?, 0.0)))
         .collect::<Result<Vec<_>, LeafError>>()?;
     Ok(FeedbackReply {
         protocol: PROTOCOL,

@@ -22,13 +22,7 @@ use crate::text::TextIndex;
 
 pub use set::{FeatureSet, FEATURE_SET_VERSION};
 
-/// One first-phase candidate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Candidate {
-    pub address: DocAddress,
-    /// Its first-phase score.
-    pub score: f32,
-}
+pub use crate::text::search::Candidate;
 
 /// Feature vectors of a candidate window: row `i` belongs to candidate `i`, columns follow
 /// [`FeatureSet::names`].

@@ -28,7 +28,7 @@ use std::time::Instant;
 use arc_swap::ArcSwapOption;
 use serde::Serialize;
 use tantivy::query::Query;
-use tantivy::{DocAddress, Score, Searcher};
+use tantivy::{DocAddress, Searcher};
 
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
@@ -442,24 +442,21 @@ pub struct FeatureWindow {
     pub features: FeatureMatrix,
 }
 
-/// One entry of the final page before it becomes a hit.
+/// A first-phase candidate as the second phase ranks it.
 struct Ranked {
-    address: DocAddress,
+    /// What the first phase found (its score is the first-phase score).
+    candidate: Candidate,
+    /// The score the page is ranked by (boosted, reranked, or the first phase's).
     score: f32,
     first_rank: usize,
-    first_score: f32,
     boost: Option<BoostExplanation>,
-    sort_key: Option<Option<f64>>,
     collapsed: Option<usize>,
 }
-
-/// A first-phase hit: score, address and (with `sort`) sort key.
-type FirstPhaseHit = (Score, DocAddress, Option<Option<f64>>);
 
 /// What the first phase found: the ranked candidates and what explains them.
 struct FirstPhase {
     /// Best first.
-    top: Vec<FirstPhaseHit>,
+    top: Vec<Candidate>,
     total_hits: usize,
     /// The model that ranked (none for a fusion).
     bound: Option<BoundModel>,
@@ -498,15 +495,13 @@ pub struct ShardTop {
     pub sortable: bool,
 }
 
-/// A document of a shard's first phase.
+/// A document of a shard's first phase: the candidate, with its id (the shards' lists are
+/// merged by id).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShardHit {
-    pub score: f32,
     pub id: String,
-    /// Its address in the searcher the shard answered from.
-    pub address: DocAddress,
-    /// With a sort: its key, `None` when it lacks the fields the sort needs.
-    pub sort_key: Option<Option<f64>>,
+    /// Its address is in the searcher the shard answered from.
+    pub candidate: Candidate,
 }
 
 /// The index with what serves it: link scores and the active reranker, each swapped
@@ -698,19 +693,16 @@ impl Engine {
         };
         response.total_hits = first.total_hits;
         response.fusion = first.fused.as_ref().map(|f| f.report.clone());
-        let top: Vec<(Score, DocAddress)> = first.top.iter().map(|&(s, a, _)| (s, a)).collect();
+        let top = &first.top;
         response.times.retrieve = start.elapsed().as_secs_f64();
-        let mut ranked: Vec<Ranked> = first
-            .top
+        let mut ranked: Vec<Ranked> = top
             .iter()
             .enumerate()
-            .map(|(i, &(score, address, sort_key))| Ranked {
-                address,
-                score,
+            .map(|(i, &candidate)| Ranked {
+                candidate,
+                score: candidate.score,
                 first_rank: skip + i + 1,
-                first_score: score,
                 boost: None,
-                sort_key,
                 collapsed: None,
             })
             .collect();
@@ -720,7 +712,7 @@ impl Engine {
             Ranking::FirstPhase | Ranking::Sort(_) => {}
             Ranking::Boost { weight, .. } => {
                 let links = links.as_deref().expect("checked above");
-                let addresses: Vec<DocAddress> = top.iter().map(|&(_, a)| a).collect();
+                let addresses: Vec<DocAddress> = top.iter().map(|c| c.address).collect();
                 for (r, node) in ranked
                     .iter_mut()
                     .zip(links.nodes_of(&searcher, &addresses)?)
@@ -739,7 +731,7 @@ impl Engine {
                     now,
                     rating: MeanRating::OfIndex,
                 };
-                let w = Self::features(view, &top, how)?;
+                let w = Self::features(view, top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
@@ -767,7 +759,7 @@ impl Engine {
             let columns = self.index.doc_columns(&searcher)?;
             let keys: Vec<_> = ranked
                 .iter()
-                .map(|r| columns.collapse_keys(r.address))
+                .map(|r| columns.collapse_keys(r.candidate.address))
                 .collect();
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
             ranked = collapse::collapse(&keys, &q.collapse)
@@ -838,21 +830,14 @@ impl Engine {
                     global_rating: columns.rating_sum(searcher).mean(),
                 };
                 sort::top_sorted(searcher, &columns, &bound, by, limit, skip)?
-                    .into_iter()
-                    .map(|(key, score, address)| (score, address, Some(key)))
-                    .collect()
             }
-            _ => bound
-                .top(
-                    searcher,
-                    self.index.doc_columns(searcher)?.as_ref(),
-                    stats,
-                    limit,
-                    skip,
-                )?
-                .into_iter()
-                .map(|(score, address)| (score, address, None))
-                .collect(),
+            _ => bound.top(
+                searcher,
+                self.index.doc_columns(searcher)?.as_ref(),
+                stats,
+                limit,
+                skip,
+            )?,
         };
         Ok(Some(FirstPhase {
             top,
@@ -890,7 +875,8 @@ impl Engine {
                         f.depth,
                         0,
                     )?;
-                    lists.push(top.into_iter().map(|(s, a)| (a, f64::from(s))).collect());
+                    let list = top.into_iter().map(|c| (c.address, f64::from(c.score)));
+                    lists.push(list.collect());
                 }
                 None => lists.push(Vec::new()),
             }
@@ -919,7 +905,7 @@ impl Engine {
             .into_iter()
             .skip(skip)
             .take(limit)
-            .map(|(address, score)| (score as f32, address, None))
+            .map(|(address, score)| Candidate::new(address, score as f32))
             .collect();
         Ok(Some(FirstPhase {
             top,
@@ -954,7 +940,7 @@ impl Engine {
             return Ok(None);
         };
         let columns = index.doc_columns(searcher)?;
-        let (top, sortable): (Vec<FirstPhaseHit>, _) = match q.ranking {
+        let (top, sortable) = match q.ranking {
             Ranking::Sort(mode) => {
                 let by = sort::SortBy {
                     mode,
@@ -962,29 +948,17 @@ impl Engine {
                     now: q.now.unwrap_or_else(features::social::unix_now),
                     global_rating: rating.resolve(&columns, searcher),
                 };
-                let top = sort::top_sorted(searcher, &columns, &bound, by, limit, 0)?
-                    .into_iter()
-                    .map(|(key, score, address)| (score, address, Some(key)))
-                    .collect();
+                let top = sort::top_sorted(searcher, &columns, &bound, by, limit, 0)?;
                 (top, mode.possible(columns.signals_present()))
             }
-            _ => (
-                bound
-                    .top(searcher, &columns, stats, limit, 0)?
-                    .into_iter()
-                    .map(|(score, address)| (score, address, None))
-                    .collect(),
-                false,
-            ),
+            _ => (bound.top(searcher, &columns, stats, limit, 0)?, false),
         };
         let hits = top
             .into_iter()
-            .map(|(score, address, sort_key)| {
+            .map(|candidate| {
                 Ok(ShardHit {
-                    score,
-                    id: columns.head(address)?.id,
-                    address,
-                    sort_key,
+                    id: columns.head(candidate.address)?.id,
+                    candidate,
                 })
             })
             .collect::<tantivy::Result<_>>()?;
@@ -1016,7 +990,7 @@ impl Engine {
         let (searcher, links) = (view.searcher, view.links);
         let candidates: Vec<Candidate> = docs
             .iter()
-            .map(|&(address, score, _)| Candidate { address, score })
+            .map(|&(address, score, _)| Candidate::new(address, score))
             .collect();
         let mut m = features::extract_part(
             view,
@@ -1082,16 +1056,12 @@ impl Engine {
 
     fn features(
         view: features::View,
-        top: &[(Score, DocAddress)],
+        candidates: &[Candidate],
         how: features::Extraction,
     ) -> Result<FeatureWindow, SearchError> {
-        let candidates: Vec<Candidate> = top
-            .iter()
-            .map(|&(score, address)| Candidate { address, score })
-            .collect();
-        let features = features::extract(view, FeatureSet::current(), &candidates, how)?;
+        let features = features::extract(view, FeatureSet::current(), candidates, how)?;
         Ok(FeatureWindow {
-            candidates,
+            candidates: candidates.to_vec(),
             features,
         })
     }
@@ -1107,7 +1077,7 @@ impl Engine {
         rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
     ) -> Result<Vec<Hit>, SearchError> {
         let (searcher, stats, links) = (view.searcher, view.stats, view.links);
-        let addresses: Vec<DocAddress> = page.iter().map(|r| r.address).collect();
+        let addresses: Vec<DocAddress> = page.iter().map(|r| r.candidate.address).collect();
         // Explaining is opt-in and off the hot path.
         let mut first_phase = match (&first.bound, q.explain) {
             (Some(bound), true) => explain_first_phase(searcher, stats, bound, &addresses)?,
@@ -1128,7 +1098,7 @@ impl Engine {
                         f.inputs
                             .iter()
                             .map(|(model, listed)| {
-                                let found = listed.get(&r.address);
+                                let found = listed.get(&r.candidate.address);
                                 FusionInputRank {
                                     model: model.to_string(),
                                     rank: found.map(|&(rank, _)| rank),
@@ -1138,7 +1108,7 @@ impl Engine {
                             .collect()
                     }),
                     first_phase_rank: r.first_rank,
-                    first_phase_score: r.first_score,
+                    first_phase_score: r.candidate.score,
                     rerank: rerank_explanation(r),
                     boost: r.boost,
                     links: match (links, &nodes) {
@@ -1155,10 +1125,10 @@ impl Engine {
                 title: shown.title,
                 snippet: shown.snippet,
                 score: r.score,
-                sort_key: r.sort_key,
+                sort_key: r.candidate.sort_key,
                 collapsed: r.collapsed,
                 explain,
-                address: r.address,
+                address: r.candidate.address,
             });
         }
         Ok(hits)

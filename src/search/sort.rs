@@ -11,12 +11,12 @@
 use std::fmt;
 
 use tantivy::collector::TopDocs;
-use tantivy::{DocAddress, DocId, Score, Searcher, SegmentReader};
+use tantivy::{DocId, Score, Searcher, SegmentReader};
 
 use crate::features::social;
 use crate::text::columns::{DocColumns, SegmentSocial, SignalsPresent, SocialSignals};
 use crate::text::config::SocialParams;
-use crate::text::search::{canonical_order_by, BoundModel};
+use crate::text::search::{canonical_order_by, BoundModel, Candidate};
 
 /// An order of the matching documents by a static or social score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -125,8 +125,8 @@ pub struct SortBy {
 type SortKey = (f64, Score);
 
 /// The matching documents `offset + 1 ..= offset + limit` in `mode`'s order, each with its
-/// key (`None` where the document lacks the fields) and its first-phase score; `columns` are
-/// `searcher`'s.
+/// sort key (`None` where the document lacks the fields) and its first-phase score;
+/// `columns` are `searcher`'s.
 ///
 /// Equal keys are ordered by id: a tie group crossing the cut is fetched whole, as
 /// `crate::text::search::BoundModel::top` does (the list is fetched one longer, then twice
@@ -138,7 +138,7 @@ pub fn top_sorted(
     by: SortBy,
     limit: usize,
     offset: usize,
-) -> tantivy::Result<Vec<(Option<f64>, Score, DocAddress)>> {
+) -> tantivy::Result<Vec<Candidate>> {
     let SortBy {
         mode,
         params,
@@ -177,6 +177,10 @@ pub fn top_sorted(
     top.drain(..offset.min(top.len()));
     Ok(top
         .into_iter()
-        .map(|((key, score), address)| (key.is_finite().then_some(key), score, address))
+        .map(|((key, score), address)| Candidate {
+            address,
+            score,
+            sort_key: Some(key.is_finite().then_some(key)),
+        })
         .collect())
 }

@@ -33,6 +33,30 @@ pub enum TextError {
     Index(#[from] tantivy::TantivyError),
 }
 
+/// A document the first phase found, as every later step carries it (Quickwit's
+/// `PartialHit`): the features read it, the second phase reorders it, a shard sends it with
+/// its id.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// Its address in the searcher that found it.
+    pub address: DocAddress,
+    /// Its first-phase score (a fusion's fused score).
+    pub score: Score,
+    /// With `sort=`: its sort key, `None` when it lacks the fields the sort needs.
+    pub sort_key: Option<Option<f64>>,
+}
+
+impl Candidate {
+    /// A candidate ranked by relevance.
+    pub fn new(address: DocAddress, score: Score) -> Self {
+        Candidate {
+            address,
+            score,
+            sort_key: None,
+        }
+    }
+}
+
 /// A model bound to one query on one searcher, ready to rank or to score candidates.
 pub struct BoundModel {
     pub kind: ModelKind,
@@ -203,10 +227,10 @@ impl BoundModel {
         stats: &Stats,
         k: usize,
         offset: usize,
-    ) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+    ) -> tantivy::Result<Vec<Candidate>> {
         let want = offset + k;
         let mut fetch = want + 1;
-        let mut top = loop {
+        let top = loop {
             let collector = TopDocs::with_limit(fetch).order_by_score();
             let Some(native) = &self.native else {
                 let top = searcher.search(&self.query, &collector)?;
@@ -233,6 +257,7 @@ impl BoundModel {
             }
             fetch = fetch.saturating_mul(2);
         };
+        let mut top: Vec<Candidate> = top.into_iter().map(|(s, a)| Candidate::new(a, s)).collect();
         canonical_order(columns, &mut top)?;
         top.truncate(want);
         top.drain(..offset.min(top.len()));
@@ -273,12 +298,9 @@ impl BoundModel {
 
 /// Orders `top` (best first by score) canonically: score descending by `total_cmp`, equal
 /// scores by ascending document id.
-pub fn canonical_order(
-    columns: &DocColumns,
-    top: &mut [(Score, DocAddress)],
-) -> tantivy::Result<()> {
-    top.sort_by(|a, b| b.0.total_cmp(&a.0));
-    canonical_order_by(columns, top, |t| t.0.to_bits(), |t| t.1)
+pub fn canonical_order(columns: &DocColumns, top: &mut [Candidate]) -> tantivy::Result<()> {
+    top.sort_by(|a, b| b.score.total_cmp(&a.score));
+    canonical_order_by(columns, top, |c| c.score.to_bits(), |c| c.address)
 }
 
 /// Orders the runs of equal `key` in `top` (already in its final order otherwise) by

@@ -207,10 +207,7 @@ fn nodes_of_documents_match_lookups_by_id() {
         .collect();
     let cands: Vec<Candidate> = all
         .iter()
-        .map(|&address| Candidate {
-            address,
-            score: 0.0,
-        })
+        .map(|&address| Candidate::new(address, 0.0))
         .collect();
     let ids = rankd::features::candidate_ids(&searcher, &cands).unwrap();
     // Twice: the second call reads the cached tables.

@@ -375,9 +375,8 @@ fn scrambled_candidates(
         .iter()
         .enumerate()
         .flat_map(|(s, r)| {
-            (0..r.max_doc()).map(move |d| rankd::features::Candidate {
-                address: tantivy::DocAddress::new(s as u32, d),
-                score: d as f32,
+            (0..r.max_doc()).map(move |d| {
+                rankd::features::Candidate::new(tantivy::DocAddress::new(s as u32, d), d as f32)
             })
         })
         .collect();

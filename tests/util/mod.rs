@@ -716,12 +716,7 @@ pub fn first_phase(
     let q = rankd::text::query::AnalyzedQuery::new(q);
     let bound = index.bind(&stats, model, None, &q).unwrap().unwrap();
     let columns = index.doc_columns(searcher).unwrap();
-    bound
-        .top(searcher, &columns, &stats, k, 0)
-        .unwrap()
-        .into_iter()
-        .map(|(score, address)| rankd::features::Candidate { address, score })
-        .collect()
+    bound.top(searcher, &columns, &stats, k, 0).unwrap()
 }
 
 /// Knuth's MMIX linear congruential generator: reproducible pseudo-random test data, the same

@@ -79,6 +79,7 @@ use crate::search::{
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
 use crate::text::query::AnalyzedQuery;
+use crate::text::search::Candidate;
 use crate::text::stats::{GlobalStats, StatsRequest};
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, ModelKind};
@@ -209,12 +210,14 @@ impl MergedHit {
         MergedHit {
             target,
             hit: ShardHit {
-                score: f32::from_bits(c.score),
                 id: c.id,
-                address: DocAddress::new(c.doc.segment, c.doc.doc),
-                sort_key: c
-                    .sort_key
-                    .map(|bits| Some(f64::from_bits(bits)).filter(|k| k.is_finite())),
+                candidate: Candidate {
+                    address: DocAddress::new(c.doc.segment, c.doc.doc),
+                    score: f32::from_bits(c.score),
+                    sort_key: c
+                        .sort_key
+                        .map(|bits| Some(f64::from_bits(bits)).filter(|k| k.is_finite())),
+                },
             },
             boost: c.boost.map(f32::from_bits),
             node: c.node,
@@ -230,11 +233,17 @@ impl MergedHit {
 /// always within the union of the shards' top `limit`.
 fn merge(lists: Vec<Vec<MergedHit>>, limit: usize) -> Vec<MergedHit> {
     let mut all: Vec<MergedHit> = lists.into_iter().flatten().collect();
-    let key = |h: &MergedHit| h.hit.sort_key.flatten().unwrap_or(f64::NEG_INFINITY);
+    let key = |h: &MergedHit| {
+        h.hit
+            .candidate
+            .sort_key
+            .flatten()
+            .unwrap_or(f64::NEG_INFINITY)
+    };
     all.sort_by(|a, b| {
         key(b)
             .total_cmp(&key(a))
-            .then_with(|| b.hit.score.total_cmp(&a.hit.score))
+            .then_with(|| b.hit.candidate.score.total_cmp(&a.hit.candidate.score))
             .then_with(|| a.hit.id.cmp(&b.hit.id))
     });
     all.truncate(limit);
@@ -857,7 +866,7 @@ impl Root {
             .iter()
             .map(|m| {
                 m.iter()
-                    .map(|h| (h.hit.id.clone(), f64::from(h.hit.score)))
+                    .map(|h| (h.hit.id.clone(), f64::from(h.hit.candidate.score)))
                     .collect()
             })
             .collect();
@@ -870,14 +879,9 @@ impl Root {
             .iter()
             .take(plan.limit)
             .map(|(id, score)| {
-                let h = located[id.as_str()];
-                MergedHit {
-                    hit: ShardHit {
-                        score: *score as f32,
-                        ..h.hit.clone()
-                    },
-                    ..h.clone()
-                }
+                let mut h = located[id.as_str()].clone();
+                h.hit.candidate.score = *score as f32;
+                h
             })
             .collect();
         let inputs = f
@@ -888,7 +892,7 @@ impl Root {
                 let listed = list
                     .iter()
                     .enumerate()
-                    .map(|(r, h)| (h.hit.id.clone(), (r + 1, h.hit.score)))
+                    .map(|(r, h)| (h.hit.id.clone(), (r + 1, h.hit.candidate.score)))
                     .collect();
                 (kind, listed)
             })
@@ -921,7 +925,7 @@ impl Root {
             .enumerate()
             .map(|(row, h)| Ranked {
                 row,
-                score: h.hit.score,
+                score: h.hit.candidate.score,
                 collapsed: None,
                 boost: None,
             })
@@ -1124,7 +1128,13 @@ impl Root {
                     scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                     docs: rows
                         .iter()
-                        .map(|&i| (doc_ref(&window[i]), window[i].hit.score.to_bits(), i + 1))
+                        .map(|&i| {
+                            (
+                                doc_ref(&window[i]),
+                                window[i].hit.candidate.score.to_bits(),
+                                i + 1,
+                            )
+                        })
                         .collect(),
                     window_nodes: window_nodes.clone(),
                     prf,
@@ -1192,7 +1202,7 @@ impl Root {
         let returns = q.returns;
         let hit = |i: usize, ranked: &Ranked, shown: Option<WireHit>| {
             let h = &window[ranked.row];
-            let a = h.hit.address;
+            let a = h.hit.candidate.address;
             let mut shown = shown.unwrap_or(WireHit {
                 id: h.hit.id.clone(),
                 url: None,
@@ -1221,7 +1231,7 @@ impl Root {
                             .collect()
                     }),
                     first_phase_rank: ranked.row + 1,
-                    first_phase_score: h.hit.score,
+                    first_phase_score: h.hit.candidate.score,
                     rerank: reranked.map(|(active, features, scores)| {
                         active.explain(features, ranked.row, scores[ranked.row])
                     }),
@@ -1236,7 +1246,7 @@ impl Root {
                 title: returns.title.then_some(shown.title.unwrap_or_default()),
                 snippet: returns.snippet.then_some(shown.snippet.unwrap_or_default()),
                 score: ranked.score,
-                sort_key: h.hit.sort_key,
+                sort_key: h.hit.candidate.sort_key,
                 collapsed: ranked.collapsed,
                 explain,
                 address: DocAddress::new(h.target as u32, a.doc_id),
@@ -1333,7 +1343,7 @@ fn http_clients(http: &http::Http, shard: usize, urls: Vec<String>) -> Vec<Arc<d
 /// The address of a merged hit as its shard knows it.
 fn doc_ref(h: &MergedHit) -> DocRef {
     DocRef {
-        segment: h.hit.address.segment_ord,
-        doc: h.hit.address.doc_id,
+        segment: h.hit.candidate.address.segment_ord,
+        doc: h.hit.candidate.address.doc_id,
     }
 }
