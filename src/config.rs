@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 /// Everything `rankd serve` needs to know beyond the index itself.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     /// `None`: SQLite in `data_dir/rankd.db`.
@@ -82,15 +82,15 @@ struct FileConfig {
 
 /// Values given as command-line flags; `None` when the flag was not given.
 #[derive(Debug, Default, Clone)]
-pub struct Flags {
+pub(crate) struct Flags {
     pub config: Option<PathBuf>,
     pub addr: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
     pub database_url: Option<String>,
 }
 
-pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
-pub const DEFAULT_DATA_DIR: &str = "./data";
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_DATA_DIR: &str = "./data";
 
 impl Config {
     /// Resolves the configuration from the process environment and `flags`.

@@ -32,7 +32,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// As [`write_atomic`], with the content written by `fill` (for large files built in parts).
-pub fn write_atomic_with(
+pub(crate) fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
@@ -58,7 +58,7 @@ pub fn write_atomic_with(
 
 /// Removes the `.rankd-tmp-<pid>-…` files of `dir` whose writer is no longer running, and
 /// adds their paths to `removed`.
-pub fn remove_dead_temp_files(dir: &Path, removed: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+pub(crate) fn remove_dead_temp_files(dir: &Path, removed: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     if !dir.is_dir() {
         return Ok(());
     }

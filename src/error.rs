@@ -58,7 +58,7 @@ impl ErrorKind {
 }
 
 /// An error type that knows its kind.
-pub trait Kinded {
+pub(crate) trait Kinded {
     fn kind(&self) -> ErrorKind;
 }
 
@@ -75,7 +75,7 @@ pub struct NotFound(pub String);
 /// A valid request that clashes with the current state.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{0}")]
-pub struct Conflict(pub String);
+pub(crate) struct Conflict(pub String);
 
 impl Kinded for Invalid {
     fn kind(&self) -> ErrorKind {
@@ -160,7 +160,7 @@ impl Kinded for crate::graph::GraphError {
 }
 
 /// The kind of `cause` when its type is one of this layer's or below that knows its kind.
-pub fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
+pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     macro_rules! try_kind {
         ($($t:ty),*) => {
             $(if let Some(k) = cause.downcast_ref::<$t>() {

@@ -211,15 +211,15 @@ pub struct NodeScores {
     pub out_degree: u32,
 }
 
-pub fn sidecar_path(index: &TextIndex) -> PathBuf {
+pub(crate) fn sidecar_path(index: &TextIndex) -> PathBuf {
     index.dir.join(SIDECAR_NAME)
 }
 
 /// The link scores' file in a data directory.
-pub const SIDECAR_NAME: &str = "link_scores.json";
+pub(crate) const SIDECAR_NAME: &str = "link_scores.json";
 
 /// Identifies the index commit the scores belong to: any ingest or delete changes it.
-pub fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
+pub(crate) fn generation_key(index: &TextIndex) -> anyhow::Result<String> {
     let m = index.manifest()?;
     Ok(format!(
         "{}:{}:{}",
@@ -333,7 +333,7 @@ pub fn compute(
 /// `cluster`, every process reading the same index. Process 0 gets the scores (SimRank's
 /// diagonal, which the job does not compute, is added there by the CSR engine); the others
 /// get `None`. Nothing is stored.
-pub fn compute_on_dataflow(
+pub(crate) fn compute_on_dataflow(
     index: &TextIndex,
     options: &LinkScoreOptions,
     trusted: Option<&[String]>,

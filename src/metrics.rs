@@ -15,7 +15,7 @@ use prometheus::{
 
 /// The stages of answering a search, timed separately.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SearchPhase {
+pub(crate) enum SearchPhase {
     /// First-phase retrieval through the inverted index (text model, boost).
     Retrieve,
     /// Feature extraction for the rerank window.
@@ -301,7 +301,7 @@ const ERROR_KINDS: &[&str] = &[
 
 /// One answered HTTP request. `route` is the route template (`/doc/{id}`), never the raw
 /// path, so that the number of series stays bounded.
-pub fn observe_http(route: &str, method: &str, status: u16, seconds: f64) {
+pub(crate) fn observe_http(route: &str, method: &str, status: u16, seconds: f64) {
     let m = &*METRICS;
     let status = status.to_string();
     m.http_requests
@@ -313,7 +313,7 @@ pub fn observe_http(route: &str, method: &str, status: u16, seconds: f64) {
 }
 
 /// Time spent in one phase of one search.
-pub fn observe_search_phase(phase: SearchPhase, seconds: f64) {
+pub(crate) fn observe_search_phase(phase: SearchPhase, seconds: f64) {
     METRICS
         .search_phase
         .with_label_values(&[phase.as_str()])
@@ -321,13 +321,13 @@ pub fn observe_search_phase(phase: SearchPhase, seconds: f64) {
 }
 
 /// The index's size on disk and live document count.
-pub fn set_index_stats(size_bytes: u64, documents: u64) {
+pub(crate) fn set_index_stats(size_bytes: u64, documents: u64) {
     METRICS.index_size.set(size_bytes as i64);
     METRICS.index_documents.set(documents as i64);
 }
 
 /// Whether the served link scores are stale, and how many live documents they miss.
-pub fn set_link_scores(stale: bool, uncovered_documents: u64) {
+pub(crate) fn set_link_scores(stale: bool, uncovered_documents: u64) {
     METRICS.link_scores_stale.set(i64::from(stale));
     METRICS
         .link_scores_uncovered
@@ -335,7 +335,7 @@ pub fn set_link_scores(stale: bool, uncovered_documents: u64) {
 }
 
 /// The active reranker's model id, or `None` when the first phase alone ranks.
-pub fn set_active_model(id: Option<&str>) {
+pub(crate) fn set_active_model(id: Option<&str>) {
     let m = &*METRICS;
     m.active_model.reset();
     m.active_model
@@ -344,7 +344,7 @@ pub fn set_active_model(id: Option<&str>) {
 }
 
 /// A background job finished (`kind` train|graph|eval, `status` succeeded|failed|cancelled).
-pub fn observe_job(kind: &str, status: &str, seconds: f64) {
+pub(crate) fn observe_job(kind: &str, status: &str, seconds: f64) {
     METRICS
         .job_duration
         .with_label_values(&[kind, status])
@@ -352,19 +352,25 @@ pub fn observe_job(kind: &str, status: &str, seconds: f64) {
 }
 
 /// A training epoch completed with `value` of the validation `metric` (e.g. `ndcg@10`).
-pub fn observe_training_epoch(metric: &str, value: f64) {
+pub(crate) fn observe_training_epoch(metric: &str, value: f64) {
     let m = &*METRICS;
     m.train_epochs.inc();
     m.train_validation.with_label_values(&[metric]).set(value);
 }
 
 /// One error of `kind` (an API error code, `job_failed`, ...).
-pub fn count_error(kind: &str) {
+pub(crate) fn count_error(kind: &str) {
     METRICS.errors.with_label_values(&[kind]).inc();
 }
 
 /// One call of a cluster root to a leaf: its time and the bytes sent and received.
-pub fn observe_leaf_call(call: &str, shard: usize, seconds: f64, sent: usize, received: usize) {
+pub(crate) fn observe_leaf_call(
+    call: &str,
+    shard: usize,
+    seconds: f64,
+    sent: usize,
+    received: usize,
+) {
     let m = &*METRICS;
     m.cluster_calls
         .with_label_values(&[call, &shard.to_string()])
@@ -378,7 +384,7 @@ pub fn observe_leaf_call(call: &str, shard: usize, seconds: f64, sent: usize, re
 }
 
 /// A replica of `shard` failed a call.
-pub fn count_replica_failure(shard: usize) {
+pub(crate) fn count_replica_failure(shard: usize) {
     METRICS
         .cluster_replica_failures
         .with_label_values(&[&shard.to_string()])
@@ -386,12 +392,12 @@ pub fn count_replica_failure(shard: usize) {
 }
 
 /// A search answered without some shard.
-pub fn count_partial_response() {
+pub(crate) fn count_partial_response() {
     METRICS.cluster_partial.inc();
 }
 
 /// A replica of `shard` now serves `generation`, having fetched `bytes` for it.
-pub fn set_generation(shard: u32, generation: u64, bytes: u64) {
+pub(crate) fn set_generation(shard: u32, generation: u64, bytes: u64) {
     let shard = shard.to_string();
     METRICS
         .generation
@@ -405,7 +411,7 @@ pub fn set_generation(shard: u32, generation: u64, bytes: u64) {
 
 /// A replica of `shard` switched generations (`switch`), refused one (`refused`) or could
 /// not read the store (`store_error`).
-pub fn count_generation_event(shard: u32, event: &str) {
+pub(crate) fn count_generation_event(shard: u32, event: &str) {
     METRICS
         .generation_events
         .with_label_values(&[&shard.to_string(), event])
@@ -413,13 +419,13 @@ pub fn count_generation_event(shard: u32, event: &str) {
 }
 
 /// The number of live cluster members in this node's gossip view.
-pub fn set_live_members(n: usize) {
+pub(crate) fn set_live_members(n: usize) {
     METRICS.cluster_live_members.set(n as i64);
 }
 
 /// Whether the last metastore read succeeded. The gauge appears with the first read, so a
 /// node without a metastore exports none (rather than a 0 an alert would take for an outage).
-pub fn set_metastore_up(up: bool) {
+pub(crate) fn set_metastore_up(up: bool) {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     let m = &*METRICS;
     REGISTERED.call_once(|| {
@@ -431,7 +437,7 @@ pub fn set_metastore_up(up: bool) {
 }
 
 /// A failed metastore `operation` (`read_map`, `register`, ...).
-pub fn count_metastore_error(operation: &str) {
+pub(crate) fn count_metastore_error(operation: &str) {
     METRICS
         .metastore_errors
         .with_label_values(&[operation])

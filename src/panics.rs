@@ -3,7 +3,7 @@
 //! common home without an import cycle.
 
 /// The message of a panic's payload (`panic!` with a literal or a formatted string).
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

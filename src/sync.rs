@@ -8,7 +8,7 @@
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A mutex's guard, recovered when the lock is poisoned.
-pub trait Recover<T: ?Sized> {
+pub(crate) trait Recover<T: ?Sized> {
     fn locked(&self) -> MutexGuard<'_, T>;
 }
 
@@ -19,7 +19,7 @@ impl<T: ?Sized> Recover<T> for Mutex<T> {
 }
 
 /// A reader–writer lock's guards, recovered as [`Recover`] recovers a mutex's.
-pub trait RecoverRw<T: ?Sized> {
+pub(crate) trait RecoverRw<T: ?Sized> {
     fn read_locked(&self) -> RwLockReadGuard<'_, T>;
     fn write_locked(&self) -> RwLockWriteGuard<'_, T>;
 }

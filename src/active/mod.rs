@@ -20,7 +20,7 @@ pub mod replay;
 
 /// λ when a request does not give one: the value the offline replay on LETOR chose most often
 /// on its validation folds (docs/EVALUATION.md, "Active learning (SPEC §5)").
-pub const DEFAULT_LAMBDA: f64 = 0.5;
+pub(crate) const DEFAULT_LAMBDA: f64 = 0.5;
 
 /// One picked item: its position in the pool and the terms of the criterion when it was
 /// picked.
@@ -42,7 +42,7 @@ pub struct Pick {
 /// to score as `(list, position in the list)`. An item alone in its list has no neighbour;
 /// its gap counts as the largest of the pool (it is the least uncertain). Gaps are divided by
 /// their maximum over the pool; when every gap is 0, all are 0.
-pub fn neighbor_gaps(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<f64> {
+pub(crate) fn neighbor_gaps(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<f64> {
     // Per list: sort once, then each item's gap is to its sorted predecessor or successor.
     let gaps_of_list = |scores: &[f32]| -> Vec<Option<f64>> {
         let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -76,7 +76,7 @@ pub fn neighbor_gaps(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<f64> {
 /// The rows of `x` (`n × d`, row-major) z-scored per column over the rows themselves (a
 /// constant column becomes 0) and scaled to unit length (an all-zero row stays zero, so its
 /// cosine with anything is 0). The dot product of two returned rows is their cosine.
-pub fn unit_rows(x: &[f32], d: usize) -> Vec<f64> {
+pub(crate) fn unit_rows(x: &[f32], d: usize) -> Vec<f64> {
     if d == 0 {
         return Vec::new();
     }
@@ -116,7 +116,7 @@ pub fn unit_rows(x: &[f32], d: usize) -> Vec<f64> {
 
 /// Why a selection cannot run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum SelectError {
+pub(crate) enum SelectError {
     #[error("lambda must be in [0, 1], got {0}")]
     Lambda(f64),
     #[error("{rows} feature values for {n} items of {d} features")]
@@ -128,7 +128,7 @@ pub enum SelectError {
 /// `unit` holds one unit-length (or zero) row of `d` values per item ([`unit_rows`]); `gaps`
 /// the normalised margins ([`neighbor_gaps`]). Ties go to the smaller margin, then to the
 /// earlier item, so a pool in a fixed order gives a fixed batch.
-pub fn select_batch(
+pub(crate) fn select_batch(
     unit: &[f64],
     d: usize,
     gaps: &[f64],

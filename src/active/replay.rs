@@ -25,7 +25,7 @@ use crate::rerank::{evaluate_scores, MetricConvention, RankSet, RerankError, Tra
 
 /// What a replay runs (the model each round trains is a [`TrainConfig`] of its own).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReplayConfig {
+pub(crate) struct ReplayConfig {
     /// The whole replay runs once per seed (folds, initial set, random batches, training).
     pub seeds: Vec<u64>,
     pub folds: usize,
@@ -76,7 +76,7 @@ impl Strategy {
 
 /// One round of one fold: the model trained on `labels` labelled rows.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Round {
+pub(crate) struct Round {
     pub labels: usize,
     pub test_map: f64,
     pub test_ndcg10: f64,
@@ -209,7 +209,7 @@ fn run_fold(
 
 /// Mean and population standard deviation.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MeanStd {
+pub(crate) struct MeanStd {
     pub mean: f64,
     pub std: f64,
 }
@@ -229,7 +229,7 @@ impl MeanStd {
 /// One strategy's curve: per round, the labels used and test MAP / NDCG@10 (each seed's
 /// mean over the folds, then mean ± std over the seeds).
 #[derive(Debug, Clone, Serialize)]
-pub struct Curve {
+pub(crate) struct Curve {
     pub strategy: String,
     pub labels: Vec<f64>,
     pub test_map: Vec<MeanStd>,
@@ -240,7 +240,7 @@ pub struct Curve {
 
 /// Everything a replay measured.
 #[derive(Debug, Clone, Serialize)]
-pub struct ReplayReport {
+pub(crate) struct ReplayReport {
     pub seeds: Vec<u64>,
     pub folds: usize,
     pub initial_queries: usize,
@@ -254,13 +254,13 @@ pub struct ReplayReport {
 }
 
 /// The number of trainings a replay runs (for a progress bar).
-pub fn trainings(config: &ReplayConfig) -> u64 {
+pub(crate) fn trainings(config: &ReplayConfig) -> u64 {
     ((2 + config.lambdas.len()) * config.folds * (config.rounds + 1) * config.seeds.len()) as u64
 }
 
 /// Runs the replay over `all` (every judged query) for each seed, training `train_config`
 /// each round; `tick` is called after each training.
-pub fn replay(
+pub(crate) fn replay(
     all: &RankSet,
     config: &ReplayConfig,
     train_config: &TrainConfig,

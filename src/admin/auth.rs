@@ -44,7 +44,7 @@ pub struct FailureThrottle {
 }
 
 /// The throttle's window.
-pub const WINDOW: Duration = Duration::from_secs(60);
+pub(crate) const WINDOW: Duration = Duration::from_secs(60);
 
 /// Addresses tracked at once. Beyond, expired windows are dropped; if every tracked address is
 /// still within its window, a new address is not tracked (logged), so a flood of addresses

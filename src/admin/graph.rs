@@ -30,7 +30,7 @@ use crate::search::Engine;
 /// are written (atomically) and swapped into `serving` only after the last check, so a
 /// cancelled job leaves the stored file and the served scores exactly as they were. A cancel
 /// that arrives after that point is too late: the job succeeds.
-pub fn recompute(
+pub(crate) fn recompute(
     engine: &Engine,
     seeds: Option<Vec<String>>,
     writes: &tokio::sync::Mutex<()>,

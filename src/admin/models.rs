@@ -24,7 +24,7 @@ use crate::rerank::Reranker;
 use crate::search::model::{self, ActiveModel};
 
 /// What start-up found for the reranker.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The active model, when there is one and its file loads.
     pub model: Option<ActiveModel>,
     /// Why the registry's active model is not served.
@@ -34,7 +34,7 @@ pub struct Loaded {
 /// Registers the model files of `data_dir/models/`, applies a pending command-line
 /// activation, and loads the active model. Only database failures are errors; an active
 /// model that cannot be loaded is reported in [`Loaded::error`].
-pub async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Loaded> {
+pub(crate) async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Loaded> {
     for path in model::model_files(data_dir)? {
         match Reranker::load(&path) {
             Ok(model) => {

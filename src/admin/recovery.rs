@@ -15,7 +15,7 @@ use crate::text::TextIndex;
 
 /// What [`recover`] cleaned up.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Recovery {
+pub(crate) struct Recovery {
     /// Temporary files of writers that died, removed.
     pub temp_files: Vec<PathBuf>,
     /// Files of `index/` that no commit names, removed.
@@ -33,7 +33,7 @@ impl Recovery {
 }
 
 /// Removes what a crashed writer left in `index`'s data directory (see the module docs).
-pub fn recover(index: &TextIndex) -> anyhow::Result<Recovery> {
+pub(crate) fn recover(index: &TextIndex) -> anyhow::Result<Recovery> {
     let data_dir = &index.dir;
     let mut recovery = Recovery::default();
     for dir in [data_dir.clone(), crate::search::model::models_dir(data_dir)] {

@@ -71,7 +71,7 @@ impl TrainParams {
 }
 
 /// Judged queries from stored judgments: those with a stored query text.
-pub fn judged_queries(stored: &[crate::db::judgments::StoredJudgment]) -> Vec<JudgedQuery> {
+pub(crate) fn judged_queries(stored: &[crate::db::judgments::StoredJudgment]) -> Vec<JudgedQuery> {
     let mut by_query: HashMap<String, JudgedQuery> = HashMap::new();
     for s in stored {
         let Some(text) = &s.query else { continue };

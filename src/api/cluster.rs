@@ -35,7 +35,7 @@ impl From<LeafError> for ApiError {
 
 /// The leaf calls, for a node serving its index as one shard of a collection: the in-process
 /// shard ([`LocalShard`]) the root's algorithm also calls directly, served over HTTP.
-pub fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Router<S> {
+pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Router<S> {
     let leaf: Leaf = Arc::new(LocalShard::new(state, "this leaf"));
     Router::new()
         .route("/cluster/v1/info", get(info))
@@ -118,7 +118,7 @@ async fn hits(
 }
 
 /// A root's state.
-pub struct RootState {
+pub(crate) struct RootState {
     pub root: Arc<Root>,
     pub ready: AtomicBool,
     /// The cluster's admin token: checked on the root's admin routes and sent to the
@@ -128,7 +128,7 @@ pub struct RootState {
 
 /// A root's routes: `/search` with the single node's parameters and answers, `/livez`,
 /// `/readyz`, `/metrics`.
-pub fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
+pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
         .route("/doc/{*id}", get(root_doc))
@@ -268,7 +268,7 @@ async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, String)
 
 /// Serves a root until SIGTERM or Ctrl-C, then drains like the single node
 /// (`super::serve`). `on_bound` receives the bound address.
-pub async fn serve_root(
+pub(crate) async fn serve_root(
     state: Arc<RootState>,
     addr: std::net::SocketAddr,
     limits: &crate::config::Limits,

@@ -129,13 +129,13 @@ impl IntoResponse for ApiError {
 /// The body of every error answer, as the OpenAPI document describes it (schema `Error`).
 #[derive(serde::Serialize, utoipa::ToSchema)]
 #[schema(as = Error)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     #[schema(inline)]
     pub error: ErrorDetail,
 }
 
 #[derive(serde::Serialize, utoipa::ToSchema)]
-pub struct ErrorDetail {
+pub(crate) struct ErrorDetail {
     /// what went wrong, for programs: `bad_request`, `not_found`, `unauthorized`, …
     pub code: String,
     /// what went wrong and where, for people
@@ -148,7 +148,7 @@ pub struct ErrorDetail {
 /// its own (an unknown query parameter is a 400 everywhere; the limits of `guard.rs` answer
 /// 408, 413, 414, 431 and 503; wrong admin tokens 429) and gives every 4xx and 5xx answer
 /// the [`ErrorBody`] schema, so clients (and schemathesis) can rely on both.
-pub fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
+pub(crate) fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::{Content, Ref, RefOr, Response};
     use utoipa::{PartialSchema, ToSchema};
 

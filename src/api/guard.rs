@@ -31,25 +31,29 @@ use super::ApiError;
 
 /// Longest request target (path and query) answered normally. Well above `q`'s 2048 bytes,
 /// so an over-long query is still the search's own 400 naming `q`.
-pub const MAX_URI_BYTES: usize = 32 << 10;
+pub(crate) const MAX_URI_BYTES: usize = 32 << 10;
 /// Largest total size of the request headers (names and values).
-pub const MAX_HEADER_BYTES: usize = 64 << 10;
+pub(crate) const MAX_HEADER_BYTES: usize = 64 << 10;
 /// Most request headers.
-pub const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;
 
 /// The policy of every answer. Styles may be inline (the pages set bar widths with `style`
 /// attributes); scripts only from `/static/`.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The request slots shared by every route (`limits.max_concurrent_requests` permits).
 #[derive(Clone)]
-pub struct Slots(pub Arc<Semaphore>);
+pub(crate) struct Slots(pub Arc<Semaphore>);
 
 /// Takes a slot for the request or answers 503 at once. `/livez` is exempt: a liveness probe
 /// must not fail because the server is busy.
-pub async fn shed_load(State(slots): State<Slots>, request: Request, next: Next) -> Response {
+pub(crate) async fn shed_load(
+    State(slots): State<Slots>,
+    request: Request,
+    next: Next,
+) -> Response {
     if request.uri().path() == "/livez" {
         return next.run(request).await;
     }
@@ -75,7 +79,7 @@ pub async fn shed_load(State(slots): State<Slots>, request: Request, next: Next)
 }
 
 /// JSON 414 / 431 for request heads over the limits above.
-pub async fn request_head_limits(request: Request, next: Next) -> Response {
+pub(crate) async fn request_head_limits(request: Request, next: Next) -> Response {
     let uri_len = request
         .uri()
         .path_and_query()
@@ -107,7 +111,7 @@ pub async fn request_head_limits(request: Request, next: Next) -> Response {
 }
 
 /// Rewrites error answers that are not JSON into the API's error shape.
-pub async fn json_errors(request: Request, next: Next) -> Response {
+pub(crate) async fn json_errors(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_string();
     let response = next.run(request).await;
@@ -150,7 +154,7 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
 }
 
 /// Security headers on every answer (see the module doc).
-pub async fn security_headers(request: Request, next: Next) -> Response {
+pub(crate) async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let h = response.headers_mut();
     h.insert(

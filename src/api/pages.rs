@@ -9,12 +9,12 @@ use super::ApiError;
 
 /// `GET /admin`: the page itself is public; everything it shows comes from `/admin/...`
 /// with the token the operator types in.
-pub async fn admin_page() -> Html<&'static str> {
+pub(crate) async fn admin_page() -> Html<&'static str> {
     Html(include_str!("../../static/admin.html"))
 }
 
 /// `GET /static/{file}`: the UI's assets, a fixed list.
-pub async fn asset(Path(file): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub(crate) async fn asset(Path(file): Path<String>) -> Result<impl IntoResponse, ApiError> {
     const JS: &str = "text/javascript; charset=utf-8";
     const CSS: &str = "text/css; charset=utf-8";
     let (body, content_type) = match file.as_str() {

@@ -79,7 +79,7 @@ pub(super) fn observe(query: &SearchQuery, response: &SearchResponse) {
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct SimilarParams {
+pub(crate) struct SimilarParams {
     /// document id
     doc: String,
     /// 1..=100 (default 10)

@@ -19,7 +19,7 @@ use super::params::decode;
 
 /// (method, route template) → the query parameters it takes.
 #[derive(Debug, Default)]
-pub struct Declared {
+pub(crate) struct Declared {
     routes: HashMap<(String, String), HashSet<String>>,
 }
 
@@ -51,7 +51,11 @@ impl Declared {
 }
 
 /// The middleware: refuses undeclared query parameters of documented routes.
-pub async fn refuse_unknown(declared: Arc<Declared>, request: Request, next: Next) -> Response {
+pub(crate) async fn refuse_unknown(
+    declared: Arc<Declared>,
+    request: Request,
+    next: Next,
+) -> Response {
     if let (Some(query), Some(route)) = (
         request.uri().query().filter(|q| !q.is_empty()),
         request.extensions().get::<MatchedPath>(),

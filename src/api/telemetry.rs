@@ -12,7 +12,7 @@ use super::AppState;
 
 /// Counts and times every request under its route template; requests that match no route
 /// share the label `unmatched`, so scanners cannot create unbounded series.
-pub async fn track(request: Request, next: Next) -> Response {
+pub(crate) async fn track(request: Request, next: Next) -> Response {
     let start = Instant::now();
     let route = request
         .extensions()

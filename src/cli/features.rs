@@ -89,7 +89,7 @@ pub struct FeaturesArgs {
     pub data: DataArgs,
 }
 
-pub fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
+pub(crate) fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
     let model: ModelKind = args.model.parse().map_err(Invalid)?;
     crate::search::check_window(args.window)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
@@ -141,7 +141,7 @@ pub struct KnownItemsArgs {
     pub qrels_out: PathBuf,
 }
 
-pub fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
+pub(crate) fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
     let docs = match args.docs {
         Some(d) => d,
         None => super::demo::find_rust_docs()?,

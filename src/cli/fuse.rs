@@ -101,7 +101,7 @@ pub fn run(args: FuseArgs) -> anyhow::Result<()> {
 
 /// Per-query Kendall τ_b values of one input against the fused run.
 #[derive(Debug, Default)]
-pub struct Agreement {
+pub(crate) struct Agreement {
     pub values: Vec<f64>,
 }
 
@@ -114,7 +114,7 @@ impl Agreement {
 
 /// Fuses every query of the union of the runs' queries, and each input's agreement with the
 /// result.
-pub fn fuse_runs(fusion: &Fusion, runs: &[Run]) -> anyhow::Result<(Run, Vec<Agreement>)> {
+pub(crate) fn fuse_runs(fusion: &Fusion, runs: &[Run]) -> anyhow::Result<(Run, Vec<Agreement>)> {
     let mut qids: Vec<&str> = runs.iter().flat_map(|r| r.iter().map(|(q, _)| q)).collect();
     qids.sort_unstable();
     qids.dedup();

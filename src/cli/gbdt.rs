@@ -25,7 +25,7 @@ pub struct TreeFileArgs {
 }
 
 /// Reads a model file of another library, in `format` or the detected one.
-pub fn import_model(
+pub(crate) fn import_model(
     path: &Path,
     format: Option<Library>,
 ) -> anyhow::Result<crate::rerank::gbdt::import::Imported> {
@@ -49,7 +49,7 @@ pub fn import_model(
 
 /// What `eval-letor --import FILE --json` reports of the imported model.
 #[derive(serde::Serialize)]
-pub struct ImportedReport {
+pub(crate) struct ImportedReport {
     /// Always `gbdt`.
     pub model: &'static str,
     pub imported: PathBuf,
@@ -62,7 +62,7 @@ pub struct ImportedReport {
 
 /// `eval-letor --import FILE`: the imported model bound to the test file's features
 /// `f1..fN` (N the wider of the file and the model), and what the report says of it.
-pub fn eval_imported(
+pub(crate) fn eval_imported(
     args: &TreeFileArgs,
     test: &crate::corpus::letor::LetorSet,
 ) -> anyhow::Result<(Reranker, RankSet, ImportedReport)> {
@@ -86,7 +86,10 @@ pub fn eval_imported(
 
 /// The model's scores of a LETOR set whose features are `f1..fN` (mapped by name) and
 /// their metrics.
-pub fn score_set(model: &Reranker, set: &RankSet) -> anyhow::Result<(Vec<f32>, RankMetrics)> {
+pub(crate) fn score_set(
+    model: &Reranker,
+    set: &RankSet,
+) -> anyhow::Result<(Vec<f32>, RankMetrics)> {
     let rows = crate::rerank::map_features(&set.feature_names, &set.x, model.feature_names())?;
     let scores = model.score(&rows, set.num_rows())?;
     let metrics = evaluate_scores(set, &scores, MetricConvention::Letor)?;
@@ -94,7 +97,7 @@ pub fn score_set(model: &Reranker, set: &RankSet) -> anyhow::Result<(Vec<f32>, R
 }
 
 /// `--export-xgboost`: the tree model as XGBoost JSON.
-pub fn export_xgboost(model: &Reranker, path: &Path) -> anyhow::Result<()> {
+pub(crate) fn export_xgboost(model: &Reranker, path: &Path) -> anyhow::Result<()> {
     let Some(gbdt) = &model.gbdt else {
         return Err(Invalid(format!(
             "--export-xgboost writes tree models; this one is {}",

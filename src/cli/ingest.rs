@@ -132,7 +132,7 @@ pub fn ingest(
 /// Reads `input` in `format` and commits each document to its shard of `indexes` (one
 /// index: all of them). Reading is done for the whole collection first, so anchor text
 /// gathered from every page reaches the page it describes whatever shard holds it.
-pub fn ingest_sharded(
+pub(crate) fn ingest_sharded(
     indexes: &[TextIndex],
     format: Format,
     input: &Path,

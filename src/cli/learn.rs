@@ -277,7 +277,7 @@ impl SelectArgs {
 
 /// Reads a LETOR/SVMlight file: queries from `groups`, else from `DATA.query` if it exists
 /// (LightGBM's convention), else from `qid:`.
-pub fn read_letor(data: &Path, groups: Option<&Path>) -> anyhow::Result<letor::LetorSet> {
+pub(crate) fn read_letor(data: &Path, groups: Option<&Path>) -> anyhow::Result<letor::LetorSet> {
     let groups: Option<PathBuf> = groups
         .map(Path::to_path_buf)
         .or_else(|| letor::group_file_for(data));
@@ -285,7 +285,7 @@ pub fn read_letor(data: &Path, groups: Option<&Path>) -> anyhow::Result<letor::L
 }
 
 /// LETOR sets as [`RankSet`]s over the same feature list `f1..fN`, N the widest of them.
-pub fn rank_sets(sets: &[&letor::LetorSet]) -> anyhow::Result<Vec<RankSet>> {
+pub(crate) fn rank_sets(sets: &[&letor::LetorSet]) -> anyhow::Result<Vec<RankSet>> {
     let width = sets.iter().map(|s| s.num_features).max().unwrap_or(0);
     sets.iter()
         .map(|s| Ok(RankSet::from_letor_width(s, width)?))
@@ -293,7 +293,7 @@ pub fn rank_sets(sets: &[&letor::LetorSet]) -> anyhow::Result<Vec<RankSet>> {
 }
 
 /// Runs the trainer with a progress bar (hidden when `quiet`) and one log line per epoch.
-pub fn run_training(
+pub(crate) fn run_training(
     train: &RankSet,
     valid: Option<&RankSet>,
     config: &TrainConfig,

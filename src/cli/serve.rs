@@ -255,7 +255,7 @@ fn serve_root(
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
-pub fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
+pub(crate) fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
     serve_index_with(index, config, leaf, None, None)
 }
 

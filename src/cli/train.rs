@@ -82,7 +82,7 @@ pub struct TrainArgs {
 }
 
 /// Where training data comes from.
-pub enum Source {
+pub(crate) enum Source {
     Letor {
         data: PathBuf,
         groups: Option<PathBuf>,
@@ -100,7 +100,7 @@ pub enum Source {
 }
 
 /// Where judgments on the index come from.
-pub enum Judged {
+pub(crate) enum Judged {
     /// Query and qrels files.
     Files(super::features::JudgedArgs),
     /// A JSON-lines file of judgment objects.
@@ -161,7 +161,7 @@ struct JudgmentLine {
 /// Judged queries from JSON lines (blank lines skipped), in order of first appearance.
 /// Errors name the line: bad JSON, unknown fields, an empty id, a query id without a text
 /// on its first line, two different texts for one query id, a pair judged twice.
-pub fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
+pub(crate) fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, String> {
     let mut queries: Vec<JudgedQuery> = Vec::new();
     let mut position: HashMap<String, usize> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -289,7 +289,7 @@ impl Source {
 }
 
 /// The columns of `--features` names, or which is not a feature.
-pub fn feature_columns(flag: &str, names: &[String]) -> anyhow::Result<Vec<usize>> {
+pub(crate) fn feature_columns(flag: &str, names: &[String]) -> anyhow::Result<Vec<usize>> {
     crate::features::FeatureSet::current()
         .columns_of(names)
         .map_err(|name| {

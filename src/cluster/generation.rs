@@ -51,9 +51,9 @@ pub use super::storage::Store;
 use crate::durable::write_atomic;
 
 /// The manifest format this rankd writes and reads.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 /// Where a replica records the generation its directory holds (the applied manifest).
-pub const LOCAL_RECORD: &str = "generation.json";
+pub(crate) const LOCAL_RECORD: &str = "generation.json";
 /// Where a replica lays out a generation before switching to it.
 const STAGING: &str = ".generation-staging";
 /// Files above this size go up in parts (S3 takes at most 5 GiB in one put).
@@ -431,7 +431,7 @@ pub async fn publish_after(
 }
 
 /// The generation a replica's directory holds, if it follows a store.
-pub fn local_generation(dir: &Path) -> anyhow::Result<Option<Manifest>> {
+pub(crate) fn local_generation(dir: &Path) -> anyhow::Result<Option<Manifest>> {
     let path = dir.join(LOCAL_RECORD);
     match std::fs::read(&path) {
         Ok(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| {

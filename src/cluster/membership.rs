@@ -173,7 +173,7 @@ impl ClusterView {
 /// view; for a shard of which the view knows none, the replicas the metastore's last known
 /// `map` records as serving (a root that gossip has cut off still tries them, its own
 /// failover skipping those that do not answer). Both in rendezvous order.
-pub fn replica_map(
+pub(crate) fn replica_map(
     view: &ClusterView,
     map: Option<&super::metastore::ClusterMap>,
     collection: &str,

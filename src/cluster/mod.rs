@@ -38,14 +38,14 @@ use crate::error::Invalid;
 /// What `DIR/shards/collection.json` records of a collection split over shards on one disk
 /// (`rankd ingest --shards N`): shard `s`'s data directory is `DIR/shards/<s>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Collection {
+pub(crate) struct Collection {
     pub shards: u32,
     /// [`routing::HASH_SCHEME`] when the documents were routed.
     pub hash_scheme: String,
 }
 
 /// `DIR/shards/collection.json`, if `dir` holds a collection split over shards.
-pub fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> {
+pub(crate) fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> {
     let path = dir.join("shards").join("collection.json");
     if !path.exists() {
         return Ok(None);
@@ -102,7 +102,7 @@ pub fn shard_dirs(dir: &Path, shards: u32) -> anyhow::Result<Vec<PathBuf>> {
 /// The shards' data directories when `dir` holds a collection split over shards
 /// (`DIR/shards/collection.json`), `None` when it does not. A collection routed by a scheme
 /// this binary does not know is refused.
-pub fn existing_shard_dirs(dir: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
+pub(crate) fn existing_shard_dirs(dir: &Path) -> anyhow::Result<Option<Vec<PathBuf>>> {
     let Some(c) = read_collection(dir)? else {
         return Ok(None);
     };

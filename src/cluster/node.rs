@@ -20,20 +20,20 @@ use crate::error::Invalid;
 use crate::search::ActiveModel;
 
 /// How long one metastore connection or read may take.
-pub const METASTORE_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const METASTORE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often a root reads the metastore again.
-pub const METASTORE_REFRESH: Duration = Duration::from_secs(5);
+pub(crate) const METASTORE_REFRESH: Duration = Duration::from_secs(5);
 /// How often a leaf looks for a new generation in its store, unless told otherwise.
-pub const DEFAULT_POLL: Duration = Duration::from_millis(2000);
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_millis(2000);
 /// How long a gossip root waits at start for a live replica of every shard, unless told
 /// otherwise.
-pub const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_millis(10_000);
+pub(crate) const DEFAULT_DISCOVERY_TIMEOUT: Duration = Duration::from_millis(10_000);
 /// The collection a node serves or searches, unless told otherwise.
-pub const DEFAULT_COLLECTION: &str = "main";
+pub(crate) const DEFAULT_COLLECTION: &str = "main";
 
 /// How a node takes part in a cluster's gossip and metastore.
 #[derive(Debug, Clone)]
-pub struct ClusterOptions {
+pub(crate) struct ClusterOptions {
     /// The gossip (chitchat, UDP) address; `None`: no gossip.
     pub gossip: Option<SocketAddr>,
     /// Gossip addresses to join through.
@@ -81,7 +81,7 @@ impl ClusterOptions {
 }
 
 /// A leaf following a store's generations of one shard.
-pub struct Following {
+pub(crate) struct Following {
     pub store: Store,
     pub shard: u32,
     pub interval: Duration,
@@ -123,7 +123,7 @@ impl Following {
 }
 
 /// What a leaf announces as it changes.
-pub trait LeafStatus: Send + Sync + 'static {
+pub(crate) trait LeafStatus: Send + Sync + 'static {
     /// Whether it serves searches.
     fn ready(&self) -> bool;
     /// The store generation it serves, when it follows a store.
@@ -131,7 +131,7 @@ pub trait LeafStatus: Send + Sync + 'static {
 }
 
 /// What a leaf announces by gossip, and where it registers.
-pub struct LeafGossip {
+pub(crate) struct LeafGossip {
     options: ClusterOptions,
     shard: u32,
     /// The collection's shard count, from `DATA_DIR/../collection.json` when the leaf's data
@@ -257,7 +257,7 @@ impl LeafGossip {
 }
 
 /// Loads the reranker a root serves (`--model`).
-pub fn load_model(model: Option<&Path>) -> anyhow::Result<Option<ActiveModel>> {
+pub(crate) fn load_model(model: Option<&Path>) -> anyhow::Result<Option<ActiveModel>> {
     model
         .map(|path| {
             ActiveModel::load(path)
@@ -267,7 +267,7 @@ pub fn load_model(model: Option<&Path>) -> anyhow::Result<Option<ActiveModel>> {
 }
 
 /// A root over fixed leaves: `shards` are each shard's replicas' base URLs, in shard order.
-pub async fn fixed_root(
+pub(crate) async fn fixed_root(
     shards: Vec<Vec<String>>,
     model: Option<ActiveModel>,
     options: RootOptions,
@@ -281,7 +281,7 @@ pub async fn fixed_root(
 /// A root whose shards' replicas come from the gossip's live view (in rendezvous order),
 /// the shard count from the metastore or, without one, from the leaves' keys; started by
 /// [`GossipRoot::start`], it follows the membership until [`GossipRoot::shutdown`].
-pub struct GossipRoot {
+pub(crate) struct GossipRoot {
     pub root: Arc<Root>,
     pub shards: u32,
     membership: Membership,

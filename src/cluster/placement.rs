@@ -24,7 +24,7 @@ pub fn weight(node: &str, key: &[u8]) -> u64 {
 }
 
 /// The positions of `nodes` in rendezvous order for `key`: highest weight first, ties by name.
-pub fn hrw_order<S: AsRef<str>>(key: &[u8], nodes: &[S]) -> Vec<usize> {
+pub(crate) fn hrw_order<S: AsRef<str>>(key: &[u8], nodes: &[S]) -> Vec<usize> {
     let mut weighted: Vec<(u64, &str, usize)> = nodes
         .iter()
         .enumerate()
@@ -35,13 +35,13 @@ pub fn hrw_order<S: AsRef<str>>(key: &[u8], nodes: &[S]) -> Vec<usize> {
 }
 
 /// The key of shard `shard` of `collection`: where it is placed.
-pub fn shard_key(collection: &str, shard: u32) -> Vec<u8> {
+pub(crate) fn shard_key(collection: &str, shard: u32) -> Vec<u8> {
     format!("{collection}/{shard}").into_bytes()
 }
 
 /// The key of one request's calls to shard `shard`: the replica a request tries first spreads
 /// over a shard's replicas, deterministically (a request number reproduces its order).
-pub fn request_key(shard: usize, request: u64) -> Vec<u8> {
+pub(crate) fn request_key(shard: usize, request: u64) -> Vec<u8> {
     let mut key = Vec::with_capacity(16);
     key.extend_from_slice(&(shard as u64).to_le_bytes());
     key.extend_from_slice(&request.to_le_bytes());

@@ -16,7 +16,7 @@ pub const HASH_SCHEME: &str = "sha256-jump-v1";
 
 /// A 64-bit key for `parts`: SHA-256 over each part prefixed by its length (so that no two
 /// different part lists hash the same bytes), first 8 bytes, big-endian.
-pub fn h64(parts: &[&[u8]]) -> u64 {
+pub(crate) fn h64(parts: &[&[u8]]) -> u64 {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update((part.len() as u64).to_le_bytes());
@@ -27,7 +27,7 @@ pub fn h64(parts: &[&[u8]]) -> u64 {
 }
 
 /// Jump consistent hash: the bucket in `0..buckets` of `key` (`buckets ≥ 1`).
-pub fn jump_hash(mut key: u64, buckets: u32) -> u32 {
+pub(crate) fn jump_hash(mut key: u64, buckets: u32) -> u32 {
     assert!(buckets > 0, "jump_hash needs at least one bucket");
     let (mut b, mut j) = (-1i64, 0i64);
     while j < i64::from(buckets) {

@@ -70,7 +70,7 @@ pub struct TableCall {
 /// the generation the table is of (`u32` and `u64`, little-endian), then the table's own
 /// checked bytes ([`StatsTable::to_bytes`]). Binary, not JSON: a table holds every term of
 /// the shard.
-pub fn table_reply(generation: u64, table: &[u8]) -> Vec<u8> {
+pub(crate) fn table_reply(generation: u64, table: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(12 + table.len());
     out.extend_from_slice(&PROTOCOL.to_le_bytes());
     out.extend_from_slice(&generation.to_le_bytes());
@@ -79,7 +79,7 @@ pub fn table_reply(generation: u64, table: &[u8]) -> Vec<u8> {
 }
 
 /// Reads [`table_reply`]'s bytes: the generation and the table.
-pub fn read_table_reply(bytes: &[u8]) -> Result<(u64, StatsTable), String> {
+pub(crate) fn read_table_reply(bytes: &[u8]) -> Result<(u64, StatsTable), String> {
     if bytes.len() < 12 {
         return Err(format!("a table reply of {} bytes", bytes.len()));
     }

@@ -16,7 +16,7 @@ use super::Document;
 use crate::eval::{for_each_line, ParseError, Qrels};
 
 /// File names inside a Cranfield directory.
-pub const DOCUMENTS_FILE: &str = "cran.all.1400";
+pub(crate) const DOCUMENTS_FILE: &str = "cran.all.1400";
 pub const QUERIES_FILE: &str = "cran.qry";
 pub const QRELS_FILE: &str = "cranqrel";
 

@@ -43,7 +43,7 @@ enum Page {
 }
 
 /// Every `*.html`/`*.htm` file under `dir`, in path order.
-pub fn html_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn html_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
         let entry = entry?;

@@ -17,12 +17,13 @@ use super::{Document, RecordError};
 
 /// The longest `id` in bytes: tantivy indexes no longer term
 /// (`tantivy::tokenizer::MAX_TOKEN_LEN`, 65 530).
-pub const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
+pub(crate) const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
 
 /// Accepted `published_at`, seconds since the Unix epoch: 1900-01-01T00:00:00Z through
 /// 9999-12-31T23:59:59Z. Earlier or later values are typing errors (milliseconds given as
 /// seconds, a sentinel such as `i64::MAX`), not dates of documents.
-pub const PUBLISHED_AT_RANGE: std::ops::RangeInclusive<i64> = -2_208_988_800..=253_402_300_799;
+pub(crate) const PUBLISHED_AT_RANGE: std::ops::RangeInclusive<i64> =
+    -2_208_988_800..=253_402_300_799;
 
 /// Parses every non-blank line of `bytes` (the content of `path`). Each record is parsed on
 /// its own, so one bad line yields one error and the others still parse.

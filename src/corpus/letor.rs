@@ -18,7 +18,7 @@ use crate::eval::{for_each_line, ParseError, Qrels};
 /// The largest feature index accepted. The public LETOR sets use at most 700 features
 /// (Yahoo! LTR; MSLR-WEB 136, Istella 220, LightGBM's example 300); rows are stored densely,
 /// so this bounds a row at 80 KB.
-pub const MAX_FEATURE_INDEX: u32 = 10_000;
+pub(crate) const MAX_FEATURE_INDEX: u32 = 10_000;
 
 /// One judged (query, document) row.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,7 @@ impl LetorSet {
 
 /// The group file LightGBM pairs with `data`: `data` + `.query` (`rank.train.query`), if it
 /// exists.
-pub fn group_file_for(data: &Path) -> Option<PathBuf> {
+pub(crate) fn group_file_for(data: &Path) -> Option<PathBuf> {
     let mut name = data.as_os_str().to_owned();
     name.push(".query");
     let path = PathBuf::from(name);

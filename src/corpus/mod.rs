@@ -34,7 +34,7 @@ pub struct Document {
 /// The documented JSONL fields rankd reads besides the text (SPEC §1.8 and `collapse=group`);
 /// they stay in [`Document::extra`] as given and are also indexed as fast fields.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SocialFields {
+pub(crate) struct SocialFields {
     /// `votes_up`, `votes_down`: whole numbers ≥ 0.
     pub votes_up: Option<u64>,
     pub votes_down: Option<u64>,

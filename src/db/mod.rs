@@ -107,7 +107,7 @@ impl Db {
 
 /// A pool of at most `max` connections to a `backend` database, each set up as rankd's
 /// schema expects (SQLite: a busy timeout, foreign keys on).
-pub fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
+pub(crate) fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
     AnyPoolOptions::new()
         .max_connections(max)
         .after_connect(move |conn, _| {
@@ -127,7 +127,7 @@ pub fn pool_options(backend: Backend, max: u32) -> AnyPoolOptions {
 }
 
 /// The schema's migrations for `backend` (the ops tables and the cluster metastore's).
-pub fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
+pub(crate) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
     match backend {
         Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
         Backend::Postgres => sqlx::migrate!("migrations/postgres"),
@@ -135,7 +135,7 @@ pub fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
 }
 
 /// Milliseconds since the Unix epoch: the unit of every time column.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -143,7 +143,7 @@ pub fn now_ms() -> i64 {
 }
 
 /// A time column as RFC 3339 text (UTC, milliseconds), for JSON answers.
-pub fn rfc3339(ms: i64) -> String {
+pub(crate) fn rfc3339(ms: i64) -> String {
     use tantivy::time::format_description::well_known::Rfc3339;
     tantivy::time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .ok()
@@ -152,7 +152,7 @@ pub fn rfc3339(ms: i64) -> String {
 }
 
 /// The URL without its password, for messages and logs.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) if u.password().is_some() => {
             let _ = u.set_password(Some("***"));

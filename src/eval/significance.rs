@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 
 /// Result of comparing paired per-query values.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
-pub struct PairedTest {
+pub(crate) struct PairedTest {
     pub queries: usize,
     /// Mean of `b − a`.
     pub mean_difference: f64,
@@ -22,7 +22,7 @@ pub struct PairedTest {
 
 /// Random sign assignments a paired test draws unless told otherwise: the estimated
 /// p-value's standard error is then at most √(0.25/100 000) ≈ 0.0016.
-pub const DEFAULT_SAMPLES: u64 = 100_000;
+pub(crate) const DEFAULT_SAMPLES: u64 = 100_000;
 
 /// Up to this many queries every sign assignment is enumerated.
 const EXACT_MAX_QUERIES: usize = 16;
@@ -30,7 +30,7 @@ const EXACT_MAX_QUERIES: usize = 16;
 /// Compares `b` with `a` (same queries, same order). Above 16 queries, `samples` random sign
 /// assignments (seeded, so the p-value is reproducible) estimate the p-value, counting the
 /// observed assignment as one of them (p ≥ 1/(samples + 1), never 0).
-pub fn paired_randomization(a: &[f64], b: &[f64], samples: u64, seed: u64) -> PairedTest {
+pub(crate) fn paired_randomization(a: &[f64], b: &[f64], samples: u64, seed: u64) -> PairedTest {
     assert_eq!(a.len(), b.len(), "paired values");
     let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| y - x).collect();
     let n = d.len();

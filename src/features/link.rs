@@ -74,7 +74,7 @@ pub(super) fn extract(
 
 /// A window's graph nodes, ascending and distinct: what [`window_columns`] computes on, and
 /// what a root sends its leaves to filter their documents' out-links with.
-pub fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
+pub(crate) fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
     let mut ids: Vec<u32> = nodes.into_iter().collect();
     ids.sort_unstable();
     ids.dedup();
@@ -87,7 +87,11 @@ pub fn window_nodes(nodes: impl IntoIterator<Item = u32>) -> Vec<u32> {
 /// out-links (whole-graph nodes; those leaving the window are ignored, so a leaf's filtered
 /// list and the whole list give the same subgraph). The window is the rows' nodes
 /// ([`window_nodes`]).
-pub fn window_columns(set: &FeatureSet, rows: &[(usize, u32, &[u32])], m: &mut FeatureMatrix) {
+pub(crate) fn window_columns(
+    set: &FeatureSet,
+    rows: &[(usize, u32, &[u32])],
+    m: &mut FeatureMatrix,
+) {
     if rows.is_empty() {
         return;
     }

@@ -129,7 +129,7 @@ pub fn extract(
 
 /// Where [`extract_part`] takes the RM3 relevance model from.
 #[derive(Debug, Clone, Copy)]
-pub enum Rm3Source<'a> {
+pub(crate) enum Rm3Source<'a> {
     /// Estimated from the candidates' top `fb_docs` (the candidates are the whole window).
     Candidates,
     /// Estimated from the whole window's feedback documents elsewhere (a cluster root);
@@ -142,7 +142,7 @@ pub enum Rm3Source<'a> {
 /// on the window's link subgraph) keep their defaults, to be filled where the window is whole
 /// ([`link::window_columns`], from the out-links [`crate::links::LinkData::window_links`]
 /// gives on each shard).
-pub fn extract_part(
+pub(crate) fn extract_part(
     view: View,
     set: &FeatureSet,
     candidates: &[Candidate],

@@ -96,7 +96,7 @@ pub struct Rm3Query {
 /// Estimates RM1 from `feedback` and interpolates it with `query` (the formulas of the module
 /// documentation). `mu_p` holds μ·p(t|C) of the query terms with cf > 0. None when no feedback
 /// document has a token.
-pub fn relevance_model(
+pub(crate) fn relevance_model(
     query: &[(String, u32)],
     feedback: &[FeedbackDoc],
     mu_p: &HashMap<String, f64>,
@@ -189,7 +189,7 @@ pub fn extract(
 /// The relevance model of `q` estimated on `feedback` (the window's top `fb_docs`, in window
 /// order) with the collection statistics `stats`; `None` when the query has no term in `all`
 /// or no feedback document has text. `all` is the schema's `all` field.
-pub fn estimate(
+pub(crate) fn estimate(
     config: &crate::text::IndexConfig,
     all: tantivy::schema::Field,
     stats: &Stats,
@@ -289,7 +289,7 @@ pub fn score(
 
 /// Reads and analyses the feedback documents: the stored values `all` was built from (title,
 /// headings, body, anchor, url; `TextIndex::upsert`), under `all`'s analyzer.
-pub fn feedback_docs(
+pub(crate) fn feedback_docs(
     index: &TextIndex,
     searcher: &Searcher,
     feedback: &[Candidate],

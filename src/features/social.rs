@@ -18,7 +18,7 @@ use crate::text::columns::SocialSignals;
 use crate::text::config::SocialParams;
 
 /// The clock the age-dependent scores read, in Unix seconds.
-pub fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -26,11 +26,11 @@ pub fn unix_now() -> i64 {
 }
 
 /// Reddit's epoch, 2005-12-08 07:46:43 UTC, in Unix seconds (`_sorts.pyx`).
-pub const REDDIT_EPOCH: i64 = 1_134_028_003;
+pub(crate) const REDDIT_EPOCH: i64 = 1_134_028_003;
 
 /// The scores of one document at time `now` (Unix seconds).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct SocialScores {
+pub(crate) struct SocialScores {
     pub age_days: Option<f64>,
     /// `exp(−ln 2 · age / half-life)`.
     pub decay: Option<f64>,
@@ -54,7 +54,7 @@ pub fn gravity(points: f64, age_hours: f64, g: f64) -> f64 {
 
 /// Reddit hot with the production code's sign placement (SPEC §1.8; `_sorts.pyx`, `_hot`):
 /// `sgn(x)·log10(max(|x|, 1)) + (t − 1134028003) / 45000`, t the post time in seconds.
-pub fn reddit_hot(net_votes: f64, posted: i64) -> f64 {
+pub(crate) fn reddit_hot(net_votes: f64, posted: i64) -> f64 {
     let order = net_votes.abs().max(1.0).log10();
     let sign = if net_votes > 0.0 {
         1.0
@@ -68,7 +68,7 @@ pub fn reddit_hot(net_votes: f64, posted: i64) -> f64 {
 
 /// The lower bound of the Wilson score interval of `up` positives in `n` trials (book
 /// eq. 7.6–7.8), `None` for `n = 0`.
-pub fn wilson_lower_bound(up: f64, n: f64, z: f64) -> Option<f64> {
+pub(crate) fn wilson_lower_bound(up: f64, n: f64, z: f64) -> Option<f64> {
     if n <= 0.0 {
         return None;
     }
@@ -78,7 +78,7 @@ pub fn wilson_lower_bound(up: f64, n: f64, z: f64) -> Option<f64> {
 }
 
 /// The Bayesian (IMDb) average (book eq. 7.10): `(v·R + m·C) / (v + m)`.
-pub fn bayesian_average(rating: f64, count: f64, prior_count: f64, global_mean: f64) -> f64 {
+pub(crate) fn bayesian_average(rating: f64, count: f64, prior_count: f64, global_mean: f64) -> f64 {
     (count * rating + prior_count * global_mean) / (count + prior_count)
 }
 
@@ -96,27 +96,27 @@ fn age_seconds(s: &SocialSignals, now: i64) -> Option<f64> {
 }
 
 /// Reddit hot of a document with a date.
-pub fn hot_of(s: &SocialSignals) -> Option<f64> {
+pub(crate) fn hot_of(s: &SocialSignals) -> Option<f64> {
     let (up, down, _) = votes(s);
     s.published_at.map(|t| reddit_hot(up - down, t))
 }
 
 /// Hacker News gravity of a document with a date and votes.
-pub fn gravity_of(s: &SocialSignals, params: &SocialParams, now: i64) -> Option<f64> {
+pub(crate) fn gravity_of(s: &SocialSignals, params: &SocialParams, now: i64) -> Option<f64> {
     let (up, down, has_votes) = votes(s);
     let age = age_seconds(s, now).filter(|_| has_votes)?;
     Some(gravity(up - down, age / 3600.0, params.gravity))
 }
 
 /// The Wilson lower bound of a document's up-vote share (at least one vote).
-pub fn wilson_of(s: &SocialSignals, params: &SocialParams) -> Option<f64> {
+pub(crate) fn wilson_of(s: &SocialSignals, params: &SocialParams) -> Option<f64> {
     let (up, down, _) = votes(s);
     wilson_lower_bound(up, up + down, params.wilson_z)
 }
 
 /// The Bayesian average of a document with a rating and its count; `global_rating` is the
 /// collection's count-weighted mean (C).
-pub fn bayes_of(
+pub(crate) fn bayes_of(
     s: &SocialSignals,
     params: &SocialParams,
     global_rating: Option<f64>,

@@ -14,7 +14,7 @@ pub const DEFAULT_IN_LINK_CAP: usize = 50;
 /// The base set of `root`, root pages first (in the given order), then the pages they link to,
 /// then the in-linking pages (the first `in_cap` of each root page's in-links, by node id —
 /// deterministic, as the cap is about size, not choice). Duplicates appear once.
-pub fn base_set(g: &Csr, root: &[u32], in_cap: usize) -> Result<Vec<u32>> {
+pub(crate) fn base_set(g: &Csr, root: &[u32], in_cap: usize) -> Result<Vec<u32>> {
     check_nodes(root, g.n())?;
     let mut seen = HashSet::new();
     let mut nodes = Vec::new();

@@ -102,7 +102,7 @@ impl LinkGraph {
 /// Normalises an absolute URL (SPEC §2): scheme and host lowercased, default port dropped,
 /// `.`/`..` segments resolved (all done by the WHATWG parser of the `url` crate), fragment
 /// dropped. `None` when `s` is not an absolute URL with a host.
-pub fn normalize_url(s: &str) -> Option<Url> {
+pub(crate) fn normalize_url(s: &str) -> Option<Url> {
     let mut url = Url::parse(s.trim()).ok()?;
     if !url.has_host() {
         return None;

@@ -48,7 +48,7 @@ fn format_error(base: &Path, ext: &str, message: String) -> GraphError {
 }
 
 /// Calls `emit(source, target)` for every arc of the BVGraph `base`; returns its node count.
-pub fn for_each_arc(base: &Path, mut emit: impl FnMut(u32, u32)) -> Result<usize> {
+pub(crate) fn for_each_arc(base: &Path, mut emit: impl FnMut(u32, u32)) -> Result<usize> {
     let graph = BvGraphSeq::with_basename(base).load().map_err(|e| {
         format_error(
             base,

@@ -4,14 +4,14 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
     v.iter()
         .map(|x| x.to_bits())
         .collect::<Vec<u64>>()
         .serialize(s)
 }
 
-pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
     Ok(Vec::<u64>::deserialize(d)?
         .into_iter()
         .map(f64::from_bits)

@@ -119,7 +119,7 @@ impl EdgeListParser {
 }
 
 /// Parses a SNAP-style edge list (see the module docs).
-pub fn parse_edge_list(path: &str, text: &str) -> Result<LabeledGraph> {
+pub(crate) fn parse_edge_list(path: &str, text: &str) -> Result<LabeledGraph> {
     let mut parser = EdgeListParser::default();
     let mut edges = Vec::new();
     for (line, content) in data_lines(text) {
@@ -136,7 +136,7 @@ pub fn parse_edge_list(path: &str, text: &str) -> Result<LabeledGraph> {
 
 /// Reads a SNAP edge list line by line without holding it, calling `emit(source, target)` for
 /// each edge (self-loops and duplicates included); returns the node labels.
-pub fn stream_edge_list(path: &Path, mut emit: impl FnMut(u32, u32)) -> Result<Vec<String>> {
+pub(crate) fn stream_edge_list(path: &Path, mut emit: impl FnMut(u32, u32)) -> Result<Vec<String>> {
     use std::io::BufRead;
     let io = |source| GraphError::Io {
         path: path.display().to_string(),
@@ -165,7 +165,7 @@ pub fn stream_edge_list(path: &Path, mut emit: impl FnMut(u32, u32)) -> Result<V
 }
 
 /// Whether `path` is in the Hollins layout (its first data line has three numbers).
-pub fn is_hollins(path: &Path) -> Result<bool> {
+pub(crate) fn is_hollins(path: &Path) -> Result<bool> {
     use std::io::BufRead;
     let io = |source| GraphError::Io {
         path: path.display().to_string(),
@@ -184,7 +184,7 @@ pub fn is_hollins(path: &Path) -> Result<bool> {
 }
 
 /// Parses the Hollins layout (see the module docs).
-pub fn parse_hollins(path: &str, text: &str) -> Result<LabeledGraph> {
+pub(crate) fn parse_hollins(path: &str, text: &str) -> Result<LabeledGraph> {
     let mut lines = data_lines(text);
     let (hline, header) = lines
         .next()

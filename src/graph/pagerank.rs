@@ -51,7 +51,7 @@ impl PageRankParams {
 }
 
 /// A teleport vector uniform over `nodes` (`S(t)/|S(t)|_1` in eq. 5.9).
-pub fn teleport_over(n: usize, nodes: &[u32]) -> Result<Vec<f64>> {
+pub(crate) fn teleport_over(n: usize, nodes: &[u32]) -> Result<Vec<f64>> {
     check_nodes(nodes, n)?;
     if nodes.is_empty() {
         return Err(GraphError::InvalidParameter {

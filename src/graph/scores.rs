@@ -251,7 +251,7 @@ pub fn compute_link_scores_cancellable(
 
 /// Every per-node score without SimRank's diagonal (left empty): what a bare graph's score
 /// table holds, where `/similar` is not served.
-pub fn compute_node_scores(
+pub(crate) fn compute_node_scores(
     g: &Csr,
     keys: Vec<String>,
     options: &LinkScoreOptions,

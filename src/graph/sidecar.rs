@@ -18,10 +18,10 @@ use sha2::{Digest, Sha256};
 
 use super::{GraphError, LinkScores, Result};
 
-pub const FORMAT: &str = "rankd-link-scores";
+pub(crate) const FORMAT: &str = "rankd-link-scores";
 /// 2: adds SimRank's diagonal correction (`LinkScores::simrank`); a version-1 file is refused
 /// with "run `rankd graph` again" (serving then starts without link scores and says so).
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Header {
@@ -59,7 +59,7 @@ pub fn write(path: &Path, manifest_hash: &str, scores: &LinkScores) -> Result<()
 }
 
 /// The index key (`manifest_hash`) a link-score file was written for, from its header alone.
-pub fn manifest_hash(path: &Path) -> Result<String> {
+pub(crate) fn manifest_hash(path: &Path) -> Result<String> {
     use std::io::BufRead;
     let file = std::fs::File::open(path).map_err(|e| error(path, e.to_string()))?;
     let mut line = String::new();

@@ -388,7 +388,7 @@ impl QueryParams {
 }
 
 /// δ of the stated bounds: the diagonal is within ε_D everywhere with probability ≥ 1 − δ.
-pub const DELTA: f64 = 1e-3;
+pub(crate) const DELTA: f64 = 1e-3;
 
 /// What a single-source query found, and what it cost.
 #[derive(Debug, Clone, PartialEq)]

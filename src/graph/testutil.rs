@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use super::Csr;
 
 /// A directed Erdős–Rényi graph G(n, p), deterministic for a seed.
-pub fn random_graph(seed: u64, n: usize, p: f64) -> Csr {
+pub(crate) fn random_graph(seed: u64, n: usize, p: f64) -> Csr {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut edges = Vec::new();
     for s in 0..n as u32 {
@@ -19,7 +19,7 @@ pub fn random_graph(seed: u64, n: usize, p: f64) -> Csr {
     Csr::from_edges(n, &edges).unwrap().0
 }
 
-pub fn assert_close(actual: &[f64], expected: &[f64], tol: f64) {
+pub(crate) fn assert_close(actual: &[f64], expected: &[f64], tol: f64) {
     assert_eq!(actual.len(), expected.len());
     for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
         assert!((a - e).abs() <= tol, "entry {i}: {a} vs {e} (tol {tol})");
@@ -28,7 +28,7 @@ pub fn assert_close(actual: &[f64], expected: &[f64], tol: f64) {
 
 /// Solves `A x = b` by Gaussian elimination with partial pivoting (dense, small n).
 #[allow(clippy::needless_range_loop)] // textbook index form, easiest to check by eye
-pub fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
+pub(crate) fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
     let n = b.len();
     for col in 0..n {
         let pivot = (col..n)
@@ -53,7 +53,7 @@ pub fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 }
 
 /// PageRank as the solution of the linear system `(I − αAᵀ_norm − α·v·dᵀ) P = (1−α)·v`.
-pub fn dense_pagerank(g: &Csr, alpha: f64, teleport: Option<&[f64]>) -> Vec<f64> {
+pub(crate) fn dense_pagerank(g: &Csr, alpha: f64, teleport: Option<&[f64]>) -> Vec<f64> {
     let n = g.n();
     let v: Vec<f64> = match teleport {
         Some(t) => {

@@ -41,8 +41,8 @@ const HEAD_BYTES: usize = 16 * 1024;
 
 /// Known-item queries derived unless told otherwise (`rankd known-items`, the demo), and the
 /// seed of their sample.
-pub const DEFAULT_QUERIES: usize = 2000;
-pub const DEFAULT_SEED: u64 = 1;
+pub(crate) const DEFAULT_QUERIES: usize = 2000;
+pub(crate) const DEFAULT_SEED: u64 = 1;
 
 /// One derived query and its relevant documents.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,7 +103,7 @@ pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem
 }
 
 /// The items as a TREC queries file (`qid text` per line) and TREC qrels.
-pub fn to_trec(items: &[KnownItem]) -> (String, String) {
+pub(crate) fn to_trec(items: &[KnownItem]) -> (String, String) {
     let mut queries = String::new();
     let mut qrels = String::new();
     for item in items {

@@ -182,7 +182,7 @@ fn check_finite(what: &'static str, values: &[f32]) -> Result<(), PairwiseError>
 /// Index of the first NaN or ±inf. The common all-finite case is one branch-free pass over
 /// the exponent bits (all ones ⇔ not finite), which the compiler vectorises; an early-exit
 /// search would cost a compare-and-branch per element, as much as scoring a short block.
-pub fn first_non_finite(values: &[f32]) -> Option<usize> {
+pub(crate) fn first_non_finite(values: &[f32]) -> Option<usize> {
     const EXPONENT: u32 = 0x7f80_0000;
     let any = values
         .iter()

@@ -106,7 +106,7 @@ pub fn evaluate_scores(
 /// straight from the labels, without building a run and qrels: the tree trainer logs and
 /// early-stops on them every round, where the general evaluator took a fifth of the
 /// training time. Tested equal to [`evaluate_scores`].
-pub fn map_ndcg10(
+pub(crate) fn map_ndcg10(
     set: &RankSet,
     scores: &[f64],
     convention: MetricConvention,

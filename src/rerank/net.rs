@@ -271,7 +271,7 @@ impl Net {
 /// Scores of an ensemble: the mean of its members' scores `g` (one member: its scores,
 /// unchanged). Ranking by the mean is what averaging the members' votes means; the mean is
 /// taken in f64.
-pub fn ensemble_score(nets: &[Net], x: &[f32], n: usize) -> Result<Vec<f32>, RerankError> {
+pub(crate) fn ensemble_score(nets: &[Net], x: &[f32], n: usize) -> Result<Vec<f32>, RerankError> {
     if nets.is_empty() {
         return Err(RerankError::invalid(
             "an ensemble needs at least one network",
@@ -288,7 +288,7 @@ pub fn ensemble_score(nets: &[Net], x: &[f32], n: usize) -> Result<Vec<f32>, Rer
 /// ensemble scores, for averaging the last epochs of a run, and for folding an ensemble of
 /// linear models into one linear model (the mean of linear functions of the same input is
 /// linear, with the mean weights and bias: the scores are the same up to rounding).
-pub fn mean_params<'a>(mut params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<f32> {
+pub(crate) fn mean_params<'a>(mut params: impl ExactSizeIterator<Item = &'a [f32]>) -> Vec<f32> {
     let k = params.len();
     if k == 1 {
         return params.next().expect("one vector").to_vec();

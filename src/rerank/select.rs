@@ -97,7 +97,7 @@ pub struct Selection {
 
 /// Ranks the features of `set` that vary within some query by their MAP as single rankers
 /// (step 1). Returns the ranking and the names of the features constant within every query.
-pub fn screen(set: &RankSet) -> Result<(Vec<Screened>, Vec<String>), RerankError> {
+pub(crate) fn screen(set: &RankSet) -> Result<(Vec<Screened>, Vec<String>), RerankError> {
     let d = set.num_features();
     let (mut screened, mut constant) = (Vec::new(), Vec::new());
     for c in 0..d {

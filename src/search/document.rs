@@ -67,7 +67,7 @@ pub enum SimilarError {
 }
 
 /// The most similar documents `GET /similar` lists.
-pub const MAX_SIMILAR: usize = 100;
+pub(crate) const MAX_SIMILAR: usize = 100;
 
 impl Engine {
     /// The document with id `id`, `None` when there is none.

@@ -56,7 +56,7 @@ impl Kinded for SearchError {
 /// The kind of the first cause in `e`'s chain whose type knows its kind: the search
 /// pipeline's errors and those of the layers below ([`crate::error::known_kind`]); internal
 /// when none does.
-pub fn kind_of(e: &anyhow::Error) -> ErrorKind {
+pub(crate) fn kind_of(e: &anyhow::Error) -> ErrorKind {
     e.chain()
         .find_map(|cause| match cause.downcast_ref::<SearchError>() {
             Some(e) => Some(e.kind()),

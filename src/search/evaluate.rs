@@ -45,7 +45,7 @@ impl Kinded for RunError {
 /// second value and left out of the run, unless `strict`, which stops at it. Any other
 /// refusal is the request's, the same for every query (no reranker or link scores at hand),
 /// and stops the run, as does an internal failure. `on_query` is called after each query.
-pub fn run_queries(
+pub(crate) fn run_queries(
     engine: &Engine,
     queries: &[(String, String)],
     template: &SearchQuery,
@@ -81,7 +81,7 @@ pub fn run_queries(
 
 /// The name of what `query` ranks by, for the report and the run's tag: its model, or
 /// `fusion-METHOD`.
-pub fn ranked_by(engine: &Engine, query: &SearchQuery) -> String {
+pub(crate) fn ranked_by(engine: &Engine, query: &SearchQuery) -> String {
     match (&query.fusion, query.model) {
         (Some(f), _) => format!("fusion-{}", f.fusion.method),
         (None, Some(model)) => model.to_string(),

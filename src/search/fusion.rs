@@ -34,13 +34,13 @@ use std::hash::Hash;
 use crate::eval::kendall_tau_b;
 
 /// RRF's k when none is given (Cormack, Clarke and Büttcher 2009).
-pub const DEFAULT_RRF_K: f64 = 60.0;
+pub(crate) const DEFAULT_RRF_K: f64 = 60.0;
 /// The most documents Condorcet fuses for one query: it compares every pair (O(n²·lists)).
-pub const MAX_CONDORCET_DOCS: usize = 5000;
+pub(crate) const MAX_CONDORCET_DOCS: usize = 5000;
 
 /// The largest weight an input may get (larger ones would overflow fused scores to ∞, which
 /// JSON cannot carry).
-pub const MAX_WEIGHT: f64 = 1e6;
+pub(crate) const MAX_WEIGHT: f64 = 1e6;
 
 /// A fusion method (SPEC §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

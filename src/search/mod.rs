@@ -48,10 +48,10 @@ use request::validate_window;
 pub use sort::SortMode;
 
 /// How deep each input list of a fusion goes when the request does not say.
-pub const DEFAULT_FUSION_DEPTH: usize = 100;
+pub(crate) const DEFAULT_FUSION_DEPTH: usize = 100;
 
 /// The window a static boost re-sorts when the request does not say (SPEC §1.8).
-pub const DEFAULT_BOOST_WINDOW: usize = 100;
+pub(crate) const DEFAULT_BOOST_WINDOW: usize = 100;
 
 /// How the first phase's ranking becomes the returned one.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -268,7 +268,7 @@ impl SearchQuery {
 }
 
 /// Checks a rerank or boost window against its limit (1..=[`MAX_WINDOW`]).
-pub fn check_window(window: usize) -> Result<(), SearchError> {
+pub(crate) fn check_window(window: usize) -> Result<(), SearchError> {
     if window == 0 || window > MAX_WINDOW {
         return Err(SearchError::Param {
             field: "window",
@@ -521,7 +521,7 @@ pub struct Engine {
 /// The first-phase score of each document at `addresses`, term by term (tantivy's
 /// explanation tree), as `bound` scores it with `stats`: what `explain=true` shows, on one
 /// index and on each shard of a sharded page (`crate::cluster::leaf::hits`).
-pub fn explain_first_phase(
+pub(crate) fn explain_first_phase(
     searcher: &Searcher,
     stats: &Stats,
     bound: &crate::text::search::BoundModel,

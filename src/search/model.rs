@@ -112,7 +112,7 @@ pub struct RerankExplanation {
 }
 
 /// Where an index keeps its reranker models (`DATA/models/*.json`).
-pub fn models_dir(data_dir: &Path) -> PathBuf {
+pub(crate) fn models_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("models")
 }
 
@@ -136,7 +136,7 @@ pub fn activation_request_id(data_dir: &Path) -> anyhow::Result<Option<String>> 
 }
 
 /// Removes the command line's activation request once it is applied.
-pub fn clear_activation_request(data_dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn clear_activation_request(data_dir: &Path) -> anyhow::Result<()> {
     let path = activation_request(data_dir);
     match std::fs::remove_file(&path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -174,7 +174,7 @@ pub fn store(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
 }
 
 /// Stores `reranker` ([`store`]) and asks the server to activate it at its next start.
-pub fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
+pub(crate) fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
     let path = store(data_dir, reranker)?;
     let name = format!("{}.json", reranker.id());
     crate::text::index::write_atomic(&activation_request(data_dir), name.as_bytes())?;

@@ -17,16 +17,16 @@ use crate::text::config::TextField;
 use crate::text::ModelKind;
 
 /// Largest `k` one request may ask for.
-pub const MAX_K: usize = 1000;
+pub(crate) const MAX_K: usize = 1000;
 /// Deepest result (offset + k) one request may reach.
-pub const MAX_DEPTH: usize = 10_000;
+pub(crate) const MAX_DEPTH: usize = 10_000;
 
 /// How many documents an evaluation ranks per query when the request does not say: as many
 /// as trec_eval's runs hold.
-pub const DEFAULT_EVAL_DEPTH: usize = 1000;
+pub(crate) const DEFAULT_EVAL_DEPTH: usize = 1000;
 
 /// Checks `k` and `offset` against the limits.
-pub fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
+pub(crate) fn validate_window(k: usize, offset: usize) -> Result<(), SearchError> {
     if k == 0 || k > MAX_K {
         return Err(bad(
             "k",
@@ -247,7 +247,7 @@ impl SearchRequest {
 ///   first phase is what is evaluated unless said otherwise.
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EvalRequest {
+pub(crate) struct EvalRequest {
     /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, or fusion (with `inputs` and `fusion`)
     pub model: String,
     /// with model=fusion: the fused models, comma-separated, each once

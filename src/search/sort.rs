@@ -112,7 +112,7 @@ impl std::str::FromStr for SortMode {
 
 /// A sort mode with what its keys are computed from.
 #[derive(Debug, Clone, Copy)]
-pub struct SortBy {
+pub(crate) struct SortBy {
     pub mode: SortMode,
     pub params: SocialParams,
     /// Unix seconds.
@@ -131,7 +131,7 @@ type SortKey = (f64, Score);
 /// Equal keys are ordered by id: a tie group crossing the cut is fetched whole, as
 /// `crate::text::search::BoundModel::top` does (the list is fetched one longer, then twice
 /// as long, until its last key differs from the key at the cut).
-pub fn top_sorted(
+pub(crate) fn top_sorted(
     searcher: &Searcher,
     columns: &DocColumns,
     bound: &BoundModel,

@@ -33,7 +33,7 @@ pub struct DocColumns {
 /// The [`DocColumns`] of the most recent searcher, keyed by its segments in order and their
 /// deletion counts (the collection-wide rating changes with deletions).
 #[derive(Default)]
-pub struct ColumnCache {
+pub(crate) struct ColumnCache {
     current: Mutex<Option<(SegmentsKey, Arc<DocColumns>)>>,
 }
 
@@ -74,7 +74,7 @@ struct SegmentColumns {
 
 /// One segment's columns of SPEC §1.8's signals (also opened alone by the sort modes, which
 /// visit every matching document of a segment).
-pub struct SegmentSocial {
+pub(crate) struct SegmentSocial {
     published_at: Option<Column<i64>>,
     votes_up: Option<Column<u64>>,
     votes_down: Option<Column<u64>>,
@@ -169,7 +169,7 @@ pub struct DocHead {
 /// The `hit` column's value of a document: its id, title and URL, each as a little-endian
 /// `u32` byte length and the UTF-8 text, then its encoded snippet passages
 /// (`crate::text::snippet::encode`).
-pub fn encode_hit(id: &str, title: &str, url: &str, passages: &[u8]) -> Vec<u8> {
+pub(crate) fn encode_hit(id: &str, title: &str, url: &str, passages: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(12 + id.len() + title.len() + url.len() + passages.len());
     for s in [id, title, url] {
         out.extend_from_slice(&(s.len() as u32).to_le_bytes());

@@ -74,7 +74,7 @@ impl std::fmt::Display for TextField {
 }
 
 /// The configuration shipped in the repository, used when no file is given.
-pub const DEFAULT_CONFIG: &str = include_str!("../../index/rankd.toml");
+pub(crate) const DEFAULT_CONFIG: &str = include_str!("../../index/rankd.toml");
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

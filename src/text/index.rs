@@ -29,7 +29,7 @@ use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes (4: the `hit` column
 /// replaced `snippet`; 5: SimHash, collapse keys and social signals as fast fields).
-pub const INDEX_FORMAT: u32 = 5;
+pub(crate) const INDEX_FORMAT: u32 = 5;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -371,7 +371,7 @@ impl TextIndex {
 }
 
 /// The manifest of the index in `data_dir`.
-pub fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
+pub(crate) fn read_manifest(data_dir: &Path) -> anyhow::Result<Manifest> {
     let path = data_dir.join("manifest.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(

@@ -6,10 +6,10 @@ use super::schema::tokens;
 
 /// Queries longer than this are refused: it bounds the cost of one request, and leaves room
 /// for the longest topics of the classic test collections (whole paragraphs).
-pub const MAX_QUERY_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_QUERY_BYTES: usize = 16 * 1024;
 /// Distinct analysed terms allowed in one query: Lucene's default clause limit
 /// (`IndexSearcher.getMaxClauseCount`, 1024).
-pub const MAX_QUERY_TERMS: usize = 1024;
+pub(crate) const MAX_QUERY_TERMS: usize = 1024;
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum QueryError {

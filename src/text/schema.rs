@@ -60,7 +60,7 @@ impl Fields {
 
 /// Builds the schema: text fields indexed with positions (SPEC §1.7 needs them) under the
 /// analyzer the configuration names; `all` is indexed only, the others are stored too.
-pub fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
+pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let mut b = Schema::builder();
     let id = b.add_text_field("id", STRING | STORED | FAST);
     let mut text = |name: &str, stored: bool, fast: bool| {
@@ -148,7 +148,7 @@ fn english_stop_words() -> StopWordFilter {
 }
 
 /// Registers every analyzer under its name so tantivy and rankd analyse text identically.
-pub fn register_analyzers(manager: &TokenizerManager) {
+pub(crate) fn register_analyzers(manager: &TokenizerManager) {
     for kind in [Analyzer::EnStem, Analyzer::En, Analyzer::Plain] {
         manager.register(kind.name(), analyzer(kind));
     }

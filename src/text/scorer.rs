@@ -198,7 +198,7 @@ struct Slot {
 
 /// The union scorer. Queries have few terms, so the next document is found by a linear scan
 /// over the postings heads rather than a heap.
-pub struct ModelScorer {
+pub(crate) struct ModelScorer {
     model: Arc<dyn TextModel>,
     slots: Vec<Slot>,
     fieldnorms: Vec<FieldNormReader>,

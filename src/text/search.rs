@@ -298,7 +298,7 @@ impl BoundModel {
 
 /// Orders `top` (best first by score) canonically: score descending by `total_cmp`, equal
 /// scores by ascending document id.
-pub fn canonical_order(columns: &DocColumns, top: &mut [Candidate]) -> tantivy::Result<()> {
+pub(crate) fn canonical_order(columns: &DocColumns, top: &mut [Candidate]) -> tantivy::Result<()> {
     top.sort_by(|a, b| b.score.total_cmp(&a.score));
     canonical_order_by(columns, top, |c| c.score.to_bits(), |c| c.address)
 }
@@ -311,7 +311,7 @@ pub fn canonical_order(columns: &DocColumns, top: &mut [Candidate]) -> tantivy::
 /// decoding a string (ties are common: the Rust docs hold many identical pages, and decoding
 /// their ids doubled the cost of a top 100); a group spanning segments sorts by the ids'
 /// ranks over all segments ([`DocColumns::id_rank`]).
-pub fn canonical_order_by<T: Copy, K: PartialEq>(
+pub(crate) fn canonical_order_by<T: Copy, K: PartialEq>(
     columns: &DocColumns,
     top: &mut [T],
     key: impl Fn(&T) -> K,

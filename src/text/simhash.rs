@@ -12,14 +12,14 @@ use std::hash::Hasher;
 use super::config::Analyzer;
 
 /// Near-duplicates differ in at most this many of the 64 bits (Manku et al. 2007).
-pub const NEAR_DUPLICATE_BITS: u32 = 3;
+pub(crate) const NEAR_DUPLICATE_BITS: u32 = 3;
 
 /// Words per shingle.
 const SHINGLE: usize = 3;
 
 /// The fixed 64-bit hash of what the index stores as keys and fingerprints: SipHash-1-3 with
 /// keys (0, 0), stable across Rust releases (std's `DefaultHasher` is not).
-pub fn stable_hasher() -> siphasher::sip::SipHasher13 {
+pub(crate) fn stable_hasher() -> siphasher::sip::SipHasher13 {
     siphasher::sip::SipHasher13::new_with_keys(0, 0)
 }
 

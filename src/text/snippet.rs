@@ -22,12 +22,12 @@
 use tantivy::tokenizer::TextAnalyzer;
 
 /// Most characters in one passage (and so in one snippet).
-pub const PASSAGE_CHARS: usize = 200;
+pub(crate) const PASSAGE_CHARS: usize = 200;
 /// Most bytes of prose kept per document for its snippets.
-pub const SOURCE_BYTES: usize = 4096;
+pub(crate) const SOURCE_BYTES: usize = 4096;
 
 /// The bit of one analysed term in a passage signature.
-pub fn term_bit(term: &str) -> u64 {
+pub(crate) fn term_bit(term: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in term.as_bytes() {
         h ^= u64::from(*b);
@@ -117,7 +117,7 @@ pub fn decode(bytes: &[u8]) -> impl Iterator<Item = (u64, &str)> {
 
 /// The query side: each analysed query term with its signature bit and weight.
 #[derive(Debug, Clone, Default)]
-pub struct SnippetQuery {
+pub(crate) struct SnippetQuery {
     terms: Vec<(String, u64, f32)>,
 }
 

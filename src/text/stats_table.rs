@@ -33,7 +33,7 @@ use super::stats::{GlobalStats, StatsRequest, StatsSource, TermStats};
 
 const MAGIC: &[u8; 7] = b"RKSTATS";
 /// The byte format this rankd writes and reads.
-pub const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 2;
 
 /// One text field's statistics.
 struct FieldTable {

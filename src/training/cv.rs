@@ -22,11 +22,11 @@ use crate::rerank::select::{select, Selection, SelectionGrid};
 use crate::rerank::{MetricConvention, TrainOutcome};
 
 /// Folds of a cross-validation unless told otherwise (SPEC §3.5).
-pub const DEFAULT_FOLDS: usize = 5;
+pub(crate) const DEFAULT_FOLDS: usize = 5;
 
 /// What a cross-validation runs.
 #[derive(Debug, Clone)]
-pub struct CvPlan {
+pub(crate) struct CvPlan {
     pub folds: usize,
     pub settings: TrainSettings,
     /// Feature-set columns the models train on, and their names.
@@ -42,7 +42,7 @@ pub struct CvPlan {
 
 /// One fold's outcome.
 #[derive(Debug, Clone, Serialize)]
-pub struct FoldReport {
+pub(crate) struct FoldReport {
     pub fold: usize,
     pub test_queries: usize,
     pub best_epoch: usize,
@@ -52,7 +52,7 @@ pub struct FoldReport {
 
 /// A single feature's ranking against the first phase.
 #[derive(Debug, Clone)]
-pub struct SingleFeature {
+pub(crate) struct SingleFeature {
     pub name: String,
     pub report: Report,
     pub significance: Vec<(String, PairedTest)>,
@@ -60,7 +60,7 @@ pub struct SingleFeature {
 
 /// The result of a cross-validation.
 #[derive(Debug, Clone)]
-pub struct CvReport {
+pub(crate) struct CvReport {
     pub folds: Vec<FoldReport>,
     /// The first phase's ranking of every window, and the cross-validated reranked one.
     pub baseline: Report,
@@ -76,7 +76,7 @@ pub struct CvReport {
 const TESTED: [&str; 3] = ["map", "ndcg@10", "mrr"];
 
 /// Cross-validates `plan` over `windows` judged by `qrels`.
-pub fn cross_validate(
+pub(crate) fn cross_validate(
     windows: &[Window],
     qrels: &Qrels,
     plan: &CvPlan,

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 
 use crate::api::{ApiError, AppState};
 
-pub async fn require_token(
+pub(crate) async fn require_token(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,

@@ -26,7 +26,7 @@ use crate::db::jobs::CreateError;
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct BatchParams {
+pub(crate) struct BatchParams {
     /// start the graph job (`POST /admin/graph`) once the batch is committed (default false)
     recompute_links: Option<bool>,
 }
@@ -119,7 +119,7 @@ pub async fn upsert(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DeleteRequest {
+pub(crate) struct DeleteRequest {
     ids: Vec<String>,
 }
 

@@ -35,7 +35,7 @@ pub fn create_error(e: CreateError) -> ApiError {
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct JobsParams {
+pub(crate) struct JobsParams {
     /// train, graph or eval
     kind: Option<String>,
     /// queued, running, succeeded, failed or cancelled
@@ -189,7 +189,7 @@ pub async fn cancel(
     ),
     security(("bearer" = []))
 )]
-pub async fn start_graph(
+pub(crate) async fn start_graph(
     State(state): State<Arc<AppState>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let id = start_graph_job(&state).await.map_err(create_error)?;
@@ -247,7 +247,9 @@ pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> 
     ),
     security(("bearer" = []))
 )]
-pub async fn graph_status(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn graph_status(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<Value>, ApiError> {
     let last_job = state
         .ops
         .db

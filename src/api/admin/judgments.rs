@@ -153,7 +153,7 @@ pub async fn add(
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct QrelsParams {
+pub(crate) struct QrelsParams {
     /// store the judgments of known documents and skip the others (default false: reject the
     /// import)
     skip_unknown: Option<bool>,
@@ -175,7 +175,7 @@ impl QueryParams for QrelsParams {
     ),
     security(("bearer" = []))
 )]
-pub async fn import_qrels(
+pub(crate) async fn import_qrels(
     State(state): State<Arc<AppState>>,
     Query(p): Query<QrelsParams>,
     raw: Result<Bytes, BytesRejection>,
@@ -247,7 +247,7 @@ pub async fn import_qrels(
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct JudgmentsParams {
+pub(crate) struct JudgmentsParams {
     /// only this query's judgments
     query_id: Option<String>,
     /// 1..=1000, default 100
@@ -311,7 +311,7 @@ pub async fn list(
     ),
     security(("bearer" = []))
 )]
-pub async fn set_queries(
+pub(crate) async fn set_queries(
     State(state): State<Arc<AppState>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {

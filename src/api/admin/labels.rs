@@ -22,10 +22,10 @@ use crate::search::model::{DEFAULT_WINDOW, MAX_WINDOW};
 use crate::text::ModelKind;
 
 /// The largest batch one request may ask for.
-pub const MAX_BATCH: usize = 1000;
+pub(crate) const MAX_BATCH: usize = 1000;
 /// Reservations last an hour unless asked otherwise, at most a week.
-pub const DEFAULT_TTL_SECS: u64 = 3600;
-pub const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
+pub(crate) const DEFAULT_TTL_SECS: u64 = 3600;
+pub(crate) const MAX_TTL_SECS: u64 = 7 * 24 * 3600;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -232,7 +232,7 @@ pub async fn create(
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ReservationsParams {
+pub(crate) struct ReservationsParams {
     /// only this assessor's
     assessor: Option<String>,
     /// only this batch's

@@ -29,7 +29,7 @@ use crate::search::model::ActiveModel;
 
 /// The registry: every model and which one serves.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct ModelList {
+pub(crate) struct ModelList {
     /// the registry's active model
     pub active: Option<String>,
     /// the model reranking searches
@@ -196,7 +196,7 @@ pub async fn delete(
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct UploadParams {
+pub(crate) struct UploadParams {
     /// rankd, xgboost, lightgbm or ranklib (default: detected from the body)
     format: Option<UploadFormat>,
 }

@@ -15,7 +15,7 @@ use crate::api::{ApiError, AppState};
 
 /// One TrustRank seed.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-pub struct Seed {
+pub(crate) struct Seed {
     pub doc_id: String,
     /// when it was added (RFC 3339)
     pub added_at: String,
@@ -50,7 +50,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<SeedList>, 
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AddSeeds {
+pub(crate) struct AddSeeds {
     ids: Vec<String>,
 }
 

@@ -29,7 +29,7 @@ const MAX_REPLY: usize = 256 << 20;
 
 /// How long fetching one shard's statistics table may take (it runs beside the searches,
 /// which gather their statistics meanwhile).
-pub const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The root's connections to its leaves: one pool of kept-alive connections, a timeout per
 /// call. Cheap to clone (the pool is shared).
@@ -129,7 +129,7 @@ pub fn success(reply: Reply) -> Result<Bytes, String> {
 }
 
 /// One leaf serving shard `shard`, reached at `base` (`http://host:port`).
-pub struct HttpShard {
+pub(crate) struct HttpShard {
     http: Http,
     base: String,
     shard: usize,

@@ -58,7 +58,7 @@ pub type Shards = Vec<Vec<Arc<Replica>>>;
 pub type Target = (usize, Arc<Replica>);
 
 /// `clients` as replicas, reusing those of `before` with the same name (and their health).
-pub fn replicas_of(
+pub(crate) fn replicas_of(
     clients: Vec<Arc<dyn ShardClient>>,
     before: &[Arc<Replica>],
 ) -> Vec<Arc<Replica>> {
@@ -82,7 +82,7 @@ pub fn down(shards: &Shards) -> Vec<usize> {
 }
 
 /// Which replicas one search has tried, and why they failed.
-pub struct Failover {
+pub(crate) struct Failover {
     /// Each shard's replicas in the order this search tries them.
     orders: Vec<Vec<usize>>,
     tried: Vec<Vec<bool>>,

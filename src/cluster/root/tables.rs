@@ -18,7 +18,7 @@ use crate::cluster::wire::{TableCall, PROTOCOL};
 use crate::text::stats_table::StatsTable;
 
 /// A shard's whole statistics table and the generation it describes.
-pub type Table = (u64, Arc<StatsTable>);
+pub(crate) type Table = (u64, Arc<StatsTable>);
 
 /// Where the root is with a replica's table.
 #[derive(Clone)]
@@ -35,7 +35,7 @@ const RETRY: Duration = Duration::from_secs(10);
 
 /// The tables, by replica name.
 #[derive(Clone, Default)]
-pub struct Tables {
+pub(crate) struct Tables {
     by_replica: Arc<DashMap<String, TableState>>,
 }
 

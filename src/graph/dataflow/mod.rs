@@ -281,7 +281,7 @@ pub struct JobReport {
 static JOBS: Mutex<()> = Mutex::new(());
 
 /// Progress callback (called by process 0's first worker as each stage starts).
-pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+pub(crate) type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
 const STAGES: [&str; 6] = [
     "pagerank",

@@ -28,7 +28,7 @@ fn xgboost_objective(objective: &Objective) -> &'static str {
 }
 
 /// XGBoost's JSON for `forest`, whose inputs are `feature_names` (in column order).
-pub fn to_xgboost_json(
+pub(crate) fn to_xgboost_json(
     forest: &Forest,
     feature_names: &[String],
     objective: &Objective,

@@ -21,11 +21,11 @@ use serde::{Deserialize, Serialize};
 
 /// LightGBM's `kZeroThreshold` (`1e-35f`): with `zero_missing`, a value `x` with
 /// `|x| ≤ ZERO_BAND` (zeros of either sign included) is treated as missing.
-pub const ZERO_BAND: f32 = 1e-35;
+pub(crate) const ZERO_BAND: f32 = 1e-35;
 
 /// Whether a split sends value `x` left: `x ≤ threshold`, or `nan_left` for a missing value
 /// (NaN, and with `zero_missing` any `|x| ≤ ZERO_BAND`). Every walk of a tree decides here.
-pub fn goes_left(x: f32, threshold: f32, nan_left: bool, zero_missing: bool) -> bool {
+pub(crate) fn goes_left(x: f32, threshold: f32, nan_left: bool, zero_missing: bool) -> bool {
     let missing = x.is_nan() || (zero_missing && x.abs() <= ZERO_BAND);
     if missing {
         nan_left

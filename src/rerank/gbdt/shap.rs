@@ -147,7 +147,7 @@ fn tree_expected_value(tree: &Tree) -> f64 {
 }
 
 /// Whether every tree carries covers (TreeSHAP needs them).
-pub fn has_covers(forest: &Forest) -> bool {
+pub(crate) fn has_covers(forest: &Forest) -> bool {
     forest
         .trees
         .iter()

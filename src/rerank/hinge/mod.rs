@@ -35,7 +35,7 @@ pub use loss::RankLoss;
 pub use objective::HingeScratch;
 
 /// Labels at or above this grade count as relevant in [`ndcg_hinge`] (SPEC §3.3).
-pub const RELEVANT_GRADE: i32 = 1;
+pub(crate) const RELEVANT_GRADE: i32 = 1;
 
 /// Which loss-augmented inference algorithm finds the most violating ranking. Both return
 /// the same ranking (up to ties in the objective); they differ only in cost.

@@ -368,7 +368,7 @@ impl QueryState {
 /// the mean of the binary objective over these levels — as graded average precision
 /// (Robertson, Kanoulas & Yilmaz 2010) averages AP over thresholds — so queries whose rows
 /// are all relevant at grade ≥ 1 still teach the order among grades.
-pub fn relevance_levels(labels: &[i32], threshold: i32, graded: bool) -> Vec<i32> {
+pub(crate) fn relevance_levels(labels: &[i32], threshold: i32, graded: bool) -> Vec<i32> {
     if !graded {
         return vec![threshold];
     }

@@ -188,7 +188,7 @@ impl Soprc {
 
 /// Alg. 2's φ (module docs): K quantile points of the ascending scores `sorted`, with the
 /// extrapolated end knots clipped to `[lo, hi]`.
-pub fn quantile_grid(sorted: &[f32], k: usize, lo: f32, hi: f32) -> Vec<f32> {
+pub(crate) fn quantile_grid(sorted: &[f32], k: usize, lo: f32, hi: f32) -> Vec<f32> {
     let n = sorted.len();
     if n < 2 {
         return vec![sorted.first().copied().unwrap_or(lo); k];
@@ -212,7 +212,7 @@ pub fn quantile_grid(sorted: &[f32], k: usize, lo: f32, hi: f32) -> Vec<f32> {
 
 /// `B_i = 1/N⁺ + (1/K) Σ_k ℓ₂(s_i − v_k)`, `ℓ₂(x) = tanh(−x/(2τ₂))` for `x < 0`, else 0;
 /// N⁺ is the query's number of positives (`n_pos_all`, all rows, sampled or not).
-pub fn soft_tpr(f_pos: &[f32], v: &[f32], n_pos_all: usize, tau2: f64) -> Vec<f64> {
+pub(crate) fn soft_tpr(f_pos: &[f32], v: &[f32], n_pos_all: usize, tau2: f64) -> Vec<f64> {
     let self_share = 1.0 / n_pos_all as f64;
     let k = v.len() as f64;
     // tanh(y) rounds to exactly 1.0 in f64 for y ≥ 20 (1 − tanh 20 ≈ 8e-18), so points more
@@ -237,7 +237,7 @@ pub fn soft_tpr(f_pos: &[f32], v: &[f32], n_pos_all: usize, tau2: f64) -> Vec<f6
 
 /// Eq. 8 with the TPR estimates `tpr` held constant: `(1/n⁺) Σ_i σ(κ A_i / B_i)` and its
 /// gradient with respect to the positives' and the negatives' scores.
-pub fn soprc_loss_grad(
+pub(crate) fn soprc_loss_grad(
     f_pos: &[f32],
     f_neg: &[f32],
     tpr: &[f64],

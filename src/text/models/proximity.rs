@@ -146,7 +146,7 @@ fn sorted_scan(positions: &[Vec<u32>], matched: usize) -> (Option<u32>, u32) {
 }
 
 /// π(q,d) = ln(α + exp(−MinDist)).
-pub fn proximity_score(min_dist: u32, alpha: f32) -> f32 {
+pub(crate) fn proximity_score(min_dist: u32, alpha: f32) -> f32 {
     (alpha + (-(min_dist as f32)).exp()).ln()
 }
 

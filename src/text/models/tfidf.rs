@@ -17,7 +17,7 @@ pub struct TfIdf {
 }
 
 /// SPEC §1.2 idf.
-pub fn tfidf_idf(df: u64, n: u64) -> f32 {
+pub(crate) fn tfidf_idf(df: u64, n: u64) -> f32 {
     1.0 + (n as f32 / (df as f32 + 1.0)).ln()
 }
 

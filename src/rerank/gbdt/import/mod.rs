@@ -35,7 +35,7 @@ use super::forest::Forest;
 /// sets at most 700; a count far beyond that is a corrupt file, and believing it would
 /// allocate per-feature tables of that size (found by the `model` fuzz target: a LightGBM
 /// `max_feature_idx` of 9.5e12 aborted the process on a 152 TB allocation).
-pub const MAX_FEATURES: usize = 1 << 16;
+pub(crate) const MAX_FEATURES: usize = 1 << 16;
 
 /// Refuses a feature count (or a largest feature id) beyond [`MAX_FEATURES`].
 pub(crate) fn check_feature_count(n: u64, what: &str) -> Result<usize, String> {
@@ -178,7 +178,7 @@ impl Imported {
 
 /// The largest `f32` not above `t` (−∞ below `−f32::MAX`, `f32::MAX` for `t ≥ f32::MAX`):
 /// for every `f32` value `x`, `x as f64 ≤ t ⇔ x ≤ f32_at_or_below(t)`.
-pub fn f32_at_or_below(t: f64) -> f32 {
+pub(crate) fn f32_at_or_below(t: f64) -> f32 {
     let nearest = t as f32;
     if f64::from(nearest) > t {
         nearest.next_down()
@@ -189,7 +189,7 @@ pub fn f32_at_or_below(t: f64) -> f32 {
 
 /// The largest `f32` below `t`: for every `f32` value `x`, `x < t ⇔ x ≤ f32_below(t)`.
 /// `None` for `t = −∞` (no `f32` is below it; such a split sends every value right).
-pub fn f32_below(t: f32) -> Option<f32> {
+pub(crate) fn f32_below(t: f32) -> Option<f32> {
     (t != f32::NEG_INFINITY).then(|| t.next_down())
 }
 

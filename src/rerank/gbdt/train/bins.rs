@@ -193,7 +193,7 @@ pub struct Binned {
 }
 
 /// The share of rows in a feature's most frequent bin from which it counts as sparse.
-pub const SPARSE_SHARE: f64 = 0.8;
+pub(crate) const SPARSE_SHARE: f64 = 0.8;
 
 impl Binned {
     /// Fits and applies the bins of a row-major `rows × d` matrix.

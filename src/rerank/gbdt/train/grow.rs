@@ -194,7 +194,7 @@ impl Scratch {
 }
 
 /// Grows one tree on `rows` (the bagged rows) over the `features` allowed for it.
-pub fn grow(
+pub(crate) fn grow(
     data: &Binned,
     grad: &[f64],
     hess: &[f64],

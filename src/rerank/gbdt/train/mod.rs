@@ -62,7 +62,7 @@ pub struct RoundLog {
 
 /// A trained forest over the training set's features, and how training went.
 #[derive(Debug, Clone)]
-pub struct TrainedForest {
+pub(crate) struct TrainedForest {
     pub forest: Forest,
     /// The kept round (best validation MAP), 1-based.
     pub best_round: usize,
@@ -188,7 +188,7 @@ fn query_grad_hess(
 /// `config`'s objective, seed and tree parameters (`gbdt`, which it must have). `on_round`
 /// sees every round's log line; `cancel` stops after the current round, keeping the best
 /// round so far.
-pub fn train_forest(
+pub(crate) fn train_forest(
     train: &RankSet,
     valid: Option<&RankSet>,
     config: &TrainConfig,
