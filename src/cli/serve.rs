@@ -134,7 +134,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         metastore: args.metastore,
         discovery_timeout: Duration::from_millis(args.discovery_timeout_ms),
     };
-    cluster.check(args.store.is_some())?;
+    if cluster.gossip.is_none()
+        && ((cluster.shard_id.is_some() && args.store.is_none())
+            || cluster.metastore.is_some()
+            || !cluster.seeds.is_empty())
+    {
+        return Err(Invalid(
+            "--shard-id needs --gossip ADDR or --store URL; --seed and --metastore need --gossip"
+                .into(),
+        )
+        .into());
+    }
     if args.role != Role::Leaf && args.store.is_some() {
         return Err(Invalid("--store applies to --role leaf".into()).into());
     }
@@ -145,7 +155,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
         };
-        let model = node::load_model(args.model.as_deref())?;
+        let model = args
+            .model
+            .as_deref()
+            .map(|path| {
+                crate::search::ActiveModel::load(path)
+                    .map_err(|e| Invalid(format!("--model {}: {e}", path.display())))
+            })
+            .transpose()?;
         if cluster.gossip.is_some() {
             if !args.shards.is_empty() {
                 return Err(Invalid(
@@ -190,7 +207,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.admin_token = None;
     }
     let gossip = match (args.role, cluster.gossip) {
-        (Role::Leaf, Some(_)) => Some(LeafGossip::new(cluster, &config.data_dir)?),
+        (Role::Leaf, Some(_)) => {
+            let Some(shard) = cluster.shard_id else {
+                return Err(Invalid("--role leaf --gossip needs --shard-id S".into()).into());
+            };
+            Some(LeafGossip::new(cluster, shard, &config.data_dir)?)
+        }
         (Role::Single, Some(_)) => {
             return Err(Invalid("--gossip applies to --role leaf and --role root".into()).into())
         }
@@ -236,10 +258,13 @@ fn serve_root(
     model: Option<crate::search::ActiveModel>,
     options: RootOptions,
 ) -> anyhow::Result<()> {
+    if shards.is_empty() {
+        return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
+    }
     let n = shards.len();
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let root = node::fixed_root(shards, model, options).await?;
+        let root = crate::cluster::root::Root::connect_http(shards, model, options).await?;
         let state = Arc::new(RootState {
             root: Arc::new(root),
             ready: AtomicBool::new(false),

@@ -3,8 +3,8 @@
 //! readiness; a root discovering its shards' replicas (metastore and gossip) and following
 //! the membership as it changes.
 //!
-//! `rankd serve` (`crate::cli::serve`) maps its flags to [`ClusterOptions`] and calls these,
-//! then serves the HTTP API (`crate::api`); nothing here knows of flags or routes. A leaf's
+//! The `rankd serve` command maps its flags to [`ClusterOptions`], checks how they combine
+//! and calls these, then serves the HTTP API; nothing here knows of flags or routes. A leaf's
 //! state is seen through [`LeafStatus`], which the API's state implements.
 
 use std::net::SocketAddr;
@@ -53,23 +53,6 @@ pub(crate) struct ClusterOptions {
 }
 
 impl ClusterOptions {
-    /// Flags that only make sense together are checked: `--shard-id` needs a gossip or a
-    /// store; seeds and a metastore need a gossip.
-    pub fn check(&self, following_store: bool) -> Result<(), Invalid> {
-        if self.gossip.is_none()
-            && ((self.shard_id.is_some() && !following_store)
-                || self.metastore.is_some()
-                || !self.seeds.is_empty())
-        {
-            return Err(Invalid(
-                "--shard-id needs --gossip ADDR or --store URL; --seed and --metastore need \
-                 --gossip"
-                    .into(),
-            ));
-        }
-        Ok(())
-    }
-
     fn membership(&self, role: &str) -> MembershipConfig {
         let gossip = self.gossip.expect("checked by the caller");
         let id = self
@@ -140,11 +123,8 @@ pub(crate) struct LeafGossip {
 }
 
 impl LeafGossip {
-    /// A leaf of shard `options.shard_id` serving `data_dir`.
-    pub fn new(options: ClusterOptions, data_dir: &Path) -> anyhow::Result<LeafGossip> {
-        let Some(shard) = options.shard_id else {
-            return Err(Invalid("--role leaf --gossip needs --shard-id S".into()).into());
-        };
+    /// A leaf of shard `shard` serving `data_dir`.
+    pub fn new(options: ClusterOptions, shard: u32, data_dir: &Path) -> anyhow::Result<LeafGossip> {
         // DATA_DIR is COLLECTION/shards/S when the collection was split by `rankd ingest`.
         let collection = data_dir.parent().and_then(Path::parent);
         let record = match collection {
@@ -154,7 +134,7 @@ impl LeafGossip {
         let shards = match record {
             Some(c) if shard >= c.shards => {
                 return Err(Invalid(format!(
-                    "--shard-id {shard}: the collection in {} has {} shards",
+                    "shard {shard}: the collection in {} has {} shards",
                     collection.unwrap_or(data_dir).display(),
                     c.shards
                 ))
@@ -254,28 +234,6 @@ impl LeafGossip {
             )
             .await
     }
-}
-
-/// Loads the reranker a root serves (`--model`).
-pub(crate) fn load_model(model: Option<&Path>) -> anyhow::Result<Option<ActiveModel>> {
-    model
-        .map(|path| {
-            ActiveModel::load(path)
-                .map_err(|e| Invalid(format!("--model {}: {e}", path.display())).into())
-        })
-        .transpose()
-}
-
-/// A root over fixed leaves: `shards` are each shard's replicas' base URLs, in shard order.
-pub(crate) async fn fixed_root(
-    shards: Vec<Vec<String>>,
-    model: Option<ActiveModel>,
-    options: RootOptions,
-) -> anyhow::Result<Root> {
-    if shards.is_empty() {
-        return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
-    }
-    Root::connect_http(shards, model, options).await
 }
 
 /// A root whose shards' replicas come from the gossip's live view (in rendezvous order),
