@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use tantivy::{DocAddress, Searcher};
 
 use super::wire::*;
-use crate::features::{Extraction, Prf, View, FEATURE_SET_VERSION};
+use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
 use crate::links::LinkData;
 use crate::search::{Engine, Ranking, Returns, SearchError, SearchQuery, SortMode};
 use crate::text::columns::{CollapseKeys, MeanRating};
@@ -226,13 +226,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     }
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
-    let view = View {
-        query: &query,
-        index: &engine.index,
-        searcher,
-        stats: &stats,
-        links: pinned.links.as_deref(),
-    };
+    let view = engine.view(&query, searcher, &stats, pinned.links.as_deref());
     let top = Engine::shard_top(view, &q, kind, call.limit, rating)?;
     let no_terms = top.is_none();
     let (total_hits, hits, sortable) = match top {
@@ -334,13 +328,7 @@ pub fn features(
     };
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
-    let view = View {
-        query: &query,
-        index: &engine.index,
-        searcher,
-        stats: &stats,
-        links: pinned.links.as_deref(),
-    };
+    let view = engine.view(&query, searcher, &stats, pinned.links.as_deref());
     let (m, out_links) =
         Engine::shard_features(view, &docs, &call.window_nodes, call.rm3.as_ref(), how)?;
     Ok(FeaturesReply {

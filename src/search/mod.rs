@@ -630,6 +630,24 @@ impl Engine {
         self.model.store(model);
     }
 
+    /// One search's view of this index: `query` over `searcher` with `stats` and the link
+    /// scores `links` of the searcher's generation.
+    pub fn view<'a>(
+        &'a self,
+        query: &'a AnalyzedQuery,
+        searcher: &'a Searcher,
+        stats: &'a Stats<'a>,
+        links: Option<&'a LinkData>,
+    ) -> features::View<'a> {
+        features::View {
+            query,
+            index: &self.index,
+            searcher,
+            stats,
+            links,
+        }
+    }
+
     /// Runs one search.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
@@ -680,13 +698,7 @@ impl Engine {
             _ => (q.k, q.offset),
         };
         let query = AnalyzedQuery::new(q.text.as_str());
-        let view = features::View {
-            query: &query,
-            index: &self.index,
-            searcher: &searcher,
-            stats: &stats,
-            links: links.as_deref(),
-        };
+        let view = self.view(&query, &searcher, &stats, links.as_deref());
         let Some(first) = self.first_phase(view, q, kind, limit, skip, now)? else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
@@ -1044,13 +1056,7 @@ impl Engine {
             scores_are_bm25f: kind == ModelKind::Bm25F,
             ..features::Extraction::full(prf)
         };
-        let view = features::View {
-            query: &query,
-            index: &self.index,
-            searcher,
-            stats: &stats,
-            links: links.as_deref(),
-        };
+        let view = self.view(&query, searcher, &stats, links.as_deref());
         Self::features(view, &top, how).map(Some)
     }
 
