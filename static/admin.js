@@ -173,6 +173,7 @@ async function loadModels() {
 function renderModels(active) {
   const head = node("tr", {}, node("th", {}, "model"), node("th", {}, "objective · kind"), node("th", {}, "created"));
   for (const [, label] of METRICS) head.append(node("th", { class: "num" }, label));
+  head.append(node("th", { title: "the activation guard: MRR@10 on the queries training held out, model vs first phase" }, "held-out MRR@10"));
   head.append(node("th", {}, ""));
   $("models").tHead.replaceChildren(head);
 
@@ -197,6 +198,7 @@ function renderModels(active) {
       if (Number.isFinite(v) && v === best[key] && models.length > 1) td.classList.add("best");
       tr.append(td);
     }
+    tr.append(guardCell(m.guard));
     const actions = node("td", { class: "actions" });
     actions.append(node("button", { type: "button", class: "curves", onclick: () => { curvesOf = m.id; renderModelCurves(); } }, "curves"));
     if (!isActive) {
@@ -207,6 +209,26 @@ function renderModels(active) {
     return tr;
   });
   $("models").tBodies[0].replaceChildren(...rows);
+}
+
+/** The activation guard's comparison: per class, the model's MRR@10 against the first
+ * phase's (and the replaced model's), and the reason when the guard refuses the model. */
+function guardCell(g) {
+  const td = node("td", { class: "guard" });
+  if (!g || !Array.isArray(g.classes) || g.classes.length === 0) {
+    td.append("–");
+    return td;
+  }
+  for (const c of g.classes) {
+    const vs = Number.isFinite(c.active) ? `, active ${fmt(c.active)}` : "";
+    td.append(node("div", { title: `${c.queries} queries; difference ${fmt(c.vs_first_phase.mean)} (95% ${fmt(c.vs_first_phase.low)} to ${fmt(c.vs_first_phase.high)})` },
+      `${c.class}: ${fmt(c.candidate)} vs ${fmt(c.first_phase)}${vs}`));
+  }
+  if (g.refused) {
+    td.classList.add("refused");
+    td.append(node("div", { class: "note", title: g.refused }, "refused by the guard"));
+  }
+  return td;
 }
 
 function valid(m) {
@@ -258,11 +280,22 @@ function renderModelCurves() {
 }
 
 async function activate(id) {
+  const path = `/admin/models/${encodeURIComponent(id)}/activate`;
   try {
-    const r = await api("POST", `/admin/models/${encodeURIComponent(id)}/activate`);
+    const r = await api("POST", path);
     say("models-msg", `active model: ${r.active}`, "ok");
   } catch (e) {
-    say("models-msg", e.message, "error");
+    // The activation guard refused it: say why, and activate only if the operator insists.
+    if (e.status === 409 && e.message.includes("force=true") && confirm(`${e.message}\n\nActivate it anyway?`)) {
+      try {
+        const r = await api("POST", `${path}?force=true`);
+        say("models-msg", `active model: ${r.active} (forced past the activation guard)`, "ok");
+      } catch (e2) {
+        say("models-msg", e2.message, "error");
+      }
+    } else {
+      say("models-msg", e.message, "error");
+    }
   }
   loadModels();
 }

@@ -22,6 +22,8 @@ use crate::error::Invalid;
 use crate::rerank::gbdt::import::Library;
 use crate::rerank::Reranker;
 use crate::search::model::{self, ActiveModel};
+use crate::training::guard::{Classes, Comparison};
+use crate::training::JudgedQuery;
 
 /// What start-up found for the reranker.
 pub(crate) struct Loaded {
@@ -88,6 +90,38 @@ pub fn record(model: &Reranker, path: &Path, log: Vec<crate::rerank::EpochLog>) 
         parent: model.parent.clone(),
         status: "inactive".into(),
     }
+}
+
+/// Registers the activation guard's comparison and the queries it held out with a model.
+pub(crate) fn attach_guard(record: &mut ModelRecord, comparison: &Comparison, held_out: &Classes) {
+    if let Some(m) = record.metrics.as_object_mut() {
+        m.insert("guard".into(), json!(comparison));
+        let ids: Vec<&str> = held_out
+            .values()
+            .flatten()
+            .map(|q| q.qid.as_str())
+            .collect();
+        m.insert("held_out".into(), json!(ids));
+    }
+}
+
+/// The judged queries to judge a registered model on before activating it: the queries its
+/// training held out when it recorded them (a model trained by `POST /admin/train`), else
+/// every stored judged query (an uploaded or command-line model was not trained on them).
+pub(crate) fn guard_queries(record: &ModelRecord, stored: Vec<JudgedQuery>) -> Classes {
+    let held: Option<std::collections::HashSet<&str>> = record
+        .metrics
+        .get("held_out")
+        .and_then(|v| v.as_array())
+        .map(|ids| ids.iter().filter_map(|v| v.as_str()).collect());
+    let queries = match held {
+        Some(held) => stored
+            .into_iter()
+            .filter(|q| held.contains(q.qid.as_str()))
+            .collect(),
+        None => stored,
+    };
+    super::train::classes(queries)
 }
 
 fn objective_name(model: &Reranker) -> String {

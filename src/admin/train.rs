@@ -2,38 +2,55 @@
 //! features, a reranker is trained on them with early stopping on a validation split of the
 //! queries, its file is written to the models directory and it is registered, inactive, in
 //! the database. Progress is the fraction of epochs run; every epoch is one JSON log line.
+//!
+//! A fifth of the judged queries of each class is held out of training for the activation
+//! guard (`crate::training::guard`): the model is compared on them with the first phase and
+//! the active model, and the comparison and the held-out query ids are registered with it, so
+//! `POST /admin/models/{id}/activate` later judges it on the same queries.
 
 use std::collections::HashMap;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::JobContext;
 use crate::db::Db;
 use crate::rerank::MetricConvention;
 use crate::search::Engine;
 use crate::text::ModelKind;
-use crate::training::TrainSettings;
+use crate::training::{guard, TrainSettings};
 use crate::training::{judged_windows, train_on_windows, JudgedQuery};
 
 /// What `POST /admin/train` accepts: a JSON object of [`TrainSettings`] fields (absent ones
 /// take the defaults of training on the index, [`TrainSettings::on_index`], as `rankd train`
-/// on judgments; `model: "gbdt"` trains trees) and `first_phase`, the first-phase model
-/// whose window is reranked (default bm25f).
+/// on judgments; `model: "gbdt"` trains trees), `first_phase`, the first-phase model whose
+/// window is reranked (default bm25f), `activate` (activate the model when the guard lets
+/// it) and `force` (activate it even when the guard refuses; logged).
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct TrainParams(pub serde_json::Map<String, Value>);
 
 impl TrainParams {
-    /// The training settings and the first-phase model, or the parameter at fault and what
-    /// is wrong with it.
-    pub fn settings(&self) -> Result<(TrainSettings, ModelKind), (String, String)> {
+    /// The training request, or the parameter at fault and what is wrong with it.
+    pub fn request(&self) -> Result<TrainRequest, (String, String)> {
         let Ok(Value::Object(preset)) = serde_json::to_value(TrainSettings::on_index()) else {
             unreachable!("settings serialise as an object")
         };
         let mut merged = preset.clone();
         let mut first_phase = crate::training::DEFAULT_FIRST_PHASE;
+        let (mut activate, mut force) = (false, false);
         for (field, value) in &self.0 {
+            if field == "activate" || field == "force" {
+                let flag = value
+                    .as_bool()
+                    .ok_or_else(|| (field.clone(), format!("{field} must be true or false")))?;
+                if field == "activate" {
+                    activate = flag;
+                } else {
+                    force = flag;
+                }
+                continue;
+            }
             if field == "first_phase" {
                 first_phase = value
                     .as_str()
@@ -66,8 +83,49 @@ impl TrainParams {
             let field = m.split_whitespace().next().unwrap_or("").to_string();
             (field, m)
         })?;
-        Ok((settings, first_phase))
+        if force && !activate {
+            return Err(("force".into(), "force needs activate: true".into()));
+        }
+        Ok(TrainRequest {
+            settings,
+            first_phase,
+            activate,
+            force,
+        })
     }
+}
+
+/// A checked `POST /admin/train` body.
+#[derive(Debug, Clone)]
+pub struct TrainRequest {
+    pub settings: TrainSettings,
+    pub first_phase: ModelKind,
+    /// Activate the model if the guard lets it.
+    pub activate: bool,
+    /// Activate it even if the guard refuses.
+    pub force: bool,
+}
+
+/// The stored judged queries by class. Stored judgments carry no class yet: they are one
+/// class, `judgments`.
+pub(crate) fn classes(queries: Vec<JudgedQuery>) -> guard::Classes {
+    let mut classes = guard::Classes::new();
+    if !queries.is_empty() {
+        classes.insert("judgments".into(), queries);
+    }
+    classes
+}
+
+/// What a training job did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Trained {
+    pub model: String,
+    pub file: std::path::PathBuf,
+    pub best_epoch: usize,
+    pub epochs_run: usize,
+    pub metrics: Value,
+    /// The guard's comparison on the held-out queries.
+    pub guard: guard::Comparison,
 }
 
 /// Judged queries from stored judgments: those with a stored query text.
@@ -89,7 +147,9 @@ pub(crate) fn judged_queries(stored: &[crate::db::judgments::StoredJudgment]) ->
     queries
 }
 
-/// Runs inside a job: trains, writes the model file, registers it (inactive).
+/// Runs inside a job: holds out the guard's queries, trains on the rest, writes the model
+/// file, compares the model on the held-out queries ([`guard`]) and registers it, inactive,
+/// with the comparison. Activating is the caller's (it owns what is served).
 pub fn run(
     engine: &Engine,
     db: &Db,
@@ -97,12 +157,15 @@ pub fn run(
     settings: TrainSettings,
     first_phase: ModelKind,
     ctx: &JobContext,
-) -> anyhow::Result<Value> {
+) -> anyhow::Result<Trained> {
     let config = settings.config("stored judgments".into(), MetricConvention::Trec);
+    let (queries, held_out) = guard::hold_out(classes(queries));
     ctx.check_cancelled()?;
     ctx.log(&format!(
-        "computing the {first_phase} windows of {} judged queries",
-        queries.len()
+        "computing the {first_phase} windows of {} judged queries ({} held out for the \
+         activation guard)",
+        queries.len(),
+        held_out.values().map(Vec::len).sum::<usize>()
     ));
     let window = crate::search::model::DEFAULT_WINDOW;
     // The model trains on the default columns, which leave RM3 out: no need to compute it.
@@ -136,14 +199,20 @@ pub fn run(
     }
     let model = &outcome.model;
     let path = crate::search::model::store(&engine.index.dir, model)?;
-    let record = super::models::record(model, &path, outcome.log.clone());
+    let candidate = crate::search::model::ActiveModel::new(model.clone(), path.clone())?;
+    let comparison =
+        guard::compare_on_index(engine, &held_out, &candidate, engine.model().as_deref())?;
+    ctx.log(&serde_json::to_string(&comparison)?);
+    let mut record = super::models::record(model, &path, outcome.log.clone());
+    super::models::attach_guard(&mut record, &comparison, &held_out);
     tokio::runtime::Handle::current().block_on(db.register_model(&record))?;
     ctx.progress(1.0, "done");
-    Ok(json!({
-        "model": model.id(),
-        "file": path,
-        "best_epoch": model.training.best_epoch,
-        "epochs_run": model.training.epochs_run,
-        "metrics": model.training.metrics,
-    }))
+    Ok(Trained {
+        model: model.id().to_string(),
+        file: path,
+        best_epoch: model.training.best_epoch,
+        epochs_run: model.training.epochs_run,
+        metrics: serde_json::to_value(&model.training.metrics)?,
+        guard: comparison,
+    })
 }

@@ -175,7 +175,7 @@ fn train_reranker(
 ) -> anyhow::Result<()> {
     let index = &engine.index;
     use crate::judgments::known_items;
-    use crate::training::{judged_windows, train_on_windows};
+    use crate::training::{guard, judged_windows, train_on_windows};
     eprintln!("deriving known-item judgments from the API docs' summaries");
     let items = known_items::derive(
         docs_dir,
@@ -238,9 +238,15 @@ fn train_reranker(
         &std::sync::atomic::AtomicBool::new(false),
     )?;
     bar.finish_and_clear();
-    let path = crate::search::model::install(&index.dir, &outcome.model)?;
-    let active = crate::search::model::ActiveModel::new(outcome.model.clone(), path.clone())?;
-    let (base, reranked) = held_out_mrr(&windows[1], &active)?;
+    // The activation guard: the model serves only if it is not worse than the first phase
+    // on the held-out queries (`crate::training::guard`).
+    let path = crate::search::model::store(&index.dir, &outcome.model)?;
+    let candidate = crate::search::model::ActiveModel::new(outcome.model.clone(), path.clone())?;
+    let held_out =
+        std::collections::BTreeMap::from([("known-item".to_string(), windows[1].clone())]);
+    let comparison = guard::compare(&held_out, &candidate, None)?;
+    let base = guard::window_mrr(&windows[1], None)?;
+    let reranked = guard::window_mrr(&windows[1], Some(&candidate))?;
     eprintln!(
         "reranker {} trained on {} queries ({}); known-item MRR on {} held-out queries: \
          BM25F {base:.3}, reranked {reranked:.3}",
@@ -249,34 +255,17 @@ fn train_reranker(
         path.display(),
         test.len()
     );
-    Ok(())
-}
-
-/// MRR of the first-phase order and of the model's order over held-out windows (a relevant
-/// document outside the window counts as not found).
-fn held_out_mrr(
-    windows: &[crate::training::Window],
-    model: &crate::search::model::ActiveModel,
-) -> anyhow::Result<(f64, f64)> {
-    use crate::eval::metrics::{reciprocal_rank, JudgedRanking};
-    let rr = |labels: &[i32], order: &[usize]| -> f64 {
-        let ranking = JudgedRanking {
-            retrieved: order.iter().map(|&i| Some(labels[i])).collect(),
-            judged: labels.to_vec(),
-        };
-        reciprocal_rank(&ranking, 1)
-    };
-    let (mut base, mut reranked) = (0.0, 0.0);
-    for w in windows {
-        let first: Vec<usize> = (0..w.labels.len()).collect();
-        let scores = model.score(&w.features)?;
-        let mut by_model = first.clone();
-        by_model.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
-        base += rr(&w.labels, &first);
-        reranked += rr(&w.labels, &by_model);
+    match &comparison.refused {
+        None => {
+            crate::search::model::request_activation(&index.dir, &outcome.model)?;
+        }
+        Some(reason) => eprintln!(
+            "not activated: {reason}; search serves the first phase (activate it anyway with \
+             POST /admin/models/{}/activate?force=true)",
+            outcome.model.id()
+        ),
     }
-    let n = windows.len().max(1) as f64;
-    Ok((base / n, reranked / n))
+    Ok(())
 }
 
 /// `$(rustc --print sysroot)/share/doc/rust/html`, or a clear error saying how to get it.

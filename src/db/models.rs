@@ -41,6 +41,10 @@ pub struct ModelView {
     /// the per-epoch training log
     #[schema(value_type = Vec<Object>)]
     pub log: Value,
+    /// the activation guard's comparison on the queries its training held out (models
+    /// trained by `POST /admin/train`)
+    #[schema(value_type = Option<Object>)]
+    pub guard: Option<Value>,
 }
 
 impl ModelRecord {
@@ -59,6 +63,7 @@ impl ModelRecord {
                 .get("log")
                 .cloned()
                 .unwrap_or(Value::Array(Vec::new())),
+            guard: self.metrics.get("guard").cloned(),
         }
     }
 }

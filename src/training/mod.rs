@@ -7,6 +7,7 @@
 
 pub mod cv;
 mod dataset;
+pub mod guard;
 pub mod settings;
 
 pub use dataset::{

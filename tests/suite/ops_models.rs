@@ -278,3 +278,106 @@ fn tree_models_upload_train_activate_and_refuse_bad_input() {
     assert_eq!(act(&trained).status, 200);
     assert_eq!(search()["reranker"], trained.as_str());
 }
+
+/// The activation guard (`rankd::training::guard`): a model trained to put the wrong
+/// documents first is refused by `POST /admin/train` with `activate` and by
+/// `POST /admin/models/{id}/activate`, which name the class and the numbers; `force=true`
+/// activates it anyway.
+#[test]
+fn the_activation_guard_refuses_a_model_worse_than_the_first_phase() {
+    use rankd::training::{guard, JudgedQuery};
+    let dir = tempfile::tempdir().unwrap();
+    let (_data, _db, server) = topic_server(dir.path(), false);
+    let b = &server.base;
+    let t = Some(TOKEN);
+
+    // 54 queries over the six topics, each retrieving every document ("basics" is in every
+    // body); the queries the guard holds out keep their true labels, the training queries get
+    // them inverted: the model learns to rank the wrong pages first.
+    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
+    let words = [
+        "basics", "notes", "guide", "intro", "tips", "faq", "overview", "primer", "howto",
+    ];
+    let mut queries = Vec::new();
+    for (q, topic) in topics.iter().enumerate() {
+        for word in words {
+            queries.push(JudgedQuery {
+                qid: format!("{topic}-{word}"),
+                text: format!("{topic} basics {word}"),
+                grades: (0..24)
+                    .map(|i| (format!("d{i}"), i32::from(topic_relevant(q, i))))
+                    .collect(),
+            });
+        }
+    }
+    let (_, held_out) = guard::hold_out(guard::Classes::from([(
+        "judgments".into(),
+        queries.clone(),
+    )]));
+    let held: std::collections::HashSet<String> = held_out["judgments"]
+        .iter()
+        .map(|q| q.qid.clone())
+        .collect();
+    assert!(held.len() >= guard::MIN_QUERIES);
+    let mut rows = Vec::new();
+    for q in &queries {
+        for (doc, &grade) in &q.grades {
+            let grade = if held.contains(&q.qid) {
+                grade
+            } else {
+                1 - grade
+            };
+            rows.push(serde_json::json!({
+                "query_id": q.qid, "query": q.text, "doc_id": doc, "grade": grade,
+            }));
+        }
+    }
+    let a = post_json(
+        &format!("{b}/admin/judgments"),
+        t,
+        &serde_json::Value::Array(rows).to_string(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+
+    // POST /admin/train with activate: trained, registered, not activated.
+    let a = post_json(
+        &format!("{b}/admin/train"),
+        t,
+        r#"{"model":"linear","epochs":40,"lr":0.01,"activate":true}"#,
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let result = &job["result"];
+    let id = result["model"].as_str().unwrap().to_string();
+    assert_eq!(result["activated"], false, "{result}");
+    let refused = result["guard"]["refused"].as_str().unwrap();
+    assert!(refused.contains("worse than the first phase"), "{refused}");
+    assert!(refused.contains("judgments"), "{refused}");
+    let class = &result["guard"]["classes"][0];
+    assert_eq!(class["queries"], held.len());
+    assert!(class["candidate"].as_f64().unwrap() < class["first_phase"].as_f64().unwrap());
+    let search = || get(&format!("{b}/search?q=vector+basics"), None).body["reranker"].clone();
+    assert_eq!(search(), serde_json::Value::Null);
+    let models = get(&format!("{b}/admin/models"), t).body;
+    assert_eq!(models["active"], serde_json::Value::Null);
+    assert_eq!(models["models"][0]["guard"]["refused"], refused);
+
+    // POST /admin/models/{id}/activate judges it on the queries its training held out.
+    let act = |query: &str| post_json(&format!("{b}/admin/models/{id}/activate{query}"), t, "");
+    let a = act("");
+    assert_error(&a, 409, None, "worse than the first phase");
+    assert!(a.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("force=true"));
+    assert_eq!(a.body["guard"]["refused"], refused);
+    assert_eq!(search(), serde_json::Value::Null);
+    assert_error(&act("?force=maybe"), 400, Some("force"), "");
+    // Forced: served, the comparison still reported.
+    let a = act("?force=true");
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["active"], id.as_str());
+    assert_eq!(a.body["guard"]["refused"], refused);
+    assert_eq!(search(), id.as_str());
+}

@@ -610,6 +610,11 @@ pub fn topic_server(dir: &Path, padded: bool) -> (PathBuf, String, Server) {
     (data, db, server)
 }
 
+/// Whether document `d{i}` of [`topic_corpus`] names topic `q` in its title.
+pub fn topic_relevant(q: usize, i: usize) -> bool {
+    (i.is_multiple_of(2) && i % 6 == q) || (i % 2 == 1 && (i + 1) % 6 == q)
+}
+
 /// Judgments over [`topic_corpus`]: for each topic, two queries (`q{topic}-0`, `q{topic}-1`)
 /// judging every document, relevant when its title names the topic; a JSON array of
 /// `POST /admin/judgments` objects.
@@ -619,7 +624,7 @@ pub fn topic_judgments() -> String {
     for (q, t) in topics.iter().enumerate() {
         for (n, second) in ["basics", "notes"].iter().enumerate() {
             for i in 0..24 {
-                let relevant = (i % 2 == 0 && i % 6 == q) || (i % 2 == 1 && (i + 1) % 6 == q);
+                let relevant = topic_relevant(q, i);
                 rows.push(serde_json::json!({
                     "query_id": format!("q{q}-{n}"), "query": format!("{t} {second}"),
                     "doc_id": format!("d{i}"), "grade": i32::from(relevant),

@@ -14,11 +14,12 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
 use super::body;
-use crate::admin::models::{read_upload, UploadFormat};
+use crate::admin::models::{guard_queries, read_upload, UploadFormat};
 use crate::admin::train::{self, TrainParams};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
@@ -26,6 +27,7 @@ use crate::db::models::{Activation, Deletion, ModelRecord, ModelView};
 use crate::db::JobKind;
 use crate::error::Invalid;
 use crate::search::model::ActiveModel;
+use crate::training::guard;
 
 /// The registry: every model and which one serves.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
@@ -84,15 +86,33 @@ async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Makes a model the active reranker. The file is loaded and checked before the database
-/// changes, so a model that cannot be served is never marked active.
+/// `POST /admin/models/{id}/activate`'s parameters.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct ActivateParams {
+    /// activate even when the activation guard refuses (logged)
+    #[serde(default)]
+    force: bool,
+}
+
+impl QueryParams for ActivateParams {
+    const NAMES: &'static [&'static str] = &["force"];
+}
+
+/// Makes a model the active reranker, if the activation guard lets it: the model is compared
+/// on held-out judged queries of every class (those its training held out, else every stored
+/// judged query) with the first phase and the active model, and refused (409, with the
+/// comparison in `guard`) when it is worse on a class beyond the 95% interval, unless
+/// `force=true`. The file is loaded and checked before the database changes, so a model that
+/// cannot be served is never marked active.
 #[utoipa::path(
     post, path = "/models/{id}/activate", tag = "admin",
-    params(("id" = String, Path, description = "model id")),
+    params(("id" = String, Path, description = "model id"), ActivateParams),
     responses(
-        (status = 200, description = "`{\"active\":ID,\"previous\":ID|null}`"),
+        (status = 200, description = "`{\"active\":ID,\"previous\":ID|null,\"guard\":{...}}`"),
         (status = 404, description = "no such model"),
-        (status = 409, description = "already active, or its file cannot be served"),
+        (status = 409, description = "already active, its file cannot be served, or the activation guard refuses it (the message says why; `guard` holds the comparison)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -100,8 +120,46 @@ async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
 pub async fn activate(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    activate_id(&state, &id).await
+    Query(params): Query<ActivateParams>,
+) -> Result<Response, ApiError> {
+    let db = &state.ops.db;
+    let record = db
+        .model(&id)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found(format!("no model with id {id:?}")))?;
+    let served = state.engine.model().as_ref().is_some_and(|m| m.id() == id);
+    if served {
+        return Err(ApiError::conflict(format!("model {id} is already active")));
+    }
+    let stored = db.all_judgments().await.map_err(ApiError::internal)?;
+    let held_out = guard_queries(&record, train::judged_queries(&stored));
+    let path = std::path::PathBuf::from(&record.file_path);
+    let worker = state.clone();
+    let comparison = tokio::task::spawn_blocking(move || {
+        let candidate = ActiveModel::load(&path).map_err(|e| e.to_string())?;
+        let active = worker.engine.model();
+        guard::compare_on_index(&worker.engine, &held_out, &candidate, active.as_deref())
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(ApiError::internal)?
+    .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
+    if let Some(reason) = &comparison.refused {
+        if !params.force {
+            let message = format!(
+                "{reason}; it stays inactive (POST /admin/models/{id}/activate?force=true \
+                 activates it anyway)"
+            );
+            let body =
+                json!({"error": {"code": "conflict", "message": message}, "guard": comparison});
+            return Ok((StatusCode::CONFLICT, Json(body)).into_response());
+        }
+        tracing::warn!("model {id} activated with force despite the activation guard: {reason}");
+    }
+    let Json(mut out) = activate_id(&state, &id).await?;
+    out["guard"] = json!(comparison);
+    Ok(Json(out).into_response())
 }
 
 async fn activate_id(state: &AppState, id: &str) -> Result<Json<Value>, ApiError> {
@@ -298,8 +356,8 @@ pub async fn start(
     } else {
         body::json(&raw)?
     };
-    let (settings, first_phase) = params
-        .settings()
+    let request = params
+        .request()
         .map_err(|(field, message)| ApiError::bad_request(field, message))?;
     let stored = state
         .ops
@@ -328,14 +386,40 @@ pub async fn start(
         .ops
         .jobs
         .start(JobKind::Train, params_json, move |ctx| {
-            train::run(
+            let trained = train::run(
                 &worker.engine,
                 &worker.ops.db,
                 queries,
-                settings,
-                first_phase,
+                request.settings,
+                request.first_phase,
                 ctx,
-            )
+            )?;
+            let mut out = serde_json::to_value(&trained)?;
+            if request.activate {
+                let activate = match &trained.guard.refused {
+                    None => true,
+                    Some(reason) if request.force => {
+                        tracing::warn!(
+                            "model {} activated with force despite the activation guard: {reason}",
+                            trained.model
+                        );
+                        ctx.log(&format!("activated with force despite the guard: {reason}"));
+                        true
+                    }
+                    Some(reason) => {
+                        ctx.log(&format!("not activated: {reason}"));
+                        false
+                    }
+                };
+                if activate {
+                    let Json(activated) = tokio::runtime::Handle::current()
+                        .block_on(activate_id(&worker, &trained.model))
+                        .map_err(|e| anyhow::anyhow!(e.message))?;
+                    out["previous"] = activated["previous"].clone();
+                }
+                out["activated"] = json!(activate);
+            }
+            Ok(out)
         })
         .await
         .map_err(super::create_error)?;
