@@ -54,9 +54,14 @@ pub struct TrainArgs {
     #[arg(long, value_delimiter = ',')]
     pub features: Vec<String>,
     /// With judgments on the index: also store the model in the index's model directory
-    /// and make it the active reranker.
+    /// and make it the active reranker, if the activation guard lets it: a fifth of the
+    /// judged queries is held out of training, and a model worse than the first phase on them
+    /// (MRR@10, beyond the paired 95% interval) is stored inactive.
     #[arg(long, conflicts_with = "letor")]
     pub activate: bool,
+    /// With --activate: activate the model even when the activation guard refuses it.
+    #[arg(long, requires = "activate")]
+    pub force: bool,
     #[command(flatten)]
     pub data: super::DataArgs,
     /// Group-size file for `--letor` (default: `TRAIN.query` if it exists, else `qid:`).
@@ -96,7 +101,18 @@ pub(crate) enum Source {
         window: usize,
         /// Feature columns to train on (empty: the default training columns).
         features: Vec<usize>,
+        /// Hold out the activation guard's queries (`--activate`).
+        guard: bool,
     },
+}
+
+/// Training data: the training and validation sets, the data's name, and the windows held
+/// out for the activation guard by class (with `--activate`).
+pub(crate) struct Loaded {
+    pub train: RankSet,
+    pub valid: RankSet,
+    pub name: String,
+    pub held_out: std::collections::BTreeMap<String, Vec<crate::training::Window>>,
 }
 
 /// Where judgments on the index come from.
@@ -229,9 +245,15 @@ pub(crate) fn parse_judgment_lines(text: &str) -> Result<Vec<JudgedQuery>, Strin
 }
 
 impl Source {
-    /// `(train, validation)` sets; validation is a query split of the training data when the
-    /// source has none of its own.
-    pub fn load(&self, learn: &TrainSettings) -> anyhow::Result<(RankSet, RankSet, String)> {
+    /// The training and validation sets; validation is a query split of the training data
+    /// when the source has none of its own.
+    pub fn load(&self, learn: &TrainSettings) -> anyhow::Result<Loaded> {
+        let loaded = |(train, valid, name): (RankSet, RankSet, String)| Loaded {
+            train,
+            valid,
+            name,
+            held_out: Default::default(),
+        };
         match self {
             Source::Letor {
                 data,
@@ -244,12 +266,12 @@ impl Source {
                         let valid = read_letor(vdata, vgroups.as_deref())?;
                         let mut sets = rank_sets(&[&train, &valid])?.into_iter();
                         let (t, v) = (sets.next().expect("two"), sets.next().expect("two"));
-                        Ok((t, v, data.display().to_string()))
+                        Ok(loaded((t, v, data.display().to_string())))
                     }
                     None => {
                         let all = rank_sets(&[&train])?.remove(0);
                         let (t, v) = all.split_validation(learn.valid_fraction, learn.seed)?;
-                        Ok((t, v, data.display().to_string()))
+                        Ok(loaded((t, v, data.display().to_string())))
                     }
                 }
             }
@@ -259,22 +281,41 @@ impl Source {
                 first_phase,
                 window,
                 features,
+                guard,
             } => {
                 crate::search::check_window(*window)?;
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
                 let engine = crate::search::Engine::new(index).with_links(links);
                 let (queries, name) = judged.load()?;
+                // With --activate, the guard's queries are held out of training.
+                let (queries, held_out) = if *guard {
+                    let classes =
+                        crate::training::guard::Classes::from([("judgments".to_string(), queries)]);
+                    crate::training::guard::hold_out(classes)
+                } else {
+                    (queries, Default::default())
+                };
                 let prf = crate::features::FeatureSet::current().prf_for(features);
-                let bar = super::progress(queries.len() as u64, "features", false);
-                let (windows, _) = crate::training::judged_windows(
-                    &engine,
-                    &queries,
-                    *first_phase,
-                    *window,
-                    prf,
-                    &|| bar.inc(1),
-                )?;
+                let held_out_count: usize = held_out.values().map(Vec::len).sum();
+                let bar =
+                    super::progress((queries.len() + held_out_count) as u64, "features", false);
+                let windows_of = |queries: &[JudgedQuery]| {
+                    crate::training::judged_windows(
+                        &engine,
+                        queries,
+                        *first_phase,
+                        *window,
+                        prf,
+                        &|| bar.inc(1),
+                    )
+                    .map(|(w, _)| w)
+                };
+                let windows = windows_of(&queries)?;
+                let mut held_out_windows = std::collections::BTreeMap::new();
+                for (class, queries) in &held_out {
+                    held_out_windows.insert(class.clone(), windows_of(queries)?);
+                }
                 bar.finish_and_clear();
                 let all = if features.is_empty() {
                     crate::training::rank_set(&windows)
@@ -282,7 +323,10 @@ impl Source {
                     crate::training::rank_set_columns(&windows, features)
                 }?;
                 let (t, v) = all.split_validation(learn.valid_fraction, learn.seed)?;
-                Ok((t, v, name))
+                Ok(Loaded {
+                    held_out: held_out_windows,
+                    ..loaded((t, v, name))
+                })
             }
         }
     }
@@ -333,6 +377,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             first_phase: args.first_phase.parse().map_err(Invalid)?,
             window: args.window,
             features: feature_columns("--features", &args.features)?,
+            guard: args.activate,
         },
         (None, None) => {
             return Err(Invalid(
@@ -353,7 +398,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         ),
     };
     let settings = args.learn.apply(preset)?;
-    let (train, valid, name) = source.load(&settings)?;
+    let Loaded {
+        train,
+        valid,
+        name,
+        held_out,
+    } = source.load(&settings)?;
     let config = settings.config(name, convention);
     let (outcome, selection) = match args.select.grid(&settings)? {
         None => (
@@ -387,22 +437,45 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.out {
         outcome.model.save(out)?;
     }
-    let installed = args
-        .activate
-        .then(|| crate::search::model::install(&args.data.data_dir, &outcome.model))
-        .transpose()?;
-    let out = match (&args.out, &installed) {
+    // The activation guard (`crate::training::guard`) on the held-out queries: a model worse
+    // than the first phase is stored but not activated, unless --force.
+    let (stored, guard) = if args.activate {
+        let data_dir = &args.data.data_dir;
+        let path = crate::search::model::store(data_dir, &outcome.model)?;
+        let candidate =
+            crate::search::model::ActiveModel::new(outcome.model.clone(), path.clone())?;
+        let comparison = crate::training::guard::compare(&held_out, &candidate, None)?;
+        match &comparison.refused {
+            None => {
+                crate::search::model::request_activation(data_dir, &outcome.model)?;
+                eprintln!(
+                    "model {} is now the active reranker ({})",
+                    outcome.model.id(),
+                    path.display()
+                );
+            }
+            Some(reason) if args.force => {
+                crate::search::model::request_activation(data_dir, &outcome.model)?;
+                eprintln!(
+                    "warning: model {} activated with --force despite the activation guard: \
+                     {reason}",
+                    outcome.model.id()
+                );
+            }
+            Some(reason) => eprintln!(
+                "not activated: {reason}; stored inactive ({}); --force activates it anyway",
+                path.display()
+            ),
+        }
+        (Some(path), Some(comparison))
+    } else {
+        (None, None)
+    };
+    let out = match (&args.out, &stored) {
         (Some(out), _) => out.clone(),
         (None, Some(path)) => path.clone(),
         (None, None) => crate::search::model::store(&args.data.data_dir, &outcome.model)?,
     };
-    if let Some(path) = &installed {
-        eprintln!(
-            "model {} is now the active reranker ({})",
-            outcome.model.id(),
-            path.display()
-        );
-    }
     let m = &outcome.model;
     if args.json {
         let summary = serde_json::json!({
@@ -416,6 +489,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             "epochs_run": m.training.epochs_run,
             "metrics": m.training.metrics,
             "selection": selection,
+            "guard": guard,
             "log": outcome.log,
         });
         println!("{summary}");

@@ -173,13 +173,6 @@ pub fn store(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Stores `reranker` ([`store`]) and asks the server to activate it at its next start.
-pub(crate) fn install(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<PathBuf> {
-    let path = store(data_dir, reranker)?;
-    request_activation(data_dir, reranker)?;
-    Ok(path)
-}
-
 /// Asks the server to activate the stored `reranker` at its next start.
 pub(crate) fn request_activation(data_dir: &Path, reranker: &Reranker) -> anyhow::Result<()> {
     let name = format!("{}.json", reranker.id());

@@ -285,53 +285,12 @@ fn tree_models_upload_train_activate_and_refuse_bad_input() {
 /// activates it anyway.
 #[test]
 fn the_activation_guard_refuses_a_model_worse_than_the_first_phase() {
-    use rankd::training::{guard, JudgedQuery};
     let dir = tempfile::tempdir().unwrap();
     let (_data, _db, server) = topic_server(dir.path(), false);
     let b = &server.base;
     let t = Some(TOKEN);
 
-    // 54 queries over the six topics, each retrieving every document ("basics" is in every
-    // body); the queries the guard holds out keep their true labels, the training queries get
-    // them inverted: the model learns to rank the wrong pages first.
-    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
-    let words = [
-        "basics", "notes", "guide", "intro", "tips", "faq", "overview", "primer", "howto",
-    ];
-    let mut queries = Vec::new();
-    for (q, topic) in topics.iter().enumerate() {
-        for word in words {
-            queries.push(JudgedQuery {
-                qid: format!("{topic}-{word}"),
-                text: format!("{topic} basics {word}"),
-                grades: (0..24)
-                    .map(|i| (format!("d{i}"), i32::from(topic_relevant(q, i))))
-                    .collect(),
-            });
-        }
-    }
-    let (_, held_out) = guard::hold_out(guard::Classes::from([(
-        "judgments".into(),
-        queries.clone(),
-    )]));
-    let held: std::collections::HashSet<String> = held_out["judgments"]
-        .iter()
-        .map(|q| q.qid.clone())
-        .collect();
-    assert!(held.len() >= guard::MIN_QUERIES);
-    let mut rows = Vec::new();
-    for q in &queries {
-        for (doc, &grade) in &q.grades {
-            let grade = if held.contains(&q.qid) {
-                grade
-            } else {
-                1 - grade
-            };
-            rows.push(serde_json::json!({
-                "query_id": q.qid, "query": q.text, "doc_id": doc, "grade": grade,
-            }));
-        }
-    }
+    let (rows, held) = guard_judgments();
     let a = post_json(
         &format!("{b}/admin/judgments"),
         t,
@@ -355,7 +314,7 @@ fn the_activation_guard_refuses_a_model_worse_than_the_first_phase() {
     assert!(refused.contains("worse than the first phase"), "{refused}");
     assert!(refused.contains("judgments"), "{refused}");
     let class = &result["guard"]["classes"][0];
-    assert_eq!(class["queries"], held.len());
+    assert_eq!(class["queries"], held);
     assert!(class["candidate"].as_f64().unwrap() < class["first_phase"].as_f64().unwrap());
     let search = || get(&format!("{b}/search?q=vector+basics"), None).body["reranker"].clone();
     assert_eq!(search(), serde_json::Value::Null);

@@ -488,3 +488,53 @@ fn trees_train_on_the_index_and_cross_validate() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--select") && err.contains("gbdt"), "{err}");
 }
+
+/// `rankd train --activate` holds out the activation guard's queries: a model trained to put
+/// the wrong documents first is stored but not activated, and `--force` activates it.
+#[test]
+fn activate_refuses_a_model_worse_than_the_first_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = crate::util::ingest_topics(dir.path(), false);
+    let (rows, held) = crate::util::guard_judgments();
+    let judgments = dir.path().join("judgments.jsonl");
+    let lines: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    std::fs::write(&judgments, lines.join("\n")).unwrap();
+    let train = |more: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--judgments",
+            judgments.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--model",
+            "linear",
+            "--epochs",
+            "40",
+            "--activate",
+            "--json",
+        ];
+        args.extend(more);
+        let out = ok(rankd(&args));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (v, log) = train(&[]);
+    let refused = v["guard"]["refused"].as_str().unwrap();
+    assert!(refused.contains("worse than the first phase"), "{refused}");
+    assert_eq!(v["guard"]["classes"][0]["queries"], held);
+    assert!(log.contains("not activated"), "{log}");
+    assert_eq!(
+        rankd::search::model::activation_request_id(&data).unwrap(),
+        None
+    );
+    let model = v["model"].as_str().unwrap();
+    assert!(Path::new(model).exists(), "stored inactive: {model}");
+
+    let (v, log) = train(&["--force"]);
+    assert!(v["guard"]["refused"].is_string());
+    assert!(log.contains("activated with --force"), "{log}");
+    assert_eq!(
+        rankd::search::model::activation_request_id(&data).unwrap(),
+        Some(v["id"].as_str().unwrap().to_string())
+    );
+}

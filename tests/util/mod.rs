@@ -635,6 +635,51 @@ pub fn topic_judgments() -> String {
     serde_json::Value::Array(rows).to_string()
 }
 
+/// Judgments over [`topic_corpus`] that make a bad model: 54 queries ("topic basics word": each
+/// retrieves every document, "basics" being in every body), of which the queries the
+/// activation guard holds out keep their true labels and the training queries get them
+/// inverted, so training learns to rank the wrong pages first. `POST /admin/judgments`
+/// objects, and how many queries the guard holds out.
+pub fn guard_judgments() -> (Vec<Value>, usize) {
+    use rankd::training::{guard, JudgedQuery};
+    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
+    let words = [
+        "tips", "faq", "intro", "help", "info", "primer", "howto", "overview", "more",
+    ];
+    let mut queries = Vec::new();
+    for (q, topic) in topics.iter().enumerate() {
+        for word in words {
+            queries.push(JudgedQuery {
+                qid: format!("{topic}-{word}"),
+                text: format!("{topic} basics {word}"),
+                grades: (0..24)
+                    .map(|i| (format!("d{i}"), i32::from(topic_relevant(q, i))))
+                    .collect(),
+            });
+        }
+    }
+    let classes = guard::Classes::from([("judgments".into(), queries.clone())]);
+    let held: std::collections::HashSet<String> = guard::hold_out(classes).1["judgments"]
+        .iter()
+        .map(|q| q.qid.clone())
+        .collect();
+    assert!(held.len() >= guard::MIN_QUERIES);
+    let mut rows = Vec::new();
+    for q in &queries {
+        for (doc, &grade) in &q.grades {
+            let grade = if held.contains(&q.qid) {
+                grade
+            } else {
+                1 - grade
+            };
+            rows.push(serde_json::json!({
+                "query_id": q.qid, "query": q.text, "doc_id": doc, "grade": grade,
+            }));
+        }
+    }
+    (rows, held.len())
+}
+
 /// Id → title of every live document, read from the index with the library (not the server).
 pub fn documents(data: &Path) -> BTreeMap<String, String> {
     let index = rankd::text::TextIndex::open(data, None).unwrap();
