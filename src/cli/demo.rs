@@ -12,6 +12,7 @@ use url::Url;
 use super::ingest::{ingest, Format};
 use super::DataArgs;
 use crate::error::Invalid;
+use crate::sync::Recover;
 use crate::text::TextIndex;
 
 /// Where the pages are published, so result URLs open in a browser.
@@ -162,57 +163,32 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     super::serve::serve_index(index, config, false)
 }
 
-/// The share of the known-item queries held out for measuring.
-const HELD_OUT_FRACTION: f64 = 0.2;
-
-/// Derives known-item judgments from the docs (docs/GUIDE.md, "How the demo learns"), trains
-/// the default reranker on most of them, reports MRR on the held-out rest, and activates it.
-/// The judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
+/// Derives judgments of every query class from the docs (docs/GUIDE.md, "How the demo
+/// learns"), trains the default reranker on four fifths of each class, reports MRR on the
+/// held-out rest class by class, and activates the model if the activation guard lets it. The
+/// judgments are written to `DATA/known-items/` so `rankd eval` can reproduce the numbers.
 fn train_reranker(
     engine: &crate::search::Engine,
     docs_dir: &Path,
     model: Option<crate::training::ModelChoice>,
 ) -> anyhow::Result<()> {
-    let index = &engine.index;
-    use crate::judgments::known_items;
-    use crate::training::{guard, judged_windows, train_on_windows};
-    eprintln!("deriving known-item judgments from the API docs' summaries");
-    let items = known_items::derive(
-        docs_dir,
-        known_items::DEFAULT_QUERIES,
-        known_items::DEFAULT_SEED,
-    )?;
-    if items.len() < 20 {
+    use crate::training::docs;
+    eprintln!("deriving judgments from the docs: known items, item names, the guides' tasks");
+    let judgments = docs::derive(docs_dir)?;
+    let derived: Vec<String> = judgments
+        .derived
+        .iter()
+        .map(|(class, n)| format!("{n} {class}"))
+        .collect();
+    eprintln!("derived {} queries", derived.join(", "));
+    if judgments.train.len() < 20 {
         eprintln!(
-            "only {} known-item queries; no reranker trained",
-            items.len()
+            "only {} training queries; no reranker trained",
+            judgments.train.len()
         );
         return Ok(());
     }
-    let held_out = ((items.len() as f64 * HELD_OUT_FRACTION) as usize).max(1);
-    let (test, train) = items.split_at(held_out);
-    let dir = index.dir.join("known-items");
-    std::fs::create_dir_all(&dir)?;
-    for (name, part) in [("train", train), ("test", test)] {
-        let (q, r) = known_items::to_trec(part);
-        crate::text::index::write_atomic(&dir.join(format!("{name}.queries")), q.as_bytes())?;
-        crate::text::index::write_atomic(&dir.join(format!("{name}.qrels")), r.as_bytes())?;
-    }
-    let window = crate::search::model::DEFAULT_WINDOW;
-    let mut windows = Vec::new();
-    for (part, what) in [(train, "train"), (test, "test")] {
-        let bar = super::progress(part.len() as u64, what, false);
-        let (w, _) = judged_windows(
-            engine,
-            &known_items::judged(part),
-            crate::training::DEFAULT_FIRST_PHASE,
-            window,
-            crate::features::Prf::Skip, // the default training columns leave RM3 out
-            &|| bar.inc(1),
-        )?;
-        bar.finish_and_clear();
-        windows.push(w);
-    }
+    judgments.write_trec(&engine.index.dir.join("known-items"))?;
     // The settings of training on the index (`TrainSettings::on_index`: a linear model,
     // stable AP without its rank weighting, chosen by cross-validation on these judgments;
     // EVALUATION.md, "Reranker on the Rust docs"), with `--model` over them.
@@ -220,52 +196,79 @@ fn train_reranker(
     if let Some(kind) = model {
         settings.model = kind;
     }
-    settings.validate()?;
-    let config = settings.config(
-        format!(
-            "{} known-item queries from {}",
-            train.len(),
-            docs_dir.display()
-        ),
-        crate::rerank::MetricConvention::Trec,
-    );
-    let bar = super::progress(config.epochs() as u64, "epochs", false);
-    let outcome = train_on_windows(
-        &windows[0],
-        &config,
-        settings.valid_fraction,
-        &mut |_| bar.inc(1),
-        &std::sync::atomic::AtomicBool::new(false),
+    let progress = Bars::default();
+    let trained = docs::train(
+        engine,
+        &judgments,
+        &settings,
+        &docs_dir.display().to_string(),
+        &progress,
     )?;
-    bar.finish_and_clear();
-    // The activation guard: the model serves only if it is not worse than the first phase
-    // on the held-out queries (`crate::training::guard`).
-    let path = crate::search::model::store(&index.dir, &outcome.model)?;
-    let candidate = crate::search::model::ActiveModel::new(outcome.model.clone(), path.clone())?;
-    let held_out =
-        std::collections::BTreeMap::from([("known-item".to_string(), windows[1].clone())]);
-    let comparison = guard::compare(&held_out, &candidate, None)?;
-    let base = guard::window_mrr(&windows[1], None)?;
-    let reranked = guard::window_mrr(&windows[1], Some(&candidate))?;
+    progress.finish();
     eprintln!(
-        "reranker {} trained on {} queries ({}); known-item MRR on {} held-out queries: \
-         BM25F {base:.3}, reranked {reranked:.3}",
-        outcome.model.id(),
-        train.len(),
-        path.display(),
-        test.len()
+        "reranker {} trained on {} queries ({}); MRR on the held-out queries:",
+        trained.model.id(),
+        judgments.train.len(),
+        trained.path.display(),
     );
-    match &comparison.refused {
-        None => {
-            crate::search::model::request_activation(&index.dir, &outcome.model)?;
-        }
+    for c in &trained.classes {
+        eprintln!(
+            "  {}: {} queries, BM25F {:.3}, reranked {:.3}",
+            c.class, c.queries, c.first_phase, c.reranked
+        );
+    }
+    match &trained.comparison.refused {
+        None => crate::search::model::request_activation(&engine.index.dir, &trained.model)?,
         Some(reason) => eprintln!(
             "not activated: {reason}; search serves the first phase (activate it anyway with \
              POST /admin/models/{}/activate?force=true)",
-            outcome.model.id()
+            trained.model.id()
         ),
     }
     Ok(())
+}
+
+/// Progress bars for [`crate::training::docs::train`]: windows, then epochs.
+#[derive(Default)]
+struct Bars {
+    bar: std::sync::Mutex<Option<indicatif::ProgressBar>>,
+}
+
+impl Bars {
+    fn start(&self, total: usize, what: &str) {
+        let mut bar = self.bar.locked();
+        if let Some(old) = bar.take() {
+            old.finish_and_clear();
+        }
+        *bar = Some(super::progress(total as u64, what, false));
+    }
+
+    fn inc(&self) {
+        if let Some(bar) = &*self.bar.locked() {
+            bar.inc(1);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = self.bar.locked().take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl crate::training::docs::Progress for Bars {
+    fn windows(&self, total: usize) {
+        self.start(total, "windows");
+    }
+    fn query(&self) {
+        self.inc();
+    }
+    fn epochs(&self, total: usize) {
+        self.start(total, "epochs");
+    }
+    fn epoch(&self) {
+        self.inc();
+    }
 }
 
 /// `$(rustc --print sysroot)/share/doc/rust/html`, or a clear error saying how to get it.

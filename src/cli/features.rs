@@ -9,7 +9,7 @@ use super::{progress, DataArgs};
 use crate::error::Invalid;
 use crate::eval::Qrels;
 use crate::features::FeatureSet;
-use crate::judgments::{known_items, write_svmlight};
+use crate::judgments::{known_items, write_svmlight, QueryClass};
 use crate::text::{ModelKind, TextIndex};
 use crate::training::{judged_windows, JudgedQuery};
 
@@ -130,6 +130,10 @@ pub struct KnownItemsArgs {
     /// The documentation directory (default: rustup's, as for `rankd demo`).
     #[arg(long)]
     pub docs: Option<PathBuf>,
+    /// The class of queries: known items (name and summary words), item names as users type
+    /// them, or the guides' task phrases.
+    #[arg(long, value_enum, default_value_t = QueryClass::KnownItem)]
+    pub class: QueryClass,
     #[arg(long, default_value_t = known_items::DEFAULT_QUERIES)]
     pub max: usize,
     #[arg(long, default_value_t = known_items::DEFAULT_SEED)]
@@ -146,7 +150,7 @@ pub(crate) fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
         Some(d) => d,
         None => super::demo::find_rust_docs()?,
     };
-    let items = known_items::derive(&docs, args.max, args.seed)?;
+    let items = args.class.derive(&docs, args.max, args.seed)?;
     if items.is_empty() {
         return Err(Invalid(format!(
             "no documented API item pages under {}",
@@ -154,14 +158,16 @@ pub(crate) fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let (queries, qrels) = known_items::to_trec(&items);
+    let judged = known_items::judged(&items);
+    let (queries, qrels) = known_items::to_trec(&judged.iter().collect::<Vec<_>>());
     crate::text::index::write_atomic(&args.queries_out, queries.as_bytes())?;
     crate::text::index::write_atomic(&args.qrels_out, qrels.as_bytes())?;
     let mut err = std::io::stderr();
     writeln!(
         err,
-        "wrote {} known-item queries to {} and {}",
+        "wrote {} {} queries to {} and {}",
         items.len(),
+        args.class.name(),
         args.queries_out.display(),
         args.qrels_out.display()
     )?;

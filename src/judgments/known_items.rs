@@ -8,7 +8,7 @@
 //! re-exports (the same kind, name and summary under `std`, `core` and `alloc`): grade 1.
 //! Items without a summary (rustdoc then writes "API documentation for the Rust `X` ...") are
 //! skipped, as are items whose query would be a single word, and the platform intrinsics
-//! under `arch/` (about 20 000 pages named after CPU instructions, whose summaries repeat the
+//! under `arch/` and `core/core_arch/` (about 25 000 pages named after CPU instructions, whose summaries repeat the
 //! instruction's name: they would swamp a uniform sample with queries no one types).
 
 use std::collections::BTreeMap;
@@ -19,6 +19,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+use super::QueryClass;
 use crate::corpus::html::html_files;
 
 /// Item kinds rustdoc writes one page for.
@@ -51,21 +52,36 @@ pub struct KnownItem {
     pub query: String,
     /// Ids (paths under the docs directory) of the item's pages.
     pub relevant: Vec<String>,
+    pub class: QueryClass,
 }
 
-/// Derives up to `max` known-item queries from the documentation in `dir`, a deterministic
-/// sample (by `seed`) over the distinct documented items.
-pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
+/// One documented item: its kind, name, summary and every page of it (re-exports of the same
+/// kind, name and summary are one item).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Item {
+    pub kind: String,
+    pub name: String,
+    pub summary: Option<String>,
+    /// Sorted.
+    pub ids: Vec<String>,
+}
+
+/// Every item page under `dir` but the platform intrinsics (`arch/`, and `core/core_arch/`
+/// where rustdoc also writes them), grouped into items.
+pub(crate) fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
     let files = html_files(dir)?;
-    let items: Vec<((String, String, String), String)> = files
+    let pages: Vec<((String, String, Option<String>), String)> = files
         .par_iter()
         .filter_map(|path| {
-            if path.components().any(|c| c.as_os_str() == "arch") {
+            if path
+                .components()
+                .any(|c| c.as_os_str() == "arch" || c.as_os_str() == "core_arch")
+            {
                 return None;
             }
             let name = path.file_name()?.to_str()?;
             let (kind, item) = item_of(name)?;
-            let summary = summary(path)?;
+            let summary = summary(path);
             let id = path
                 .strip_prefix(dir)
                 .ok()?
@@ -76,43 +92,131 @@ pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem
             Some(((kind.to_string(), item.to_string(), summary), id))
         })
         .collect();
-    // The same item re-exported: one query, every page relevant.
-    let mut groups: BTreeMap<(String, String, String), Vec<String>> = BTreeMap::new();
-    for (key, id) in items {
+    let mut groups: BTreeMap<(String, String, Option<String>), Vec<String>> = BTreeMap::new();
+    for (key, id) in pages {
         groups.entry(key).or_default().push(id);
     }
-    let mut candidates: Vec<(String, Vec<String>)> = groups
+    Ok(groups
         .into_iter()
-        .filter_map(|((_, name, summary), mut ids)| {
-            let query = query_for(&name, &summary)?;
+        .map(|((kind, name, summary), mut ids)| {
             ids.sort();
-            Some((query, ids))
-        })
-        .collect();
-    candidates.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
-    candidates.truncate(max);
-    Ok(candidates
-        .into_iter()
-        .enumerate()
-        .map(|(i, (query, relevant))| KnownItem {
-            qid: format!("ki{:05}", i + 1),
-            query,
-            relevant,
+            Item {
+                kind,
+                name,
+                summary,
+                ids,
+            }
         })
         .collect())
 }
 
-/// The items as a TREC queries file (`qid text` per line) and TREC qrels.
-pub(crate) fn to_trec(items: &[KnownItem]) -> (String, String) {
-    let mut queries = String::new();
+/// Derives up to `max` known-item queries from the documentation in `dir`, a deterministic
+/// sample (by `seed`) over the distinct documented items.
+pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
+    let mut candidates: Vec<(String, Vec<String>)> = items(dir)?
+        .into_iter()
+        .filter_map(|item| {
+            let query = query_for(&item.name, item.summary.as_deref()?)?;
+            Some((query, item.ids))
+        })
+        .collect();
+    candidates.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    candidates.truncate(max);
+    Ok(numbered(candidates, "ki", QueryClass::KnownItem))
+}
+
+/// Derives up to `max` item-name queries: an item's name as users type it, one form per item
+/// chosen by `seed` among the words spaced (`hash map`), joined (`hashmap`), the identifier
+/// (`HashMap`) and its path (`std::collections::HashMap`). Only items whose name no other item
+/// shares (in any letter case) are asked for: `iter` names a hundred `Iter`s, and no one of
+/// them is the answer; and only items users type ([`typed_by_users`]).
+pub fn derive_names(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
+    let items = items(dir)?;
+    let mut owners: BTreeMap<String, usize> = BTreeMap::new();
+    for item in &items {
+        *owners.entry(item.name.to_lowercase()).or_default() += 1;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut candidates: Vec<(String, Vec<String>)> = items
+        .into_iter()
+        .filter(|item| owners[&item.name.to_lowercase()] == 1 && typed_by_users(item))
+        .map(|item| {
+            let forms = name_forms(&item);
+            let query = forms[rand::Rng::random_range(&mut rng, 0..forms.len())].clone();
+            (query, item.ids)
+        })
+        .collect();
+    candidates.shuffle(&mut rng);
+    candidates.truncate(max);
+    Ok(numbered(candidates, "nm", QueryClass::ItemName))
+}
+
+/// Whether users type the item's name: it is in `std` (what programs import), and not one of
+/// the compiler's intrinsics.
+fn typed_by_users(item: &Item) -> bool {
+    item.ids
+        .iter()
+        .any(|id| id.starts_with("std/") && !id.starts_with("std/intrinsics/"))
+}
+
+/// The ways a user types an item's name (distinct, in a fixed order); a macro's identifier
+/// and path end with its `!`.
+fn name_forms(item: &Item) -> Vec<String> {
+    let words = name_words(&item.name);
+    let bang = if item.kind == "macro" { "!" } else { "" };
+    let mut forms = vec![
+        words.join(" "),
+        words.concat(),
+        format!("{}{bang}", item.name),
+    ];
+    // The path of the item's first `std` page, else its first page.
+    let page = item
+        .ids
+        .iter()
+        .find(|id| id.starts_with("std/"))
+        .unwrap_or(&item.ids[0]);
+    let mut path: Vec<&str> = page.split('/').collect();
+    path.pop();
+    if item.kind != "primitive" && !path.is_empty() {
+        forms.push(format!("{}::{}{bang}", path.join("::"), item.name));
+    }
+    let mut seen = std::collections::HashSet::new();
+    forms.retain(|f| seen.insert(f.clone()));
+    forms
+}
+
+/// Queries numbered `{prefix}00001`, ... in order.
+pub(crate) fn numbered(
+    candidates: Vec<(String, Vec<String>)>,
+    prefix: &str,
+    class: QueryClass,
+) -> Vec<KnownItem> {
+    candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, (query, relevant))| KnownItem {
+            qid: format!("{prefix}{:05}", i + 1),
+            query,
+            relevant,
+            class,
+        })
+        .collect()
+}
+
+/// Judged queries as a TREC queries file (`qid text` per line) and TREC qrels (relevant
+/// documents, by id).
+pub(crate) fn to_trec(queries: &[&crate::training::JudgedQuery]) -> (String, String) {
+    let mut text = String::new();
     let mut qrels = String::new();
-    for item in items {
-        queries.push_str(&format!("{} {}\n", item.qid, item.query));
-        for id in &item.relevant {
-            qrels.push_str(&format!("{} 0 {id} 1\n", item.qid));
+    for q in queries {
+        text.push_str(&format!("{} {}\n", q.qid, q.text));
+        let mut relevant: Vec<(&String, &i32)> = q.grades.iter().collect();
+        relevant.sort();
+        for (id, grade) in relevant {
+            qrels.push_str(&format!("{} 0 {id} {grade}\n", q.qid));
         }
     }
-    (queries, qrels)
+    (text, qrels)
 }
 
 /// Judged queries of the items.
@@ -128,10 +232,12 @@ pub fn judged(items: &[KnownItem]) -> Vec<crate::training::JudgedQuery> {
 }
 
 /// `struct.Vec.html` → `("struct", "Vec")`.
-fn item_of(file_name: &str) -> Option<(&str, &str)> {
+pub(crate) fn item_of(file_name: &str) -> Option<(&str, &str)> {
     let stem = file_name.strip_suffix(".html")?;
     let (kind, name) = stem.split_once('.')?;
-    (ITEM_KINDS.contains(&kind) && !name.is_empty() && !name.contains('.')).then_some((kind, name))
+    // `macro.print!.html` is rustdoc's redirect to `macro.print.html`, not a page.
+    (ITEM_KINDS.contains(&kind) && !name.is_empty() && !name.contains(['.', '!']))
+        .then_some((kind, name))
 }
 
 /// The page's `<meta name="description">`, unless it is the generic sentence rustdoc writes
@@ -174,7 +280,7 @@ fn query_for(name: &str, summary: &str) -> Option<String> {
 }
 
 /// `split_whitespace` → `[split, whitespace]`, `HashMap` → `[hash, map]`, `Vec` → `[vec]`.
-fn name_words(name: &str) -> Vec<String> {
+pub(crate) fn name_words(name: &str) -> Vec<String> {
     let mut words = Vec::new();
     for part in name.split('_').filter(|p| !p.is_empty()) {
         let mut current = String::new();
@@ -217,6 +323,7 @@ mod tests {
         assert_eq!(item_of("index.html"), None);
         assert_eq!(item_of("all.html"), None);
         assert_eq!(item_of("struct.Vec.js"), None);
+        assert_eq!(item_of("macro.println!.html"), None, "a redirect");
     }
 
     #[test]
@@ -247,6 +354,68 @@ mod tests {
         assert_eq!(
             items[0].relevant,
             ["alloc/vec/struct.Vec.html", "std/vec/struct.Vec.html"]
+        );
+        assert_eq!(items[0].class, QueryClass::KnownItem);
+
+        // Names: every item whose name is its own, documented or not, in one of its forms.
+        page("std/collections/struct.HashMap.html", "A hash map.");
+        page("std/vec/struct.Iter.html", "An iterator over a vector.");
+        page("std/slice/struct.Iter.html", "An iterator over a slice.");
+        let names = derive_names(dir.path(), 10, 1).unwrap();
+        let mut queries: Vec<&str> = names.iter().map(|n| n.query.as_str()).collect();
+        queries.sort();
+        assert_eq!(names.len(), 3, "Iter is two items' name: {names:?}");
+        let hash_map = names
+            .iter()
+            .find(|n| n.relevant == ["std/collections/struct.HashMap.html"])
+            .unwrap();
+        assert!(
+            [
+                "hash map",
+                "hashmap",
+                "HashMap",
+                "std::collections::HashMap"
+            ]
+            .contains(&hash_map.query.as_str()),
+            "{hash_map:?}"
+        );
+        assert!(names
+            .iter()
+            .all(|n| n.class == QueryClass::ItemName && n.qid.starts_with("nm")));
+    }
+
+    #[test]
+    fn name_forms_are_distinct() {
+        let item = |kind: &str, name: &str, id: &str| Item {
+            kind: kind.into(),
+            name: name.into(),
+            summary: None,
+            ids: vec![id.into()],
+        };
+        assert_eq!(
+            name_forms(&item(
+                "struct",
+                "HashMap",
+                "std/collections/struct.HashMap.html"
+            )),
+            [
+                "hash map",
+                "hashmap",
+                "HashMap",
+                "std::collections::HashMap"
+            ]
+        );
+        assert_eq!(
+            name_forms(&item("fn", "spawn", "std/thread/fn.spawn.html")),
+            ["spawn", "std::thread::spawn"]
+        );
+        assert_eq!(
+            name_forms(&item("primitive", "u8", "std/primitive.u8.html")),
+            ["u8"]
+        );
+        assert_eq!(
+            name_forms(&item("macro", "println", "std/macro.println.html")),
+            ["println", "println!", "std::println!"]
         );
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod cv;
 mod dataset;
+pub mod docs;
 pub mod guard;
 pub mod settings;
 
