@@ -66,11 +66,14 @@ pub(crate) struct Item {
     pub ids: Vec<String>,
 }
 
+/// What makes pages one item: kind, name and summary.
+type ItemKey = (String, String, Option<String>);
+
 /// Every item page under `dir` but the platform intrinsics (`arch/`, and `core/core_arch/`
 /// where rustdoc also writes them), grouped into items.
 pub(crate) fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
     let files = html_files(dir)?;
-    let pages: Vec<((String, String, Option<String>), String)> = files
+    let pages: Vec<(ItemKey, String)> = files
         .par_iter()
         .filter_map(|path| {
             if path
@@ -92,7 +95,7 @@ pub(crate) fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
             Some(((kind.to_string(), item.to_string(), summary), id))
         })
         .collect();
-    let mut groups: BTreeMap<(String, String, Option<String>), Vec<String>> = BTreeMap::new();
+    let mut groups: BTreeMap<ItemKey, Vec<String>> = BTreeMap::new();
     for (key, id) in pages {
         groups.entry(key).or_default().push(id);
     }
