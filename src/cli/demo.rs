@@ -33,6 +33,11 @@ pub struct DemoArgs {
     /// activated unless the data directory already has one.
     #[arg(long, value_enum)]
     pub model: Option<crate::training::ModelChoice>,
+    /// Leave out of the derived judgments every query whose relevant pages include a page
+    /// judged relevant in this TREC qrels file (repeatable): a model to evaluate on those
+    /// judgments must not have been trained on their pages.
+    #[arg(long)]
+    pub exclude_qrels: Vec<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -146,7 +151,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let index = if models.is_empty() || args.model.is_some_and(|k| !has_kind(k)) {
         let links = crate::links::load(&index)?;
         let engine = crate::search::Engine::new(index).with_links(links);
-        train_reranker(&engine, &docs_dir, args.model)?;
+        let mut excluded = std::collections::HashSet::new();
+        for path in &args.exclude_qrels {
+            let qrels = crate::eval::trec::read_qrels(path)
+                .with_context(|| format!("--exclude-qrels {}", path.display()))?;
+            for (_, judged) in qrels.iter() {
+                excluded.extend(
+                    judged
+                        .iter()
+                        .filter(|(_, &grade)| grade >= 1)
+                        .map(|(doc, _)| doc.clone()),
+                );
+            }
+        }
+        train_reranker(&engine, &docs_dir, args.model, &excluded)?;
         engine.into_index()
     } else {
         index
@@ -171,10 +189,18 @@ fn train_reranker(
     engine: &crate::search::Engine,
     docs_dir: &Path,
     model: Option<crate::training::ModelChoice>,
+    excluded: &std::collections::HashSet<String>,
 ) -> anyhow::Result<()> {
     use crate::training::docs;
     eprintln!("deriving judgments from the docs: known items, item names, the guides' tasks");
-    let judgments = docs::derive(docs_dir)?;
+    let judgments = docs::derive(docs_dir, excluded)?;
+    if !excluded.is_empty() {
+        eprintln!(
+            "left out {} queries judging one of {} excluded pages",
+            judgments.excluded,
+            excluded.len()
+        );
+    }
     let derived: Vec<String> = judgments
         .derived
         .iter()

@@ -8,7 +8,7 @@
 //! habits: trained on known items alone (name words plus summary words), the demo's model
 //! promoted pages whose summary repeats the query, which hurt queries that are only a name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -35,14 +35,22 @@ pub struct DocsJudgments {
     pub held_out: Classes,
     /// Queries derived per class, before the split.
     pub derived: BTreeMap<String, usize>,
+    /// Queries left out for judging an excluded page.
+    pub excluded: usize,
 }
 
-/// Derives every class's queries from `docs_dir` and holds out a fifth of each.
-pub fn derive(docs_dir: &Path) -> anyhow::Result<DocsJudgments> {
+/// Derives every class's queries from `docs_dir`, leaves out those that judge a page of
+/// `excluded` relevant (pages a model will be evaluated on elsewhere), and holds out a fifth
+/// of each class.
+pub fn derive(docs_dir: &Path, excluded: &HashSet<String>) -> anyhow::Result<DocsJudgments> {
     let mut classes = Classes::new();
     let mut derived = BTreeMap::new();
+    let mut left_out = 0;
     for class in QueryClass::ALL {
-        let items: Vec<KnownItem> = class.derive(docs_dir, QUERIES_PER_CLASS, SEED)?;
+        let mut items: Vec<KnownItem> = class.derive(docs_dir, QUERIES_PER_CLASS, SEED)?;
+        let before = items.len();
+        items.retain(|item| !item.relevant.iter().any(|id| excluded.contains(id)));
+        left_out += before - items.len();
         derived.insert(class.name().to_string(), items.len());
         if !items.is_empty() {
             classes.insert(class.name().to_string(), known_items::judged(&items));
@@ -53,6 +61,7 @@ pub fn derive(docs_dir: &Path) -> anyhow::Result<DocsJudgments> {
         train,
         held_out,
         derived,
+        excluded: left_out,
     })
 }
 
