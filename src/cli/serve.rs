@@ -106,6 +106,22 @@ pub struct ServeArgs {
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = node::DEFAULT_POLL.as_millis() as u64)]
     pub poll_ms: u64,
+    /// Threads that serve requests (default: one per core for a single node or a leaf, one
+    /// for a root, whose work is waiting on its leaves: docs/BENCHMARKS.md measures both).
+    #[arg(long, env = "RANKD_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub worker_threads: Option<u16>,
+}
+
+/// A root's worker threads unless `--worker-threads` says otherwise (`None`: one per core).
+const ROOT_WORKER_THREADS: Option<u16> = None;
+
+/// The server's runtime: `threads` workers, or one per core.
+fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        builder.worker_threads(usize::from(n));
+    }
+    Ok(builder.enable_all().build()?)
 }
 
 /// What a `rankd serve` process is in a collection.
@@ -155,6 +171,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
         };
+        let root_threads = args.worker_threads.or(ROOT_WORKER_THREADS);
         let model = args
             .model
             .as_deref()
@@ -170,14 +187,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 )
                 .into());
             }
-            return serve_root_gossip(config, cluster, model, options);
+            return serve_root_gossip(config, cluster, model, options, root_threads);
         }
         let shards = args
             .shards
             .iter()
             .map(|s| s.split(',').map(|u| u.trim().to_string()).collect())
             .collect();
-        return serve_root(config, shards, model, options);
+        return serve_root(config, shards, model, options, root_threads);
     }
     if !args.shards.is_empty() || args.model.is_some() {
         return Err(Invalid("--shard and --model apply to --role root".into()).into());
@@ -219,7 +236,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let index = TextIndex::open(&config.data_dir, index_config)?;
-    serve_index_with(index, config, args.role == Role::Leaf, gossip, following)
+    serve_index_with(
+        index,
+        config,
+        args.role == Role::Leaf,
+        gossip,
+        following,
+        args.worker_threads,
+    )
 }
 
 /// Serves a root whose shards' replicas come from the gossip ([`GossipRoot`]).
@@ -228,8 +252,9 @@ fn serve_root_gossip(
     cluster: ClusterOptions,
     model: Option<crate::search::ActiveModel>,
     options: RootOptions,
+    threads: Option<u16>,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let api_url = format!("http://{}", config.addr);
         let node = GossipRoot::start(&cluster, &config.data_dir, api_url, model, options).await?;
@@ -257,12 +282,13 @@ fn serve_root(
     shards: Vec<Vec<String>>,
     model: Option<crate::search::ActiveModel>,
     options: RootOptions,
+    threads: Option<u16>,
 ) -> anyhow::Result<()> {
     if shards.is_empty() {
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
     }
     let n = shards.len();
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let root = crate::cluster::root::Root::connect_http(shards, model, options).await?;
         let state = Arc::new(RootState {
@@ -281,7 +307,7 @@ fn serve_root(
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
 pub(crate) fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
-    serve_index_with(index, config, leaf, None, None)
+    serve_index_with(index, config, leaf, None, None, None)
 }
 
 /// [`serve_index`], a leaf also joining the gossip when `gossip` says how, and following a
@@ -292,6 +318,7 @@ fn serve_index_with(
     leaf: bool,
     gossip: Option<LeafGossip>,
     following: Option<Following>,
+    threads: Option<u16>,
 ) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
@@ -334,7 +361,7 @@ fn serve_index_with(
     if links.is_none() {
         eprintln!("note: no link scores loaded; `rankd graph` computes them");
     }
-    let runtime = tokio::runtime::Runtime::new()?;
+    let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let url = config.database_url();
         let db = Db::open(&url).await?;
