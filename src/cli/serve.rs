@@ -106,14 +106,10 @@ pub struct ServeArgs {
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = node::DEFAULT_POLL.as_millis() as u64)]
     pub poll_ms: u64,
-    /// Threads that serve requests (default: one per core for a single node or a leaf, one
-    /// for a root, whose work is waiting on its leaves: docs/BENCHMARKS.md measures both).
+    /// Threads that serve requests (default: one per core).
     #[arg(long, env = "RANKD_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
 }
-
-/// A root's worker threads unless `--worker-threads` says otherwise (`None`: one per core).
-const ROOT_WORKER_THREADS: Option<u16> = None;
 
 /// The server's runtime: `threads` workers, or one per core.
 fn runtime(threads: Option<u16>) -> anyhow::Result<tokio::runtime::Runtime> {
@@ -171,7 +167,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
         };
-        let root_threads = args.worker_threads.or(ROOT_WORKER_THREADS);
+        let root_threads = args.worker_threads;
         let model = args
             .model
             .as_deref()
