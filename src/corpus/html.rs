@@ -160,16 +160,40 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
     }
     // `links` becomes the document's out-links in the anchor pass, once redirects are known.
     let prose = prose(&doc);
+    let name = item_name(&doc).unwrap_or_default();
     let doc = Document {
         id,
         url: Some(strip_fragment(url).to_string()),
         title,
+        name,
         headings,
         body: collapse(&body),
         prose,
         ..Default::default()
     };
     Page::Content(Box::new(doc), links)
+}
+
+/// The path and name of the item an API page documents, from rustdoc's main heading: the
+/// breadcrumbs (`std::collections`) and the heading's name (`<h1>Struct <span>HashMap</span>`),
+/// joined by `::` (`std::collections::HashMap`). `None` for a page rustdoc did not make.
+fn item_name(doc: &Html) -> Option<String> {
+    let sel = |s: &str| Selector::parse(s).expect("static selector");
+    let heading = doc.select(&sel(".main-heading")).next()?;
+    let name = heading.select(&sel("h1 > span")).next()?;
+    let name: String = name.text().collect::<String>().trim().to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let path = heading
+        .select(&sel(".rustdoc-breadcrumbs"))
+        .next()
+        .map(|b| b.text().collect::<String>().trim().to_string())
+        .filter(|p| !p.is_empty());
+    Some(match path {
+        Some(path) => format!("{path}::{name}"),
+        None => name,
+    })
 }
 
 /// `<meta http-equiv="refresh" content="0;URL=target">` → the absolute target.

@@ -15,6 +15,9 @@ pub struct Document {
     /// Absolute URL, when the document has one (HTML pages, web JSONL).
     pub url: Option<String>,
     pub title: String,
+    /// The name of the item the document is about, with its path where it has one
+    /// (`std::collections::HashMap`): rustdoc's page heading, a JSONL `name` key.
+    pub name: String,
     /// Section headings (h1..h6), newline-separated.
     pub headings: String,
     pub body: String,

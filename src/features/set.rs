@@ -7,8 +7,11 @@ use crate::text::config::TEXT_FIELDS;
 
 /// Version of the feature set; bumped when a feature's meaning changes (adding features does
 /// not break trained models, which look their features up by name).
-/// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`).
-pub const FEATURE_SET_VERSION: &str = "rankd-features-v2";
+/// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`); v3 the `name`
+/// field's text features `name.*` and the name-match features (`name.rs`), and the
+/// identifier-aware `code` analysis of the default index configuration, which changes the
+/// text features of code-like text.
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v3";
 
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
@@ -74,6 +77,10 @@ impl FeatureSet {
             }
         }
         add("bm25f", 0.0);
+        // Whether the query names the document's item (`name.rs`).
+        for f in super::name::NAME_FEATURES {
+            add(f, 0.0);
+        }
         // SPEC §1.7 on the whole document.
         for f in ["all.min_dist", "all.span", "all.min_cover", "all.proximity"] {
             add(f, 0.0);
@@ -221,6 +228,10 @@ mod tests {
             "rm3.bm25f",
             "rm3.expansion_bm25",
             "rm3.centroid_cosine",
+            "name.bm25",
+            "name.exact",
+            "name.prefix",
+            "name.coverage",
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }
