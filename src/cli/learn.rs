@@ -18,53 +18,51 @@ use crate::training::{ModelChoice, TrainSettings};
 /// Objective, model and optimiser options (SPEC §3.2–3.3 names). Each one left out keeps the
 /// value of the preset the command starts from ([`TrainSettings::letor`] for LETOR files,
 /// [`TrainSettings::on_index`] for judgments on the index); the presets are the one home of
-/// the defaults.
+/// the defaults, and the help shows theirs ([`preset_defaults_in_help`]).
 #[derive(clap::Args, Debug, Clone, Default)]
+#[command(mut_args = preset_defaults_in_help)]
 pub struct LearnArgs {
-    /// Default: stable-ap.
+    /// The training objective.
     #[arg(long, value_enum)]
     pub objective: Option<ObjectiveKind>,
-    /// Default: mlp on LETOR files, linear on the index; gbdt trains gradient-boosted trees
-    /// (the tree options below; objectives stable-ap, lambda-ndcg, lambda-ap).
+    /// The model; gbdt trains gradient-boosted trees (the tree options below; objectives
+    /// stable-ap, lambda-ndcg, lambda-ap).
     #[arg(long, value_enum)]
     pub model: Option<ModelChoice>,
-    /// Hidden layer widths of the MLP, comma-separated (one or two layers; default 32).
+    /// Hidden layer widths of the MLP, comma-separated (one or two layers).
     #[arg(long, value_delimiter = ',')]
     pub hidden: Option<Vec<usize>>,
-    /// Default: relu.
+    /// Activation of the MLP's hidden layers.
     #[arg(long, value_enum)]
     pub activation: Option<Activation>,
-    /// Default: zscore.
+    /// Feature normalisation.
     #[arg(long, value_enum)]
     pub norm: Option<NormKind>,
-    /// Default: 1.
+    /// Seed of the initialisation, the validation split and the batches.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Default: 100 on LETOR files, 300 on the index.
+    /// Epochs at most.
     #[arg(long)]
     pub epochs: Option<usize>,
-    /// Learning rate α (default 0.01 on LETOR files, tuned for both AP objectives there;
-    /// 0.002 on the index).
+    /// Learning rate α (on LETOR files tuned for both AP objectives).
     #[arg(long)]
     pub lr: Option<f64>,
-    /// Queries per batch (default 16).
+    /// Queries per batch.
     #[arg(long)]
     pub batch: Option<usize>,
-    /// Early stopping: epochs without a better validation MAP (default 15 on LETOR files,
-    /// 60 on the index).
+    /// Early stopping: epochs without a better validation MAP.
     #[arg(long)]
     pub patience: Option<usize>,
     /// Train this many networks from different initialisation seeds (same data and
-    /// validation split) and score with their mean; linear members fold into one model
-    /// (default 1).
+    /// validation split) and score with their mean; linear members fold into one model.
     #[arg(long)]
     pub ensemble: Option<usize>,
     /// Tail averaging: early-stop on and keep the mean of the parameters at the end of the
-    /// last this-many epochs (default 1: the parameters themselves).
+    /// last this-many epochs (1: the parameters themselves).
     #[arg(long)]
     pub average_epochs: Option<usize>,
     /// Halve the learning rate after every run of this many epochs without a better
-    /// validation MAP (default 0: constant learning rate).
+    /// validation MAP (0: a constant learning rate).
     #[arg(long)]
     pub lr_halve_after: Option<usize>,
     /// Train on a fresh uniform sample of at most this many rows of a query each time it is
@@ -76,115 +74,172 @@ pub struct LearnArgs {
     /// combination of that grade's rows (the paper's u: 0.9; default off).
     #[arg(long)]
     pub mixup: Option<f32>,
-    /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores (default 0.1).
+    /// Huber margin τ (stable AP, smoothed AP, SOPRC's τ₁), on sigmoid scores.
     #[arg(long)]
     pub tau: Option<f32>,
-    /// ε of stable AP's outer function h (default 0.01).
+    /// ε of stable AP's outer function h.
     #[arg(long)]
     pub epsilon: Option<f64>,
-    /// a and t of stable AP's weighting ((1 + a)/(r + a))^t (default a 0.1; t 2 on LETOR
-    /// files, 0 on the index).
+    /// a of stable AP's weighting ((1 + a)/(r + a))^t.
     #[arg(long)]
     pub weight_a: Option<f64>,
+    /// t of stable AP's weighting ((1 + a)/(r + a))^t.
     #[arg(long)]
     pub weight_t: Option<f64>,
-    /// λ of stable AP's μ̂ moving average (default 0.01).
+    /// λ of stable AP's μ̂ moving average.
     #[arg(long)]
     pub lambda: Option<f64>,
-    /// SOPRC (seed 003): temperature τ₂ of the TPR surrogate (τ₁ is --tau; default 0.001).
+    /// SOPRC (seed 003): temperature τ₂ of the TPR surrogate (τ₁ is --tau).
     #[arg(long)]
     pub soprc_tau2: Option<f64>,
-    /// SOPRC: rate β of the per-query quantile state's moving average (default 0.1).
+    /// SOPRC: rate β of the per-query quantile state's moving average.
     #[arg(long)]
     pub soprc_beta: Option<f64>,
-    /// SOPRC: length K of the per-query quantile state (default 100).
+    /// SOPRC: length K of the per-query quantile state.
     #[arg(long)]
     pub soprc_quantiles: Option<usize>,
-    /// SOPRC: weights λ₁ (positives below their mean; default 1) and λ₂ (negatives above
-    /// theirs; default 5) of the semi-variance regulariser.
+    /// SOPRC: weight λ₁ of the semi-variance regulariser (positives below their mean).
     #[arg(long)]
     pub soprc_var_pos: Option<f64>,
+    /// SOPRC: weight λ₂ of the semi-variance regulariser (negatives above their mean).
     #[arg(long)]
     pub soprc_var_neg: Option<f64>,
-    /// RankNet's σ (default 1).
+    /// RankNet's and LambdaMART's σ.
     #[arg(long)]
     pub sigma: Option<f32>,
-    /// Grades at or above this are relevant (binary objectives; default 1).
+    /// Grades at or above this are relevant (binary objectives).
     #[arg(long)]
     pub threshold: Option<i32>,
     /// AP objectives: average the loss over every relevance level of a query (graded AP)
     /// instead of the single `--threshold` split.
     #[arg(long)]
     pub graded: bool,
-    /// Momentum β of the unified momentum optimiser (default 0.9).
+    /// Momentum β of the unified momentum optimiser.
     #[arg(long)]
     pub beta: Option<f64>,
-    /// s of the unified momentum: 1 Nesterov (default), 0 heavy ball.
+    /// s of the unified momentum: 1 Nesterov, 0 heavy ball.
     #[arg(long)]
     pub momentum_s: Option<f64>,
-    /// Default: 4e-5.
+    /// L2 weight decay.
     #[arg(long)]
     pub weight_decay: Option<f64>,
     /// Fraction of the training queries held out for early stopping when no validation
-    /// file is given (default 0.2).
+    /// file is given.
     #[arg(long)]
     pub valid_fraction: Option<f64>,
-    /// LambdaMART (lambda-ndcg): pairs need one row among the first this many (default 30;
-    /// σ is --sigma).
+    /// LambdaMART: pairs need one row among the first this many (σ is --sigma).
     #[arg(long)]
     pub truncation: Option<usize>,
-    /// LambdaMART: LightGBM's lambdarank_norm (default true).
+    /// LambdaMART: LightGBM's lambdarank_norm.
     #[arg(long)]
     pub lambda_norm: Option<bool>,
-    /// Trees (--model gbdt): boosting rounds at most (default 100).
+    /// Trees (--model gbdt): boosting rounds at most.
     #[arg(long)]
     pub trees: Option<usize>,
-    /// Trees: leaves per tree, grown leaf-wise (default 31).
+    /// Trees: leaves per tree, grown leaf-wise.
     #[arg(long)]
     pub leaves: Option<usize>,
-    /// Trees: shrinkage of every tree (default 0.1).
+    /// Trees: shrinkage of every tree.
     #[arg(long)]
     pub tree_lr: Option<f64>,
-    /// Trees: depth limit (default 0: none).
+    /// Trees: depth limit (0: none).
     #[arg(long)]
     pub max_depth: Option<usize>,
-    /// Trees: quantile bins per feature, at most 255; missing values get one more (default
-    /// 255).
+    /// Trees: quantile bins per feature, at most 255; missing values get one more.
     #[arg(long)]
     pub max_bins: Option<usize>,
-    /// Trees: rows a bin holds at least when it closes, as LightGBM's min_data_in_bin (default
-    /// 3; 1: every distinct value its own bin while there are bins enough).
+    /// Trees: rows a bin holds at least when it closes, as LightGBM's min_data_in_bin (1:
+    /// every distinct value its own bin while there are bins enough).
     #[arg(long)]
     pub min_data_in_bin: Option<usize>,
-    /// Trees: rows a leaf needs at least (default 20).
+    /// Trees: rows a leaf needs at least.
     #[arg(long)]
     pub min_data_in_leaf: Option<usize>,
     /// Trees: check --min-data-in-leaf against LightGBM's hessian-based estimate of a
     /// leaf's rows, as LightGBM does (for parity runs).
     #[arg(long)]
     pub count_from_hessian: bool,
-    /// Trees: hessian a leaf needs at least (default 1e-3).
+    /// Trees: hessian a leaf needs at least.
     #[arg(long)]
     pub min_sum_hessian: Option<f64>,
-    /// Trees: L2 penalty λ on leaf values (default 0).
+    /// Trees: L2 penalty λ on leaf values.
     #[arg(long)]
     pub lambda_l2: Option<f64>,
-    /// Trees: a split must gain more than this (default 0).
+    /// Trees: a split must gain more than this.
     #[arg(long)]
     pub min_split_gain: Option<f64>,
-    /// Trees: fraction of rows each tree is grown on, a new sample every round (default 1).
+    /// Trees: fraction of rows each tree is grown on, a new sample every round.
     #[arg(long)]
     pub row_fraction: Option<f64>,
-    /// Trees: fraction of features each tree may split on (default 1).
+    /// Trees: fraction of features each tree may split on.
     #[arg(long)]
     pub feature_fraction: Option<f64>,
     /// Trees: stop after this many rounds without a better validation MAP and keep the best
-    /// (default 0: no early stopping; eval-letor then trains on every training query).
+    /// (0: no early stopping; eval-letor then trains on every training query).
     #[arg(long)]
     pub early_stopping_rounds: Option<usize>,
-    /// Stable AP trees: the Newton step's curvature (SPEC §3.6; default bound).
+    /// Stable AP trees: the Newton step's curvature (SPEC §3.6).
     #[arg(long, value_enum)]
     pub stable_ap_hessian: Option<StableApHessian>,
+}
+
+/// Appends the presets' value of the setting an option sets to its help (`[default: 0.01 on
+/// LETOR files, 0.002 on the index]`), so the numbers are written once, in the presets.
+/// Options whose setting is unset in the presets (`--sample-rows`, `--mixup`) say their default
+/// in words.
+fn preset_defaults_in_help(arg: clap::Arg) -> clap::Arg {
+    let value = |preset: TrainSettings| {
+        let json = serde_json::to_value(preset).ok()?;
+        match json.get(arg.get_id().as_str())? {
+            serde_json::Value::Null => None,
+            // An enum by the name the command line gives it (serde's `z_score` is `zscore`).
+            serde_json::Value::String(s) => {
+                let bare = |name: &str| name.replace(['_', '-'], "");
+                Some(
+                    arg.get_possible_values()
+                        .into_iter()
+                        .find(|p| bare(p.get_name()) == bare(s))
+                        .map_or_else(|| s.clone(), |p| p.get_name().to_string()),
+                )
+            }
+            // Settings held in f32 print as written (0.1, not 0.10000000149011612).
+            serde_json::Value::Number(n) if n.is_f64() => n.as_f64().map(|f| {
+                if f64::from(f as f32) == f {
+                    (f as f32).to_string()
+                } else {
+                    f.to_string()
+                }
+            }),
+            serde_json::Value::Array(items) => Some(
+                items
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            v => Some(v.to_string()),
+        }
+    };
+    let default = match (
+        value(TrainSettings::letor()),
+        value(TrainSettings::on_index()),
+    ) {
+        (Some(letor), Some(index)) if letor == index => format!("[default: {letor}]"),
+        (Some(letor), Some(index)) => {
+            format!("[default: {letor} on LETOR files, {index} on the index]")
+        }
+        _ => return arg,
+    };
+    let help = arg.get_help().map(|h| format!("{h} {default}"));
+    let long = arg.get_long_help().map(|h| format!("{h}\n\n{default}"));
+    let arg = match help {
+        Some(h) => arg.help(h),
+        None => arg.help(default),
+    };
+    match long {
+        Some(h) => arg.long_help(h),
+        None => arg,
+    }
 }
 
 impl LearnArgs {
@@ -340,4 +395,40 @@ pub(crate) fn run_training(
     )?;
     bar.finish_and_clear();
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Learn {
+        #[command(flatten)]
+        learn: LearnArgs,
+    }
+
+    fn help(id: &str) -> String {
+        let command = Learn::command();
+        let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+        arg.get_help().unwrap().to_string()
+    }
+
+    #[test]
+    fn help_shows_the_presets_values() {
+        let (letor, index) = (TrainSettings::letor(), TrainSettings::on_index());
+        assert!(help("lr").ends_with(&format!(
+            "[default: {} on LETOR files, {} on the index]",
+            letor.network.lr, index.network.lr
+        )));
+        assert!(help("tau").ends_with(&format!("[default: {}]", letor.tau)));
+        assert!(
+            help("norm").ends_with("[default: zscore]"),
+            "{}",
+            help("norm")
+        );
+        // Unset in the presets: the words of the doc comment only.
+        assert!(!help("sample_rows").contains("[default"));
+    }
 }

@@ -4,8 +4,7 @@
 //! `collapse=group`) are checked here and indexed as fast fields ([`super::SocialFields`]).
 //!
 //! The checks here are the ones whose absence corrupts the index silently: an `id` must be a
-//! JSON string (a number used to become text and replace the document whose id is that
-//! text), at most [`MAX_ID_BYTES`] long (tantivy drops longer terms, so the record could never
+//! JSON string (a number taken as text would replace the document whose id is that text), at most [`MAX_ID_BYTES`] long (tantivy drops longer terms, so the record could never
 //! be replaced or deleted, and every ingest added another copy), and `published_at` must lie
 //! in [`PUBLISHED_AT_RANGE`] (years 1900..=9999), so freshness features stay meaningful.
 

@@ -1,8 +1,8 @@
 //! Snippets that cost what they show.
 //!
-//! A hit's snippet used to be cut from its stored body: the whole document read from the doc
-//! store (Rust API pages run to megabytes) and up to 32 KB of it re-analysed, per hit. That was
-//! most of a search's time. Now the work happens once, at indexing: the document's *prose*
+//! Cutting a hit's snippet from its stored body would read the whole document from the doc
+//! store (Rust API pages run to megabytes) and re-analyse tens of kilobytes of it per hit:
+//! most of a search's time. The work happens once instead, at indexing: the document's *prose*
 //! (the paragraphs and list items of an HTML page, not its code blocks; the body for other
 //! sources) is cut into passages of at most [`PASSAGE_CHARS`] characters at sentence or word
 //! boundaries, at most [`SOURCE_BYTES`] of them are kept, and each passage gets a 64-bit

@@ -13,6 +13,7 @@
 //! [`TrainSettings::letor_network`] is the network preset both start from, and what active
 //! replay trains (its strategies score with a network).
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
@@ -96,6 +97,21 @@ fn trains_trees(objective: ObjectiveKind) -> bool {
         objective,
         ObjectiveKind::StableAp | ObjectiveKind::LambdaNdcg | ObjectiveKind::LambdaAp
     )
+}
+
+/// The knob that sets an objective's parameter (the objectives name them by their papers).
+fn knob(param: &'static str) -> &'static str {
+    match param {
+        "a" => "weight_a",
+        "t" => "weight_t",
+        "tau1" => "tau",
+        "tau2" => "soprc_tau2",
+        "beta" => "soprc_beta",
+        "quantiles" => "soprc_quantiles",
+        "lambda_pos" => "soprc_var_pos",
+        "lambda_neg" => "soprc_var_neg",
+        same => same,
+    }
 }
 
 impl Default for TrainSettings {
@@ -192,24 +208,6 @@ impl TrainSettings {
     /// network's and the trees' in their own sections ([`NetworkParams::validate`],
     /// [`GbdtParams::validate`]).
     pub fn validate(&self) -> Result<(), Invalid> {
-        let positive = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(Invalid(format!(
-                    "{name} must be a positive number, got {v}"
-                )))
-            }
-        };
-        let non_negative = |name: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 {
-                Ok(())
-            } else {
-                Err(Invalid(format!(
-                    "{name} must be a finite number ≥ 0, got {v}"
-                )))
-            }
-        };
         let section = |e: RerankError| Invalid(e.to_string());
         self.network().validate().map_err(section)?;
         if self.model == ModelChoice::Mlp && self.network.hidden.is_empty() {
@@ -217,17 +215,16 @@ impl TrainSettings {
                 "hidden must be one or two positive layer widths, got []".into(),
             ));
         }
-        positive("tau", f64::from(self.tau))?;
-        positive("epsilon", self.epsilon)?;
-        positive("weight_a", self.weight_a)?;
-        non_negative("weight_t", self.weight_t)?;
-        positive("sigma", f64::from(self.sigma))?;
-        positive("soprc_tau2", self.soprc_tau2)?;
-        non_negative("soprc_var_pos", self.soprc_var_pos)?;
-        non_negative("soprc_var_neg", self.soprc_var_neg)?;
-        for (name, v) in [("lambda", self.lambda), ("soprc_beta", self.soprc_beta)] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(Invalid(format!("{name} must be in [0, 1], got {v}")));
+        // Every objective's knobs, whichever objective trains: a knob out of range is an
+        // error even where this run does not read it. The domains are the objectives' own.
+        for &kind in ObjectiveKind::value_variants() {
+            if let Some(e) = self.objective_of(kind).out_of_range() {
+                return Err(Invalid(format!(
+                    "{} must be {}, got {}",
+                    knob(e.param),
+                    e.domain,
+                    e.value
+                )));
             }
         }
         if !(self.valid_fraction > 0.0 && self.valid_fraction < 1.0) {
@@ -235,12 +232,6 @@ impl TrainSettings {
                 "valid_fraction must be in (0, 1), got {}",
                 self.valid_fraction
             )));
-        }
-        if self.soprc_quantiles == 0 {
-            return Err(Invalid("soprc_quantiles must be at least 1, got 0".into()));
-        }
-        if self.truncation == 0 {
-            return Err(Invalid("truncation must be at least 1, got 0".into()));
         }
         if self.model == ModelChoice::Gbdt {
             if !trains_trees(self.objective) {
@@ -275,8 +266,13 @@ impl TrainSettings {
         }
     }
 
+    /// The objective that trains, with its knobs.
     pub fn objective(&self) -> Objective {
-        match self.objective {
+        self.objective_of(self.objective)
+    }
+
+    fn objective_of(&self, kind: ObjectiveKind) -> Objective {
+        match kind {
             ObjectiveKind::StableAp => Objective::StableAp(StableAp {
                 tau: self.tau,
                 epsilon: self.epsilon,
@@ -407,6 +403,39 @@ mod tests {
         ] {
             let e = settings.validate().unwrap_err();
             assert!(e.0.starts_with(name), "{name}: {e}");
+        }
+        // The objectives' knobs are checked by the objectives' own domains, named by their
+        // knobs, whichever objective trains.
+        type Spoil = fn(&mut TrainSettings);
+        let knobs: [(Spoil, &str); 8] = [
+            (|s| s.tau = 0.0, "tau must be a positive number"),
+            (
+                |s| s.weight_t = -1.0,
+                "weight_t must be a finite number ≥ 0",
+            ),
+            (|s| s.lambda = 0.0, "lambda must be in (0, 1]"),
+            (|s| s.soprc_beta = 0.0, "soprc_beta must be in (0, 1]"),
+            (
+                |s| s.soprc_quantiles = 2000,
+                "soprc_quantiles must be at least 1 and at most 1024",
+            ),
+            (
+                |s| s.soprc_var_neg = f64::NAN,
+                "soprc_var_neg must be a finite number ≥ 0",
+            ),
+            (|s| s.truncation = 0, "truncation must be at least 1"),
+            (|s| s.threshold = 0, "threshold must be at least 1"),
+        ];
+        for (spoil, message) in knobs {
+            let mut settings = TrainSettings::default();
+            spoil(&mut settings);
+            let e = settings.validate().unwrap_err();
+            assert!(e.0.starts_with(message), "{message}: {e}");
+            // The trainer, given the same objective, refuses it too.
+            let objectives = ObjectiveKind::value_variants()
+                .iter()
+                .filter(|&&k| settings.objective_of(k).validate().is_err());
+            assert!(objectives.count() > 0, "{message}");
         }
     }
 

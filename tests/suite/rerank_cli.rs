@@ -213,7 +213,10 @@ fn soprc_with_sampled_rows() {
     );
 
     for (extra, expected) in [
-        (&["--soprc-beta", "0"][..], "beta = 0 is out of range"),
+        (
+            &["--soprc-beta", "0"][..],
+            "--soprc-beta must be in (0, 1], got 0",
+        ),
         (
             &["--soprc-quantiles", "0"][..],
             "--soprc-quantiles must be at least 1",

@@ -29,6 +29,65 @@ pub use stable_ap::{stable_ap_loss_grad, stable_ap_weights, StableAp, StableApHe
 
 use super::RerankError;
 
+/// A hyperparameter outside its domain (see [`Objective::out_of_range`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutOfRange {
+    /// The objective's name for the parameter (`tau`, `beta`, `lambda_pos`, ...).
+    pub param: &'static str,
+    pub value: f64,
+    /// The domain in words, to follow "must be".
+    pub domain: String,
+}
+
+/// The domains hyperparameters take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Domain {
+    /// Finite and > 0.
+    Positive,
+    /// Finite and ≥ 0.
+    NonNegative,
+    /// In (0, 1].
+    UnitInterval,
+    /// An integer ≥ 1.
+    AtLeastOne,
+    /// An integer in 1..=max.
+    UpTo(usize),
+}
+
+impl Domain {
+    fn contains(self, v: f64) -> bool {
+        match self {
+            Domain::Positive => v.is_finite() && v > 0.0,
+            Domain::NonNegative => v.is_finite() && v >= 0.0,
+            Domain::UnitInterval => v > 0.0 && v <= 1.0,
+            Domain::AtLeastOne => v >= 1.0,
+            Domain::UpTo(max) => v >= 1.0 && v <= max as f64,
+        }
+    }
+
+    fn words(self) -> String {
+        match self {
+            Domain::Positive => "a positive number".into(),
+            Domain::NonNegative => "a finite number ≥ 0".into(),
+            Domain::UnitInterval => "in (0, 1]".into(),
+            Domain::AtLeastOne => "at least 1".into(),
+            Domain::UpTo(max) => format!("at least 1 and at most {max}"),
+        }
+    }
+}
+
+/// The first of `checks` (name, value, domain) whose value is outside its domain.
+pub(crate) fn first_out_of_range(checks: &[(&'static str, f64, Domain)]) -> Option<OutOfRange> {
+    checks
+        .iter()
+        .find(|(_, value, domain)| !domain.contains(*value))
+        .map(|&(param, value, domain)| OutOfRange {
+            param,
+            value,
+            domain: domain.words(),
+        })
+}
+
 /// Which objective (the CLI's `--objective`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -203,39 +262,41 @@ impl Objective {
 
     /// Rejects hyperparameters outside their domain, naming them.
     pub fn validate(&self) -> Result<(), RerankError> {
-        let bad = |name: &str, value: f64| {
-            Err(RerankError::invalid(format!(
-                "objective parameter {name} = {value} is out of range"
-            )))
-        };
+        match self.out_of_range() {
+            None => Ok(()),
+            Some(e) => Err(RerankError::invalid(format!(
+                "objective {} parameter {} = {} is out of range: it must be {}",
+                self.kind().as_str(),
+                e.param,
+                e.value,
+                e.domain
+            ))),
+        }
+    }
+
+    /// The first hyperparameter outside its domain, by the objective's own name for it. The
+    /// domains are written here once: [`Objective::validate`] and the training settings (which
+    /// name the same values by their knobs) both read them.
+    pub fn out_of_range(&self) -> Option<OutOfRange> {
         match self {
-            Objective::StableAp(p) => p.validate(),
-            Objective::Soprc(p) => p.validate(),
-            Objective::Ranknet { sigma } if !(sigma.is_finite() && *sigma > 0.0) => {
-                bad("sigma", f64::from(*sigma))
+            Objective::StableAp(p) => p.out_of_range(),
+            Objective::Soprc(p) => p.out_of_range(),
+            Objective::Ranknet { sigma } => {
+                first_out_of_range(&[("sigma", f64::from(*sigma), Domain::Positive)])
             }
-            Objective::SmoothAp { tau, .. } if !(tau.is_finite() && *tau > 0.0) => {
-                bad("tau", f64::from(*tau))
+            Objective::SmoothAp { tau, threshold, .. } => first_out_of_range(&[
+                ("tau", f64::from(*tau), Domain::Positive),
+                ("threshold", f64::from(*threshold), Domain::AtLeastOne),
+            ]),
+            Objective::ApHingeQs { threshold } | Objective::NdcgHingeQs { threshold } => {
+                first_out_of_range(&[("threshold", f64::from(*threshold), Domain::AtLeastOne)])
             }
-            Objective::SmoothAp { threshold, .. }
-            | Objective::ApHingeQs { threshold }
-            | Objective::NdcgHingeQs { threshold }
-                if *threshold < 1 =>
-            {
-                bad("threshold", f64::from(*threshold))
-            }
-            Objective::LambdaNdcg(p) | Objective::LambdaAp(p) => {
-                if !(p.sigma.is_finite() && p.sigma > 0.0) {
-                    bad("sigma", p.sigma)
-                } else if p.truncation == 0 {
-                    bad("truncation", 0.0)
-                } else if p.threshold < 1 {
-                    bad("threshold", f64::from(p.threshold))
-                } else {
-                    Ok(())
-                }
-            }
-            _ => Ok(()),
+            Objective::LambdaNdcg(p) | Objective::LambdaAp(p) => first_out_of_range(&[
+                ("sigma", p.sigma, Domain::Positive),
+                ("truncation", p.truncation as f64, Domain::AtLeastOne),
+                ("threshold", f64::from(p.threshold), Domain::AtLeastOne),
+            ]),
+            Objective::External { .. } => None,
         }
     }
 

@@ -39,7 +39,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{graded_mean, sigmoid, split_by_threshold, QueryInput, QueryLoss, QueryState};
+use super::{
+    first_out_of_range, graded_mean, sigmoid, split_by_threshold, Domain, OutOfRange, QueryInput,
+    QueryLoss, QueryState,
+};
 use crate::pairwise::{pair_loss_grad, Loss};
 use crate::rerank::RerankError;
 
@@ -84,38 +87,21 @@ impl Default for Soprc {
 const MAX_QUANTILES: usize = 1024;
 
 impl Soprc {
-    pub fn validate(&self) -> Result<(), RerankError> {
-        let checks: [(&str, f64, bool); 7] = [
-            (
-                "tau1",
-                f64::from(self.tau1),
-                self.tau1.is_finite() && self.tau1 > 0.0,
-            ),
-            ("tau2", self.tau2, self.tau2.is_finite() && self.tau2 > 0.0),
-            ("beta", self.beta, self.beta > 0.0 && self.beta <= 1.0),
+    /// The first hyperparameter outside its domain (see [`super::Objective::out_of_range`]).
+    pub fn out_of_range(&self) -> Option<OutOfRange> {
+        first_out_of_range(&[
+            ("tau1", f64::from(self.tau1), Domain::Positive),
+            ("tau2", self.tau2, Domain::Positive),
+            ("beta", self.beta, Domain::UnitInterval),
             (
                 "quantiles",
                 self.quantiles as f64,
-                (1..=MAX_QUANTILES).contains(&self.quantiles),
+                Domain::UpTo(MAX_QUANTILES),
             ),
-            (
-                "lambda_pos",
-                self.lambda_pos,
-                self.lambda_pos.is_finite() && self.lambda_pos >= 0.0,
-            ),
-            (
-                "lambda_neg",
-                self.lambda_neg,
-                self.lambda_neg.is_finite() && self.lambda_neg >= 0.0,
-            ),
-            ("threshold", f64::from(self.threshold), self.threshold >= 1),
-        ];
-        match checks.iter().find(|c| !c.2) {
-            None => Ok(()),
-            Some((name, value, _)) => Err(RerankError::invalid(format!(
-                "SOPRC parameter {name} = {value} is out of range"
-            ))),
-        }
+            ("lambda_pos", self.lambda_pos, Domain::NonNegative),
+            ("lambda_neg", self.lambda_neg, Domain::NonNegative),
+            ("threshold", f64::from(self.threshold), Domain::AtLeastOne),
+        ])
     }
 
     /// One query: at each relevance level, move v_q towards φ(s), then loss and ∂L/∂g.
@@ -618,8 +604,7 @@ mod tests {
                 "lambda_neg",
             ),
         ] {
-            let err = p.validate().unwrap_err().to_string();
-            assert!(err.contains(name), "{err}");
+            assert_eq!(p.out_of_range().map(|e| e.param), Some(name));
         }
     }
 }

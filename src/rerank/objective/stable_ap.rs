@@ -10,7 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{graded_mean, sigmoid, split_by_threshold, QueryInput, QueryLoss, QueryState};
+use super::{
+    first_out_of_range, graded_mean, sigmoid, split_by_threshold, Domain, OutOfRange, QueryInput,
+    QueryLoss, QueryState,
+};
 use crate::pairwise::{pair_loss_grad, Loss};
 use crate::rerank::RerankError;
 
@@ -72,33 +75,16 @@ impl Default for StableAp {
 }
 
 impl StableAp {
-    pub fn validate(&self) -> Result<(), RerankError> {
-        let checks: [(&str, f64, bool); 6] = [
-            (
-                "tau",
-                f64::from(self.tau),
-                self.tau.is_finite() && self.tau > 0.0,
-            ),
-            (
-                "epsilon",
-                self.epsilon,
-                self.epsilon.is_finite() && self.epsilon > 0.0,
-            ),
-            ("a", self.a, self.a.is_finite() && self.a > 0.0),
-            ("t", self.t, self.t.is_finite() && self.t >= 0.0),
-            (
-                "lambda",
-                self.lambda,
-                self.lambda > 0.0 && self.lambda <= 1.0,
-            ),
-            ("threshold", f64::from(self.threshold), self.threshold >= 1),
-        ];
-        match checks.iter().find(|c| !c.2) {
-            None => Ok(()),
-            Some((name, value, _)) => Err(RerankError::invalid(format!(
-                "stable AP parameter {name} = {value} is out of range"
-            ))),
-        }
+    /// The first hyperparameter outside its domain (see [`super::Objective::out_of_range`]).
+    pub fn out_of_range(&self) -> Option<OutOfRange> {
+        first_out_of_range(&[
+            ("tau", f64::from(self.tau), Domain::Positive),
+            ("epsilon", self.epsilon, Domain::Positive),
+            ("a", self.a, Domain::Positive),
+            ("t", self.t, Domain::NonNegative),
+            ("lambda", self.lambda, Domain::UnitInterval),
+            ("threshold", f64::from(self.threshold), Domain::AtLeastOne),
+        ])
     }
 
     /// SPEC §3.3's μ̂ update: `μ̂ ← (1 − λ)μ̂ + λ m_k + (1 − λ)(m_k − m_{k−1})`, or `m_k` the
