@@ -1,6 +1,7 @@
 //! A directory of HTML pages → documents: title, headings, visible body text, out-links
 //! resolved to absolute URLs, and (second pass) the anchor text of every in-link collected
-//! into the target's `anchor` field — the classic web-search field.
+//! into the target's `anchor` field — the classic web-search field. An API page made by
+//! rustdoc also gives the name and path of the item it documents (`name`).
 //!
 //! Pages that only redirect (`<meta http-equiv="refresh">`, e.g. rustdoc's re-export stubs)
 //! are not documents: links to them are followed to where they redirect.
@@ -377,6 +378,29 @@ mod tests {
             "Creates a Vec, empty.\none inner\nbefore\nA growable array.\n"
         );
         assert_eq!(prose(&Html::parse_document("<body>only text</body>")), "");
+    }
+
+    #[test]
+    fn rustdoc_pages_name_their_item() {
+        let name = |html: &str| item_name(&Html::parse_document(html));
+        // rustdoc's markup (rustc 1.95), trimmed.
+        assert_eq!(
+            name(
+                r#"<body class="rustdoc struct"><main><div class="main-heading">
+                <div class="rustdoc-breadcrumbs"><a href="../index.html">std</a>::<wbr><a
+                href="index.html">collections</a></div><h1>Struct <span class="struct">Hash<wbr>Map</span>&nbsp;<button
+                id="copy-path">Copy item path</button></h1></div>"#
+            )
+            .as_deref(),
+            Some("std::collections::HashMap")
+        );
+        assert_eq!(
+            name(r#"<div class="main-heading"><h1>Primitive Type <span class="primitive">u8</span></h1></div>"#)
+                .as_deref(),
+            Some("u8")
+        );
+        assert_eq!(name("<h1>Struct <span>HashMap</span></h1>"), None);
+        assert_eq!(name(r#"<div class="main-heading"><h1>Title</h1></div>"#), None);
     }
 
     #[test]

@@ -134,6 +134,10 @@ impl TokenStream for IdentifierTokenStream<'_> {
 /// underscores, before an uppercase letter that follows a lowercase letter or a digit, and
 /// before the last uppercase letter of a run followed by a lowercase one (`HTTPServer`).
 fn parts(ident: &str) -> Vec<(usize, usize)> {
+    if !ident.chars().any(|c| c == '_' || c.is_uppercase()) {
+        // A plain word (most of prose): one part, without the walk below.
+        return vec![(0, ident.len())];
+    }
     let mut out = Vec::new();
     let chars: Vec<(usize, char)> = ident.char_indices().collect();
     let mut start: Option<usize> = None;

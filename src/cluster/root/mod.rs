@@ -642,7 +642,8 @@ impl Root {
                 return Err(SearchError::Param {
                     field: "field",
                     message: format!(
-                        "unknown field `{f}` (known: title, headings, body, anchor, url, all)"
+                        "unknown field `{f}` (known: {})",
+                        TEXT_FIELDS.join(", ")
                     ),
                 });
             }
