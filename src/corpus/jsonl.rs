@@ -1,5 +1,6 @@
 //! JSON Lines documents: one object per line with `id`, `url`, `title`, `name`, `headings`,
-//! `body`, `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]. Of those,
+//! `body`, `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]
+//! (a string `kind` is also searched with the `name`, `crate::text::index`). Of those,
 //! `votes_up`, `votes_down`, `rating`, `rating_count` (SPEC §1.8) and `group` (for
 //! `collapse=group`) are checked here and indexed as fast fields ([`super::SocialFields`]).
 //!

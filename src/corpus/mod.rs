@@ -27,7 +27,8 @@ pub struct Document {
     pub links: Vec<String>,
     /// Publication time, seconds since the Unix epoch.
     pub published_at: Option<i64>,
-    /// Any other fields of a JSONL record, stored as given.
+    /// Any other fields of a JSONL record, stored as given; an HTML API page's `kind`. A
+    /// string `kind` (`trait`, a product category) is also searched as part of the name.
     pub extra: Map<String, Value>,
     /// The readable prose of the document, one paragraph or list item per line, for its
     /// snippets (`crate::text::snippet`); empty means "the body". Indexed, not stored.

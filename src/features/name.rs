@@ -79,7 +79,7 @@ impl NameQuery {
 /// The columns of the name features, in the order [`NameMatch`] lists them.
 pub(super) const NAME_FEATURES: [&str; 3] = ["name.exact", "name.prefix", "name.coverage"];
 
-/// Fills the name columns of `m` from the candidates' `name` fast column.
+/// Fills the name columns of `m` from the candidates' `name_column` fast column.
 pub(super) fn extract(
     searcher: &Searcher,
     set: &FeatureSet,
@@ -95,7 +95,7 @@ pub(super) fn extract(
         let segment = c.address.segment_ord;
         if opened.as_ref().map(|o| o.0) != Some(segment) {
             let reader = searcher.segment_reader(segment);
-            opened = Some((segment, reader.fast_fields().str("name")?));
+            opened = Some((segment, reader.fast_fields().str("name_column")?));
         }
         let Some((_, Some(column))) = &opened else {
             continue;

@@ -136,7 +136,11 @@ impl TokenStream for IdentifierTokenStream<'_> {
 fn parts(ident: &str) -> Vec<(usize, usize)> {
     if !ident.chars().any(|c| c == '_' || c.is_uppercase()) {
         // A plain word (most of prose): one part, without the walk below.
-        return vec![(0, ident.len())];
+        return if ident.is_empty() {
+            Vec::new()
+        } else {
+            vec![(0, ident.len())]
+        };
     }
     let mut out = Vec::new();
     let chars: Vec<(usize, char)> = ident.char_indices().collect();

@@ -272,6 +272,14 @@ impl TextIndex {
             t.add_text(field, text);
             t.add_text(f.all, text);
         }
+        // The item's kind (`trait`, a product category) is searched as part of its name.
+        if let Some(kind) = doc.extra.get("kind").and_then(|k| k.as_str()) {
+            t.add_text(f.name, kind);
+            t.add_text(f.all, kind);
+        }
+        if !doc.name.is_empty() {
+            t.add_text(f.name_column, &doc.name);
+        }
         for link in &doc.links {
             t.add_text(f.links, link);
         }

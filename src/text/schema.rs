@@ -28,6 +28,9 @@ pub struct Fields {
     pub url_depth: Field,
     pub url_length: Field,
     pub extra: Field,
+    /// The document's name alone (the `name` field also indexes its kind), a fast column
+    /// the name features read (`crate::features::name`).
+    pub name_column: Field,
     /// SimHash of the visible text (SPEC §8), where it has words.
     pub simhash: Field,
     /// Collapse keys, 64-bit hashes: the page key (URL rewritten by the configured page
@@ -82,13 +85,14 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         b.add_text_field(name, options)
     };
     let title = text("title", true, true);
-    let name = text("name", true, true);
+    let name = text("name", true, false);
     let headings = text("headings", true, false);
     let body = text("body", true, false);
     let anchor = text("anchor", true, false);
     let url = text("url", true, true);
     let all = text("all", false, false);
     debug_assert_eq!(TEXT_FIELDS.len(), 7);
+    let name_column = b.add_text_field("name_column", TextOptions::default().set_fast("raw"));
     let links = b.add_text_field("links", STORED);
     let published_at = b.add_i64_field("published_at", INDEXED | STORED | FAST);
     let url_depth = b.add_u64_field("url_depth", FAST);
@@ -117,6 +121,7 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         url_depth,
         url_length,
         extra,
+        name_column,
         simhash,
         page,
         site,
@@ -232,7 +237,10 @@ mod tests {
             let query = tokens(Analyzer::Code, typed);
             assert!(!query.is_empty());
             for term in &query {
-                assert!(indexed.contains(term), "{typed}: `{term}` not in {indexed:?}");
+                assert!(
+                    indexed.contains(term),
+                    "{typed}: `{term}` not in {indexed:?}"
+                );
             }
         }
         assert_eq!(

@@ -1010,7 +1010,13 @@ fn name_feature_rows_over_shards_equal_the_single_index() {
     let [exact, prefix, name_bm25] =
         ["name.exact", "name.prefix", "name.bm25"].map(|n| set.get(n).unwrap());
     let (mut exacts, mut prefixes, mut scored) = (0, 0, 0);
-    for q in ["ShockWave", "shock wave", "boundary_layer", "layers::bound", "heat flow"] {
+    for q in [
+        "ShockWave",
+        "shock wave",
+        "boundary_layer",
+        "layers::bound",
+        "heat flow",
+    ] {
         let single = f
             .single
             .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
@@ -1039,5 +1045,8 @@ fn name_feature_rows_over_shards_equal_the_single_index() {
             scored += usize::from(r[name_bm25] > 0.0);
         }
     }
-    assert!(exacts >= 20 && prefixes > exacts && scored > 100, "{exacts} {prefixes} {scored}");
+    assert!(
+        exacts >= 20 && prefixes > exacts && scored > 100,
+        "{exacts} {prefixes} {scored}"
+    );
 }

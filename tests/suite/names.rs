@@ -40,16 +40,40 @@ fn engine(dir: &Path) -> Engine {
 
 #[test]
 fn html_ingest_reads_the_item_path_and_name_from_the_page_heading() {
-    let names: Vec<(String, String)> = pages().into_iter().map(|d| (d.id, d.name)).collect();
+    let names: Vec<(String, String, String)> = pages()
+        .into_iter()
+        .map(|d| {
+            let kind = d.extra.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+            (d.id, d.name, kind.to_string())
+        })
+        .collect();
     let want = [
-        ("std/collections/hash_map/index.html", "std::collections::hash_map"),
-        ("std/collections/struct.HashMap.html", "std::collections::HashMap"),
-        ("std/fs/fn.read_to_string.html", "std::fs::read_to_string"),
-        ("std/hash/struct.RandomState.html", "std::hash::RandomState"),
+        (
+            "std/collections/hash_map/index.html",
+            "std::collections::hash_map",
+            "module",
+        ),
+        (
+            "std/collections/struct.HashMap.html",
+            "std::collections::HashMap",
+            "struct",
+        ),
+        (
+            "std/fs/fn.read_to_string.html",
+            "std::fs::read_to_string",
+            "function",
+        ),
+        (
+            "std/hash/struct.RandomState.html",
+            "std::hash::RandomState",
+            "struct",
+        ),
     ];
-    for (id, name) in want {
+    for (id, name, kind) in want {
         assert!(
-            names.iter().any(|(i, n)| i == id && n == name),
+            names
+                .iter()
+                .any(|(i, n, k)| i == id && n == name && k == kind),
             "{id}: {names:?}"
         );
     }
@@ -61,12 +85,17 @@ fn the_item_ranks_first_however_its_name_is_typed() {
     let engine = engine(dir.path());
     for (typed, id) in [
         ("HashMap", "std/collections/struct.HashMap.html"),
-        ("hash_map", "std/collections/hash_map/index.html"),
+        ("hash_map", "std/collections/struct.HashMap.html"),
         ("hash map", "std/collections/struct.HashMap.html"),
         ("hashmap", "std/collections/struct.HashMap.html"),
-        ("std::collections::HashMap", "std/collections/struct.HashMap.html"),
+        (
+            "std::collections::HashMap",
+            "std/collections/struct.HashMap.html",
+        ),
         ("random state", "std/hash/struct.RandomState.html"),
         ("read to string", "std/fs/fn.read_to_string.html"),
+        ("hashmap struct", "std/collections/struct.HashMap.html"),
+        ("hash_map module", "std/collections/hash_map/index.html"),
         ("std::fs::read_to_string", "std/fs/fn.read_to_string.html"),
     ] {
         let hits = engine.search(&SearchQuery::new(typed, 4)).unwrap().hits;
