@@ -21,6 +21,7 @@
 
 use tantivy::Searcher;
 
+use super::set::NAME_FEATURES;
 use super::{Candidate, FeatureMatrix, FeatureSet};
 use crate::text::identifiers::{name_key, name_words};
 use crate::text::search::TextError;
@@ -75,9 +76,6 @@ impl NameQuery {
         out
     }
 }
-
-/// The columns of the name features, in the order [`NameMatch`] lists them.
-pub(super) const NAME_FEATURES: [&str; 3] = ["name.exact", "name.prefix", "name.coverage"];
 
 /// Fills the name columns of `m` from the candidates' `name_column` fast column.
 pub(super) fn extract(

@@ -24,6 +24,9 @@ pub(super) const RM3_FEATURES: [&str; 4] = [
     "rm3.centroid_cosine",
 ];
 
+/// Whether the query names the document's item, filled by `name.rs`.
+pub(super) const NAME_FEATURES: [&str; 3] = ["name.exact", "name.prefix", "name.coverage"];
+
 /// `ln(ε + s·N)` is how link scores enter the features (a score of 1/N maps to ≈ 0); this is
 /// the value of a document outside the link graph.
 pub(super) const LOG_SCORE_FLOOR: f32 = -6.907_755; // ln(1e-3)
@@ -78,7 +81,7 @@ impl FeatureSet {
         }
         add("bm25f", 0.0);
         // Whether the query names the document's item (`name.rs`).
-        for f in super::name::NAME_FEATURES {
+        for f in NAME_FEATURES {
             add(f, 0.0);
         }
         // SPEC §1.7 on the whole document.
@@ -235,5 +238,14 @@ mod tests {
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }
+    }
+
+    /// v3 only added features: every name of v2 (77) is still here, so a model trained on v2
+    /// loads and reads its features by name.
+    #[test]
+    fn v3_adds_the_name_features_to_v2() {
+        let set = FeatureSet::current();
+        let v2 = set.names().iter().filter(|n| !n.starts_with("name."));
+        assert_eq!((v2.count(), set.len()), (77, 86), "{:?}", set.names());
     }
 }

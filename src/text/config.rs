@@ -476,6 +476,12 @@ mod tests {
         let start = DEFAULT_CONFIG.find("[models.rm3]").unwrap();
         let old = IndexConfig::parse(&DEFAULT_CONFIG[..start], "t").unwrap();
         assert_eq!(old.models.rm3, Rm3Params::default());
+        // A configuration written before the `name` field says which table to add.
+        let start = DEFAULT_CONFIG.find("[fields.name]").unwrap();
+        let end = start + DEFAULT_CONFIG[start..].find("\n\n").unwrap();
+        let old = format!("{}{}", &DEFAULT_CONFIG[..start], &DEFAULT_CONFIG[end..]);
+        let err = format!("{:#}", IndexConfig::parse(&old, "t").unwrap_err());
+        assert!(err.contains("`[fields.name]`"), "{err}");
         let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
         let err = IndexConfig::parse(&bad, "t").unwrap_err();
         assert!(format!("{err:#}").contains("extra"), "{err:#}");
