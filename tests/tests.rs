@@ -37,6 +37,7 @@ mod suite {
     mod hardening_cli;
     mod hardening_server;
     mod layers;
+    mod names;
     mod ops_admin;
     mod ops_jobs;
     mod ops_labels;

@@ -1,6 +1,8 @@
 //! A directory of HTML pages → documents: title, headings, visible body text, out-links
 //! resolved to absolute URLs, and (second pass) the anchor text of every in-link collected
-//! into the target's `anchor` field — the classic web-search field.
+//! into the target's `anchor` field — the classic web-search field. An API page made by
+//! rustdoc also gives the name and path of the item it documents (`name`) and its kind
+//! (`kind`: `struct`, `trait`, ...; indexed with the name).
 //!
 //! Pages that only redirect (`<meta http-equiv="refresh">`, e.g. rustdoc's re-export stubs)
 //! are not documents: links to them are followed to where they redirect.
@@ -160,16 +162,53 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
     }
     // `links` becomes the document's out-links in the anchor pass, once redirects are known.
     let prose = prose(&doc);
+    let (name, kind) = rustdoc_item(&doc).unwrap_or_default();
+    let mut extra = serde_json::Map::new();
+    if !kind.is_empty() {
+        extra.insert("kind".into(), kind.into());
+    }
     let doc = Document {
         id,
         url: Some(strip_fragment(url).to_string()),
         title,
+        name,
         headings,
         body: collapse(&body),
         prose,
+        extra,
         ..Default::default()
     };
     Page::Content(Box::new(doc), links)
+}
+
+/// The item an API page documents, from rustdoc's main heading: its path and name, the
+/// breadcrumbs (`std::collections`) and the heading's name (`<h1>Struct <span>HashMap</span>`)
+/// joined by `::` (`std::collections::HashMap`), and its kind, the heading's words before the
+/// name, lowercased (`struct`). `None` for a page rustdoc did not make.
+fn rustdoc_item(doc: &Html) -> Option<(String, String)> {
+    let sel = |s: &str| Selector::parse(s).expect("static selector");
+    let heading = doc.select(&sel(".main-heading")).next()?;
+    let h1 = heading.select(&sel("h1")).next()?;
+    let name = h1.select(&sel("span")).next()?;
+    let name: String = name.text().collect::<String>().trim().to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let kind = h1
+        .children()
+        .map_while(|c| c.value().as_text().map(|t| t.to_string()))
+        .collect::<String>();
+    let kind = collapse(&kind).to_lowercase();
+    let path = heading
+        .select(&sel(".rustdoc-breadcrumbs"))
+        .next()
+        .map(|b| b.text().collect::<String>().trim().to_string())
+        .filter(|p| !p.is_empty());
+    let name = match path {
+        Some(path) => format!("{path}::{name}"),
+        None => name,
+    };
+    Some((name, kind))
 }
 
 /// `<meta http-equiv="refresh" content="0;URL=target">` → the absolute target.
@@ -353,6 +392,32 @@ mod tests {
             "Creates a Vec, empty.\none inner\nbefore\nA growable array.\n"
         );
         assert_eq!(prose(&Html::parse_document("<body>only text</body>")), "");
+    }
+
+    #[test]
+    fn rustdoc_pages_name_their_item() {
+        let name = |html: &str| rustdoc_item(&Html::parse_document(html));
+        // rustdoc's markup (rustc 1.95), trimmed.
+        assert_eq!(
+            name(
+                r#"<body class="rustdoc struct"><main><div class="main-heading">
+                <div class="rustdoc-breadcrumbs"><a href="../index.html">std</a>::<wbr><a
+                href="index.html">collections</a></div><h1>Struct <span class="struct">Hash<wbr>Map</span>&nbsp;<button
+                id="copy-path">Copy item path</button></h1></div>"#
+            )
+            .unwrap(),
+            ("std::collections::HashMap".into(), "struct".into())
+        );
+        assert_eq!(
+            name(r#"<div class="main-heading"><h1>Primitive Type <span class="primitive">u8</span></h1></div>"#)
+                .unwrap(),
+            ("u8".into(), "primitive type".into())
+        );
+        assert_eq!(name("<h1>Struct <span>HashMap</span></h1>"), None);
+        assert_eq!(
+            name(r#"<div class="main-heading"><h1>Title</h1></div>"#),
+            None
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! JSON Lines documents: one object per line with `id`, `url`, `title`, `headings`, `body`,
-//! `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]. Of those,
+//! JSON Lines documents: one object per line with `id`, `url`, `title`, `name`, `headings`,
+//! `body`, `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]
+//! (a string `kind` is also searched with the `name`, `crate::text::index`). Of those,
 //! `votes_up`, `votes_down`, `rating`, `rating_count` (SPEC §1.8) and `group` (for
 //! `collapse=group`) are checked here and indexed as fast fields ([`super::SocialFields`]).
 //!
@@ -81,6 +82,7 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
     };
     let url = text("url")?;
     let title = text("title")?;
+    let name = text("name")?;
     let headings = text("headings")?;
     let body = text("body")?;
     let anchor = text("anchor")?;
@@ -129,6 +131,7 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
         id,
         url: (!url.is_empty()).then_some(url),
         title,
+        name,
         headings,
         body,
         anchor,
@@ -173,8 +176,10 @@ mod tests {
 
     #[test]
     fn parses_fields_and_keeps_extras() {
-        let d = one(r#"{"id":"a","url":"https://x.org/a","title":"T","body":"B","links":["https://x.org/b","c"],"published_at":"2024-01-02T03:04:05Z","votes":3}"#).unwrap();
+        let d = one(r#"{"id":"a","url":"https://x.org/a","title":"T","name":"x::Y","body":"B","links":["https://x.org/b","c"],"published_at":"2024-01-02T03:04:05Z","votes":3}"#).unwrap();
         assert_eq!(d.id, "a");
+        assert_eq!(d.name, "x::Y");
+        assert!(!d.extra.contains_key("name"));
         assert_eq!(d.links, vec!["https://x.org/b", "c"]);
         assert_eq!(d.published_at, Some(1704164645));
         assert_eq!(d.extra["votes"], 3);

@@ -15,6 +15,9 @@ pub struct Document {
     /// Absolute URL, when the document has one (HTML pages, web JSONL).
     pub url: Option<String>,
     pub title: String,
+    /// The name of the item the document is about, with its path where it has one
+    /// (`std::collections::HashMap`): rustdoc's page heading, a JSONL `name` key.
+    pub name: String,
     /// Section headings (h1..h6), newline-separated.
     pub headings: String,
     pub body: String,
@@ -24,7 +27,8 @@ pub struct Document {
     pub links: Vec<String>,
     /// Publication time, seconds since the Unix epoch.
     pub published_at: Option<i64>,
-    /// Any other fields of a JSONL record, stored as given.
+    /// Any other fields of a JSONL record, stored as given; an HTML API page's `kind`. A
+    /// string `kind` (`trait`, a product category) is also searched as part of the name.
     pub extra: Map<String, Value>,
     /// The readable prose of the document, one paragraph or list item per line, for its
     /// snippets (`crate::text::snippet`); empty means "the body". Indexed, not stored.

@@ -6,6 +6,7 @@
 //! on, so a model trained on this set keeps working when a later version adds features.
 
 pub mod link;
+pub mod name;
 pub mod prf;
 mod set;
 pub mod social;
@@ -174,6 +175,7 @@ pub(crate) fn extract_part(
         m.set(row, rank_col, (row + 1) as f32);
     }
     text::extract(index, searcher, stats, set, q, candidates, &mut m)?;
+    name::extract(searcher, set, q.text(), candidates, &mut m)?;
     let bm25f_col = set.col("bm25f");
     if how.scores_are_bm25f {
         for (row, c) in candidates.iter().enumerate() {

@@ -288,7 +288,7 @@ pub fn score(
 }
 
 /// Reads and analyses the feedback documents: the stored values `all` was built from (title,
-/// headings, body, anchor, url; `TextIndex::upsert`), under `all`'s analyzer.
+/// name and kind, headings, body, anchor, url; `TextIndex::upsert`), under `all`'s analyzer.
 pub(crate) fn feedback_docs(
     index: &TextIndex,
     searcher: &Searcher,
@@ -300,8 +300,8 @@ pub(crate) fn feedback_docs(
     for c in feedback {
         let doc: TantivyDocument = searcher.doc(c.address)?;
         let mut tokens = Vec::new();
-        for source in [f.title, f.headings, f.body, f.anchor, f.url] {
-            if let Some(text) = doc.get_first(source).and_then(|v| v.as_str()) {
+        for source in [f.title, f.name, f.headings, f.body, f.anchor, f.url] {
+            for text in doc.get_all(source).filter_map(|v| v.as_str()) {
                 let mut stream = analyzer.token_stream(text);
                 while let Some(t) = stream.next() {
                     tokens.push(t.text.clone());

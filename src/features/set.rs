@@ -7,8 +7,11 @@ use crate::text::config::TEXT_FIELDS;
 
 /// Version of the feature set; bumped when a feature's meaning changes (adding features does
 /// not break trained models, which look their features up by name).
-/// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`).
-pub const FEATURE_SET_VERSION: &str = "rankd-features-v2";
+/// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`); v3 the `name`
+/// field's text features `name.*` and the name-match features (`name.rs`), and the
+/// identifier-aware `code` analysis of the default index configuration, which changes the
+/// text features of code-like text.
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v3";
 
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
@@ -20,6 +23,9 @@ pub(super) const RM3_FEATURES: [&str; 4] = [
     "rm3.expansion_bm25",
     "rm3.centroid_cosine",
 ];
+
+/// Whether the query names the document's item, filled by `name.rs`.
+pub(super) const NAME_FEATURES: [&str; 3] = ["name.exact", "name.prefix", "name.coverage"];
 
 /// `ln(ε + s·N)` is how link scores enter the features (a score of 1/N maps to ≈ 0); this is
 /// the value of a document outside the link graph.
@@ -74,6 +80,10 @@ impl FeatureSet {
             }
         }
         add("bm25f", 0.0);
+        // Whether the query names the document's item (`name.rs`).
+        for f in NAME_FEATURES {
+            add(f, 0.0);
+        }
         // SPEC §1.7 on the whole document.
         for f in ["all.min_dist", "all.span", "all.min_cover", "all.proximity"] {
             add(f, 0.0);
@@ -221,8 +231,21 @@ mod tests {
             "rm3.bm25f",
             "rm3.expansion_bm25",
             "rm3.centroid_cosine",
+            "name.bm25",
+            "name.exact",
+            "name.prefix",
+            "name.coverage",
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }
+    }
+
+    /// v3 only added features: every name of v2 (77) is still here, so a model trained on v2
+    /// loads and reads its features by name.
+    #[test]
+    fn v3_adds_the_name_features_to_v2() {
+        let set = FeatureSet::current();
+        let v2 = set.names().iter().filter(|n| !n.starts_with("name."));
+        assert_eq!((v2.count(), set.len()), (77, 86), "{:?}", set.names());
     }
 }

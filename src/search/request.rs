@@ -86,7 +86,7 @@ pub struct SearchRequest {
     /// relevance (default), or order the matching documents by hot, gravity, best, fresh or
     /// rating (SPEC §1.8; documents without the needed fields come last)
     pub sort: Option<String>,
-    /// field of single-field models: title, headings, body, anchor, url, all
+    /// field of single-field models: title, name, headings, body, anchor, url, all
     pub field: Option<String>,
     /// add each hit's score breakdown
     pub explain: Option<bool>,
@@ -262,7 +262,7 @@ pub(crate) struct EvalRequest {
     pub fusion_weights: Option<String>,
     /// how many of each input's top documents are fused (default: `depth`)
     pub fusion_depth: Option<usize>,
-    /// field of single-field models: title, headings, body, anchor, url, all
+    /// field of single-field models: title, name, headings, body, anchor, url, all
     pub field: Option<String>,
     /// rerank each first-phase window with the reranker at hand (default false)
     pub rerank: Option<bool>,

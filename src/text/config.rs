@@ -12,8 +12,9 @@ use super::models::ModelKind;
 
 /// The text fields of a document, in schema order. `all` is the catch-all concatenation of
 /// the others; the single-field models rank by it unless told otherwise.
-pub const TEXT_FIELDS: [&str; 6] = [
+pub const TEXT_FIELDS: [&str; 7] = [
     TextField::Title.name(),
+    TextField::Name.name(),
     TextField::Headings.name(),
     TextField::Body.name(),
     TextField::Anchor.name(),
@@ -27,6 +28,9 @@ pub const TEXT_FIELDS: [&str; 6] = [
 #[serde(rename_all = "snake_case")]
 pub enum TextField {
     Title,
+    /// The name (and path) of the item a page documents: `std::collections::HashMap`, a
+    /// product's model name; from rustdoc's page heading or a JSONL `name` key.
+    Name,
     Headings,
     Body,
     Anchor,
@@ -36,8 +40,9 @@ pub enum TextField {
 
 impl TextField {
     /// Every text field, in schema order.
-    pub const FIELDS: [TextField; 6] = [
+    pub const FIELDS: [TextField; 7] = [
         TextField::Title,
+        TextField::Name,
         TextField::Headings,
         TextField::Body,
         TextField::Anchor,
@@ -48,6 +53,7 @@ impl TextField {
     pub const fn name(self) -> &'static str {
         match self {
             TextField::Title => "title",
+            TextField::Name => "name",
             TextField::Headings => "headings",
             TextField::Body => "body",
             TextField::Anchor => "anchor",
@@ -173,15 +179,28 @@ pub enum Analyzer {
     En,
     /// Unicode words and lowercase only.
     Plain,
+    /// As `EnStem`, reading identifiers as users type them (`crate::text::identifiers`):
+    /// `HashMap` and `hash_map` yield `hash`, `map` and the joined `hashmap`; prose is
+    /// analysed exactly as by `EnStem`.
+    Code,
 }
 
 impl Analyzer {
+    /// Every analyzer, in the order of their discriminants.
+    pub const ALL: [Analyzer; 4] = [
+        Analyzer::EnStem,
+        Analyzer::En,
+        Analyzer::Plain,
+        Analyzer::Code,
+    ];
+
     /// The name under which the analyzer is registered with tantivy.
     pub fn name(self) -> &'static str {
         match self {
             Analyzer::EnStem => "en_stem",
             Analyzer::En => "en",
             Analyzer::Plain => "plain",
+            Analyzer::Code => "code",
         }
     }
 }
@@ -312,7 +331,8 @@ impl IndexConfig {
         for name in TEXT_FIELDS {
             if !self.fields.contains_key(name) {
                 bail!(
-                    "field `{name}` is missing (every one of {TEXT_FIELDS:?} must be configured)"
+                    "field `{name}` is missing (every one of {TEXT_FIELDS:?} must be configured; \
+                     copy its `[fields.{name}]` table from the built-in index/rankd.toml)"
                 );
             }
         }
@@ -456,6 +476,12 @@ mod tests {
         let start = DEFAULT_CONFIG.find("[models.rm3]").unwrap();
         let old = IndexConfig::parse(&DEFAULT_CONFIG[..start], "t").unwrap();
         assert_eq!(old.models.rm3, Rm3Params::default());
+        // A configuration written before the `name` field says which table to add.
+        let start = DEFAULT_CONFIG.find("[fields.name]").unwrap();
+        let end = start + DEFAULT_CONFIG[start..].find("\n\n").unwrap();
+        let old = format!("{}{}", &DEFAULT_CONFIG[..start], &DEFAULT_CONFIG[end..]);
+        let err = format!("{:#}", IndexConfig::parse(&old, "t").unwrap_err());
+        assert!(err.contains("`[fields.name]`"), "{err}");
         let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
         let err = IndexConfig::parse(&bad, "t").unwrap_err();
         assert!(format!("{err:#}").contains("extra"), "{err:#}");

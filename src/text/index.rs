@@ -28,8 +28,9 @@ use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes (4: the `hit` column
-/// replaced `snippet`; 5: SimHash, collapse keys and social signals as fast fields).
-pub(crate) const INDEX_FORMAT: u32 = 5;
+/// replaced `snippet`; 5: SimHash, collapse keys and social signals as fast fields; 6: the
+/// `name` field).
+pub(crate) const INDEX_FORMAT: u32 = 6;
 
 /// Memory budget of the index writer.
 const WRITER_BUDGET_BYTES: usize = 256 << 20;
@@ -262,6 +263,7 @@ impl TextIndex {
         let url = doc.url.as_deref().unwrap_or("");
         for (field, text) in [
             (f.title, doc.title.as_str()),
+            (f.name, doc.name.as_str()),
             (f.headings, doc.headings.as_str()),
             (f.body, doc.body.as_str()),
             (f.anchor, doc.anchor.as_str()),
@@ -269,6 +271,14 @@ impl TextIndex {
         ] {
             t.add_text(field, text);
             t.add_text(f.all, text);
+        }
+        // The item's kind (`trait`, a product category) is searched as part of its name.
+        if let Some(kind) = doc.extra.get("kind").and_then(|k| k.as_str()) {
+            t.add_text(f.name, kind);
+            t.add_text(f.all, kind);
+        }
+        if !doc.name.is_empty() {
+            t.add_text(f.name_column, &doc.name);
         }
         for link in &doc.links {
             t.add_text(f.links, link);
@@ -356,6 +366,7 @@ impl TextIndex {
             id: text(f.id),
             url: (!url.is_empty()).then_some(url),
             title: text(f.title),
+            name: text(f.name),
             headings: text(f.headings),
             body: text(f.body),
             anchor: text(f.anchor),

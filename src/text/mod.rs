@@ -2,6 +2,7 @@
 
 pub mod columns;
 pub mod config;
+pub mod identifiers;
 pub mod index;
 pub mod models;
 pub mod query;

@@ -5,16 +5,18 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
-    TokenizerManager,
+    TextAnalyzerBuilder, Tokenizer, TokenizerManager,
 };
 
 use super::config::{Analyzer, IndexConfig, TEXT_FIELDS};
+use super::identifiers::IdentifierTokenizer;
 
 /// Handles of every field of the schema.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields {
     pub id: Field,
     pub title: Field,
+    pub name: Field,
     pub headings: Field,
     pub body: Field,
     pub anchor: Field,
@@ -26,6 +28,9 @@ pub struct Fields {
     pub url_depth: Field,
     pub url_length: Field,
     pub extra: Field,
+    /// The document's name alone (the `name` field also indexes its kind), a fast column
+    /// the name features read (`crate::features::name`).
+    pub name_column: Field,
     /// SimHash of the visible text (SPEC §8), where it has words.
     pub simhash: Field,
     /// Collapse keys, 64-bit hashes: the page key (URL rewritten by the configured page
@@ -48,6 +53,7 @@ impl Fields {
     pub fn text(&self, name: &str) -> Option<Field> {
         Some(match name {
             "title" => self.title,
+            "name" => self.name,
             "headings" => self.headings,
             "body" => self.body,
             "anchor" => self.anchor,
@@ -79,12 +85,14 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         b.add_text_field(name, options)
     };
     let title = text("title", true, true);
+    let name = text("name", true, false);
     let headings = text("headings", true, false);
     let body = text("body", true, false);
     let anchor = text("anchor", true, false);
     let url = text("url", true, true);
     let all = text("all", false, false);
-    debug_assert_eq!(TEXT_FIELDS.len(), 6);
+    debug_assert_eq!(TEXT_FIELDS.len(), 7);
+    let name_column = b.add_text_field("name_column", TextOptions::default().set_fast("raw"));
     let links = b.add_text_field("links", STORED);
     let published_at = b.add_i64_field("published_at", INDEXED | STORED | FAST);
     let url_depth = b.add_u64_field("url_depth", FAST);
@@ -102,6 +110,7 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let fields = Fields {
         id,
         title,
+        name,
         headings,
         body,
         anchor,
@@ -112,6 +121,7 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         url_depth,
         url_length,
         extra,
+        name_column,
         simhash,
         page,
         site,
@@ -130,17 +140,29 @@ const MAX_TOKEN_BYTES: usize = 64;
 
 /// The analysis chain of SPEC §1.1 for one analyzer setting.
 pub fn analyzer(kind: Analyzer) -> TextAnalyzer {
-    let base = TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
-        .filter(LowerCaser);
     match kind {
-        Analyzer::Plain => base.build(),
-        Analyzer::En => base.filter(english_stop_words()).build(),
-        Analyzer::EnStem => base
+        Analyzer::Plain => words(SimpleTokenizer::default()).build(),
+        Analyzer::En => words(SimpleTokenizer::default())
             .filter(english_stop_words())
-            .filter(Stemmer::new(Language::English))
             .build(),
+        Analyzer::EnStem => english_stems(SimpleTokenizer::default()),
+        Analyzer::Code => english_stems(IdentifierTokenizer::default()),
     }
+}
+
+/// `tokenizer`'s words, long ones dropped, lowercased.
+fn words<T: Tokenizer>(tokenizer: T) -> TextAnalyzerBuilder<impl Tokenizer> {
+    TextAnalyzer::builder(tokenizer)
+        .filter(RemoveLongFilter::limit(MAX_TOKEN_BYTES))
+        .filter(LowerCaser)
+}
+
+/// [`words`] without English stop words, stemmed.
+fn english_stems<T: Tokenizer>(tokenizer: T) -> TextAnalyzer {
+    words(tokenizer)
+        .filter(english_stop_words())
+        .filter(Stemmer::new(Language::English))
+        .build()
 }
 
 fn english_stop_words() -> StopWordFilter {
@@ -149,7 +171,7 @@ fn english_stop_words() -> StopWordFilter {
 
 /// Registers every analyzer under its name so tantivy and rankd analyse text identically.
 pub(crate) fn register_analyzers(manager: &TokenizerManager) {
-    for kind in [Analyzer::EnStem, Analyzer::En, Analyzer::Plain] {
+    for kind in Analyzer::ALL {
         manager.register(kind.name(), analyzer(kind));
     }
 }
@@ -199,5 +221,37 @@ mod tests {
         );
         assert_eq!(tokens(Analyzer::En, "The flows"), vec!["flows"]);
         assert_eq!(tokens(Analyzer::Plain, "The flows"), vec!["the", "flows"]);
+    }
+
+    #[test]
+    fn code_chain_matches_a_name_however_it_is_typed() {
+        let item = "std::collections::HashMap";
+        let indexed = tokens(Analyzer::Code, item);
+        for typed in [
+            "HashMap",
+            "hash_map",
+            "hash map",
+            "hashmap",
+            "std::collections::HashMap",
+        ] {
+            let query = tokens(Analyzer::Code, typed);
+            assert!(!query.is_empty());
+            for term in &query {
+                assert!(
+                    indexed.contains(term),
+                    "{typed}: `{term}` not in {indexed:?}"
+                );
+            }
+        }
+        assert_eq!(
+            tokens(Analyzer::Code, "TcpListener::read_to_string"),
+            ["tcplisten", "tcp", "listen", "readtostr", "read", "string"]
+        );
+        // Prose reads as under `en_stem`.
+        let prose = "The Flows of heated GASES, in a tube at Mach 3.5";
+        assert_eq!(
+            tokens(Analyzer::Code, prose),
+            tokens(Analyzer::EnStem, prose)
+        );
     }
 }

@@ -967,3 +967,86 @@ fn social_feature_rows_over_shards_equal_the_single_index() {
     }
     assert!(rated > 60, "only {rated} rows with a Bayesian average");
 }
+
+/// Documents with item names (paths of identifiers) and without, whose names repeat across
+/// shards.
+fn named_corpus() -> Vec<Document> {
+    let items = [
+        "waves::ShockWave",
+        "waves::shock_wave_angle",
+        "layers::BoundaryLayer",
+        "layers::boundary",
+        "flow::HeatFlow",
+        "flow",
+    ];
+    let words = ["shock", "wave", "boundary", "layer", "flow", "heat"];
+    (0..120)
+        .map(|i| Document {
+            id: format!("n{i:03}"),
+            title: format!("{} {}", words[i % 6], words[(i / 6) % 6]),
+            name: if i % 7 == 0 {
+                String::new()
+            } else {
+                items[i % items.len()].to_string()
+            },
+            body: (0..8)
+                .map(|k| words[(i + k * 5) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" "),
+            ..Document::default()
+        })
+        .collect()
+}
+
+/// The name features (and the `name` field's text features) over shards equal the single
+/// index's, bit for bit.
+#[test]
+fn name_feature_rows_over_shards_equal_the_single_index() {
+    let f = build(&named_corpus());
+    let root = f.root();
+    let searcher = f.single.index.reader.searcher();
+    let set = rankd::features::FeatureSet::current();
+    let names = set.names();
+    let [exact, prefix, name_bm25] =
+        ["name.exact", "name.prefix", "name.bm25"].map(|n| set.get(n).unwrap());
+    let (mut exacts, mut prefixes, mut scored) = (0, 0, 0);
+    for q in [
+        "ShockWave",
+        "shock wave",
+        "boundary_layer",
+        "layers::bound",
+        "heat flow",
+    ] {
+        let single = f
+            .single
+            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
+            .unwrap()
+            .unwrap();
+        let (_, got) = f
+            .runtime
+            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
+            .unwrap();
+        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        for row in 0..got.rows {
+            for (col, (a, b)) in got
+                .row(row)
+                .iter()
+                .zip(single.features.row(row))
+                .enumerate()
+            {
+                if ["fresh.age_days", "fresh.decay"].contains(&names[col].as_str()) {
+                    continue;
+                }
+                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
+            }
+            let r = single.features.row(row);
+            exacts += usize::from(r[exact] == 1.0);
+            prefixes += usize::from(r[prefix] == 1.0);
+            scored += usize::from(r[name_bm25] > 0.0);
+        }
+    }
+    assert!(
+        exacts >= 20 && prefixes > exacts && scored > 100,
+        "{exacts} {prefixes} {scored}"
+    );
+}

@@ -111,8 +111,9 @@ fn demo_trains_serves_and_reuses_a_tree_reranker() {
         (0.0..=1.0).contains(&base) && (0.0..=1.0).contains(&reranked),
         "{line}"
     );
-    // The trees learn the known items (0.46 → 0.80 when written): well above BM25F alone.
-    assert!(reranked > base + 0.1, "{line}");
+    // The trees learn the known items (0.46 → 0.80 when written; BM25F alone reaches 0.99
+    // since the item's name is a field): never below BM25F, and near perfect.
+    assert!(reranked >= base && reranked >= 0.95, "{line}");
     // The reranker is a tree model, stored and named in the activation request.
     let models = rankd::search::model::model_files(&data).unwrap();
     assert_eq!(models.len(), 1, "{models:?}");

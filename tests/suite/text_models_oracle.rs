@@ -34,6 +34,16 @@ fn text(rng: &mut ChaCha8Rng, max: usize) -> String {
         .join(" ")
 }
 
+fn item_name(i: usize) -> String {
+    let word = |k: usize| WORDS[k % WORDS.len()];
+    let camel = |w: &str| format!("{}{}", w[..1].to_uppercase(), &w[1..]);
+    match i % 3 {
+        0 => String::new(),
+        1 => format!("{}::{}{}", word(i), camel(word(i * 7)), camel(word(i * 13))),
+        _ => format!("{}::{}_{}", word(i), word(i * 7), word(i * 13)),
+    }
+}
+
 fn corpus(seed: u64, n: usize) -> Vec<Document> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     (0..n)
@@ -45,6 +55,9 @@ fn corpus(seed: u64, n: usize) -> Vec<Document> {
                 i
             )),
             title: text(&mut rng, 6),
+            // An item name in a third of the documents, none in another third: a path whose
+            // last segment is CamelCase or snake_case, split and joined by the `code` analyzer.
+            name: item_name(i),
             headings: text(&mut rng, 10),
             // Up to 300 tokens: well past 40, where fieldnorms start to round.
             body: text(&mut rng, 300),
@@ -71,6 +84,7 @@ fn raw(config: &IndexConfig, doc: &Document) -> RawDoc {
     let mut offset = 0;
     for (name, value) in [
         ("title", &doc.title),
+        ("name", &doc.name),
         ("headings", &doc.headings),
         ("body", &doc.body),
         ("anchor", &doc.anchor),

@@ -72,7 +72,7 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
     post, path = "/documents", tag = "admin",
     params(BatchParams),
     request_body(content = String, content_type = "application/x-ndjson",
-                 description = "one JSON document per line: id, url, title, headings, body, anchor, links, published_at"),
+                 description = "one JSON document per line: id, url, title, name, headings, body, anchor, links, published_at"),
     responses(
         (status = 200, description = "`{\"indexed\":N,\"documents\":TOTAL,\"links\":{\"stale\":bool,\"recompute_job\":ID|null}}`: served link scores are stale after any batch until the graph job has run"),
         (status = 400, description = "a bad record (its line is named); nothing indexed"),

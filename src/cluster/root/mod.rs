@@ -641,9 +641,7 @@ impl Root {
             if !TEXT_FIELDS.contains(&f.as_str()) {
                 return Err(SearchError::Param {
                     field: "field",
-                    message: format!(
-                        "unknown field `{f}` (known: title, headings, body, anchor, url, all)"
-                    ),
+                    message: format!("unknown field `{f}` (known: {})", TEXT_FIELDS.join(", ")),
                 });
             }
         }
