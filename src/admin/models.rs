@@ -121,7 +121,7 @@ pub(crate) fn guard_queries(record: &ModelRecord, stored: Vec<JudgedQuery>) -> C
             .collect(),
         None => stored,
     };
-    super::train::classes(queries)
+    crate::training::guard::one_class(queries)
 }
 
 fn objective_name(model: &Reranker) -> String {

@@ -3,7 +3,8 @@
 //! queries, its file is written to the models directory and it is registered, inactive, in
 //! the database. Progress is the fraction of epochs run; every epoch is one JSON log line.
 //!
-//! A fifth of the judged queries of each class is held out of training for the activation
+//! A fifth of the judged queries of each class (when that fifth reaches
+//! `guard::MIN_QUERIES`, the least that can refuse a model) is held out of training for the activation
 //! guard (`crate::training::guard`): the model is compared on them with the first phase and
 //! the active model, and the comparison and the held-out query ids are registered with it, so
 //! `POST /admin/models/{id}/activate` later judges it on the same queries.
@@ -106,16 +107,6 @@ pub struct TrainRequest {
     pub force: bool,
 }
 
-/// The stored judged queries by class. Stored judgments carry no class yet: they are one
-/// class, `judgments`.
-pub(crate) fn classes(queries: Vec<JudgedQuery>) -> guard::Classes {
-    let mut classes = guard::Classes::new();
-    if !queries.is_empty() {
-        classes.insert("judgments".into(), queries);
-    }
-    classes
-}
-
 /// What a training job did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Trained {
@@ -159,7 +150,7 @@ pub fn run(
     ctx: &JobContext,
 ) -> anyhow::Result<Trained> {
     let config = settings.config("stored judgments".into(), MetricConvention::Trec);
-    let (queries, held_out) = guard::hold_out(classes(queries));
+    let (queries, held_out) = guard::hold_out(guard::one_class(queries));
     ctx.check_cancelled()?;
     ctx.log(&format!(
         "computing the {first_phase} windows of {} judged queries ({} held out for the \

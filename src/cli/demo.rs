@@ -191,7 +191,7 @@ fn train_reranker(
     model: Option<crate::training::ModelChoice>,
     excluded: &std::collections::HashSet<String>,
 ) -> anyhow::Result<()> {
-    use crate::training::docs;
+    use crate::judgments::docs;
     eprintln!("deriving judgments from the docs: known items, item names, the guides' tasks");
     let judgments = docs::derive(docs_dir, excluded)?;
     if !excluded.is_empty() {
@@ -254,7 +254,7 @@ fn train_reranker(
     Ok(())
 }
 
-/// Progress bars for [`crate::training::docs::train`]: windows, then epochs.
+/// Progress bars for [`crate::judgments::docs::train`]: windows, then epochs.
 #[derive(Default)]
 struct Bars {
     bar: std::sync::Mutex<Option<indicatif::ProgressBar>>,
@@ -282,7 +282,7 @@ impl Bars {
     }
 }
 
-impl crate::training::docs::Progress for Bars {
+impl crate::judgments::docs::Progress for Bars {
     fn windows(&self, total: usize) {
         self.start(total, "windows");
     }

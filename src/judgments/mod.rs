@@ -3,6 +3,7 @@
 //! and feature logging of judged windows in SVMlight/LETOR format so any external learner can
 //! be used too. (The judged windows themselves are `crate::training`'s data set.)
 
+pub mod docs;
 pub mod known_items;
 mod svmlight;
 pub mod tasks;

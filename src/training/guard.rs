@@ -94,6 +94,19 @@ impl Comparison {
 /// Held-out judged queries grouped by class, in a stable order.
 pub type Classes = BTreeMap<String, Vec<JudgedQuery>>;
 
+/// The class of judged queries stored through the admin API or given to `rankd train`: they
+/// carry no class of their own yet.
+pub const JUDGMENTS: &str = "judgments";
+
+/// Judged queries of one class, [`JUDGMENTS`].
+pub fn one_class(queries: Vec<JudgedQuery>) -> Classes {
+    let mut classes = Classes::new();
+    if !queries.is_empty() {
+        classes.insert(JUDGMENTS.into(), queries);
+    }
+    classes
+}
+
 /// Compares `candidate` with the first phase and with `active` on `held_out`, computing the
 /// windows through the engine's rerank path (the default first phase and window, as serving).
 pub fn compare_on_index(
@@ -195,9 +208,9 @@ fn verdict(classes: &[ClassComparison], candidate: &str, active: Option<&str>) -
     (!losses.is_empty()).then(|| format!("model {candidate} is {}", losses.join("; ")))
 }
 
-/// Splits judged queries into (train, held out): [`HELD_OUT_FRACTION`] of each class (at least
-/// one query of a class of two or more), chosen by a seeded shuffle of the query ids so the
-/// split does not depend on the order the judgments arrived in.
+/// Splits judged queries into (train, held out): [`HELD_OUT_FRACTION`] of each class whose
+/// fraction reaches [`MIN_QUERIES`] (smaller classes all train), chosen by a seeded shuffle of
+/// the query ids so the split does not depend on the order the judgments arrived in.
 pub fn hold_out(classes: Classes) -> (Vec<JudgedQuery>, Classes) {
     let mut train = Vec::new();
     let mut held = Classes::new();
@@ -205,11 +218,10 @@ pub fn hold_out(classes: Classes) -> (Vec<JudgedQuery>, Classes) {
         queries.sort_by(|a, b| a.qid.cmp(&b.qid));
         let mut rng = ChaCha8Rng::seed_from_u64(SEED);
         rand::seq::SliceRandom::shuffle(queries.as_mut_slice(), &mut rng);
-        let n = if queries.len() < 2 {
-            0
-        } else {
-            ((queries.len() as f64 * HELD_OUT_FRACTION) as usize).max(1)
-        };
+        // A class whose fifth could not refuse a model ([`MIN_QUERIES`]) keeps its queries
+        // for training: holding them out would only starve the model.
+        let fifth = (queries.len() as f64 * HELD_OUT_FRACTION) as usize;
+        let n = if fifth < MIN_QUERIES { 0 } else { fifth };
         let rest = queries.split_off(n);
         train.extend(rest);
         if !queries.is_empty() {
@@ -333,7 +345,7 @@ mod tests {
     }
 
     #[test]
-    fn hold_out_takes_a_fifth_of_each_class_whatever_the_order() {
+    fn hold_out_takes_a_fifth_of_each_large_class_whatever_the_order() {
         let q = |i: usize| JudgedQuery {
             qid: format!("q{i}"),
             text: format!("text {i}"),
@@ -341,13 +353,16 @@ mod tests {
         };
         let mut classes = Classes::new();
         classes.insert("a".into(), (0..50).map(q).collect());
-        classes.insert("b".into(), (50..60).map(q).collect());
-        classes.insert("c".into(), vec![q(60)]);
+        classes.insert("b".into(), (50..99).map(q).collect());
+        classes.insert("c".into(), vec![q(99)]);
         let (train, held) = hold_out(classes.clone());
         assert_eq!(held["a"].len(), 10);
-        assert_eq!(held["b"].len(), 2);
+        assert!(
+            !held.contains_key("b"),
+            "a fifth of 49 could not refuse: all train"
+        );
         assert!(!held.contains_key("c"), "a class of one query trains");
-        assert_eq!(train.len(), 61 - 12);
+        assert_eq!(train.len(), 100 - 10);
         for (_, queries) in classes.iter_mut() {
             queries.reverse();
         }

@@ -7,7 +7,6 @@
 
 pub mod cv;
 mod dataset;
-pub mod docs;
 pub mod guard;
 pub mod settings;
 

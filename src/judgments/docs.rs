@@ -2,7 +2,7 @@
 //! derived from the docs in every query class users bring (`crate::judgments::QueryClass`:
 //! known items, item names as typed, the guides' task phrases), a fifth of each class held
 //! out, a model trained on the rest, and its comparison with the first phase class by class
-//! (`super::guard`), which decides whether it may serve.
+//! (`crate::training::guard`), which decides whether it may serve.
 //!
 //! The classes are mixed because a model trained on one kind of query learns that kind's
 //! habits: trained on known items alone (name words plus summary words), the demo's model
@@ -13,14 +13,15 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::guard::{self, Classes, Comparison};
-use super::DEFAULT_FIRST_PHASE;
-use super::{judged_windows, train_on_windows, JudgedQuery, TrainSettings, Window};
-use crate::judgments::known_items::{self, KnownItem};
-use crate::judgments::QueryClass;
+use super::known_items::{self, KnownItem};
+use super::QueryClass;
 use crate::rerank::{MetricConvention, Reranker};
 use crate::search::model::{ActiveModel, DEFAULT_WINDOW};
 use crate::search::Engine;
+use crate::training::guard::{self, Classes, Comparison};
+use crate::training::{
+    judged_windows, train_on_windows, JudgedQuery, TrainSettings, Window, DEFAULT_FIRST_PHASE,
+};
 
 /// Queries derived per class at most (every one there is below that), and the seed of
 /// their samples.
