@@ -36,6 +36,8 @@ pub struct IdentifierTokenStream<'a> {
     /// The current identifier's tokens `(from, to, position offset, joined)`, in emission
     /// order; `joined` tokens concatenate the parts within `from..to`.
     pending: Vec<(usize, usize, usize, bool)>,
+    /// The current identifier's parts ([`parts`]), a buffer kept between identifiers.
+    parts: Vec<(usize, usize)>,
     next: usize,
     /// The position of the current identifier's first part.
     base: usize,
@@ -52,6 +54,7 @@ impl Tokenizer for IdentifierTokenizer {
             text,
             cursor: 0,
             pending: Vec::new(),
+            parts: Vec::new(),
             next: 0,
             base: 0,
             next_position: 0,
@@ -79,7 +82,8 @@ impl IdentifierTokenStream<'_> {
                 .find(|c| !is_word_char(c))
                 .map_or(self.text.len(), |e| start + e);
             self.cursor = end;
-            let parts = parts(&self.text[start..end]);
+            parts(&self.text[start..end], &mut self.parts);
+            let parts = &self.parts;
             if parts.is_empty() {
                 continue;
             }
@@ -130,59 +134,61 @@ impl TokenStream for IdentifierTokenStream<'_> {
     }
 }
 
-/// The parts of one identifier (letters, digits and underscores) as byte ranges: split at
-/// underscores, before an uppercase letter that follows a lowercase letter or a digit, and
-/// before the last uppercase letter of a run followed by a lowercase one (`HTTPServer`).
-fn parts(ident: &str) -> Vec<(usize, usize)> {
+/// The parts of one identifier (letters, digits and underscores) as byte ranges, into `out`
+/// (cleared first; the token stream reuses it): split at underscores, before an uppercase
+/// letter that follows a lowercase letter or a digit, and before the last uppercase letter of
+/// a run followed by a lowercase one (`HTTPServer`).
+fn parts(ident: &str, out: &mut Vec<(usize, usize)>) {
+    out.clear();
     if !ident.chars().any(|c| c == '_' || c.is_uppercase()) {
         // A plain word (most of prose): one part, without the walk below.
-        return if ident.is_empty() {
-            Vec::new()
-        } else {
-            vec![(0, ident.len())]
-        };
+        if !ident.is_empty() {
+            out.push((0, ident.len()));
+        }
+        return;
     }
-    let mut out = Vec::new();
-    let chars: Vec<(usize, char)> = ident.char_indices().collect();
     let mut start: Option<usize> = None;
-    for (i, &(offset, c)) in chars.iter().enumerate() {
+    let mut prev = '_';
+    let mut chars = ident.char_indices().peekable();
+    while let Some((offset, c)) = chars.next() {
         if c == '_' {
             if let Some(s) = start.take() {
                 out.push((s, offset));
             }
-            continue;
-        }
-        let Some(s) = start else {
-            start = Some(offset);
-            continue;
-        };
-        let prev = chars[i - 1].1;
-        let next = chars.get(i + 1).map(|&(_, c)| c);
-        let boundary = c.is_uppercase()
-            && (prev.is_lowercase()
-                || prev.is_numeric()
-                || (prev.is_uppercase() && next.is_some_and(char::is_lowercase)));
-        if boundary {
-            out.push((s, offset));
+        } else if let Some(s) = start {
+            let next = chars.peek().map(|&(_, c)| c);
+            let boundary = c.is_uppercase()
+                && (prev.is_lowercase()
+                    || prev.is_numeric()
+                    || (prev.is_uppercase() && next.is_some_and(char::is_lowercase)));
+            if boundary {
+                out.push((s, offset));
+                start = Some(offset);
+            }
+        } else {
             start = Some(offset);
         }
+        prev = c;
     }
     if let Some(s) = start {
         out.push((s, ident.len()));
     }
-    out
 }
 
 /// The words of a name or query, lowercased: every identifier's parts (no joined forms), in
 /// order. `std::collections::HashMap` → `std`, `collections`, `hash`, `map`.
 pub fn name_words(text: &str) -> Vec<String> {
-    text.split(|c: char| !is_word_char(c))
-        .flat_map(|ident| {
-            parts(ident)
-                .into_iter()
-                .map(move |(from, to)| ident[from..to].to_lowercase())
-        })
-        .collect()
+    let mut words = Vec::new();
+    let mut buffer = Vec::new();
+    for ident in text.split(|c: char| !is_word_char(c)) {
+        parts(ident, &mut buffer);
+        words.extend(
+            buffer
+                .iter()
+                .map(|&(from, to)| ident[from..to].to_lowercase()),
+        );
+    }
+    words
 }
 
 /// A name reduced to what users vary least: its letters and digits, lowercased, without
