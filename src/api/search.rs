@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 
 use super::error::ApiError;
@@ -35,6 +36,7 @@ impl QueryParams for SearchParams {
         "boost_weight",
         "snippets",
         "fields",
+        "lang",
     ];
 }
 
@@ -50,15 +52,25 @@ impl QueryParams for SearchParams {
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let query = p.into_query(state.engine.model().is_some())?;
+    let mut query = p.into_query(state.engine.model().is_some())?;
+    query.requester_lang = requester_lang(&headers);
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
     let response = state.engine.search(&query)?;
     observe(&query, &response);
     Ok(Json(response))
+}
+
+/// The language the requester reads: its `Accept-Language`'s first choice.
+pub(super) fn requester_lang(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::corpus::lang::preferred)
 }
 
 /// Records a search's phase times in the metrics.

@@ -153,6 +153,12 @@ pub struct SearchQuery {
     /// The clock (Unix seconds) the social sorts and the freshness features measure ages
     /// at; `None`: the time the search starts (a root sends its own to every shard).
     pub now: Option<i64>,
+    /// `lang=`: only documents in this language (a `crate::corpus::lang::normalize`d tag)
+    /// are ranked and counted.
+    pub lang: Option<String>,
+    /// The requester's language (its `Accept-Language`): which version of a page stands for
+    /// it when collapsing by page ([`SearchQuery::preferred_lang`]).
+    pub requester_lang: Option<String>,
 }
 
 impl SearchQuery {
@@ -171,7 +177,31 @@ impl SearchQuery {
             collapse: Vec::new(),
             collapse_window: DEFAULT_WINDOW,
             now: None,
+            lang: None,
+            requester_lang: None,
         }
+    }
+
+    /// The language whose version of a page stands for the page's versions when collapsing
+    /// (`collapse::collapse`): `lang=`, else the requester's, else the index configuration's
+    /// default; as a `crate::corpus::lang::code`.
+    pub fn preferred_lang(&self, config: &crate::text::IndexConfig) -> u64 {
+        let lang = self.lang.as_ref().or(self.requester_lang.as_ref());
+        crate::corpus::lang::code(lang.unwrap_or(&config.language.default))
+    }
+
+    /// `kind` bound to this search's query over `view`: its field, and its `lang=` filter.
+    fn bind(
+        &self,
+        view: &features::View,
+        kind: ModelKind,
+    ) -> Result<Option<BoundModel>, SearchError> {
+        let index = view.index;
+        let filter = self.lang.as_deref().map(|lang| {
+            tantivy::Term::from_field_u64(index.fields.lang, crate::corpus::lang::code(lang))
+        });
+        let bound = index.bind(view.stats, kind, self.field.as_deref(), view.query)?;
+        Ok(bound.map(|b| b.only(filter)))
     }
 
     pub fn model(mut self, model: ModelKind) -> Self {
@@ -774,7 +804,8 @@ impl Engine {
                 .map(|r| columns.collapse_keys(r.candidate.address))
                 .collect();
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            ranked = collapse::collapse(&keys, &q.collapse)
+            let prefer = q.preferred_lang(&self.index.config);
+            ranked = collapse::collapse(&keys, &q.collapse, Some(prefer))
                 .into_iter()
                 .map(|(i, hidden)| {
                     let mut r = slots[i].take().expect("each hit is kept at most once");
@@ -817,10 +848,7 @@ impl Engine {
         if let Some(f) = &q.fusion {
             return self.fused_first_phase(view, q, f, limit, skip);
         }
-        let Some(bound) = self
-            .index
-            .bind(stats, kind, q.field.as_deref(), view.query)?
-        else {
+        let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
         let top = match q.ranking {
@@ -872,10 +900,7 @@ impl Engine {
         let (searcher, stats) = (view.searcher, view.stats);
         let mut total_hits = None;
         for &kind in &f.inputs {
-            match self
-                .index
-                .bind(stats, kind, q.field.as_deref(), view.query)?
-            {
+            match q.bind(&view, kind)? {
                 Some(bound) => {
                     if total_hits.is_none() {
                         total_hits = Some(bound.count(searcher)?);
@@ -948,7 +973,7 @@ impl Engine {
             });
         }
         let (index, searcher, stats) = (view.index, view.searcher, view.stats);
-        let Some(bound) = index.bind(stats, kind, q.field.as_deref(), view.query)? else {
+        let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
         let columns = index.doc_columns(searcher)?;

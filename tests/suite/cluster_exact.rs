@@ -338,6 +338,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         fetch: None,
         sort: None,
         now: None,
+        lang: None,
     };
     let err = match leaf::query(engine, &pins, &call) {
         Err(leaf::LeafError::Search(e)) => e,
