@@ -163,7 +163,7 @@ async fn root_search(
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let mut query = p.into_query(state.root.model().is_some())?;
-    query.requester_lang = super::search::requester_lang(&headers);
+    query.requester_langs = super::search::requester_langs(&headers);
     let response = state.root.search(&query).await?;
     observe(&query, &response);
     Ok(Json(response))

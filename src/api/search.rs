@@ -56,7 +56,7 @@ pub async fn search(
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let mut query = p.into_query(state.engine.model().is_some())?;
-    query.requester_lang = requester_lang(&headers);
+    query.requester_langs = requester_langs(&headers);
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
@@ -65,12 +65,13 @@ pub async fn search(
     Ok(Json(response))
 }
 
-/// The language the requester reads: its `Accept-Language`'s first choice.
-pub(super) fn requester_lang(headers: &HeaderMap) -> Option<String> {
+/// The languages the requester reads, most wanted first (its `Accept-Language`).
+pub(super) fn requester_langs(headers: &HeaderMap) -> Vec<String> {
     headers
         .get(axum::http::header::ACCEPT_LANGUAGE)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::corpus::lang::preferred)
+        .map(crate::corpus::lang::preferences)
+        .unwrap_or_default()
 }
 
 /// Records a search's phase times in the metrics.

@@ -33,11 +33,11 @@ pub fn from_code(code: u64) -> Option<String> {
     normalize(&text).filter(|l| *l == text)
 }
 
-/// The language an `Accept-Language` header (RFC 9110 §12.5.4) prefers most: the tag with
-/// the highest `q` (the first of equals), normalised; `*`, `q=0` and tags that are not
-/// languages are passed over. `None` when no tag is left.
-pub fn preferred(accept_language: &str) -> Option<String> {
-    let mut best: Option<(f32, String)> = None;
+/// The languages an `Accept-Language` header (RFC 9110 §12.5.4) asks for, most wanted first:
+/// by descending `q` (equal ones in the header's order), each once, normalised; `*`, `q=0`
+/// and tags that are not languages are passed over.
+pub fn preferences(accept_language: &str) -> Vec<String> {
+    let mut wanted: Vec<(f32, String)> = Vec::new();
     for item in accept_language.split(',') {
         let mut parts = item.split(';');
         let tag = parts.next().unwrap_or("").trim();
@@ -47,14 +47,12 @@ pub fn preferred(accept_language: &str) -> Option<String> {
             .next()
             .unwrap_or(1.0);
         let Some(lang) = normalize(tag) else { continue };
-        if !(q > 0.0) {
-            continue;
-        }
-        if best.as_ref().is_none_or(|(b, _)| q > *b) {
-            best = Some((q, lang));
+        if q > 0.0 && !wanted.iter().any(|(_, l)| *l == lang) {
+            wanted.push((q, lang));
         }
     }
-    best.map(|(_, lang)| lang)
+    wanted.sort_by(|a, b| b.0.total_cmp(&a.0));
+    wanted.into_iter().map(|(_, lang)| lang).collect()
 }
 
 #[cfg(test)]
@@ -94,12 +92,13 @@ mod tests {
     }
 
     #[test]
-    fn accept_language_picks_the_highest_quality() {
-        assert_eq!(preferred("ja,en-US;q=0.9,en;q=0.8").as_deref(), Some("ja"));
-        assert_eq!(preferred("fr;q=0.5, de-CH;q=0.7").as_deref(), Some("de"));
-        assert_eq!(preferred("*, es;q=0.1").as_deref(), Some("es"));
-        assert_eq!(preferred("ko;q=0, en;q=0.2").as_deref(), Some("en"));
-        assert_eq!(preferred("*").as_deref(), None);
-        assert_eq!(preferred("").as_deref(), None);
+    fn accept_language_lists_languages_by_quality() {
+        let langs = |h: &str| preferences(h);
+        assert_eq!(langs("ja,en-US;q=0.9,en;q=0.8"), ["ja", "en"]);
+        assert_eq!(langs("fr;q=0.5, de-CH;q=0.7"), ["de", "fr"]);
+        assert_eq!(langs("*, es;q=0.1"), ["es"]);
+        assert_eq!(langs("ko;q=0, en;q=0.2"), ["en"]);
+        assert_eq!(langs("pt, en, pt-BR;q=0.9"), ["pt", "en"]);
+        assert!(langs("*").is_empty() && langs("").is_empty());
     }
 }

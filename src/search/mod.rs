@@ -156,9 +156,9 @@ pub struct SearchQuery {
     /// `lang=`: only documents in this language (a `crate::corpus::lang::normalize`d tag)
     /// are ranked and counted.
     pub lang: Option<String>,
-    /// The requester's language (its `Accept-Language`): which version of a page stands for
-    /// it when collapsing by page ([`SearchQuery::preferred_lang`]).
-    pub requester_lang: Option<String>,
+    /// The requester's languages, most wanted first (its `Accept-Language`): which version
+    /// of a page stands for it when collapsing by page ([`SearchQuery::preferred_langs`]).
+    pub requester_langs: Vec<String>,
 }
 
 impl SearchQuery {
@@ -178,16 +178,29 @@ impl SearchQuery {
             collapse_window: DEFAULT_WINDOW,
             now: None,
             lang: None,
-            requester_lang: None,
+            requester_langs: Vec::new(),
         }
     }
 
-    /// The language whose version of a page stands for the page's versions when collapsing
-    /// (`collapse::collapse`): `lang=`, else the requester's, else the index configuration's
-    /// default; as a `crate::corpus::lang::code`.
-    pub fn preferred_lang(&self, config: &crate::text::IndexConfig) -> u64 {
-        let lang = self.lang.as_ref().or(self.requester_lang.as_ref());
-        crate::corpus::lang::code(lang.unwrap_or(&config.language.default))
+    /// The languages whose versions of a page stand for the page when collapsing
+    /// (`collapse::collapse`), most preferred first: `lang=` alone, else the requester's,
+    /// then the index configuration's default; as `crate::corpus::lang::code`s.
+    pub fn preferred_langs(&self, config: &crate::text::IndexConfig) -> Vec<u64> {
+        let langs: Vec<&String> = match &self.lang {
+            Some(lang) => vec![lang],
+            None => self
+                .requester_langs
+                .iter()
+                .chain([&config.language.default])
+                .collect(),
+        };
+        let mut codes: Vec<u64> = Vec::with_capacity(langs.len());
+        for code in langs.into_iter().map(|l| crate::corpus::lang::code(l)) {
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+        }
+        codes
     }
 
     /// `kind` bound to this search's query over `view`: its field, and its `lang=` filter.
@@ -804,8 +817,8 @@ impl Engine {
                 .map(|r| columns.collapse_keys(r.candidate.address))
                 .collect();
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            let prefer = q.preferred_lang(&self.index.config);
-            ranked = collapse::collapse(&keys, &q.collapse, Some(prefer))
+            let prefer = q.preferred_langs(&self.index.config);
+            ranked = collapse::collapse(&keys, &q.collapse, &prefer)
                 .into_iter()
                 .map(|(i, hidden)| {
                     let mut r = slots[i].take().expect("each hit is kept at most once");

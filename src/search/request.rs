@@ -268,7 +268,7 @@ impl SearchRequest {
             collapse_window,
             now: None,
             lang,
-            requester_lang: None,
+            requester_langs: Vec::new(),
         })
     }
 }

@@ -979,8 +979,8 @@ impl Root {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            let prefer = q.preferred_lang(&self.config);
-            ranked = crate::search::collapse::collapse(&keys, &q.collapse, Some(prefer))
+            let prefer = q.preferred_langs(&self.config);
+            ranked = crate::search::collapse::collapse(&keys, &q.collapse, &prefer)
                 .into_iter()
                 .map(|(i, hidden)| {
                     let mut r = slots[i].take().expect("each hit is kept at most once");
