@@ -976,7 +976,9 @@ fn social_feature_rows_over_shards_equal_the_single_index() {
 #[test]
 fn languages_and_the_default_collapse_over_shards_equal_the_single_index() {
     use rankd::search::request::SearchRequest;
-    let words = ["shock", "wave", "boundary", "layer", "flow", "heat", "plate"];
+    let words = [
+        "shock", "wave", "boundary", "layer", "flow", "heat", "plate",
+    ];
     let langs = ["en", "ja", "es", "zh"];
     let docs: Vec<Document> = (0..240)
         .map(|i| {
@@ -985,7 +987,11 @@ fn languages_and_the_default_collapse_over_shards_equal_the_single_index() {
                 .map(|k| words[(page + i % 4 + k * (1 + k % 3)) % words.len()])
                 .collect::<Vec<_>>()
                 .join(" ");
-            let segment = if lang == "en" { String::new() } else { format!("{lang}/") };
+            let segment = if lang == "en" {
+                String::new()
+            } else {
+                format!("{lang}/")
+            };
             Document {
                 id: format!("{lang}-{page:03}"),
                 url: Some(format!("https://docs.test/{segment}page{page}.html")),
@@ -1009,7 +1015,11 @@ fn languages_and_the_default_collapse_over_shards_equal_the_single_index() {
             serde_json::json!({"collapse": "none"}),
             serde_json::json!({"model": "lm", "offset": 95}),
         ] {
-            for requester in [vec![], vec!["ja".to_string()], vec!["fr".into(), "es".into()]] {
+            for requester in [
+                vec![],
+                vec!["ja".to_string()],
+                vec!["fr".into(), "es".into()],
+            ] {
                 let mut request = params.clone();
                 request["q"] = q.into();
                 let request: SearchRequest = serde_json::from_value(request).unwrap();
@@ -1023,11 +1033,22 @@ fn languages_and_the_default_collapse_over_shards_equal_the_single_index() {
                         .map(|h| (h.id.clone(), h.score.to_bits(), h.collapsed))
                         .collect()
                 };
-                assert_eq!(shown(&sharded), shown(&single), "{q:?} {params} {requester:?}");
+                assert_eq!(
+                    shown(&sharded),
+                    shown(&single),
+                    "{q:?} {params} {requester:?}"
+                );
                 assert_eq!(sharded.total_hits, single.total_hits, "{q:?} {params}");
-                hidden += single.hits.iter().filter_map(|h| h.collapsed).sum::<usize>();
+                hidden += single
+                    .hits
+                    .iter()
+                    .filter_map(|h| h.collapsed)
+                    .sum::<usize>();
                 if let Some(lang) = params["lang"].as_str() {
-                    assert!(single.hits.iter().all(|h| h.id.starts_with(lang)), "{params}");
+                    assert!(
+                        single.hits.iter().all(|h| h.id.starts_with(lang)),
+                        "{params}"
+                    );
                 }
             }
         }
