@@ -120,6 +120,7 @@ fn query_call() -> QueryCall {
         fetch: Some(Returns::ALL),
         sort: None,
         now: Some(1_790_000_000),
+        lang: None,
     }
 }
 

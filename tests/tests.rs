@@ -36,6 +36,7 @@ mod suite {
     mod graph_reference;
     mod hardening_cli;
     mod hardening_server;
+    mod index_hygiene;
     mod layers;
     mod names;
     mod ops_admin;

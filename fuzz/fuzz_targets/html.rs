@@ -16,6 +16,6 @@ fuzz_target!(|data: &[u8]| {
         rankd_fuzz::scratch_file("site/b/page.html", second),
     ];
     let base = url::Url::parse("https://example.org/docs/").unwrap();
-    let corpus = rankd::corpus::html::read_pages(&dir, &files, &base, &|| {});
+    let corpus = rankd::corpus::html::read_pages(&dir, &files, &base, Default::default(), &|| {});
     assert!(corpus.documents.len() + corpus.errors.len() + corpus.redirects <= 2);
 });

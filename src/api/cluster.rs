@@ -159,9 +159,11 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
 
 async fn root_search(
     State(state): State<Arc<RootState>>,
+    headers: axum::http::HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let query = p.into_query(state.root.model().is_some())?;
+    let mut query = p.into_query(state.root.model().is_some())?;
+    query.requester_langs = super::search::requester_langs(&headers);
     let response = state.root.search(&query).await?;
     observe(&query, &response);
     Ok(Json(response))

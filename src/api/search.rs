@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 
 use super::error::ApiError;
@@ -35,6 +36,7 @@ impl QueryParams for SearchParams {
         "boost_weight",
         "snippets",
         "fields",
+        "lang",
     ];
 }
 
@@ -50,15 +52,26 @@ impl QueryParams for SearchParams {
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
-    let query = p.into_query(state.engine.model().is_some())?;
+    let mut query = p.into_query(state.engine.model().is_some())?;
+    query.requester_langs = requester_langs(&headers);
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
     let response = state.engine.search(&query)?;
     observe(&query, &response);
     Ok(Json(response))
+}
+
+/// The languages the requester reads, most wanted first (its `Accept-Language`).
+pub(super) fn requester_langs(headers: &HeaderMap) -> Vec<String> {
+    headers
+        .get(axum::http::header::ACCEPT_LANGUAGE)
+        .and_then(|v| v.to_str().ok())
+        .map(crate::corpus::lang::preferences)
+        .unwrap_or_default()
 }
 
 /// Records a search's phase times in the metrics.

@@ -11,6 +11,7 @@ use url::Url;
 
 use super::ingest::{ingest, Format};
 use super::DataArgs;
+use crate::corpus::html::HtmlOptions;
 use crate::error::Invalid;
 use crate::sync::Recover;
 use crate::text::TextIndex;
@@ -115,11 +116,21 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         );
         let index = TextIndex::open_or_create(data_dir, args.data.config()?)?;
         let base = Url::parse(RUST_DOCS_BASE).expect("static URL");
-        let s = ingest(&index, Format::Html, &docs_dir, Some(&base), true, false)?;
+        let s = ingest(
+            &index,
+            Format::Html,
+            &docs_dir,
+            Some(&base),
+            HtmlOptions::default(),
+            true,
+            false,
+        )?;
         eprintln!(
-            "indexed {} pages ({} redirect stubs followed, {} unreadable) in {:.0}s ({:.0} docs/s, {:.1} MB/s, peak RSS {:.0} MB)",
+            "indexed {} pages ({} redirect stubs followed, {} noindex pages skipped, {} canonical duplicates folded, {} unreadable) in {:.0}s ({:.0} docs/s, {:.1} MB/s, peak RSS {:.0} MB)",
             s.documents,
             s.redirects,
+            s.noindex,
+            s.canonical,
             s.skipped,
             s.read_seconds + s.index_seconds,
             s.docs_per_second,

@@ -32,6 +32,10 @@ pub struct IngestArgs {
     /// Default: the directory's `file://` URL.
     #[arg(long)]
     pub base_url: Option<Url>,
+    /// For `--format html`: index pages whose `<meta name="robots">` says `noindex` (by
+    /// default they are skipped, as a crawler skips them, and counted).
+    #[arg(long)]
+    pub index_noindex: bool,
     /// Index the valid records and report the invalid ones instead of aborting.
     #[arg(long)]
     pub skip_invalid: bool,
@@ -53,6 +57,10 @@ pub struct IngestSummary {
     pub documents: u64,
     pub skipped: usize,
     pub redirects: usize,
+    /// HTML pages skipped because their robots meta says `noindex`.
+    pub noindex: usize,
+    /// HTML pages folded onto the canonical page they name.
+    pub canonical: usize,
     pub input_bytes: u64,
     pub read_seconds: f64,
     pub index_seconds: f64,
@@ -71,6 +79,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
                 args.format,
                 &args.input,
                 args.base_url.as_ref(),
+                html_options(&args),
                 args.skip_invalid,
                 args.json,
             )?
@@ -87,6 +96,7 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
                 args.format,
                 &args.input,
                 args.base_url.as_ref(),
+                html_options(&args),
                 args.skip_invalid,
                 args.json,
             )?
@@ -96,10 +106,12 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
         eprintln!(
-            "indexed {} documents ({} skipped, {} redirect pages) in {:.1}s: {:.0} docs/s, {:.1} MB/s, peak RSS {:.0} MB; the index holds {} documents",
+            "indexed {} documents ({} skipped, {} redirect pages, {} noindex pages, {} canonical duplicates folded) in {:.1}s: {:.0} docs/s, {:.1} MB/s, peak RSS {:.0} MB; the index holds {} documents",
             summary.documents,
             summary.skipped,
             summary.redirects,
+            summary.noindex,
+            summary.canonical,
             summary.read_seconds + summary.index_seconds,
             summary.docs_per_second,
             summary.mb_per_second,
@@ -110,12 +122,19 @@ pub fn run(args: IngestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+fn html_options(args: &IngestArgs) -> html::HtmlOptions {
+    html::HtmlOptions {
+        index_noindex: args.index_noindex,
+    }
+}
+
 /// Reads `input` in `format` and commits it to `index`.
 pub fn ingest(
     index: &TextIndex,
     format: Format,
     input: &Path,
     base_url: Option<&Url>,
+    options: html::HtmlOptions,
     skip_invalid: bool,
     quiet: bool,
 ) -> anyhow::Result<IngestSummary> {
@@ -124,6 +143,7 @@ pub fn ingest(
         format,
         input,
         base_url,
+        options,
         skip_invalid,
         quiet,
     )
@@ -137,11 +157,17 @@ pub(crate) fn ingest_sharded(
     format: Format,
     input: &Path,
     base_url: Option<&Url>,
+    options: html::HtmlOptions,
     skip_invalid: bool,
     quiet: bool,
 ) -> anyhow::Result<IngestSummary> {
     let start = Instant::now();
-    let (docs, errors, redirects, input_bytes) = read(format, input, base_url, quiet)?;
+    let Read {
+        docs,
+        errors,
+        skipped,
+        input_bytes,
+    } = read(format, input, base_url, options, quiet)?;
     if !errors.is_empty() {
         for e in errors.iter().take(20) {
             eprintln!("invalid record: {e}");
@@ -175,7 +201,9 @@ pub(crate) fn ingest_sharded(
     Ok(IngestSummary {
         documents,
         skipped: errors.len(),
-        redirects,
+        redirects: skipped.redirects,
+        noindex: skipped.noindex,
+        canonical: skipped.canonical,
         input_bytes,
         read_seconds,
         index_seconds,
@@ -186,9 +214,29 @@ pub(crate) fn ingest_sharded(
     })
 }
 
-type Read = (Vec<Document>, Vec<RecordError>, usize, u64);
+/// What reading an input gave.
+struct Read {
+    docs: Vec<Document>,
+    errors: Vec<RecordError>,
+    skipped: Skipped,
+    input_bytes: u64,
+}
 
-fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> anyhow::Result<Read> {
+/// HTML pages that are no documents of their own, by why.
+#[derive(Debug, Clone, Copy, Default)]
+struct Skipped {
+    redirects: usize,
+    noindex: usize,
+    canonical: usize,
+}
+
+fn read(
+    format: Format,
+    input: &Path,
+    base_url: Option<&Url>,
+    options: html::HtmlOptions,
+    quiet: bool,
+) -> anyhow::Result<Read> {
     let missing = || Invalid(format!("input {} does not exist", input.display()));
     if !input.exists() {
         return Err(missing().into());
@@ -205,7 +253,12 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
             let bytes =
                 std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
             let (docs, errors) = split(jsonl::parse(input, &bytes));
-            Ok((docs, errors, 0, bytes.len() as u64))
+            Ok(Read {
+                docs,
+                errors,
+                skipped: Skipped::default(),
+                input_bytes: bytes.len() as u64,
+            })
         }
         Format::Html => {
             if !input.is_dir() {
@@ -231,15 +284,29 @@ fn read(format: Format, input: &Path, base_url: Option<&Url>, quiet: bool) -> an
                 })?,
             };
             let bar = progress(files.len() as u64, "parsing", quiet);
-            let corpus = html::read_pages(input, &files, &base, &|| bar.inc(1));
+            let corpus = html::read_pages(input, &files, &base, options, &|| bar.inc(1));
             bar.finish_and_clear();
-            Ok((corpus.documents, corpus.errors, corpus.redirects, bytes))
+            Ok(Read {
+                docs: corpus.documents,
+                errors: corpus.errors,
+                skipped: Skipped {
+                    redirects: corpus.redirects,
+                    noindex: corpus.noindex,
+                    canonical: corpus.canonical,
+                },
+                input_bytes: bytes,
+            })
         }
         Format::Cranfield => {
             let path = input.join(cranfield::DOCUMENTS_FILE);
             let bytes = path.metadata().map(|m| m.len()).unwrap_or(0);
             let docs = cranfield::read_documents(&path)?;
-            Ok((docs, Vec::new(), 0, bytes))
+            Ok(Read {
+                docs,
+                errors: Vec::new(),
+                skipped: Skipped::default(),
+                input_bytes: bytes,
+            })
         }
     }
 }

@@ -215,6 +215,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
     q.field.clone_from(&call.field);
     q.now = call.now;
+    q.lang.clone_from(&call.lang);
     let mut rating = MeanRating::OfIndex;
     if let Some(sort) = &call.sort {
         let mode: SortMode = sort.parse().map_err(|e: String| SearchError::Param {

@@ -22,8 +22,8 @@ use crate::text::IndexConfig;
 /// The version of these messages (2: link scores split by shard, so candidates carry their
 /// graph node and feature replies their documents' out-links within the window; 3: the
 /// first phase may ask for the candidates' collapse keys, and the hits for their
-/// explanations).
-pub const PROTOCOL: u32 = 4;
+/// explanations; 5: the first phase filters by language, and collapse keys carry it).
+pub const PROTOCOL: u32 = 5;
 
 /// A document of a pinned searcher: segment ordinal and document id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -130,6 +130,9 @@ pub struct QueryCall {
     /// The search's clock (Unix seconds).
     #[serde(default)]
     pub now: Option<i64>,
+    /// `lang=`: only documents in this language are ranked and counted.
+    #[serde(default)]
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

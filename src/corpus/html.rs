@@ -7,6 +7,28 @@
 //! Pages that only redirect (`<meta http-equiv="refresh">`, e.g. rustdoc's re-export stubs)
 //! are not documents: links to them are followed to where they redirect.
 //!
+//! The head's indexing rules are honoured as a web crawler honours them:
+//! - `<meta name="robots" content="noindex">` (or `none`; names and values case-insensitive,
+//!   Google's robots meta specification): the page is skipped and counted
+//!   ([`HtmlOptions::index_noindex`] keeps it). mdBook's whole-book `print.html` and its
+//!   `toc.html` carry it. Its links are still *followed*, as Google follows a noindex page's
+//!   links unless it also says `nofollow`: their anchor text reaches the pages they point to.
+//!   They are no edges of the link graph, which is a graph of indexed documents (SPEC §2): a
+//!   page outside the index has no node to pass PageRank from (Google too treats a page that
+//!   stays noindex as nofollow in the long run, so it passes no rank).
+//! - `nofollow` (or `none`): the page's links are not followed: no anchor text, no edges.
+//! - `<link rel="canonical" href>` naming another page of the ingest: the page is a duplicate
+//!   of that one and is folded onto it, as a redirect is: not a document, links to it count
+//!   for the canonical page (its in-links and their anchor text), and its own links are
+//!   dropped (they are the canonical page's again; counting them would double its votes).
+//!   A canonical URL outside the ingest, or a cycle of them, is a hint not taken.
+//! - Language: `<html lang>`, else `<meta http-equiv="Content-Language">`, else the page's
+//!   own `hreflang` alternate, kept as the primary subtag ([`super::lang`]).
+//!   `<link rel="alternate" hreflang href>` links the language versions of one page: every
+//!   version takes the first (smallest) URL of the versions in the ingest as its
+//!   [`Document::translation_of`], so `collapse=page` groups them even when their URLs do not
+//!   show it (the index configuration's page rules cover paths like `/ja/`).
+//!
 //! Without `--base-url` pages are addressed by `file://` URLs, which have no host, and the
 //! link graph keys documents by host-ful URLs (SPEC §2 normalisation) or by id: a link from
 //! one page of the ingest to another is therefore stored as the target's id (its path under
@@ -25,10 +47,20 @@ use super::{Document, RecordError};
 /// Anchor texts kept per target page; popular pages (std's `Option`) have tens of thousands.
 const MAX_ANCHORS_PER_PAGE: usize = 200;
 
+/// Redirect and canonical chains are short; the bound guards against cycles.
+const MAX_HOPS: usize = 8;
+
 /// Elements whose text is not part of a page's visible content.
 const INVISIBLE: &[&str] = &[
     "script", "style", "noscript", "template", "head", "nav", "svg",
 ];
+
+/// How pages are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HtmlOptions {
+    /// Index pages whose robots meta says `noindex` (`rankd ingest --index-noindex`).
+    pub index_noindex: bool,
+}
 
 /// The outcome of reading one directory.
 pub struct HtmlCorpus {
@@ -36,12 +68,32 @@ pub struct HtmlCorpus {
     pub errors: Vec<RecordError>,
     /// Pages skipped because they only redirect elsewhere.
     pub redirects: usize,
+    /// Pages skipped because their robots meta says `noindex`.
+    pub noindex: usize,
+    /// Pages folded onto the canonical page they name.
+    pub canonical: usize,
 }
 
 /// One parsed page before the anchor pass.
 enum Page {
-    Content(Box<Document>, Vec<(String, String)>),
-    Redirect { from: String, to: String },
+    Content(Box<Parsed>),
+    Redirect {
+        from: String,
+        to: String,
+    },
+    /// A `noindex` page: its followed out-links `(absolute URL, anchor text)` only.
+    NoIndex(Vec<(String, String)>),
+}
+
+/// A content page: its document, its followed out-links `(absolute URL, anchor text)`, and
+/// what its head says of duplicates and translations.
+struct Parsed {
+    doc: Document,
+    links: Vec<(String, String)>,
+    /// `<link rel="canonical">`, absolute, without fragment.
+    canonical: Option<String>,
+    /// `hreflang` alternates, absolute, without fragment.
+    alternates: Vec<String>,
 }
 
 /// Every `*.html`/`*.htm` file under `dir`, in path order.
@@ -63,22 +115,29 @@ pub fn read_pages(
     dir: &Path,
     files: &[PathBuf],
     base: &Url,
+    options: HtmlOptions,
     progress: &(dyn Fn() + Sync),
 ) -> HtmlCorpus {
     let parsed: Vec<Result<Page, RecordError>> = files
         .par_iter()
         .map(|path| {
-            let page = read_page(dir, path, base);
+            let page = read_page(dir, path, base, options);
             progress();
             page
         })
         .collect();
-    let mut pages = Vec::new();
+    // In path order: content pages, and noindex pages whose links still give anchor text.
+    let mut pages: Vec<Source> = Vec::new();
     let mut errors = Vec::new();
     let mut redirect_to = HashMap::new();
+    let mut noindex = 0;
     for p in parsed {
         match p {
-            Ok(Page::Content(doc, links)) => pages.push((*doc, links)),
+            Ok(Page::Content(page)) => pages.push(Source::Page(page)),
+            Ok(Page::NoIndex(links)) => {
+                noindex += 1;
+                pages.push(Source::Links(links));
+            }
             Ok(Page::Redirect { from, to }) => {
                 redirect_to.insert(from, to);
             }
@@ -86,15 +145,84 @@ pub fn read_pages(
         }
     }
     let redirects = redirect_to.len();
+    let canonical = fold_canonical(&mut pages, &mut redirect_to);
     let documents = attach_anchors(pages, &redirect_to);
     HtmlCorpus {
         documents,
         errors,
         redirects,
+        noindex,
+        canonical,
     }
 }
 
-fn read_page(dir: &Path, path: &Path, base: &Url) -> Result<Page, RecordError> {
+/// What the anchor pass reads, in path order.
+enum Source {
+    Page(Box<Parsed>),
+    /// A page that is no document but whose links are followed.
+    Links(Vec<(String, String)>),
+}
+
+/// Where `u` finally leads through `redirect_to` (redirects and folded duplicates).
+fn resolve(redirect_to: &HashMap<String, String>, u: &str) -> String {
+    let mut u = u.to_string();
+    for _ in 0..MAX_HOPS {
+        match redirect_to.get(&u) {
+            Some(next) => u = next.clone(),
+            None => break,
+        }
+    }
+    u
+}
+
+/// Folds each page whose canonical URL leads to another page of `pages` onto the end of its
+/// chain of canonical pages: it leaves `pages` and joins `redirect_to`. Returns how many.
+fn fold_canonical(pages: &mut Vec<Source>, redirect_to: &mut HashMap<String, String>) -> usize {
+    let url_of = |s: &Source| match s {
+        Source::Page(p) => p.doc.url.clone(),
+        Source::Links(_) => None,
+    };
+    let by_url: HashMap<String, usize> = pages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((url_of(s)?, i)))
+        .collect();
+    // The other page each page names as canonical.
+    let named: Vec<Option<usize>> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let Source::Page(p) = s else { return None };
+            let j = *by_url.get(&resolve(redirect_to, p.canonical.as_ref()?))?;
+            (j != i).then_some(j)
+        })
+        .collect();
+    let mut folded = HashMap::new();
+    for (i, first) in named.iter().enumerate() {
+        let Some(mut j) = *first else { continue };
+        for _ in 0..MAX_HOPS {
+            match named[j] {
+                Some(k) => j = k,
+                None => {
+                    let (from, to) = (url_of(&pages[i]), url_of(&pages[j]));
+                    folded.insert(from.expect("a page"), to.expect("a page"));
+                    break;
+                }
+            }
+        }
+    }
+    pages.retain(|s| url_of(s).is_none_or(|u| !folded.contains_key(&u)));
+    let count = folded.len();
+    redirect_to.extend(folded);
+    count
+}
+
+fn read_page(
+    dir: &Path,
+    path: &Path,
+    base: &Url,
+    options: HtmlOptions,
+) -> Result<Page, RecordError> {
     let err = |message: String| RecordError {
         origin: path.display().to_string(),
         line: None,
@@ -118,11 +246,12 @@ fn read_page(dir: &Path, path: &Path, base: &Url) -> Result<Page, RecordError> {
     let url = base
         .join(&id)
         .map_err(|e| err(format!("cannot form a URL for {id}: {e}")))?;
-    Ok(parse_page(id, url, &text))
+    Ok(parse_page(id, url, &text, options))
 }
 
-/// Extracts a page's fields and its out-links `(absolute URL, anchor text)`.
-fn parse_page(id: String, url: Url, html: &str) -> Page {
+/// Extracts a page's fields, its followed out-links `(absolute URL, anchor text)` and what
+/// its head says.
+fn parse_page(id: String, url: Url, html: &str, options: HtmlOptions) -> Page {
     let doc = Html::parse_document(html);
     if let Some(to) = meta_refresh(&doc, &url) {
         return Page::Redirect {
@@ -130,7 +259,25 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
             to,
         };
     }
+    let robots = Robots::of(&doc);
     let sel = |s: &str| Selector::parse(s).expect("static selector");
+    let mut links = Vec::new();
+    if !robots.nofollow {
+        for a in doc.select(&sel("a[href]")) {
+            let href = a.value().attr("href").unwrap_or("");
+            let Ok(target) = url.join(href) else { continue };
+            if !matches!(target.scheme(), "http" | "https" | "file") {
+                continue;
+            }
+            links.push((
+                strip_fragment(target).to_string(),
+                collapse(&a.text().collect::<String>()),
+            ));
+        }
+    }
+    if robots.noindex && !options.index_noindex {
+        return Page::NoIndex(links);
+    }
     let title = doc
         .select(&sel("title"))
         .next()
@@ -148,18 +295,6 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         .next()
         .unwrap_or(doc.root_element());
     visible_text(root, &mut body);
-    let mut links = Vec::new();
-    for a in doc.select(&sel("a[href]")) {
-        let href = a.value().attr("href").unwrap_or("");
-        let Ok(target) = url.join(href) else { continue };
-        if !matches!(target.scheme(), "http" | "https" | "file") {
-            continue;
-        }
-        links.push((
-            strip_fragment(target).to_string(),
-            collapse(&a.text().collect::<String>()),
-        ));
-    }
     // `links` becomes the document's out-links in the anchor pass, once redirects are known.
     let prose = prose(&doc);
     let (name, kind) = rustdoc_item(&doc).unwrap_or_default();
@@ -167,6 +302,7 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
     if !kind.is_empty() {
         extra.insert("kind".into(), kind.into());
     }
+    let head = Head::of(&doc, &url);
     let doc = Document {
         id,
         url: Some(strip_fragment(url).to_string()),
@@ -176,9 +312,106 @@ fn parse_page(id: String, url: Url, html: &str) -> Page {
         body: collapse(&body),
         prose,
         extra,
+        lang: head.lang,
         ..Default::default()
     };
-    Page::Content(Box::new(doc), links)
+    Page::Content(Box::new(Parsed {
+        doc,
+        links,
+        canonical: head.canonical,
+        alternates: head.alternates,
+    }))
+}
+
+/// `<meta name="robots">`'s directives (Google's robots meta specification: comma-separated,
+/// case-insensitive; `none` is `noindex, nofollow`). Several robots metas add up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Robots {
+    noindex: bool,
+    nofollow: bool,
+}
+
+impl Robots {
+    fn of(doc: &Html) -> Robots {
+        let sel = Selector::parse("meta[name][content]").expect("static selector");
+        let mut robots = Robots::default();
+        for meta in doc.select(&sel) {
+            let e = meta.value();
+            if !e
+                .attr("name")
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case("robots"))
+            {
+                continue;
+            }
+            for directive in e.attr("content").unwrap_or("").split(',') {
+                let d = directive.trim();
+                let none = d.eq_ignore_ascii_case("none");
+                robots.noindex |= none || d.eq_ignore_ascii_case("noindex");
+                robots.nofollow |= none || d.eq_ignore_ascii_case("nofollow");
+            }
+        }
+        robots
+    }
+}
+
+/// What a page's head says of its language, its canonical URL and its language versions.
+#[derive(Debug, Default, PartialEq)]
+struct Head {
+    lang: Option<String>,
+    canonical: Option<String>,
+    alternates: Vec<String>,
+}
+
+impl Head {
+    fn of(doc: &Html, url: &Url) -> Head {
+        let sel = |s: &str| Selector::parse(s).expect("static selector");
+        let rel_is = |e: &scraper::node::Element, name: &str| {
+            e.attr("rel").is_some_and(|r| {
+                r.split_ascii_whitespace()
+                    .any(|r| r.eq_ignore_ascii_case(name))
+            })
+        };
+        let absolute = |href: &str| {
+            url.join(href.trim())
+                .ok()
+                .map(|u| strip_fragment(u).to_string())
+        };
+        let own = strip_fragment(url.clone()).to_string();
+        let mut head = Head::default();
+        let mut own_hreflang = None;
+        for link in doc.select(&sel("link[rel][href]")) {
+            let e = link.value();
+            let href = e.attr("href").unwrap_or("");
+            if head.canonical.is_none() && rel_is(e, "canonical") {
+                head.canonical = absolute(href);
+            }
+            if rel_is(e, "alternate") {
+                if let (Some(tag), Some(to)) = (e.attr("hreflang"), absolute(href)) {
+                    if to == own {
+                        own_hreflang = super::lang::normalize(tag);
+                    }
+                    head.alternates.push(to);
+                }
+            }
+        }
+        let content_language = || {
+            doc.select(&sel("meta[http-equiv][content]")).find_map(|m| {
+                let e = m.value();
+                e.attr("http-equiv")
+                    .is_some_and(|h| h.trim().eq_ignore_ascii_case("content-language"))
+                    .then(|| super::lang::normalize(e.attr("content")?.split(',').next()?))
+                    .flatten()
+            })
+        };
+        head.lang = doc
+            .root_element()
+            .value()
+            .attr("lang")
+            .and_then(super::lang::normalize)
+            .or_else(content_language)
+            .or(own_hreflang);
+        head
+    }
 }
 
 /// The item an API page documents, from rustdoc's main heading: its path and name, the
@@ -299,41 +532,40 @@ fn visible_text_without(element: ElementRef, out: &mut String, skip: &[&str]) {
     }
 }
 
-/// The second pass: every link's anchor text goes to its target page (following redirects),
-/// and each page's out-links are rewritten to the pages they finally reach.
-fn attach_anchors(
-    pages: Vec<(Document, Vec<(String, String)>)>,
-    redirect_to: &HashMap<String, String>,
-) -> Vec<Document> {
-    let resolve = |u: &str| -> String {
-        let mut u = u.to_string();
-        // Redirect chains are short; the bound guards against cycles.
-        for _ in 0..8 {
-            match redirect_to.get(&u) {
-                Some(next) => u = next.clone(),
-                None => break,
-            }
-        }
-        u
-    };
-    let by_url: HashMap<String, usize> = pages
+/// The second pass: every followed link's anchor text goes to its target page (following
+/// redirects and folded duplicates), each page's out-links are rewritten to the pages they
+/// finally reach, and language versions get their [`Document::translation_of`].
+fn attach_anchors(sources: Vec<Source>, redirect_to: &HashMap<String, String>) -> Vec<Document> {
+    let resolve = |u: &str| resolve(redirect_to, u);
+    let by_url: HashMap<String, usize> = sources
         .iter()
         .enumerate()
-        .filter_map(|(i, (d, _))| Some((d.url.clone()?, i)))
+        .filter_map(|(i, s)| match s {
+            Source::Page(p) => Some((p.doc.url.clone()?, i)),
+            Source::Links(_) => None,
+        })
         .collect();
-    let ids: Vec<String> = pages.iter().map(|(d, _)| d.id.clone()).collect();
+    let id_of = |j: usize| match &sources[j] {
+        Source::Page(p) => p.doc.id.clone(),
+        Source::Links(_) => unreachable!("by_url holds pages only"),
+    };
+    let ids: HashMap<usize, String> = by_url.values().map(|&j| (j, id_of(j))).collect();
     // A link to a page of this ingest without a host (a file URL) is stored as the page's id.
     let link_to = |u: &str| -> String {
         let target = resolve(u);
         match by_url.get(&target) {
-            Some(&j) if Url::parse(&target).is_ok_and(|t| !t.has_host()) => ids[j].clone(),
+            Some(j) if Url::parse(&target).is_ok_and(|t| !t.has_host()) => ids[j].clone(),
             _ => target,
         }
     };
-    let mut anchors: Vec<Vec<String>> = vec![Vec::new(); pages.len()];
-    let mut docs = Vec::with_capacity(pages.len());
-    for (i, (mut doc, links)) in pages.into_iter().enumerate() {
-        for (target, text) in &links {
+    let mut anchors: Vec<Vec<String>> = vec![Vec::new(); sources.len()];
+    let mut docs = Vec::with_capacity(by_url.len());
+    for (i, source) in sources.into_iter().enumerate() {
+        let links = match &source {
+            Source::Page(p) => &p.links,
+            Source::Links(links) => links,
+        };
+        for (target, text) in links {
             if text.is_empty() {
                 continue;
             }
@@ -343,6 +575,15 @@ fn attach_anchors(
                 }
             }
         }
+        let Source::Page(page) = source else {
+            continue;
+        };
+        let Parsed {
+            mut doc,
+            links,
+            alternates,
+            ..
+        } = *page;
         let mut resolved: Vec<String> = links
             .iter()
             .filter(|(u, _)| by_url.get(&resolve(u)) != Some(&i))
@@ -351,12 +592,21 @@ fn attach_anchors(
         resolved.sort();
         resolved.dedup();
         doc.links = resolved;
-        docs.push(doc);
+        let own = doc.url.clone().expect("HTML pages have URLs");
+        let first_version = alternates
+            .iter()
+            .map(|u| resolve(u))
+            .filter(|u| by_url.contains_key(u))
+            .fold(own.clone(), |a, u| a.min(u));
+        doc.translation_of = (first_version != own).then_some(first_version);
+        docs.push((i, doc));
     }
-    for (doc, a) in docs.iter_mut().zip(anchors) {
-        doc.anchor = a.join("\n");
-    }
-    docs
+    docs.into_iter()
+        .map(|(i, mut doc)| {
+            doc.anchor = std::mem::take(&mut anchors[i]).join("\n");
+            doc
+        })
+        .collect()
 }
 
 fn strip_fragment(mut u: Url) -> Url {
@@ -450,7 +700,7 @@ mod tests {
         );
         let files = html_files(dir.path()).unwrap();
         let base = Url::parse("https://site.test/docs/").unwrap();
-        let c = read_pages(dir.path(), &files, &base, &|| {});
+        let c = read_pages(dir.path(), &files, &base, HtmlOptions::default(), &|| {});
         assert!(c.errors.is_empty());
         assert_eq!(c.redirects, 1);
         assert_eq!(c.documents.len(), 3);
@@ -504,7 +754,7 @@ mod tests {
         );
         let files = html_files(dir.path()).unwrap();
         let base = Url::from_directory_path(dir.path().canonicalize().unwrap()).unwrap();
-        let c = read_pages(dir.path(), &files, &base, &|| {});
+        let c = read_pages(dir.path(), &files, &base, HtmlOptions::default(), &|| {});
         let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
         assert_eq!(
             get("index.html").links,
@@ -525,11 +775,179 @@ mod tests {
             dir.path(),
             &files,
             &Url::parse("https://s.t/").unwrap(),
+            HtmlOptions::default(),
             &|| {},
         );
         assert_eq!(c.documents.len(), 0);
         assert!(
             c.errors[0].to_string().contains("bad.html") && c.errors[0].message.contains("UTF-8")
         );
+    }
+
+    fn read(dir: &Path, options: HtmlOptions) -> HtmlCorpus {
+        let files = html_files(dir).unwrap();
+        let base = Url::parse("https://site.test/").unwrap();
+        read_pages(dir, &files, &base, options, &|| {})
+    }
+
+    fn ids(c: &HtmlCorpus) -> Vec<&str> {
+        c.documents.iter().map(|d| d.id.as_str()).collect()
+    }
+
+    /// mdBook's `print.html` and `toc.html` say noindex: they are skipped and counted, their
+    /// links still give anchor text but are no edges; `nofollow` and `none` follow nothing.
+    #[test]
+    fn noindex_pages_are_skipped_and_counted_their_links_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.html", "<title>A</title><p>apple</p>");
+        write(dir.path(), "b.html", "<title>B</title><p>banana</p>");
+        write(
+            dir.path(),
+            "print.html",
+            r#"<html><head><META NAME="Robots" CONTENT="NoIndex"></head>
+            <body><a href="a.html">from print</a><p>apple banana</p></body></html>"#,
+        );
+        write(
+            dir.path(),
+            "toc.html",
+            r#"<meta name="robots" content="none"><a href="b.html">from toc</a>"#,
+        );
+        write(
+            dir.path(),
+            "stub.html",
+            r#"<meta name="robots" content="noindex,follow"><a href="b.html">from stub</a>"#,
+        );
+        write(
+            dir.path(),
+            "quiet.html",
+            r#"<meta name="robots" content="index, nofollow"><a href="a.html">from quiet</a>"#,
+        );
+        let c = read(dir.path(), HtmlOptions::default());
+        assert_eq!(ids(&c), ["a.html", "b.html", "quiet.html"]);
+        assert_eq!((c.noindex, c.canonical, c.redirects), (3, 0, 0));
+        let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
+        assert_eq!(get("a.html").anchor, "from print");
+        assert_eq!(get("b.html").anchor, "from stub");
+        assert!(get("quiet.html").links.is_empty());
+
+        // --index-noindex keeps them, as before robots metas were read.
+        let c = read(
+            dir.path(),
+            HtmlOptions {
+                index_noindex: true,
+            },
+        );
+        assert_eq!(c.documents.len(), 6);
+        assert_eq!(c.noindex, 0);
+        let print = c.documents.iter().find(|d| d.id == "print.html").unwrap();
+        assert_eq!(print.links, ["https://site.test/a.html"]);
+    }
+
+    /// A duplicate naming another page as canonical is folded onto it: its in-links and their
+    /// anchor text go to the canonical page; chains are followed, cycles and URLs outside the
+    /// ingest are ignored.
+    #[test]
+    fn canonical_duplicates_are_folded_onto_their_page() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "page.html", "<title>Page</title><p>text</p>");
+        write(
+            dir.path(),
+            "copy.html",
+            r#"<link rel="canonical" href="https://site.test/page.html#top"><title>Copy</title>
+            <a href="other.html">copy's link</a>"#,
+        );
+        write(
+            dir.path(),
+            "copy2.html",
+            r#"<link rel="Canonical" href="copy.html"><title>Copy of copy</title>"#,
+        );
+        write(
+            dir.path(),
+            "self.html",
+            r#"<link rel="canonical" href="self.html"><title>Self</title>"#,
+        );
+        write(
+            dir.path(),
+            "away.html",
+            r#"<link rel="canonical" href="https://elsewhere.test/x"><title>Away</title>"#,
+        );
+        write(
+            dir.path(),
+            "x.html",
+            r#"<link rel="canonical" href="y.html">"#,
+        );
+        write(
+            dir.path(),
+            "y.html",
+            r#"<link rel="canonical" href="x.html">"#,
+        );
+        write(
+            dir.path(),
+            "other.html",
+            r#"<a href="copy.html">to the copy</a><a href="copy2.html">to copy 2</a>
+            <a href="page.html">to the page</a>"#,
+        );
+        let c = read(dir.path(), HtmlOptions::default());
+        assert_eq!(
+            ids(&c),
+            [
+                "away.html",
+                "other.html",
+                "page.html",
+                "self.html",
+                "x.html",
+                "y.html"
+            ]
+        );
+        assert_eq!(c.canonical, 2);
+        let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
+        assert_eq!(
+            get("page.html").anchor,
+            "to the copy\nto copy 2\nto the page"
+        );
+        assert_eq!(get("other.html").links, ["https://site.test/page.html"]);
+        // The copy's own link is not followed twice: `other.html` has no in-link anchor.
+        assert_eq!(get("other.html").anchor, "");
+    }
+
+    #[test]
+    fn language_comes_from_html_lang_then_content_language_then_hreflang() {
+        let dir = tempfile::tempdir().unwrap();
+        let versions = r#"<link rel="alternate" hreflang="en" href="https://site.test/fn.html">
+            <link rel="alternate" hreflang="ja" href="/ja/fn.html">
+            <link rel="alternate" hreflang="x-default" href="/fn.html">"#;
+        write(
+            dir.path(),
+            "fn.html",
+            &format!(r#"<html lang="en-US"><head>{versions}</head><title>Functions</title>"#),
+        );
+        write(
+            dir.path(),
+            "ja/fn.html",
+            &format!("<html><head>{versions}</head><title>関数</title>"),
+        );
+        write(
+            dir.path(),
+            "es/fn.html",
+            r#"<meta http-equiv="content-language" content="es-ES, en"><title>Funciones</title>"#,
+        );
+        write(
+            dir.path(),
+            "none.html",
+            r#"<html lang="und"><title>?</title>"#,
+        );
+        let c = read(dir.path(), HtmlOptions::default());
+        let get = |id: &str| c.documents.iter().find(|d| d.id == id).unwrap();
+        assert_eq!(get("fn.html").lang.as_deref(), Some("en"));
+        assert_eq!(get("ja/fn.html").lang.as_deref(), Some("ja"));
+        assert_eq!(get("es/fn.html").lang.as_deref(), Some("es"));
+        assert_eq!(get("none.html").lang, None);
+        // The versions share the smallest URL among them.
+        assert_eq!(get("fn.html").translation_of, None);
+        assert_eq!(
+            get("ja/fn.html").translation_of.as_deref(),
+            Some("https://site.test/fn.html")
+        );
+        assert_eq!(get("es/fn.html").translation_of, None);
     }
 }

@@ -1,6 +1,7 @@
 //! JSON Lines documents: one object per line with `id`, `url`, `title`, `name`, `headings`,
-//! `body`, `anchor`, `links`, `published_at`; any other key is kept in [`Document::extra`]
-//! (a string `kind` is also searched with the `name`, `crate::text::index`). Of those,
+//! `body`, `anchor`, `links`, `published_at`, `lang` (a language tag, kept as its primary
+//! subtag: [`super::lang`]); any other key is kept in [`Document::extra`] (a string `kind` is
+//! also searched with the `name`, `crate::text::index`). Of those,
 //! `votes_up`, `votes_down`, `rating`, `rating_count` (SPEC §1.8) and `group` (for
 //! `collapse=group`) are checked here and indexed as fast fields ([`super::SocialFields`]).
 //!
@@ -126,6 +127,13 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
             ));
         }
     }
+    let lang = match object.remove("lang") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(tag)) => Some(super::lang::normalize(&tag).ok_or_else(|| {
+            format!("`lang` {tag:?} is not a language tag (e.g. \"en\", \"pt-BR\")")
+        })?),
+        Some(other) => return Err(format!("`lang` must be a string, got {}", kind(&other))),
+    };
     super::SocialFields::parse(&object)?;
     Ok(Document {
         id,
@@ -139,6 +147,8 @@ pub fn document_from_object(mut object: Map<String, Value>) -> Result<Document, 
         published_at,
         extra: object,
         prose: String::new(),
+        lang,
+        translation_of: None,
     })
 }
 
@@ -262,6 +272,25 @@ mod tests {
         ] {
             assert!(one(good).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn lang_is_kept_as_its_primary_subtag() {
+        assert_eq!(
+            one(r#"{"id":"a","lang":"pt-BR"}"#).unwrap().lang.as_deref(),
+            Some("pt")
+        );
+        assert_eq!(one(r#"{"id":"a"}"#).unwrap().lang, None);
+        let d = one(r#"{"id":"a","lang":"ja"}"#).unwrap();
+        assert!(!d.extra.contains_key("lang"));
+        assert!(one(r#"{"id":"a","lang":"Japanese"}"#)
+            .unwrap_err()
+            .message
+            .contains("not a language tag"));
+        assert!(one(r#"{"id":"a","lang":1}"#)
+            .unwrap_err()
+            .message
+            .contains("`lang` must be a string"));
     }
 
     #[test]

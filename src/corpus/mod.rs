@@ -3,6 +3,7 @@
 pub mod cranfield;
 pub mod html;
 pub mod jsonl;
+pub mod lang;
 pub mod letor;
 
 use serde_json::{Map, Value};
@@ -33,6 +34,12 @@ pub struct Document {
     /// The readable prose of the document, one paragraph or list item per line, for its
     /// snippets (`crate::text::snippet`); empty means "the body". Indexed, not stored.
     pub prose: String,
+    /// The document's language, [`lang::normalize`]d (`en`, `ja`): from `<html lang>` or the
+    /// JSONL `lang` key; `None` when unknown.
+    pub lang: Option<String>,
+    /// For one language version of a page: the URL that stands for the page (the first of
+    /// its `hreflang` alternates), whose page key it takes for `collapse=page`; `None`: its own.
+    pub translation_of: Option<String>,
 }
 
 /// The documented JSONL fields rankd reads besides the text (SPEC §1.8 and `collapse=group`);

@@ -8,6 +8,14 @@
 //! it shares any of them with a hit kept above it. A document without a key (no URL, no
 //! `group`, no words) is never hidden by that key.
 //!
+//! Language versions of one page share its page key (the page rules, or `hreflang`). Within
+//! such a group the requester's language wins, as a search engine serving `hreflang`
+//! alternates shows the user's version in the group's place: a hit in a more preferred
+//! language takes the place of the group's shown hit (its best hit at first), whatever their
+//! scores. A hit of unknown language ranks after the preferred languages and before any
+//! other (a site may mark its translations only). So an English query never sees a
+//! translation where the English original is in the window.
+//!
 //! Near-duplicates are found by an exact scan of the kept hits (SPEC §8 allows it where the
 //! set is small: a window holds at most 1000 hits, so at most 1000 × 1000 XOR-popcounts).
 
@@ -80,10 +88,22 @@ impl fmt::Display for CollapseKey {
 }
 
 /// Walks `keys` (one per hit, best hit first) and returns the positions of the hits kept,
-/// each with how many later hits it hides (a hidden hit counts once, for the first kept hit
-/// it matches).
-pub fn collapse(keys: &[CollapseKeys], by: &[CollapseKey]) -> Vec<(usize, usize)> {
+/// each with how many other hits of the window it hides (a hidden hit counts once, for the
+/// first kept hit it matches), in the order of the groups' best hits. With `prefer`
+/// (`crate::corpus::lang::code`s, most preferred first), a group formed by the page key shows
+/// its first hit in the most preferred language in its place (module doc).
+pub fn collapse(keys: &[CollapseKeys], by: &[CollapseKey], prefer: &[u64]) -> Vec<(usize, usize)> {
     let mut kept: Vec<(usize, usize)> = Vec::new();
+    // How much a hit's language is wanted: its place in `prefer`; unknown, after those; a
+    // language not listed, last.
+    let rank = |k: &CollapseKeys| match k.lang {
+        None => prefer.len(),
+        Some(l) => prefer
+            .iter()
+            .position(|&p| p == l)
+            .unwrap_or(prefer.len() + 1),
+    };
+    let by_page = by.contains(&CollapseKey::Page);
     // Exact keys: kept hit (index into `kept`) per (key kind, value).
     let mut owners: HashMap<(CollapseKey, u64), usize> = HashMap::new();
     let near = by.contains(&CollapseKey::NearDuplicate);
@@ -107,7 +127,30 @@ pub fn collapse(keys: &[CollapseKeys], by: &[CollapseKey]) -> Vec<(usize, usize)
             }
         }
         match owner {
-            Some(o) => kept[o].1 += 1,
+            Some(o) => {
+                kept[o].1 += 1;
+                // The preferred version takes its page's place; the owner found by the page
+                // key, so the hits are versions of one page.
+                let shown = &keys[kept[o].0];
+                if by_page
+                    && !prefer.is_empty()
+                    && k.page.is_some()
+                    && k.page == shown.page
+                    && rank(k) < rank(shown)
+                {
+                    kept[o].0 = position;
+                    for &key in by {
+                        if let Some(v) = value_of(k, key) {
+                            owners.entry((key, v)).or_insert(o);
+                        }
+                    }
+                    if near {
+                        if let Some(h) = k.simhash {
+                            fingerprints.push((h, o));
+                        }
+                    }
+                }
+            }
             None => {
                 let o = kept.len();
                 kept.push((position, 0));
@@ -183,14 +226,14 @@ mod tests {
             keys(None, None),
         ];
         assert_eq!(
-            collapse(&list, &[CollapseKey::Page]),
+            collapse(&list, &[CollapseKey::Page], &[]),
             [(0, 1), (1, 0), (3, 0), (4, 0), (5, 0)]
         );
         assert_eq!(
-            collapse(&list, &[CollapseKey::Page, CollapseKey::NearDuplicate]),
+            collapse(&list, &[CollapseKey::Page, CollapseKey::NearDuplicate], &[]),
             [(0, 2), (1, 0), (4, 0), (5, 0)]
         );
-        assert_eq!(collapse(&list, &[]).len(), list.len());
+        assert_eq!(collapse(&list, &[], &[]).len(), list.len());
     }
 
     #[test]
@@ -220,13 +263,54 @@ mod tests {
                         page: (next() % 3 != 0).then(|| next() % 40),
                         site: (next() % 2 == 0).then(|| next() % 5),
                         group: (next() % 4 == 0).then(|| next() % 7),
+                        lang: None,
                     }
                 })
                 .collect();
             for by in by_sets {
-                assert_eq!(collapse(&list, by), brute_force(&list, by), "{by:?}");
+                assert_eq!(collapse(&list, by, &[]), brute_force(&list, by), "{by:?}");
             }
         }
+    }
+
+    /// Versions of one page in several languages: the requester's takes the group's place,
+    /// wherever it ranks in the window; other keys' groups keep their best hit.
+    #[test]
+    fn the_preferred_language_stands_for_its_page() {
+        let (en, ja, ko) = (0x656e, 0x6a61, 0x6b6f);
+        let version = |page: u64, lang: Option<u64>, site: u64| CollapseKeys {
+            page: Some(page),
+            site: Some(site),
+            lang,
+            ..CollapseKeys::default()
+        };
+        let list = [
+            version(1, Some(ja), 10), // 0: Japanese version of page 1, best
+            version(2, Some(en), 10), // 1
+            version(1, Some(ko), 11), // 2: Korean version of page 1
+            version(1, Some(en), 11), // 3: the English original of page 1
+            version(3, Some(ja), 12), // 4: page 3 has no English version
+            version(1, None, 13),     // 5: a version of unknown language
+        ];
+        let page = [CollapseKey::Page];
+        assert_eq!(collapse(&list, &page, &[en]), [(3, 3), (1, 0), (4, 0)]);
+        assert_eq!(collapse(&list, &page, &[ja, en]), [(0, 3), (1, 0), (4, 0)]);
+        assert_eq!(collapse(&list, &page, &[ko, en]), [(2, 3), (1, 0), (4, 0)]);
+        // Without preference the best hit stands; a language not listed (French) falls back
+        // to the next one.
+        assert_eq!(collapse(&list, &page, &[]), [(0, 3), (1, 0), (4, 0)]);
+        let fr = 0x6672;
+        assert_eq!(collapse(&list, &page, &[fr, en]), [(3, 3), (1, 0), (4, 0)]);
+        // A version of unknown language ranks after the preferred ones, before the others.
+        let without_english = &list[..3];
+        let unknown = [list[0], list[2], list[5]];
+        assert_eq!(collapse(without_english, &page, &[fr]), [(0, 1), (1, 0)]);
+        assert_eq!(collapse(&unknown, &page, &[fr]), [(2, 2)]);
+        // By site only, nothing is a version of anything: the best hit of each site stays.
+        assert_eq!(
+            collapse(&list, &[CollapseKey::Site], &[en]),
+            [(0, 1), (2, 1), (4, 0), (5, 0)]
+        );
     }
 
     #[test]

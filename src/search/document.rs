@@ -23,6 +23,8 @@ pub struct DocResponse {
     pub links: Vec<String>,
     /// Seconds since the Unix epoch.
     pub published_at: Option<i64>,
+    /// Its language (`en`, `ja`: a primary language subtag), `null` when unknown.
+    pub lang: Option<String>,
     /// The other fields of its JSONL record, as given.
     #[schema(value_type = Object)]
     pub extra: serde_json::Map<String, Value>,
@@ -94,6 +96,7 @@ impl Engine {
             anchor: d.anchor,
             links: d.links,
             published_at: d.published_at,
+            lang: d.lang,
             extra: d.extra,
             link_scores,
         }))

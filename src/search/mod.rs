@@ -153,6 +153,12 @@ pub struct SearchQuery {
     /// The clock (Unix seconds) the social sorts and the freshness features measure ages
     /// at; `None`: the time the search starts (a root sends its own to every shard).
     pub now: Option<i64>,
+    /// `lang=`: only documents in this language (a `crate::corpus::lang::normalize`d tag)
+    /// are ranked and counted.
+    pub lang: Option<String>,
+    /// The requester's languages, most wanted first (its `Accept-Language`): which version
+    /// of a page stands for it when collapsing by page ([`SearchQuery::preferred_langs`]).
+    pub requester_langs: Vec<String>,
 }
 
 impl SearchQuery {
@@ -171,7 +177,44 @@ impl SearchQuery {
             collapse: Vec::new(),
             collapse_window: DEFAULT_WINDOW,
             now: None,
+            lang: None,
+            requester_langs: Vec::new(),
         }
+    }
+
+    /// The languages whose versions of a page stand for the page when collapsing
+    /// (`collapse::collapse`), most preferred first: `lang=` alone, else the requester's,
+    /// then the index configuration's default; as `crate::corpus::lang::code`s.
+    pub fn preferred_langs(&self, config: &crate::text::IndexConfig) -> Vec<u64> {
+        let langs: Vec<&String> = match &self.lang {
+            Some(lang) => vec![lang],
+            None => self
+                .requester_langs
+                .iter()
+                .chain([&config.language.default])
+                .collect(),
+        };
+        let mut codes: Vec<u64> = Vec::with_capacity(langs.len());
+        for code in langs.into_iter().map(|l| crate::corpus::lang::code(l)) {
+            if !codes.contains(&code) {
+                codes.push(code);
+            }
+        }
+        codes
+    }
+
+    /// `kind` bound to this search's query over `view`: its field, and its `lang=` filter.
+    fn bind(
+        &self,
+        view: &features::View,
+        kind: ModelKind,
+    ) -> Result<Option<BoundModel>, SearchError> {
+        let index = view.index;
+        let filter = self.lang.as_deref().map(|lang| {
+            tantivy::Term::from_field_u64(index.fields.lang, crate::corpus::lang::code(lang))
+        });
+        let bound = index.bind(view.stats, kind, self.field.as_deref(), view.query)?;
+        Ok(bound.map(|b| b.only(filter)))
     }
 
     pub fn model(mut self, model: ModelKind) -> Self {
@@ -774,7 +817,8 @@ impl Engine {
                 .map(|r| columns.collapse_keys(r.candidate.address))
                 .collect();
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            ranked = collapse::collapse(&keys, &q.collapse)
+            let prefer = q.preferred_langs(&self.index.config);
+            ranked = collapse::collapse(&keys, &q.collapse, &prefer)
                 .into_iter()
                 .map(|(i, hidden)| {
                     let mut r = slots[i].take().expect("each hit is kept at most once");
@@ -817,10 +861,7 @@ impl Engine {
         if let Some(f) = &q.fusion {
             return self.fused_first_phase(view, q, f, limit, skip);
         }
-        let Some(bound) = self
-            .index
-            .bind(stats, kind, q.field.as_deref(), view.query)?
-        else {
+        let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
         let top = match q.ranking {
@@ -872,10 +913,7 @@ impl Engine {
         let (searcher, stats) = (view.searcher, view.stats);
         let mut total_hits = None;
         for &kind in &f.inputs {
-            match self
-                .index
-                .bind(stats, kind, q.field.as_deref(), view.query)?
-            {
+            match q.bind(&view, kind)? {
                 Some(bound) => {
                     if total_hits.is_none() {
                         total_hits = Some(bound.count(searcher)?);
@@ -948,7 +986,7 @@ impl Engine {
             });
         }
         let (index, searcher, stats) = (view.index, view.searcher, view.stats);
-        let Some(bound) = index.bind(stats, kind, q.field.as_deref(), view.query)? else {
+        let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
         let columns = index.doc_columns(searcher)?;

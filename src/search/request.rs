@@ -21,6 +21,11 @@ pub(crate) const MAX_K: usize = 1000;
 /// Deepest result (offset + k) one request may reach.
 pub(crate) const MAX_DEPTH: usize = 10_000;
 
+/// What `GET /search` collapses when the request does not say: the page key, which the
+/// versions of a page in several languages share (the configured page rules, `hreflang`),
+/// so a page is one hit, shown in the preferred language (`super::collapse`).
+pub const DEFAULT_COLLAPSE: [CollapseKey; 1] = [CollapseKey::Page];
+
 /// How many documents an evaluation ranks per query when the request does not say: as many
 /// as trec_eval's runs hold.
 pub(crate) const DEFAULT_EVAL_DEPTH: usize = 1000;
@@ -81,8 +86,14 @@ pub struct SearchRequest {
     /// how many of each input's top documents are fused, 1..=1000 (default 100)
     pub fusion_depth: Option<usize>,
     /// keep the best hit of each group: page, site, group, near_duplicate, comma-separated
-    /// (a hit is hidden when it shares any with a hit above it), or none (default)
+    /// (a hit is hidden when it shares any with a hit above it), or none; default: page
+    /// (a page's translations are one hit, in the preferred language) where the page lies
+    /// within the window, none beyond it
     pub collapse: Option<String>,
+    /// only documents in this language (a language tag, e.g. en or pt-BR: its primary
+    /// subtag is matched); it is also the language preferred among a page's versions
+    /// (default: the request's Accept-Language, else the index configuration's, en)
+    pub lang: Option<String>,
     /// relevance (default), or order the matching documents by hot, gravity, best, fresh or
     /// rating (SPEC §1.8; documents without the needed fields come last)
     pub sort: Option<String>,
@@ -135,9 +146,14 @@ impl SearchRequest {
         if let Some(field) = &p.field {
             field.parse::<TextField>().map_err(|e| bad("field", e))?;
         }
-        let collapse = match &p.collapse {
-            Some(list) => CollapseKey::parse_list(list).map_err(|e| bad("collapse", e))?,
-            None => Vec::new(),
+        let lang = match &p.lang {
+            Some(tag) => Some(crate::corpus::lang::normalize(tag).ok_or_else(|| {
+                bad(
+                    "lang",
+                    format!("`{tag}` is not a language tag (e.g. en, ja, pt-BR)"),
+                )
+            })?),
+            None => None,
         };
         let sort = match p.sort.as_deref() {
             None | Some("relevance") => None,
@@ -188,6 +204,24 @@ impl SearchRequest {
             },
             None => Ranking::FirstPhase,
         };
+        let collapse_window = p.window.unwrap_or(DEFAULT_WINDOW);
+        let collapse = match &p.collapse {
+            Some(list) => CollapseKey::parse_list(list).map_err(|e| bad("collapse", e))?,
+            // Translations are one hit by default, where the page lies within the window
+            // collapsing walks (deep pages are not refused for it).
+            None => {
+                let window = match ranking {
+                    Ranking::Boost { window, .. } | Ranking::Rerank { window } => window,
+                    Ranking::FirstPhase | Ranking::Sort(_) => collapse_window,
+                };
+                let page_end = p.offset.unwrap_or(0).saturating_add(p.k.unwrap_or(10));
+                if page_end <= window.min(MAX_WINDOW) {
+                    DEFAULT_COLLAPSE.to_vec()
+                } else {
+                    Vec::new()
+                }
+            }
+        };
         if p.window.is_some()
             && matches!(ranking, Ranking::FirstPhase | Ranking::Sort(_))
             && collapse.is_empty()
@@ -231,8 +265,10 @@ impl SearchRequest {
             returns,
             fusion,
             collapse,
-            collapse_window: p.window.unwrap_or(DEFAULT_WINDOW),
+            collapse_window,
             now: None,
+            lang,
+            requester_langs: Vec::new(),
         })
     }
 }
@@ -305,7 +341,9 @@ impl EvalRequest {
             fusion_norm: self.fusion_norm,
             fusion_weights: self.fusion_weights,
             fusion_depth,
-            collapse: None,
+            // An evaluation ranks every document; collapsing would hide judged ones.
+            collapse: Some("none".into()),
+            lang: None,
             sort: None,
             field: self.field,
             explain: None,
@@ -466,10 +504,6 @@ mod tests {
                 json!({"model": "bm25", "rerank": true, "window": 0}),
                 "window",
             ),
-            (
-                json!({"model": "bm25", "rerank": false, "window": 50}),
-                "window",
-            ),
         ] {
             let [search, eval] = both(options.clone());
             let (search, eval) = (refusal(search), refusal(eval));
@@ -479,6 +513,21 @@ mod tests {
         // A window without a reranker or a boost: the evaluation does not rerank unless asked.
         let [_, eval] = both(json!({"model": "bm25", "window": 50}));
         assert_eq!(refusal(eval).0, "window");
+        // Nor does it collapse; a search collapses by default, and the window is that of
+        // collapsing unless collapse=none.
+        let options = json!({"model": "bm25", "rerank": false, "window": 50});
+        let [search, eval] = both(options.clone());
+        assert_eq!(refusal(eval).0, "window");
+        let search = search.unwrap();
+        assert_eq!(
+            (search.collapse.as_slice(), search.collapse_window),
+            (&DEFAULT_COLLAPSE[..], 50)
+        );
+        let mut none = options;
+        none["q"] = json!("x");
+        none["collapse"] = json!("none");
+        let none: SearchRequest = serde_json::from_value(none).unwrap();
+        assert_eq!(refusal(none.into_query(true)).0, "window");
     }
 
     #[test]
@@ -521,6 +570,42 @@ mod tests {
         let mut deep = fused;
         deep["fusion_depth"] = json!(50);
         assert_eq!(query(deep).fusion.unwrap().depth, 50);
+    }
+
+    /// Without `collapse=`, a search collapses a page's versions where the page lies within
+    /// the window, and is not refused beyond it; `lang=` is a language tag.
+    #[test]
+    fn a_search_collapses_by_page_by_default_and_filters_by_language() {
+        let search = |options: Value| {
+            let mut request = json!({"q": "x"});
+            for (name, value) in options.as_object().unwrap() {
+                request[name] = value.clone();
+            }
+            let request: SearchRequest = serde_json::from_value(request).unwrap();
+            request
+                .into_query(true)
+                .and_then(|q| q.validate().map(|()| q))
+        };
+        let q = search(json!({})).unwrap();
+        assert_eq!(q.collapse, DEFAULT_COLLAPSE);
+        assert_eq!(q.lang, None);
+        assert!(search(json!({"collapse": "none"}))
+            .unwrap()
+            .collapse
+            .is_empty());
+        let deep = search(json!({"rerank": false, "offset": 100})).unwrap();
+        assert!(deep.collapse.is_empty());
+        assert_eq!(
+            search(json!({"rerank": false, "offset": 90}))
+                .unwrap()
+                .collapse,
+            DEFAULT_COLLAPSE
+        );
+        assert_eq!(
+            search(json!({"lang": "pt-BR"})).unwrap().lang.as_deref(),
+            Some("pt")
+        );
+        assert_eq!(refusal(search(json!({"lang": "portuguese"}))).0, "lang");
     }
 
     #[test]

@@ -150,6 +150,7 @@ pub(crate) fn top_sorted(
         return Ok(Vec::new());
     }
     let mut fetch = want + 1;
+    let ranking = bound.ranking_query();
     let mut top = loop {
         let collector = TopDocs::with_limit(fetch).tweak_score(move |segment: &SegmentReader| {
             let social = SegmentSocial::open(segment);
@@ -158,7 +159,7 @@ pub(crate) fn top_sorted(
                 (key.unwrap_or(f64::NEG_INFINITY), score)
             }
         });
-        let top = searcher.search(&bound.query, &collector)?;
+        let top = searcher.search(ranking.as_ref(), &collector)?;
         let same = |a: &SortKey, b: &SortKey| {
             a.0.to_bits() == b.0.to_bits() && a.1.to_bits() == b.1.to_bits()
         };

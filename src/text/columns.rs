@@ -69,6 +69,7 @@ struct SegmentColumns {
     page: Option<Column<u64>>,
     site: Option<Column<u64>>,
     group: Option<Column<u64>>,
+    lang: Option<Column<u64>>,
     social: SegmentSocial,
 }
 
@@ -128,6 +129,10 @@ pub struct CollapseKeys {
     pub page: Option<u64>,
     pub site: Option<u64>,
     pub group: Option<u64>,
+    /// The document's language (`crate::corpus::lang::code`): not a key, but which version
+    /// of a page stands for it (`crate::search::collapse`).
+    #[serde(default)]
+    pub lang: Option<u64>,
 }
 
 /// Which of SPEC §1.8's fields some document of an index carries (`published_at`; votes up
@@ -234,6 +239,7 @@ impl DocColumns {
                     page: ff.u64("page").ok(),
                     site: ff.u64("site").ok(),
                     group: ff.u64("group").ok(),
+                    lang: ff.u64("lang").ok(),
                     social: SegmentSocial::open(r),
                 })
             })
@@ -353,6 +359,7 @@ impl DocColumns {
             page: get(&s.page),
             site: get(&s.site),
             group: get(&s.group),
+            lang: get(&s.lang),
         }
     }
 

@@ -97,6 +97,27 @@ pub struct IndexConfig {
     /// The parameters of SPEC §1.8's static and social scores; read at query time.
     #[serde(default)]
     pub social: SocialParams,
+    /// Which language a search prefers when its requester states none; read at query time.
+    #[serde(default)]
+    pub language: LanguageParams,
+}
+
+/// `[language]`: the version of a page that stands for its translations when hits are
+/// collapsed by page and neither `lang=` nor the requester's `Accept-Language` names a
+/// language (`crate::search::collapse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LanguageParams {
+    /// A primary language subtag (`crate::corpus::lang`).
+    pub default: String,
+}
+
+impl Default for LanguageParams {
+    fn default() -> Self {
+        LanguageParams {
+            default: "en".into(),
+        }
+    }
 }
 
 /// How `collapse=page` groups documents: a document's page key is its URL without query and
@@ -378,6 +399,10 @@ impl IndexConfig {
                 bail!("social.{name} must be a finite number > 0, got {v}");
             }
         }
+        let lang = &self.language.default;
+        if crate::corpus::lang::normalize(lang).as_ref() != Some(lang) {
+            bail!("language.default must be a lowercase primary language subtag such as \"en\", got {lang:?}");
+        }
         let r = m.rm3;
         if !(1..=Rm3Params::MAX_FB_DOCS).contains(&r.fb_docs)
             || !(1..=Rm3Params::MAX_FB_TERMS).contains(&r.fb_terms)
@@ -482,6 +507,14 @@ mod tests {
         let old = format!("{}{}", &DEFAULT_CONFIG[..start], &DEFAULT_CONFIG[end..]);
         let err = format!("{:#}", IndexConfig::parse(&old, "t").unwrap_err());
         assert!(err.contains("`[fields.name]`"), "{err}");
+        let bad = DEFAULT_CONFIG.replace("default = \"en\"", "default = \"en-US\"");
+        assert!(
+            IndexConfig::parse(&bad, "t").is_err(),
+            "language.default en-US accepted"
+        );
+        let start = DEFAULT_CONFIG.find("[language]").unwrap();
+        let old = IndexConfig::parse(&DEFAULT_CONFIG[..start], "t").unwrap();
+        assert_eq!(old.language.default, "en");
         let bad = format!("{DEFAULT_CONFIG}\nextra = 1\n");
         let err = IndexConfig::parse(&bad, "t").unwrap_err();
         assert!(format!("{err:#}").contains("extra"), "{err:#}");

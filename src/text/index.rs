@@ -29,7 +29,7 @@ use crate::corpus::Document;
 
 /// Bumped whenever the schema or the meaning of a stored field changes (4: the `hit` column
 /// replaced `snippet`; 5: SimHash, collapse keys and social signals as fast fields; 6: the
-/// `name` field).
+/// `name` and `lang` fields, and page keys of `hreflang` versions).
 pub(crate) const INDEX_FORMAT: u32 = 6;
 
 /// Memory budget of the index writer.
@@ -301,8 +301,13 @@ impl TextIndex {
         if let Some(h) = super::simhash::simhash(&format!("{}\n{}", doc.title, doc.body)) {
             t.add_u64(f.simhash, h);
         }
+        if let Some(lang) = &doc.lang {
+            t.add_u64(f.lang, crate::corpus::lang::code(lang));
+        }
         if !url.is_empty() {
-            t.add_u64(f.page, key_hash(&self.page_key(url)));
+            // Language versions linked by `hreflang` share the page key of their first URL.
+            let page = doc.translation_of.as_deref().unwrap_or(url);
+            t.add_u64(f.page, key_hash(&self.page_key(page)));
             if let Some(host) = url::Url::parse(url)
                 .ok()
                 .and_then(|u| u.host_str().map(str::to_string))
@@ -377,6 +382,11 @@ impl TextIndex {
             published_at: t.get_first(f.published_at).and_then(|v| v.as_i64()),
             extra,
             prose: String::new(),
+            lang: t
+                .get_first(f.lang)
+                .and_then(|v| v.as_u64())
+                .and_then(crate::corpus::lang::from_code),
+            translation_of: None,
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct Fields {
     pub votes_down: Field,
     pub rating: Field,
     pub rating_count: Field,
+    /// The document's language as a `crate::corpus::lang::code`: a term for `lang=`, a
+    /// column for the requester's preference among translations.
+    pub lang: Field,
     /// What a hit shows of the document, encoded by `crate::text::columns::encode_hit`: id,
     /// title, URL and snippet passages, a fast bytes column.
     pub hit: Field,
@@ -107,6 +110,7 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
     let votes_down = b.add_u64_field("votes_down", FAST);
     let rating = b.add_f64_field("rating", FAST);
     let rating_count = b.add_u64_field("rating_count", FAST);
+    let lang = b.add_u64_field("lang", INDEXED | STORED | FAST);
     let fields = Fields {
         id,
         title,
@@ -130,6 +134,7 @@ pub(crate) fn build_schema(config: &IndexConfig) -> (Schema, Fields) {
         votes_down,
         rating,
         rating_count,
+        lang,
         hit,
     };
     (b.build(), fields)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocAddress, Score, Searcher, Term};
 
@@ -66,6 +66,8 @@ pub struct BoundModel {
     /// A single field whose postings hold the model's match set (see [`TextIndex::bind`]),
     /// counted instead of every (term, field) pair.
     count_field: Option<Field>,
+    /// Only documents holding this term are ranked and counted (`lang=`; [`BoundModel::only`]).
+    filter: Option<Term>,
 }
 
 impl TextIndex {
@@ -164,6 +166,7 @@ impl TextIndex {
             query: ModelQuery::new(model),
             native,
             count_field,
+            filter: None,
         }))
     }
 
@@ -204,6 +207,35 @@ impl BoundModel {
         self.query.model()
     }
 
+    /// The model restricted to documents holding `term` (none: all documents): a filter, not
+    /// a scoring clause — every document keeps the model's score exactly (`+ 0.0`).
+    pub fn only(mut self, term: Option<Term>) -> Self {
+        self.filter = term;
+        self
+    }
+
+    /// `query` restricted by the filter, if any.
+    fn filtered(&self, query: Box<dyn Query>) -> Box<dyn Query> {
+        match &self.filter {
+            None => query,
+            Some(term) => {
+                let filter = TermQuery::new(term.clone(), IndexRecordOption::Basic);
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Must, query),
+                    (
+                        Occur::Must,
+                        Box::new(ConstScoreQuery::new(Box::new(filter), 0.0)),
+                    ),
+                ]))
+            }
+        }
+    }
+
+    /// The query that ranks: the model's, restricted by the filter.
+    pub(crate) fn ranking_query(&self) -> Box<dyn Query> {
+        self.filtered(Box::new(self.query.clone()))
+    }
+
     /// The top `k` after `offset` in the canonical order: score descending, then document
     /// id ascending. Every shard of a cluster and the root's merge order by the same key, so
     /// a sharded collection cuts its windows and ranks its ties exactly as the single index
@@ -230,10 +262,12 @@ impl BoundModel {
     ) -> tantivy::Result<Vec<Candidate>> {
         let want = offset + k;
         let mut fetch = want + 1;
+        let ranking = self.ranking_query();
+        let native = self.native.as_ref().map(|n| self.filtered(n.box_clone()));
         let top = loop {
             let collector = TopDocs::with_limit(fetch).order_by_score();
-            let Some(native) = &self.native else {
-                let top = searcher.search(&self.query, &collector)?;
+            let Some(native) = &native else {
+                let top = searcher.search(ranking.as_ref(), &collector)?;
                 if top.len() < fetch || top[fetch - 1].0 != top[want - 1].0 {
                     break top;
                 }
@@ -282,7 +316,8 @@ impl BoundModel {
             }
             None => self.query.query_terms(&mut |term, _| add(term.clone())),
         }
-        BooleanQuery::new(clauses).count(searcher)
+        self.filtered(Box::new(BooleanQuery::new(clauses)))
+            .count(searcher)
     }
 
     /// Scores the given documents (any order) with the model, matching or not: the model as a

@@ -338,6 +338,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         fetch: None,
         sort: None,
         now: None,
+        lang: None,
     };
     let err = match leaf::query(engine, &pins, &call) {
         Err(leaf::LeafError::Search(e)) => e,
@@ -1049,4 +1050,91 @@ fn name_feature_rows_over_shards_equal_the_single_index() {
         exacts >= 20 && prefixes > exacts && scored > 100,
         "{exacts} {prefixes} {scored}"
     );
+}
+
+/// `lang=`, the default collapse by page and the requester's languages, as `GET /search`
+/// turns its parameters into a query, through the root: the same hits, scores, hidden counts
+/// and totals as the single index. Pages exist in English and up to three translations (URLs
+/// differing by a language segment, which the default page rules drop).
+#[test]
+fn languages_and_the_default_collapse_over_shards_equal_the_single_index() {
+    use rankd::search::request::SearchRequest;
+    let words = [
+        "shock", "wave", "boundary", "layer", "flow", "heat", "plate",
+    ];
+    let langs = ["en", "ja", "es", "zh"];
+    let docs: Vec<Document> = (0..240)
+        .map(|i| {
+            let (page, lang) = (i / 4, langs[i % 4]);
+            let text = (0..10)
+                .map(|k| words[(page + i % 4 + k * (1 + k % 3)) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ");
+            let segment = if lang == "en" {
+                String::new()
+            } else {
+                format!("{lang}/")
+            };
+            Document {
+                id: format!("{lang}-{page:03}"),
+                url: Some(format!("https://docs.test/{segment}page{page}.html")),
+                title: format!("{} {}", words[page % 7], words[(page / 7) % 7]),
+                body: text,
+                // Some pages do not say their language.
+                lang: (page % 5 != 0).then(|| lang.to_string()),
+                ..Document::default()
+            }
+        })
+        .collect();
+    let f = build(&docs);
+    let root = f.root();
+    let mut hidden = 0;
+    for q in ["shock wave", "boundary layer flow", "heat plate"] {
+        for params in [
+            serde_json::json!({}),
+            serde_json::json!({"offset": 3, "k": 5}),
+            serde_json::json!({"lang": "ja"}),
+            serde_json::json!({"lang": "es", "collapse": "none"}),
+            serde_json::json!({"collapse": "none"}),
+            serde_json::json!({"model": "lm", "offset": 95}),
+        ] {
+            for requester in [
+                vec![],
+                vec!["ja".to_string()],
+                vec!["fr".into(), "es".into()],
+            ] {
+                let mut request = params.clone();
+                request["q"] = q.into();
+                let request: SearchRequest = serde_json::from_value(request).unwrap();
+                let mut query = request.into_query(false).unwrap();
+                query.requester_langs = requester.clone();
+                let single = f.single.search(&query).unwrap();
+                let sharded = f.search(&root, &query);
+                let shown = |r: &SearchResponse| -> Vec<(String, u32, Option<usize>)> {
+                    r.hits
+                        .iter()
+                        .map(|h| (h.id.clone(), h.score.to_bits(), h.collapsed))
+                        .collect()
+                };
+                assert_eq!(
+                    shown(&sharded),
+                    shown(&single),
+                    "{q:?} {params} {requester:?}"
+                );
+                assert_eq!(sharded.total_hits, single.total_hits, "{q:?} {params}");
+                hidden += single
+                    .hits
+                    .iter()
+                    .filter_map(|h| h.collapsed)
+                    .sum::<usize>();
+                if let Some(lang) = params["lang"].as_str() {
+                    assert!(
+                        single.hits.iter().all(|h| h.id.starts_with(lang)),
+                        "{params}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(hidden > 100, "only {hidden} versions hidden");
 }

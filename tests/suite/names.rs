@@ -27,7 +27,13 @@ fn pages() -> Vec<Document> {
     let dir = fixtures();
     let files: Vec<PathBuf> = PAGES.iter().map(|p| dir.join(p)).collect();
     let base = url::Url::parse("https://doc.rust-lang.org/").unwrap();
-    let corpus = read_pages(&dir, &files, &base, &|| {});
+    let corpus = read_pages(
+        &dir,
+        &files,
+        &base,
+        rankd::corpus::html::HtmlOptions::default(),
+        &|| {},
+    );
     assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);
     corpus.documents
 }

@@ -269,8 +269,9 @@ fn eval_refuses_what_search_refuses() {
     let server = start(&data, &fresh_database(dir.path()), None);
     for (args, params, says) in [
         (
+            // An evaluation collapses nothing; a search collapses by page unless told not to.
             &["--window", "50"][..],
-            "window=50&rerank=false",
+            "window=50&rerank=false&collapse=none",
             "window sets the rerank, boost or collapse window",
         ),
         (

@@ -801,6 +801,7 @@ impl Root {
                         fetch: plan.fetch,
                         sort: plan.sort.map(|m| m.name().to_string()),
                         now: Some(plan.now),
+                        lang: q.lang.clone(),
                     };
                     async move { within(t, timeout, targets[t].1.client.query(&call)).await }
                 })
@@ -976,7 +977,8 @@ impl Root {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            ranked = crate::search::collapse::collapse(&keys, &q.collapse)
+            let prefer = q.preferred_langs(&self.config);
+            ranked = crate::search::collapse::collapse(&keys, &q.collapse, &prefer)
                 .into_iter()
                 .map(|(i, hidden)| {
                     let mut r = slots[i].take().expect("each hit is kept at most once");
