@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
         6 => ("/admin/documents/delete", "application/json"),
         _ => {
             if let Ok(params) = serde_json::from_slice::<rankd::admin::train::TrainParams>(body) {
-                let _ = params.settings();
+                let _ = params.request();
             }
             return;
         }
