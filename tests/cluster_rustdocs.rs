@@ -95,16 +95,7 @@ fn the_rust_docs_over_three_leaves_rank_as_the_single_index() {
     let one = start(&single, &db, Some(token));
     activate_model(&one.base, token, &model, &id);
 
-    let leaves: Vec<Server> = (0..3)
-        .map(|s| {
-            let data = sharded.join(format!("shards/{s}"));
-            start_serve(
-                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
-                None,
-                &[],
-            )
-        })
-        .collect();
+    let leaves = start_leaves(&sharded);
     let root_with = |stats: &str| {
         let mut args = vec![
             "--role",

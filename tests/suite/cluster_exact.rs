@@ -56,6 +56,42 @@ impl Fixture {
     fn search(&self, root: &Root, q: &SearchQuery) -> SearchResponse {
         self.runtime.block_on(root.search(q)).unwrap()
     }
+
+    /// The BM25F top-60 window's feature rows of `q` through `root` equal the single
+    /// index's bit for bit, but in the columns named by `skip` (those read from the clock,
+    /// which two calls read apart): the single index's rows.
+    fn equal_feature_rows(
+        &self,
+        root: &Root,
+        q: &str,
+        skip: &[&str],
+    ) -> rankd::features::FeatureMatrix {
+        let names = rankd::features::FeatureSet::current().names();
+        let searcher = self.single.index.reader.searcher();
+        let single = self
+            .single
+            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
+            .unwrap()
+            .unwrap();
+        let (_, got) = self
+            .runtime
+            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
+            .unwrap();
+        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        for row in 0..got.rows {
+            for (col, (a, b)) in got
+                .row(row)
+                .iter()
+                .zip(single.features.row(row))
+                .enumerate()
+            {
+                if !skip.contains(&names[col].as_str()) {
+                    assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
+                }
+            }
+        }
+        single.features
+    }
 }
 
 fn build(docs: &[Document]) -> Fixture {
@@ -449,7 +485,6 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
     }
     assert_eq!(held, whole.n(), "the parts cover the graph once");
     f.single.set_links(Some(std::sync::Arc::new(single_links)));
-    let searcher = f.single.index.reader.searcher();
     let root = f.root();
     let names = rankd::features::FeatureSet::current().names();
     let mut linked_rows = 0;
@@ -459,27 +494,10 @@ fn link_scores_and_link_features_over_shards_equal_the_single_index() {
         "heat transfer",
         "mach nozzle jet",
     ] {
-        let single = f
-            .single
-            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
-            .unwrap()
-            .unwrap();
-        let (_, got) = f
-            .runtime
-            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
-            .unwrap();
-        assert_eq!(got.rows, single.features.rows, "{q:?}");
+        let rows = f.equal_feature_rows(&root, q, &[]);
         let in_links = names.iter().position(|n| n == "window.in_links").unwrap();
-        for row in 0..got.rows {
-            for (col, (a, b)) in got
-                .row(row)
-                .iter()
-                .zip(single.features.row(row))
-                .enumerate()
-            {
-                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
-            }
-            linked_rows += usize::from(got.row(row)[in_links] > 0.0);
+        for row in 0..rows.rows {
+            linked_rows += usize::from(rows.row(row)[in_links] > 0.0);
         }
         // The PageRank boost with explanations (the boost's part, each hit's link scores).
         let mut query = SearchQuery::new(q, 10).ranking(rankd::search::Ranking::Boost {
@@ -933,37 +951,18 @@ fn sorts_over_shards_equal_the_single_index() {
 fn social_feature_rows_over_shards_equal_the_single_index() {
     let f = build(&social_corpus());
     let root = f.root();
-    let searcher = f.single.index.reader.searcher();
-    let set = rankd::features::FeatureSet::current();
-    let names = set.names();
-    let bayes = names.iter().position(|n| n == "social.bayes").unwrap();
+    let bayes = rankd::features::FeatureSet::current()
+        .get("social.bayes")
+        .unwrap();
     let mut rated = 0;
     for q in ["shock wave", "boundary layer flow", "heat"] {
-        let single = f
-            .single
-            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
-            .unwrap()
-            .unwrap();
-        let (_, got) = f
-            .runtime
-            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
-            .unwrap();
-        assert_eq!(got.rows, single.features.rows, "{q:?}");
-        for row in 0..got.rows {
-            for (col, (a, b)) in got
-                .row(row)
-                .iter()
-                .zip(single.features.row(row))
-                .enumerate()
-            {
-                if ["fresh.age_days", "fresh.decay", "social.gravity"]
-                    .contains(&names[col].as_str())
-                {
-                    continue;
-                }
-                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
-            }
-            rated += usize::from(single.features.row(row)[bayes] != 0.0);
+        let rows = f.equal_feature_rows(
+            &root,
+            q,
+            &["fresh.age_days", "fresh.decay", "social.gravity"],
+        );
+        for row in 0..rows.rows {
+            rated += usize::from(rows.row(row)[bayes] != 0.0);
         }
     }
     assert!(rated > 60, "only {rated} rows with a Bayesian average");
@@ -1005,9 +1004,7 @@ fn named_corpus() -> Vec<Document> {
 fn name_feature_rows_over_shards_equal_the_single_index() {
     let f = build(&named_corpus());
     let root = f.root();
-    let searcher = f.single.index.reader.searcher();
     let set = rankd::features::FeatureSet::current();
-    let names = set.names();
     let [exact, prefix, name_bm25] =
         ["name.exact", "name.prefix", "name.bm25"].map(|n| set.get(n).unwrap());
     let (mut exacts, mut prefixes, mut scored) = (0, 0, 0);
@@ -1018,29 +1015,9 @@ fn name_feature_rows_over_shards_equal_the_single_index() {
         "layers::bound",
         "heat flow",
     ] {
-        let single = f
-            .single
-            .window(&searcher, q, ModelKind::Bm25F, 60, Prf::Skip)
-            .unwrap()
-            .unwrap();
-        let (_, got) = f
-            .runtime
-            .block_on(root.feature_window(q, ModelKind::Bm25F, 60, Prf::Skip))
-            .unwrap();
-        assert_eq!(got.rows, single.features.rows, "{q:?}");
-        for row in 0..got.rows {
-            for (col, (a, b)) in got
-                .row(row)
-                .iter()
-                .zip(single.features.row(row))
-                .enumerate()
-            {
-                if ["fresh.age_days", "fresh.decay"].contains(&names[col].as_str()) {
-                    continue;
-                }
-                assert_eq!(a.to_bits(), b.to_bits(), "{q:?} row {row} {}", names[col]);
-            }
-            let r = single.features.row(row);
+        let rows = f.equal_feature_rows(&root, q, &["fresh.age_days", "fresh.decay"]);
+        for row in 0..rows.rows {
+            let r = rows.row(row);
             exacts += usize::from(r[exact] == 1.0);
             prefixes += usize::from(r[prefix] == 1.0);
             scored += usize::from(r[name_bm25] > 0.0);

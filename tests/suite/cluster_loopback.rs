@@ -23,20 +23,6 @@ fn activate(one: &Server, model: &Path, id: &str) {
     activate_model(&one.base, TOKEN, model, id);
 }
 
-/// A leaf for each of the three shards of `sharded`.
-fn start_leaves(sharded: &Path) -> Vec<Server> {
-    (0..3)
-        .map(|s| {
-            let data = sharded.join(format!("shards/{s}"));
-            start_serve(
-                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
-                None,
-                &[],
-            )
-        })
-        .collect()
-}
-
 /// A root over `leaves` (one per shard) reranking with the model file `model`.
 fn start_root(leaves: &[Server], model: &Path) -> Server {
     start_root_with(leaves, model, &[])

@@ -263,16 +263,7 @@ fn lang_and_the_default_collapse_through_a_root_equal_the_single_node() {
     assert_eq!(summary["noindex"], 2, "{summary}");
     let db = fresh_database(dir.path());
     let one = start(&single, &db, None);
-    let leaves: Vec<Server> = (0..3)
-        .map(|s| {
-            let data = sharded.join(format!("shards/{s}"));
-            start_serve(
-                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
-                None,
-                &[],
-            )
-        })
-        .collect();
+    let leaves = start_leaves(&sharded);
     let mut args = vec!["--role", "root"];
     for leaf in &leaves {
         args.extend(["--shard", leaf.base.as_str()]);

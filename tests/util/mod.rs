@@ -241,6 +241,21 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
     Server { child, base }
 }
 
+/// A leaf (`rankd serve --role leaf`) for each of the three shards of the sharded data
+/// directory `sharded`.
+pub fn start_leaves(sharded: &Path) -> Vec<Server> {
+    (0..3)
+        .map(|s| {
+            let data = sharded.join(format!("shards/{s}"));
+            start_serve(
+                &["--role", "leaf", "--data-dir", data.to_str().unwrap()],
+                None,
+                &[],
+            )
+        })
+        .collect()
+}
+
 /// The samples of the metric `name` at `base/metrics` whose labels include all of `labels`
 /// (each `key="value"`), summed; `None` when there is no such sample.
 pub fn metric(base: &str, name: &str, labels: &[&str]) -> Option<f64> {
