@@ -150,7 +150,8 @@ pub(crate) fn run_known_items(args: KnownItemsArgs) -> anyhow::Result<()> {
         Some(d) => d,
         None => super::demo::find_rust_docs()?,
     };
-    let items = args.class.derive(&docs, args.max, args.seed)?;
+    let documented = known_items::items(&docs)?;
+    let items = args.class.derive(&docs, &documented, args.max, args.seed)?;
     if items.is_empty() {
         return Err(Invalid(format!(
             "no documented API item pages under {}",

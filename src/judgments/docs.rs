@@ -47,8 +47,10 @@ pub fn derive(docs_dir: &Path, excluded: &HashSet<String>) -> anyhow::Result<Doc
     let mut classes = Classes::new();
     let mut derived = BTreeMap::new();
     let mut left_out = 0;
+    let documented = known_items::items(docs_dir)?;
     for class in QueryClass::ALL {
-        let mut items: Vec<KnownItem> = class.derive(docs_dir, QUERIES_PER_CLASS, SEED)?;
+        let mut items: Vec<KnownItem> =
+            class.derive(docs_dir, &documented, QUERIES_PER_CLASS, SEED)?;
         let before = items.len();
         items.retain(|item| !item.relevant.iter().any(|id| excluded.contains(id)));
         left_out += before - items.len();

@@ -58,7 +58,7 @@ pub struct KnownItem {
 /// One documented item: its kind, name, summary and every page of it (re-exports of the same
 /// kind, name and summary are one item).
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Item {
+pub struct Item {
     pub kind: String,
     pub name: String,
     pub summary: Option<String>,
@@ -71,7 +71,7 @@ type ItemKey = (String, String, Option<String>);
 
 /// Every item page under `dir` but the platform intrinsics (`arch/`, and `core/core_arch/`
 /// where rustdoc also writes them), grouped into items.
-pub(crate) fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
+pub fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
     let files = html_files(dir)?;
     let pages: Vec<(ItemKey, String)> = files
         .par_iter()
@@ -113,19 +113,19 @@ pub(crate) fn items(dir: &Path) -> anyhow::Result<Vec<Item>> {
         .collect())
 }
 
-/// Derives up to `max` known-item queries from the documentation in `dir`, a deterministic
-/// sample (by `seed`) over the distinct documented items.
-pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
-    let mut candidates: Vec<(String, Vec<String>)> = items(dir)?
-        .into_iter()
+/// Derives up to `max` known-item queries from the documented `items` ([`items`]), a
+/// deterministic sample (by `seed`).
+pub fn derive(items: &[Item], max: usize, seed: u64) -> Vec<KnownItem> {
+    let mut candidates: Vec<(String, Vec<String>)> = items
+        .iter()
         .filter_map(|item| {
             let query = query_for(&item.name, item.summary.as_deref()?)?;
-            Some((query, item.ids))
+            Some((query, item.ids.clone()))
         })
         .collect();
     candidates.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
     candidates.truncate(max);
-    Ok(numbered(candidates, "ki", QueryClass::KnownItem))
+    numbered(candidates, "ki", QueryClass::KnownItem)
 }
 
 /// Derives up to `max` item-name queries: an item's name as users type it, one form per item
@@ -133,25 +133,24 @@ pub fn derive(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem
 /// (`HashMap`) and its path (`std::collections::HashMap`). Only items whose name no other item
 /// shares (in any letter case) are asked for: `iter` names a hundred `Iter`s, and no one of
 /// them is the answer; and only items users type ([`typed_by_users`]).
-pub fn derive_names(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
-    let items = items(dir)?;
+pub fn derive_names(items: &[Item], max: usize, seed: u64) -> Vec<KnownItem> {
     let mut owners: BTreeMap<String, usize> = BTreeMap::new();
-    for item in &items {
+    for item in items {
         *owners.entry(item.name.to_lowercase()).or_default() += 1;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut candidates: Vec<(String, Vec<String>)> = items
-        .into_iter()
+        .iter()
         .filter(|item| owners[&item.name.to_lowercase()] == 1 && typed_by_users(item))
         .map(|item| {
-            let forms = name_forms(&item);
+            let forms = name_forms(item);
             let query = forms[rand::Rng::random_range(&mut rng, 0..forms.len())].clone();
-            (query, item.ids)
+            (query, item.ids.clone())
         })
         .collect();
     candidates.shuffle(&mut rng);
     candidates.truncate(max);
-    Ok(numbered(candidates, "nm", QueryClass::ItemName))
+    numbered(candidates, "nm", QueryClass::ItemName)
 }
 
 /// Whether users type the item's name: it is in `std` (what programs import), and not one of
@@ -351,7 +350,7 @@ mod tests {
             "API documentation for the Rust `spawn` fn in crate `std`.",
         );
         page("std/index.html", "The Rust Standard Library");
-        let items = derive(dir.path(), 10, 1).unwrap();
+        let items = derive(&super::items(dir.path()).unwrap(), 10, 1);
         assert_eq!(items.len(), 1, "{items:?}");
         assert_eq!(items[0].query, "vec contiguous growable array type");
         assert_eq!(
@@ -364,7 +363,7 @@ mod tests {
         page("std/collections/struct.HashMap.html", "A hash map.");
         page("std/vec/struct.Iter.html", "An iterator over a vector.");
         page("std/slice/struct.Iter.html", "An iterator over a slice.");
-        let names = derive_names(dir.path(), 10, 1).unwrap();
+        let names = derive_names(&super::items(dir.path()).unwrap(), 10, 1);
         let mut queries: Vec<&str> = names.iter().map(|n| n.query.as_str()).collect();
         queries.sort();
         assert_eq!(names.len(), 3, "Iter is two items' name: {names:?}");

@@ -37,17 +37,19 @@ impl QueryClass {
         }
     }
 
-    /// Up to `max` queries of the class from the docs under `dir`, a sample by `seed`.
+    /// Up to `max` queries of the class from the docs under `dir`, whose documented items
+    /// are `items` (read once, [`known_items::items`], for every class), a sample by `seed`.
     pub fn derive(
         self,
         dir: &std::path::Path,
+        items: &[known_items::Item],
         max: usize,
         seed: u64,
     ) -> anyhow::Result<Vec<known_items::KnownItem>> {
-        match self {
-            QueryClass::KnownItem => known_items::derive(dir, max, seed),
-            QueryClass::ItemName => known_items::derive_names(dir, max, seed),
-            QueryClass::Task => tasks::derive_tasks(dir, max, seed),
-        }
+        Ok(match self {
+            QueryClass::KnownItem => known_items::derive(items, max, seed),
+            QueryClass::ItemName => known_items::derive_names(items, max, seed),
+            QueryClass::Task => tasks::derive_tasks(dir, items, max, seed)?,
+        })
     }
 }

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use scraper::{Html, Selector};
 use url::Url;
 
-use super::known_items::{items, numbered, KnownItem};
+use super::known_items::{numbered, Item, KnownItem};
 use super::QueryClass;
 use crate::corpus::html::html_files;
 
@@ -59,11 +59,16 @@ const GENERIC: [&str; 8] = [
 const MAX_LINKED: usize = 3;
 
 /// Derives up to `max` task queries (a deterministic sample by `seed`) from the guides under
-/// `dir`.
-pub fn derive_tasks(dir: &Path, max: usize, seed: u64) -> anyhow::Result<Vec<KnownItem>> {
+/// `dir`, whose documented `items` ([`super::known_items::items`]) are the answers.
+pub fn derive_tasks(
+    dir: &Path,
+    items: &[Item],
+    max: usize,
+    seed: u64,
+) -> anyhow::Result<Vec<KnownItem>> {
     // Every page of an item, by any of its pages.
     let mut pages_of: HashMap<String, Vec<String>> = HashMap::new();
-    for item in items(dir)? {
+    for item in items {
         for id in &item.ids {
             pages_of.insert(id.clone(), item.ids.clone());
         }
@@ -242,7 +247,8 @@ mod tests {
             "book/print.html",
             r#"<html><body><main><h1>All</h1><a href="../std/boxed/struct.Box.html">Box</a></main></body></html>"#,
         );
-        let mut tasks = derive_tasks(d, 10, 1).unwrap();
+        let items = super::super::known_items::items(d).unwrap();
+        let mut tasks = derive_tasks(d, &items, 10, 1).unwrap();
         tasks.sort_by(|a, b| a.query.cmp(&b.query));
         let got: Vec<(&str, &[String])> = tasks
             .iter()
