@@ -188,8 +188,12 @@ pub struct LearnArgs {
 /// Options whose setting is unset in the presets (`--sample-rows`, `--mixup`) say their default
 /// in words.
 fn preset_defaults_in_help(arg: clap::Arg) -> clap::Arg {
-    let value = |preset: TrainSettings| {
-        let json = serde_json::to_value(preset).ok()?;
+    // Serialised once: the command line is built with every subcommand at every start.
+    static PRESETS: std::sync::LazyLock<[serde_json::Value; 2]> = std::sync::LazyLock::new(|| {
+        [TrainSettings::letor(), TrainSettings::on_index()]
+            .map(|p| serde_json::to_value(p).expect("settings serialise"))
+    });
+    let value = |json: &serde_json::Value| {
         match json.get(arg.get_id().as_str())? {
             serde_json::Value::Null => None,
             // An enum by the name the command line gives it (serde's `z_score` is `zscore`).
@@ -220,10 +224,8 @@ fn preset_defaults_in_help(arg: clap::Arg) -> clap::Arg {
             v => Some(v.to_string()),
         }
     };
-    let default = match (
-        value(TrainSettings::letor()),
-        value(TrainSettings::on_index()),
-    ) {
+    let [letor, on_index] = &*PRESETS;
+    let default = match (value(letor), value(on_index)) {
         (Some(letor), Some(index)) if letor == index => format!("[default: {letor}]"),
         (Some(letor), Some(index)) => {
             format!("[default: {letor} on LETOR files, {index} on the index]")

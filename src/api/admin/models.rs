@@ -66,20 +66,26 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<ModelList>,
     }))
 }
 
-/// Loads a registered model's file and swaps it in.
-async fn swap_in(state: &AppState, id: &str) -> Result<(), ApiError> {
-    let record = state
-        .ops
-        .db
-        .model(id)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::not_found(format!("no model with id {id:?}")))?;
-    let path = std::path::PathBuf::from(&record.file_path);
-    let model = tokio::task::spawn_blocking(move || ActiveModel::load(&path))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?;
+/// Swaps in a registered model: `loaded` when the caller has loaded its file already, else
+/// loaded from the registry's file.
+async fn swap_in(state: &AppState, id: &str, loaded: Option<ActiveModel>) -> Result<(), ApiError> {
+    let model = match loaded {
+        Some(model) => model,
+        None => {
+            let record = state
+                .ops
+                .db
+                .model(id)
+                .await
+                .map_err(ApiError::internal)?
+                .ok_or_else(|| ApiError::not_found(format!("no model with id {id:?}")))?;
+            let path = std::path::PathBuf::from(&record.file_path);
+            tokio::task::spawn_blocking(move || ActiveModel::load(&path))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(|e| ApiError::conflict(format!("model {id} cannot be served: {e}")))?
+        }
+    };
     state.engine.set_model(Some(Arc::new(model)));
     *state.reranker_error.locked() = None;
     crate::metrics::set_active_model(Some(id));
@@ -136,11 +142,13 @@ pub async fn activate(
     let held_out = guard_queries(&record, train::judged_queries(&stored));
     let path = std::path::PathBuf::from(&record.file_path);
     let worker = state.clone();
-    let comparison = tokio::task::spawn_blocking(move || {
+    let (candidate, comparison) = tokio::task::spawn_blocking(move || {
         let candidate = ActiveModel::load(&path).map_err(|e| e.to_string())?;
         let active = worker.engine.model();
-        guard::compare_on_index(&worker.engine, &held_out, &candidate, active.as_deref())
-            .map_err(|e| e.to_string())
+        let comparison =
+            guard::compare_on_index(&worker.engine, &held_out, &candidate, active.as_deref())
+                .map_err(|e| e.to_string())?;
+        Ok::<_, String>((candidate, comparison))
     })
     .await
     .map_err(ApiError::internal)?
@@ -157,12 +165,17 @@ pub async fn activate(
         }
         tracing::warn!("model {id} activated with force despite the activation guard: {reason}");
     }
-    let Json(mut out) = activate_id(&state, &id).await?;
+    let Json(mut out) = activate_id(&state, &id, Some(candidate)).await?;
     out["guard"] = json!(comparison);
     Ok(Json(out).into_response())
 }
 
-async fn activate_id(state: &AppState, id: &str) -> Result<Json<Value>, ApiError> {
+/// Activates a registered model (`loaded`: its file, when the caller loaded it already).
+async fn activate_id(
+    state: &AppState,
+    id: &str,
+    loaded: Option<ActiveModel>,
+) -> Result<Json<Value>, ApiError> {
     let current = state
         .ops
         .db
@@ -175,10 +188,10 @@ async fn activate_id(state: &AppState, id: &str) -> Result<Json<Value>, ApiError
             return Err(ApiError::conflict(format!("model {id} is already active")));
         }
         // Active in the registry but not served (its file failed to load): load it again.
-        swap_in(state, id).await?;
+        swap_in(state, id, loaded).await?;
         return Ok(Json(json!({"active": id, "previous": id})));
     }
-    swap_in(state, id).await?;
+    swap_in(state, id, loaded).await?;
     match state.ops.db.activate_model(id, "admin").await {
         Ok(Activation::Activated { previous }) => {
             Ok(Json(json!({"active": id, "previous": previous})))
@@ -209,7 +222,7 @@ pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>,
         .await
         .map_err(ApiError::internal)?;
     match target {
-        Some(id) => activate_id(&state, &id).await,
+        Some(id) => activate_id(&state, &id, None).await,
         None => Err(ApiError::conflict("no earlier model to roll back to")),
     }
 }
@@ -413,7 +426,7 @@ pub async fn start(
                 };
                 if activate {
                     let Json(activated) = tokio::runtime::Handle::current()
-                        .block_on(activate_id(&worker, &trained.model))
+                        .block_on(activate_id(&worker, &trained.model, None))
                         .map_err(|e| anyhow::anyhow!(e.message))?;
                     out["previous"] = activated["previous"].clone();
                 }
