@@ -201,6 +201,7 @@ pub(crate) fn extract_part(
         let nodes = links.nodes_of(searcher, &docs)?;
         link::extract(links, set, &nodes, !part_of_window, &mut m);
     }
+    name::exact_links(set, &mut m);
     Ok(m)
 }
 

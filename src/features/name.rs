@@ -16,12 +16,20 @@
 //! - `name.coverage`: the share of the last segment's words (`Hash`, `Map`) that are words of
 //!   the query ([`crate::text::identifiers::name_words`]).
 //!
-//! All three are 0 for a document without a name. They read the query's text and the
-//! candidate's name only, so a shard computes them as the single index does.
+//! - `name.exact_links`: `name.exact` × `link.in_degree` (the log of the links to the page).
+//!   A query often names several pages exactly (`String`: the struct and the `string`
+//!   module; `Ord`: the trait and its derive macro; a product name and its accessories), and
+//!   users mean the one everything else links to. The degree alone cannot say it to a linear
+//!   model: over all queries the known item asked for is as often an obscure page as a popular
+//!   one, so its weight there says little; conditioned on an exact name it is learned from the
+//!   queries that are names.
+//!
+//! All are 0 for a document without a name. They read the query's text, the candidate's name
+//! and its whole-graph in-degree only, so a shard computes them as the single index does.
 
 use tantivy::Searcher;
 
-use super::set::NAME_FEATURES;
+use super::set::{NAME_EXACT_LINKS, NAME_FEATURES};
 use super::{Candidate, FeatureMatrix, FeatureSet};
 use crate::text::identifiers::{name_key, name_words};
 use crate::text::search::TextError;
@@ -117,6 +125,20 @@ pub(super) fn extract(
     Ok(())
 }
 
+/// Fills `name.exact_links` of `m` from its `name.exact` and `link.in_degree` columns (once
+/// both are filled).
+pub(super) fn exact_links(set: &FeatureSet, m: &mut FeatureMatrix) {
+    let (exact, degree, out) = (
+        set.col("name.exact"),
+        set.col("link.in_degree"),
+        set.col(NAME_EXACT_LINKS),
+    );
+    for row in 0..m.rows {
+        let v = m.row(row)[exact] * m.row(row)[degree];
+        m.set(row, out, v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +177,28 @@ mod tests {
         assert_eq!(matches("::", "std::vec::Vec"), NameMatch::default());
         let m = matches("os.path.join", "os.path.join");
         assert!(m.exact);
+    }
+
+    #[test]
+    fn exact_links_is_the_degree_of_exact_names_only() {
+        let set = FeatureSet::current();
+        let (exact, degree, out) = (
+            set.col("name.exact"),
+            set.col("link.in_degree"),
+            set.col(NAME_EXACT_LINKS),
+        );
+        let mut m = FeatureMatrix {
+            rows: 3,
+            cols: set.len(),
+            values: [set.defaults(), set.defaults(), set.defaults()].concat(),
+        };
+        // The struct the query names, the module it also names, a page it does not name.
+        for (row, (e, d)) in [(1.0, 3.2), (1.0, 0.7), (0.0, 5.0)].into_iter().enumerate() {
+            m.values[row * m.cols + exact] = e;
+            m.values[row * m.cols + degree] = d;
+        }
+        exact_links(set, &mut m);
+        let got: Vec<f32> = (0..3).map(|r| m.row(r)[out]).collect();
+        assert_eq!(got, [3.2, 0.7, 0.0]);
     }
 }

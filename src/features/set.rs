@@ -10,8 +10,9 @@ use crate::text::config::TEXT_FIELDS;
 /// v2 added the RM3 pseudo-relevance-feedback features `rm3.*` (`prf.rs`); v3 the `name`
 /// field's text features `name.*` and the name-match features (`name.rs`), and the
 /// identifier-aware `code` analysis of the default index configuration, which changes the
-/// text features of code-like text.
-pub const FEATURE_SET_VERSION: &str = "rankd-features-v3";
+/// text features of code-like text; v4 `name.exact_links`, the links to a page the query
+/// names exactly.
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v4";
 
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
@@ -26,6 +27,10 @@ pub(super) const RM3_FEATURES: [&str; 4] = [
 
 /// Whether the query names the document's item, filled by `name.rs`.
 pub(super) const NAME_FEATURES: [&str; 3] = ["name.exact", "name.prefix", "name.coverage"];
+
+/// The links to a page the query names exactly, filled by `name.rs` from `name.exact` and
+/// `link.in_degree`.
+pub(super) const NAME_EXACT_LINKS: &str = "name.exact_links";
 
 /// `ln(ε + s·N)` is how link scores enter the features (a score of 1/N maps to ≈ 0); this is
 /// the value of a document outside the link graph.
@@ -104,6 +109,9 @@ impl FeatureSet {
         }
         add("link.spam_mass", 0.0);
         add("link.in_degree", 0.0);
+        // `name.exact` × `link.in_degree`: which of the pages a query names is the one linked
+        // most (`name.rs`).
+        add(NAME_EXACT_LINKS, 0.0);
         add("link.out_degree", 0.0);
         // Query-dependent link analysis on the candidate window's induced subgraph.
         for f in [
@@ -235,17 +243,18 @@ mod tests {
             "name.exact",
             "name.prefix",
             "name.coverage",
+            "name.exact_links",
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }
     }
 
-    /// v3 only added features: every name of v2 (77) is still here, so a model trained on v2
-    /// loads and reads its features by name.
+    /// v3 and v4 only added features: every name of v2 (77) is still here, so a model
+    /// trained on v2 or v3 loads and reads its features by name.
     #[test]
-    fn v3_adds_the_name_features_to_v2() {
+    fn v3_and_v4_add_the_name_features_to_v2() {
         let set = FeatureSet::current();
         let v2 = set.names().iter().filter(|n| !n.starts_with("name."));
-        assert_eq!((v2.count(), set.len()), (77, 86), "{:?}", set.names());
+        assert_eq!((v2.count(), set.len()), (77, 87), "{:?}", set.names());
     }
 }
