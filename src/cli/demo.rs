@@ -254,13 +254,12 @@ fn train_reranker(
             c.class, c.queries, c.first_phase, c.reranked
         );
     }
-    match &trained.comparison.refused {
-        None => crate::search::model::request_activation(&engine.index.dir, &trained.model)?,
-        Some(reason) => eprintln!(
+    if let Some(reason) = trained.activate_if_allowed(&engine.index.dir)? {
+        eprintln!(
             "not activated: {reason}; search serves the first phase (activate it anyway with \
              POST /admin/models/{}/activate?force=true)",
             trained.model.id()
-        ),
+        );
     }
     Ok(())
 }

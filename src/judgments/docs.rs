@@ -114,6 +114,21 @@ pub struct DocsModel {
     pub comparison: Comparison,
 }
 
+impl DocsModel {
+    /// Asks the server of the data directory `data_dir` to serve the model at its next start
+    /// if the guard let it ([`Comparison::refused`] is `None`); returns the guard's reason
+    /// otherwise, and asks for nothing.
+    pub fn activate_if_allowed(&self, data_dir: &Path) -> anyhow::Result<Option<&str>> {
+        match &self.comparison.refused {
+            None => {
+                crate::search::model::request_activation(data_dir, &self.model)?;
+                Ok(None)
+            }
+            Some(reason) => Ok(Some(reason)),
+        }
+    }
+}
+
 /// Progress of [`train`]: once per query whose window is computed, once per epoch.
 pub trait Progress: Sync {
     fn windows(&self, _total: usize) {}

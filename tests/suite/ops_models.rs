@@ -1,6 +1,7 @@
 //! The model registry and training over HTTP against a real server, on SQLite or PostgreSQL
 //! (`RANKD_TEST_DATABASE_URL`): training on stored judgments, activation (hot swap seen by
-//! `/search`), rollback, deletion, and every bad request leaving the database unchanged.
+//! `/search`), rollback, deletion, every bad request leaving the database unchanged, and the
+//! activation guard on every path that activates (the admin API, and the demo's library path).
 
 use crate::util::*;
 
@@ -339,4 +340,38 @@ fn the_activation_guard_refuses_a_model_worse_than_the_first_phase() {
     assert_eq!(a.body["active"], id.as_str());
     assert_eq!(a.body["guard"]["refused"], refused);
     assert_eq!(search(), id.as_str());
+}
+
+/// The demo's path through the guard (`rankd::judgments::docs`, what `rankd demo` trains
+/// and activates with): a model trained to put the wrong documents first is stored but not
+/// activated, and the reason names the class.
+#[test]
+fn the_demo_does_not_activate_a_model_worse_than_the_first_phase() {
+    use rankd::judgments::docs;
+    let dir = tempfile::tempdir().unwrap();
+    let data = ingest_topics(dir.path(), false);
+    let engine = rankd::search::Engine::new(rankd::text::TextIndex::open(&data, None).unwrap());
+    let (train, held) = guard_queries();
+    let judgments = docs::DocsJudgments {
+        train,
+        held_out: rankd::training::guard::Classes::from([("judgments".into(), held)]),
+        derived: Default::default(),
+        excluded: 0,
+    };
+    let mut settings = rankd::training::TrainSettings::on_index();
+    settings.network.epochs = 40;
+    settings.network.lr = 0.01;
+    let trained = docs::train(&engine, &judgments, &settings, "test", &docs::Quiet).unwrap();
+    assert!(trained.path.exists());
+    let class = &trained.classes[0];
+    assert!(class.reranked < class.first_phase, "{class:?}");
+    let refused = trained.activate_if_allowed(&data).unwrap();
+    let refused = refused.expect("the guard refuses it");
+    assert!(refused.contains("worse than the first phase"), "{refused}");
+    assert!(refused.contains("judgments"), "{refused}");
+    assert_eq!(
+        rankd::search::model::activation_request_id(&data).unwrap(),
+        None,
+        "nothing asks the server to serve it"
+    );
 }

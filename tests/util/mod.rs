@@ -656,6 +656,24 @@ pub fn topic_judgments() -> String {
 /// inverted, so training learns to rank the wrong pages first. `POST /admin/judgments`
 /// objects, and how many queries the guard holds out.
 pub fn guard_judgments() -> (Vec<Value>, usize) {
+    let (train, held) = guard_queries();
+    let mut rows = Vec::new();
+    for q in train.iter().chain(&held) {
+        for (doc, &grade) in &q.grades {
+            rows.push(serde_json::json!({
+                "query_id": q.qid, "query": q.text, "doc_id": doc, "grade": grade,
+            }));
+        }
+    }
+    (rows, held.len())
+}
+
+/// [`guard_judgments`] as judged queries: the training queries (labels inverted) and the
+/// queries the guard holds out (true labels).
+pub fn guard_queries() -> (
+    Vec<rankd::training::JudgedQuery>,
+    Vec<rankd::training::JudgedQuery>,
+) {
     use rankd::training::{guard, JudgedQuery};
     let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
     let words = [
@@ -673,26 +691,16 @@ pub fn guard_judgments() -> (Vec<Value>, usize) {
             });
         }
     }
-    let classes = guard::Classes::from([("judgments".into(), queries.clone())]);
-    let held: std::collections::HashSet<String> = guard::hold_out(classes).1["judgments"]
-        .iter()
-        .map(|q| q.qid.clone())
-        .collect();
+    let classes = guard::Classes::from([("judgments".into(), queries)]);
+    let (mut train, held) = guard::hold_out(classes);
+    let held = held["judgments"].clone();
     assert!(held.len() >= guard::MIN_QUERIES);
-    let mut rows = Vec::new();
-    for q in &queries {
-        for (doc, &grade) in &q.grades {
-            let grade = if held.contains(&q.qid) {
-                grade
-            } else {
-                1 - grade
-            };
-            rows.push(serde_json::json!({
-                "query_id": q.qid, "query": q.text, "doc_id": doc, "grade": grade,
-            }));
+    for q in &mut train {
+        for grade in q.grades.values_mut() {
+            *grade = 1 - *grade;
         }
     }
-    (rows, held.len())
+    (train, held)
 }
 
 /// Id → title of every live document, read from the index with the library (not the server).
