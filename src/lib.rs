@@ -16,6 +16,7 @@ pub mod active;
 pub mod admin;
 pub mod api;
 pub mod cli;
+pub mod clicks;
 pub mod cluster;
 pub mod config;
 pub mod corpus;
