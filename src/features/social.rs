@@ -88,8 +88,7 @@ pub(crate) fn bayesian_average(rating: f64, count: f64, prior_count: f64, global
     }
     let total = count + prior_count;
     let w = if total > 0.0 { count / total } else { 1.0 };
-    (w * rating + (1.0 - w) * global_mean)
-        .clamp(rating.min(global_mean), rating.max(global_mean))
+    (w * rating + (1.0 - w) * global_mean).clamp(rating.min(global_mean), rating.max(global_mean))
 }
 
 /// The net votes `up − down` of a document (0 up, 0 down where absent), and whether it has

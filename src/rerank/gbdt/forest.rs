@@ -336,7 +336,7 @@ impl Forest {
                         .fold(0.0, f64::max)
                 })
                 .sum::<f64>();
-        if !(bound <= f64::from(f32::MAX)) {
+        if bound > f64::from(f32::MAX) {
             return Err(format!(
                 "scores could reach {bound:e} (the base score plus every tree's largest \
                  leaf); a score must stay below {:e}",
