@@ -150,6 +150,7 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
             }),
         )
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn(super::guard::identity_bodies))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
