@@ -36,6 +36,19 @@ impl AdminToken {
     }
 }
 
+/// The credentials of an `Authorization` header value of the `Bearer` scheme, `None` for
+/// another scheme. The scheme is case-insensitive and separated from the credentials by one
+/// or more spaces (RFC 7235 §2.1: `bearer`, `BEARER` are `Bearer`); whitespace at the ends
+/// of the value is no part of it (RFC 9110 §5.5), so it is dropped here, while
+/// [`AdminToken::matches`] compares exactly what remains.
+pub fn bearer_credentials(value: &str) -> Option<&str> {
+    let value = value.trim_matches([' ', '\t']);
+    let (scheme, credentials) = value.split_once(' ').unwrap_or((value, ""));
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| credentials.trim_start_matches(' '))
+}
+
 /// Failed admin authentications per client address, in fixed windows of [`WINDOW`].
 pub struct FailureThrottle {
     /// Failures allowed per address and window; the next attempt is refused.
@@ -123,6 +136,24 @@ mod tests {
         );
         t.failed(a, t0 + WINDOW);
         assert_eq!(t.blocked(a, t0 + WINDOW), None);
+    }
+
+    /// Issue 30, N18: the scheme is case-insensitive (RFC 7235), the credentials exact.
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        for value in [
+            "Bearer s3cret",
+            "bearer s3cret",
+            "BEARER s3cret",
+            "Bearer   s3cret",
+            " Bearer s3cret\t",
+        ] {
+            assert_eq!(bearer_credentials(value), Some("s3cret"), "{value:?}");
+        }
+        assert_eq!(bearer_credentials("Bearer"), Some(""));
+        assert_eq!(bearer_credentials("Bearer s3 cret"), Some("s3 cret"));
+        assert_eq!(bearer_credentials("Basic czNjcmV0"), None);
+        assert_eq!(bearer_credentials("Bearers3cret"), None);
     }
 
     #[test]

@@ -174,6 +174,20 @@ impl UploadFormat {
 /// column i (RankLib id i + 1) is the set's feature i, the order `rankd features --out`
 /// writes. The error says what is wrong.
 pub fn read_upload(bytes: &[u8], format: Option<UploadFormat>) -> Result<Reranker, Invalid> {
+    read_upload_within(bytes, format, MAX_STORED_MODEL_BYTES)
+}
+
+/// The largest model file an upload may store. The file is pretty-printed JSON, several
+/// times the size of a library's own text (a LightGBM node: ≈ 40 bytes uploaded, ≈ 130
+/// stored), and every activation reads it whole.
+pub const MAX_STORED_MODEL_BYTES: usize = 128 << 20;
+
+/// [`read_upload`] with the stored file bounded by `max_stored` bytes.
+fn read_upload_within(
+    bytes: &[u8],
+    format: Option<UploadFormat>,
+    max_stored: usize,
+) -> Result<Reranker, Invalid> {
     let format = format
         .or_else(|| UploadFormat::detect(bytes))
         .ok_or_else(|| {
@@ -204,5 +218,42 @@ pub fn read_upload(bytes: &[u8], format: Option<UploadFormat>) -> Result<Reranke
             crate::features::FEATURE_SET_VERSION
         ))
     })?;
+    let stored = model.file_len();
+    if stored > max_stored {
+        return Err(Invalid(format!(
+            "the model would be stored as {stored} bytes; at most {max_stored} are kept"
+        )));
+    }
     Ok(model)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30, N7: the stored file is bounded (400 000 one-leaf trees uploaded as 16 MB
+    /// were stored as 130 MB); the bound is checked on the file's own size.
+    #[test]
+    fn the_stored_file_is_bounded() {
+        let path = format!(
+            "{}/tests/fixtures/gbdt/lgb_none_unnamed.txt",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let model = read_upload(&bytes, Some(UploadFormat::Lightgbm)).unwrap();
+        let size = model.file_len();
+        let dir = tempfile::tempdir().unwrap();
+        model.save(&dir.path().join("m.json")).unwrap();
+        assert_eq!(
+            std::fs::metadata(dir.path().join("m.json")).unwrap().len() as usize,
+            size
+        );
+        assert!(read_upload_within(&bytes, Some(UploadFormat::Lightgbm), size).is_ok());
+        let Invalid(e) =
+            read_upload_within(&bytes, Some(UploadFormat::Lightgbm), size - 1).unwrap_err();
+        assert!(
+            e.contains(&format!("stored as {size} bytes; at most {}", size - 1)),
+            "{e}"
+        );
+    }
 }

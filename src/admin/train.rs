@@ -207,3 +207,67 @@ pub fn run(
         guard: comparison,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(body: Value) -> (String, String) {
+        let Value::Object(fields) = body else {
+            unreachable!("test bodies are objects")
+        };
+        TrainParams(fields).request().unwrap_err()
+    }
+
+    /// Issue 30, N3 and N19: a size a job would try to allocate, or a knob out of its
+    /// domain, is a 400 naming the field and its bound before any job starts.
+    #[test]
+    fn sizes_beyond_their_bounds_are_refused_before_the_job() {
+        for (body, field, says) in [
+            (
+                serde_json::json!({"model": "mlp", "hidden": [1_000_000_000]}),
+                "hidden",
+                "hidden layer widths must be at most 1024, got 1000000000",
+            ),
+            (
+                serde_json::json!({"ensemble": 1_000_000_000}),
+                "ensemble",
+                "ensemble must be in 1..=64",
+            ),
+            (
+                serde_json::json!({"average_epochs": 1_000_000_000}),
+                "average_epochs",
+                "average_epochs must be in 1..=100",
+            ),
+            (
+                serde_json::json!({"epochs": 1_000_000_000}),
+                "epochs",
+                "epochs must be in 1..=10000",
+            ),
+            (
+                serde_json::json!({"model": "gbdt", "trees": 10_000, "leaves": 100_000}),
+                "trees",
+                "trees × (2·leaves − 1) must be at most 4194304",
+            ),
+            (
+                serde_json::json!({"model": "gbdt", "max_depth": 100_000}),
+                "max_depth",
+                "max_depth must be in 0..=2048",
+            ),
+            (
+                serde_json::json!({"objective": "soprc", "soprc_quantiles": 100_000}),
+                "soprc_quantiles",
+                "soprc_quantiles must be at least 1 and at most 1024",
+            ),
+            (
+                serde_json::json!({"soprc_quantiles": 0}),
+                "soprc_quantiles",
+                "soprc_quantiles must be at least 1",
+            ),
+        ] {
+            let (f, message) = refusal(body.clone());
+            assert_eq!(f, field, "{body}: {message}");
+            assert!(message.starts_with(says), "{body}: {message}");
+        }
+    }
+}

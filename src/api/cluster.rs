@@ -150,6 +150,7 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
             }),
         )
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::middleware::from_fn(super::guard::identity_bodies))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
@@ -180,7 +181,7 @@ fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<Stri
     let given = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(crate::admin::auth::bearer_credentials);
     if !given.is_some_and(|g| crate::admin::auth::AdminToken::new(&token).matches(g)) {
         return Err(ApiError::unauthorized("missing or wrong admin token"));
     }

@@ -187,6 +187,11 @@ pub(crate) fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
             let mut extra = common.to_vec();
             if operation.request_body.is_some() {
                 extra.push((413, "the body is larger than `limits.max_body_bytes`"));
+                extra.push((
+                    415,
+                    "the body has a `Content-Encoding` other than `identity` (bodies are read \
+                     uncompressed)",
+                ));
             }
             if operation.security.is_some() {
                 extra.push((

@@ -10,6 +10,9 @@
 //!   64 KiB, headers over the connection's 1 MiB buffer or 200 headers, see `listen.rs`) sit
 //!   above these and still answer with hyper's empty body: it writes those before any
 //!   service runs.
+//! - [`identity_bodies`]: a request whose `Content-Encoding` is not `identity` gets a JSON 415
+//!   (RFC 9110 §15.5.16): rankd does not decode bodies, and reading gzip bytes as JSON or a
+//!   model file would fail with a misleading message, or not at all.
 //! - [`json_errors`]: every error answer has the API's JSON shape. Errors rankd raises already
 //!   do; this rewrites the ones produced by axum and tower (405 for a wrong method, 408 from
 //!   the timeout, plain-text extractor rejections such as `/doc/%ff`) from their status and text.
@@ -106,6 +109,33 @@ pub(crate) async fn request_head_limits(request: Request, next: Next) -> Respons
                 headers.len()
             ),
         );
+    }
+    next.run(request).await
+}
+
+/// JSON 415 for a body in a content coding (anything but `identity`).
+pub(crate) async fn identity_bodies(request: Request, next: Next) -> Response {
+    let coded = request
+        .headers()
+        .get_all(header::CONTENT_ENCODING)
+        .iter()
+        .flat_map(|v| v.to_str().unwrap_or("?").split(','))
+        .map(str::trim)
+        .find(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
+    if let Some(coding) = coded {
+        let mut response = error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            format!(
+                "the body is sent with Content-Encoding `{coding}`; rankd reads bodies as \
+                 they are: send it uncompressed"
+            ),
+        );
+        response.headers_mut().insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+        return response;
     }
     next.run(request).await
 }

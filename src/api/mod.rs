@@ -153,6 +153,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(axum::middleware::from_fn(guard::security_headers))
                 .layer(axum::middleware::from_fn(guard::json_errors))
                 .layer(axum::middleware::from_fn(guard::request_head_limits))
+                .layer(axum::middleware::from_fn(guard::identity_bodies))
                 .layer(axum::middleware::from_fn_with_state(
                     slots,
                     guard::shed_load,

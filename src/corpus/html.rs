@@ -246,18 +246,24 @@ fn read_page(
     let url = base
         .join(&id)
         .map_err(|e| err(format!("cannot form a URL for {id}: {e}")))?;
-    Ok(parse_page(id, url, &text, options))
+    parse_page(id, url, &text, options).map_err(err)
 }
 
 /// Extracts a page's fields, its followed out-links `(absolute URL, anchor text)` and what
-/// its head says.
-fn parse_page(id: String, url: Url, html: &str, options: HtmlOptions) -> Page {
-    let doc = Html::parse_document(html);
+/// its head says; a page nested deeper than [`super::html_parse::MAX_DEPTH`] is refused.
+fn parse_page(id: String, url: Url, html: &str, options: HtmlOptions) -> Result<Page, String> {
+    let doc = super::html_parse::parse_document(html).map_err(|depth| {
+        format!(
+            "elements nest {depth} deep; pages nested deeper than {} are not read \
+             (browsers stop nesting there)",
+            super::html_parse::MAX_DEPTH
+        )
+    })?;
     if let Some(to) = meta_refresh(&doc, &url) {
-        return Page::Redirect {
+        return Ok(Page::Redirect {
             from: strip_fragment(url).to_string(),
             to,
-        };
+        });
     }
     let robots = Robots::of(&doc);
     let sel = |s: &str| Selector::parse(s).expect("static selector");
@@ -276,7 +282,7 @@ fn parse_page(id: String, url: Url, html: &str, options: HtmlOptions) -> Page {
         }
     }
     if robots.noindex && !options.index_noindex {
-        return Page::NoIndex(links);
+        return Ok(Page::NoIndex(links));
     }
     let title = doc
         .select(&sel("title"))
@@ -315,12 +321,12 @@ fn parse_page(id: String, url: Url, html: &str, options: HtmlOptions) -> Page {
         lang: head.lang,
         ..Default::default()
     };
-    Page::Content(Box::new(Parsed {
+    Ok(Page::Content(Box::new(Parsed {
         doc,
         links,
         canonical: head.canonical,
         alternates: head.alternates,
-    }))
+    })))
 }
 
 /// `<meta name="robots">`'s directives (Google's robots meta specification: comma-separated,
@@ -503,9 +509,16 @@ fn visible_text(element: ElementRef, out: &mut String) {
     visible_text_without(element, out, &[]);
 }
 
-/// The visible text of `element`, leaving out the elements named in `skip` too.
+/// The visible text of `element`, leaving out the elements named in `skip` too. The walk
+/// keeps its own stack (`None`: the padding after an element), so no page's nesting
+/// reaches the thread's stack.
 fn visible_text_without(element: ElementRef, out: &mut String, skip: &[&str]) {
-    for child in element.children() {
+    let mut stack: Vec<Option<_>> = element.children().rev().map(Some).collect();
+    while let Some(step) = stack.pop() {
+        let Some(child) = step else {
+            out.push(' ');
+            continue;
+        };
         match child.value() {
             Node::Text(t) => {
                 out.push_str(t);
@@ -514,18 +527,14 @@ fn visible_text_without(element: ElementRef, out: &mut String, skip: &[&str]) {
                 if INVISIBLE.contains(&e.name()) || skip.contains(&e.name()) {
                     continue;
                 }
-                if let Some(child) = ElementRef::wrap(child) {
-                    // Prose keeps inline markup inside its words ("a `Vec`." reads "a Vec.");
-                    // the body pads every element, as it always has (the index depends on it).
-                    let pad = skip.is_empty() || !INLINE.contains(&e.name());
-                    if pad {
-                        out.push(' ');
-                    }
-                    visible_text_without(child, out, skip);
-                    if pad {
-                        out.push(' ');
-                    }
+                // Prose keeps inline markup inside its words ("a `Vec`." reads "a Vec.");
+                // the body pads every element, as it always has (the index depends on it).
+                let pad = skip.is_empty() || !INLINE.contains(&e.name());
+                if pad {
+                    out.push(' ');
+                    stack.push(None);
                 }
+                stack.extend(child.children().rev().map(Some));
             }
             _ => {}
         }
@@ -642,6 +651,51 @@ mod tests {
             "Creates a Vec, empty.\none inner\nbefore\nA growable array.\n"
         );
         assert_eq!(prose(&Html::parse_document("<body>only text</body>")), "");
+    }
+
+    /// Issue 30, N4: the text walk needs no thread stack (300 000 nested `<span>`s aborted
+    /// the ingest), and a page nested past the bound is a record error naming it, its
+    /// neighbours read.
+    #[test]
+    fn deep_nesting_is_no_crash() {
+        let depth = 50_000;
+        let page = format!(
+            "<body>{}deep{}</body>",
+            "<span>".repeat(depth),
+            "</span>".repeat(depth)
+        );
+        let text = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let doc = Html::parse_document(&page);
+                let mut text = String::new();
+                visible_text(doc.root_element(), &mut text);
+                collapse(&text)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(text, "deep");
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.html", "<title>A</title><p>fine</p>");
+        write(
+            dir.path(),
+            "deep.html",
+            &format!("<body>{}x</body>", "<div>".repeat(100_000)),
+        );
+        let files = html_files(dir.path()).unwrap();
+        let base = Url::parse("https://example.org/").unwrap();
+        let c = read_pages(dir.path(), &files, &base, HtmlOptions::default(), &|| {});
+        assert_eq!(c.documents.len(), 1);
+        assert_eq!(c.errors.len(), 1);
+        assert!(c.errors[0].origin.ends_with("deep.html"));
+        assert!(
+            c.errors[0]
+                .message
+                .contains("pages nested deeper than 512 are not read"),
+            "{}",
+            c.errors[0].message
+        );
     }
 
     #[test]

@@ -27,9 +27,13 @@ pub(crate) const PUBLISHED_AT_RANGE: std::ops::RangeInclusive<i64> =
     -2_208_988_800..=253_402_300_799;
 
 /// Parses every non-blank line of `bytes` (the content of `path`). Each record is parsed on
-/// its own, so one bad line yields one error and the others still parse.
+/// its own, so one bad line yields one error and the others still parse. A UTF-8 byte order
+/// mark opening the input (Windows editors write one) is skipped, as JSON parsers may
+/// (RFC 8259 §8.1).
 pub fn parse(path: &Path, bytes: &[u8]) -> Vec<Result<Document, RecordError>> {
     bytes
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(bytes)
         .split(|&b| b == b'\n')
         .enumerate()
         .filter(|(_, line)| !line.iter().all(u8::is_ascii_whitespace))
@@ -182,6 +186,17 @@ mod tests {
 
     fn one(line: &str) -> Result<Document, RecordError> {
         parse(Path::new("t.jsonl"), line.as_bytes()).remove(0)
+    }
+
+    /// Issue 30, N17: a byte order mark opening the file is skipped (it was "invalid JSON");
+    /// one anywhere else is still an error naming its line.
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped() {
+        let text = "\u{feff}{\"id\":\"a\"}\n{\"id\":\"b\"}\n\u{feff}{\"id\":\"c\"}\n";
+        let parsed = parse(Path::new("t.jsonl"), text.as_bytes());
+        assert_eq!(parsed[0].as_ref().unwrap().id, "a");
+        assert_eq!(parsed[1].as_ref().unwrap().id, "b");
+        assert_eq!(parsed[2].as_ref().unwrap_err().line, Some(3));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod cranfield;
 pub mod html;
+mod html_parse;
 pub mod jsonl;
 pub mod lang;
 pub mod letor;

@@ -77,9 +77,18 @@ pub(crate) fn wilson_lower_bound(up: f64, n: f64, z: f64) -> Option<f64> {
     Some((p + z2 / (2.0 * n) - z * ((p * (1.0 - p) + z2 / (4.0 * n)) / n).sqrt()) / (1.0 + z2 / n))
 }
 
-/// The Bayesian (IMDb) average (book eq. 7.10): `(v·R + m·C) / (v + m)`.
+/// The Bayesian (IMDb) average (book eq. 7.10): `(v·R + m·C) / (v + m)`. A mean of finite
+/// R and C is finite, but `v·R` overflows for ratings near `f64::MAX` (one document rated
+/// 1e300 by 10¹⁰ raters): then the same mean is taken as the convex combination
+/// `w·R + (1 − w)·C`, `w = v / (v + m)`, kept between R and C.
 pub(crate) fn bayesian_average(rating: f64, count: f64, prior_count: f64, global_mean: f64) -> f64 {
-    (count * rating + prior_count * global_mean) / (count + prior_count)
+    let direct = (count * rating + prior_count * global_mean) / (count + prior_count);
+    if direct.is_finite() || !(rating.is_finite() && global_mean.is_finite()) {
+        return direct;
+    }
+    let total = count + prior_count;
+    let w = if total > 0.0 { count / total } else { 1.0 };
+    (w * rating + (1.0 - w) * global_mean).clamp(rating.min(global_mean), rating.max(global_mean))
 }
 
 /// The net votes `up − down` of a document (0 up, 0 down where absent), and whether it has
@@ -156,6 +165,30 @@ impl SocialScores {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 30, N10: one valid document (rating 1e300 from 10¹⁰ raters) keeps its own key
+    /// and the collection's mean finite, whatever C is.
+    #[test]
+    fn extreme_ratings_keep_the_bayesian_average_finite() {
+        let mut sum = crate::text::columns::RatingSum::default();
+        sum.add_rating(1e300, 10_000_000_000);
+        sum.add_rating(4.0, 12);
+        let c = sum.mean().unwrap();
+        assert!(c.is_finite());
+        for (r, v, m, c) in [
+            (1e300, 1e10, 10.0, c),
+            (1e300, 1e10, 10.0, 3.5),
+            (f64::MAX, 1e10, 10.0, f64::MAX),
+            (-f64::MAX, 1e10, 10.0, f64::MAX),
+            (4.0, 12.0, 10.0, c),
+        ] {
+            let b = bayesian_average(r, v, m, c);
+            assert!(b.is_finite(), "{r} {v} {m} {c}: {b}");
+            assert!(r.min(c) <= b && b <= r.max(c), "{r} {v} {m} {c}: {b}");
+        }
+        // Ordinary values keep the formula's own rounding.
+        assert_eq!(bayesian_average(4.0, 12.0, 10.0, 3.5), (48.0 + 35.0) / 22.0);
+    }
 
     #[test]
     fn wilson_matches_the_published_intervals() {

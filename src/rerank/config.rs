@@ -76,8 +76,17 @@ impl Default for NetworkParams {
     }
 }
 
+/// The widest hidden layer a request may ask for: 32 × the default width; two layers of
+/// it hold 1M weights, kept four times over (parameters, gradient, two moments).
+pub const MAX_HIDDEN: usize = 1_024;
+/// The most networks an ensemble may train (each is a full training run).
+pub const MAX_ENSEMBLE: usize = 64;
+/// The most epochs whose parameters tail averaging keeps (one copy of the network each).
+pub const MAX_AVERAGE_EPOCHS: usize = 100;
+
 impl NetworkParams {
-    /// Checks every value, naming the first one out of range.
+    /// Checks every value, naming the first one out of range. The upper bounds keep what
+    /// a request can make a training job allocate within what a server holds.
     pub fn validate(&self) -> Result<(), RerankError> {
         let bad = |m: String| Err(RerankError::invalid(m));
         if !(self.lr.is_finite() && self.lr > 0.0) {
@@ -101,20 +110,28 @@ impl NetworkParams {
         if !(1..=10_000).contains(&self.epochs) {
             return bad(format!("epochs must be in 1..=10000, got {}", self.epochs));
         }
-        for (name, v) in [
-            ("batch", self.batch),
-            ("patience", self.patience),
-            ("ensemble", self.ensemble),
-            ("average_epochs", self.average_epochs),
-        ] {
+        for (name, v) in [("batch", self.batch), ("patience", self.patience)] {
             if v == 0 {
                 return bad(format!("{name} must be at least 1, got 0"));
+            }
+        }
+        for (name, v, max) in [
+            ("ensemble", self.ensemble, MAX_ENSEMBLE),
+            ("average_epochs", self.average_epochs, MAX_AVERAGE_EPOCHS),
+        ] {
+            if !(1..=max).contains(&v) {
+                return bad(format!("{name} must be in 1..={max}, got {v}"));
             }
         }
         if self.hidden.len() > 2 || self.hidden.contains(&0) {
             return bad(format!(
                 "hidden must be one or two positive layer widths, got {:?}",
                 self.hidden
+            ));
+        }
+        if let Some(&w) = self.hidden.iter().find(|&&w| w > MAX_HIDDEN) {
+            return bad(format!(
+                "hidden layer widths must be at most {MAX_HIDDEN}, got {w}"
             ));
         }
         if let Some(n) = self.sample_rows.filter(|&n| n < 2) {

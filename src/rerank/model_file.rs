@@ -323,6 +323,23 @@ impl Reranker {
         self.linear_bias()
     }
 
+    /// The size of the file [`Self::save`] writes, in bytes, counted without writing it.
+    pub fn file_len(&self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        serde_json::to_writer_pretty(&mut count, self).expect("a model always serialises");
+        count.0
+    }
+
     /// Writes the model atomically (temp file + fsync + rename).
     pub fn save(&self, path: &Path) -> Result<(), RerankError> {
         let json = serde_json::to_vec_pretty(self).expect("a model always serialises");

@@ -48,6 +48,24 @@ pub(crate) fn small_tree() -> Tree {
     }
 }
 
+/// A chain `depth` splits deep over features `0..d` in turn: split `k` sends `x ≤ 0` to a
+/// leaf of value `k` and the rest one split deeper; covers add up (every leaf covers 1).
+/// A row of positive values walks the whole chain.
+pub(crate) fn chain_tree(depth: usize, d: usize) -> Tree {
+    let mut nodes = Vec::with_capacity(2 * depth + 1);
+    let mut cover = Vec::with_capacity(2 * depth + 1);
+    for k in 0..depth {
+        let at = nodes.len() as u32;
+        nodes.push(split((k % d) as u32, 0.0, true, at + 1, at + 2));
+        nodes.push(leaf(k as f64));
+        cover.push((depth - k + 1) as f64);
+        cover.push(1.0);
+    }
+    nodes.push(leaf(depth as f64));
+    cover.push(1.0);
+    Tree { nodes, cover }
+}
+
 /// A random tree of `leaves` leaves grown by splitting random leaves, thresholds drawn
 /// from `grid` (so rows can hit them exactly), random NaN sides.
 pub(crate) fn random_tree(rng: &mut ChaCha8Rng, d: usize, leaves: usize, grid: &[f32]) -> Tree {

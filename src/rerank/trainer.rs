@@ -915,7 +915,7 @@ mod tests {
             .unwrap();
         assert!(err
             .to_string()
-            .contains("average_epochs must be at least 1"));
+            .contains("average_epochs must be in 1..=100, got 0"));
     }
 
     /// The learning-rate schedule, replayed from the log's improvement flags: the rate halves

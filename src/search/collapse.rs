@@ -56,11 +56,22 @@ impl CollapseKey {
         }
     }
 
-    /// A comma-separated list of keys (`page,near_duplicate`); an empty list or `none` is no
-    /// collapsing. Unknown or repeated names are refused, naming them.
+    /// A comma-separated list of keys (`page,near_duplicate`); an empty list or `none` alone
+    /// is no collapsing. Unknown or repeated names, and `none` beside a key, are refused,
+    /// naming them.
     pub fn parse_list(text: &str) -> Result<Vec<CollapseKey>, String> {
+        let names: Vec<&str> = text
+            .split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .collect();
+        if names.contains(&"none") && names.len() > 1 {
+            return Err(format!(
+                "`none` (no collapsing) cannot be combined with other keys: `{text}`"
+            ));
+        }
         let mut keys = Vec::new();
-        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        for name in names {
             if name == "none" {
                 continue;
             }

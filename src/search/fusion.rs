@@ -41,6 +41,9 @@ pub(crate) const MAX_CONDORCET_DOCS: usize = 5000;
 /// The largest weight an input may get (larger ones would overflow fused scores to ∞, which
 /// JSON cannot carry).
 pub(crate) const MAX_WEIGHT: f64 = 1e6;
+/// The largest RRF k. Past it `k + rank` no longer tells the ranks of a list apart in any
+/// useful way (at 1e308 every document scores the same), so a larger k is a mistake.
+pub(crate) const MAX_RRF_K: f64 = 1e6;
 
 /// A fusion method (SPEC §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -138,7 +141,7 @@ pub enum FusionError {
     WeightCount { given: usize, inputs: usize },
     #[error("weight {index} is {value}: weights must be positive numbers up to {MAX_WEIGHT}")]
     BadWeight { index: usize, value: f64 },
-    #[error("k must be a finite number ≥ 0, got {0}")]
+    #[error("k must be a number in [0, {MAX_RRF_K}], got {0}")]
     BadK(f64),
     #[error("k applies to rrf only, not to {0}")]
     KWithoutRrf(Method),
@@ -177,7 +180,7 @@ impl Fusion {
             if method != Method::Rrf {
                 return Err(FusionError::KWithoutRrf(method));
             }
-            if !k.is_finite() || k < 0.0 {
+            if !(0.0..=MAX_RRF_K).contains(&k) {
                 return Err(FusionError::BadK(k));
             }
         }

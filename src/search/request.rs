@@ -77,7 +77,7 @@ pub struct SearchRequest {
     pub inputs: Option<String>,
     /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6)
     pub fusion: Option<String>,
-    /// RRF's k, finite, ≥ 0 (default 60)
+    /// RRF's k, in [0, 1e6] (default 60)
     pub fusion_k: Option<f64>,
     /// how combsum and combmnz normalise scores: minmax (default) or zscore
     pub fusion_norm: Option<String>,
@@ -86,7 +86,7 @@ pub struct SearchRequest {
     /// how many of each input's top documents are fused, 1..=1000 (default 100)
     pub fusion_depth: Option<usize>,
     /// keep the best hit of each group: page, site, group, near_duplicate, comma-separated
-    /// (a hit is hidden when it shares any with a hit above it), or none; default: page
+    /// (a hit is hidden when it shares any with a hit above it), or none alone; default: page
     /// (a page's translations are one hit, in the preferred language) where the page lies
     /// within the window, none beyond it
     pub collapse: Option<String>,
@@ -252,6 +252,12 @@ impl SearchRequest {
             }
         };
         if p.snippets == Some(false) {
+            if p.fields.is_some() && returns.snippet {
+                return Err(bad(
+                    "snippets",
+                    "snippets=false contradicts fields=snippet: give one of them",
+                ));
+            }
             returns.snippet = false;
         }
         Ok(SearchQuery {
@@ -570,6 +576,46 @@ mod tests {
         let mut deep = fused;
         deep["fusion_depth"] = json!(50);
         assert_eq!(query(deep).fusion.unwrap().depth, 50);
+    }
+
+    /// Issue 30, N16: parameters that mean nothing, or contradict each other, are refused
+    /// naming the parameter (they were accepted and ignored).
+    #[test]
+    fn meaningless_parameters_are_refused() {
+        let search = |options: Value| {
+            let mut request = json!({"q": "x"});
+            for (name, value) in options.as_object().unwrap() {
+                request[name] = value.clone();
+            }
+            let request: SearchRequest = serde_json::from_value(request).unwrap();
+            request.into_query(true)
+        };
+        for (options, field, says) in [
+            (
+                json!({"model": "fusion", "inputs": "bm25,lm", "fusion": "rrf", "fusion_k": 1e308}),
+                "fusion_k",
+                "k must be a number in [0, 1000000], got 1000000000",
+            ),
+            (
+                json!({"collapse": "none,page"}),
+                "collapse",
+                "`none` (no collapsing) cannot be combined",
+            ),
+            (
+                json!({"snippets": false, "fields": "url,snippet"}),
+                "snippets",
+                "snippets=false contradicts fields=snippet",
+            ),
+        ] {
+            let (f, message) = refusal(search(options.clone()));
+            assert_eq!(f, field, "{options}");
+            assert!(message.starts_with(says), "{options}: {message}");
+        }
+        assert!(search(json!({"snippets": false, "fields": "url"})).is_ok());
+        assert!(search(json!({"snippets": false})).is_ok());
+        assert!(search(json!({"collapse": "none"})).is_ok());
+        let rrf = json!({"model": "fusion", "inputs": "bm25,lm", "fusion": "rrf", "fusion_k": 1e6});
+        assert!(search(rrf).is_ok());
     }
 
     /// Without `collapse=`, a search collapses a page's versions where the page lies within

@@ -234,6 +234,46 @@ fn every_error_answer_is_json() {
     assert_eq!(json_body(&answer)["error"]["code"], "request_timeout");
 }
 
+/// Issue 30, N20 and N18: a gzip body is a JSON 415 (it was read raw, as if uncompressed),
+/// and the `Bearer` scheme is case-insensitive (RFC 7235).
+#[test]
+fn coded_bodies_are_415_and_the_bearer_scheme_any_case() {
+    let (_dir, server) = server(&[]);
+    let b = &server.base;
+    let body = r#"{"id":"z1","title":"zebra"}"#;
+    for coding in ["gzip", "identity, br"] {
+        let mut s = send(
+            b,
+            format!(
+                "POST /admin/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Encoding: {coding}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        let answer = read_until_closed(&mut s, Duration::from_secs(5)).unwrap();
+        assert_eq!(status_of(&answer), 415, "{answer}");
+        let e = json_body(&answer);
+        assert_eq!(e["error"]["code"], "unsupported_media_type", "{answer}");
+        assert!(e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Encoding"));
+    }
+    for scheme in ["bearer", "BEARER"] {
+        let mut s = send(
+            b,
+            format!(
+                "GET /admin/models HTTP/1.1\r\nHost: x\r\nAuthorization: {scheme} {TOKEN}\r\n\
+                 Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        let answer = read_until_closed(&mut s, Duration::from_secs(5)).unwrap();
+        assert_eq!(status_of(&answer), 200, "{scheme}: {answer}");
+    }
+}
+
 /// Item 12: an address that sends too many wrong admin tokens gets 429 with Retry-After for
 /// every admin request (even with the right token) until the window ends.
 #[test]

@@ -375,3 +375,100 @@ fn the_demo_does_not_activate_a_model_worse_than_the_first_phase() {
         "nothing asks the server to serve it"
     );
 }
+
+/// Issue 30 (N1, N7, N8, N9): a tree model an upload could make too deep, too large or
+/// non-finite is a 400 naming the limit, and a chain as deep as allowed is explained
+/// (`explain=true`, TreeSHAP) without taking the server down: a 12 000-deep chain used to
+/// upload, activate, and abort the process at the next explained search.
+#[test]
+fn hostile_tree_models_are_refused_and_deep_ones_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_data, _db, server) = topic_server(dir.path(), false);
+    let b = &server.base;
+    let t = Some(TOKEN);
+    let upload = |bytes: &[u8]| {
+        call(
+            "POST",
+            &format!("{b}/admin/models"),
+            t,
+            Some(("application/octet-stream", bytes)),
+        )
+    };
+    // The LightGBM fixture, stored as a rankd model file: the template of the others.
+    let base = call(
+        "POST",
+        &format!("{b}/admin/models?format=lightgbm"),
+        t,
+        Some(("application/octet-stream", &fixture("lgb_none_unnamed.txt"))),
+    );
+    assert_eq!(base.status, 201, "{}", base.body);
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(base.body["file"].as_str().unwrap()).unwrap())
+            .unwrap();
+    let d = file["feature_names"].as_array().unwrap().len() as i64;
+    // A rankd model file whose forest is `trees`.
+    let with_trees = |trees: Vec<serde_json::Value>| {
+        let mut m = file.clone();
+        m["gbdt"]["forest"]["trees"] = trees.into();
+        m["id"] = "00000000000000d1".into(); // an upload keeps the file's id
+        m.to_string().into_bytes()
+    };
+    // A chain `depth` splits deep (split k: x ≤ 0.5 goes to leaf k, else one deeper).
+    let chain = |depth: i64| {
+        let (mut feature, mut left, mut right, mut value, mut cover) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for k in 0..depth {
+            let at = 2 * k;
+            feature.extend([k % d, -1]);
+            left.extend([at + 1, 0]);
+            right.extend([at + 2, 0]);
+            value.extend([0.0, 0.001 * k as f64]);
+            cover.extend([(depth - k + 1) as f64, 1.0]);
+        }
+        feature.push(-1);
+        left.push(0);
+        right.push(0);
+        value.push(1.0);
+        cover.push(1.0);
+        let n = feature.len();
+        serde_json::json!({
+            "feature": feature, "threshold": vec![0.5; n], "nan_left": vec![false; n],
+            "left": left, "right": right, "value": value, "cover": cover,
+        })
+    };
+    let leaf = |v: f64| {
+        serde_json::json!({"feature": [-1], "threshold": [0.0], "nan_left": [false],
+            "left": [0], "right": [0], "value": [v]})
+    };
+    let mut infinite = chain(1);
+    infinite["threshold"][0] = serde_json::json!(1e39); // beyond f32: read as +∞
+    for (bytes, says) in [
+        (
+            with_trees(vec![chain(12_000)]),
+            "12000 splits deep; at most 2048",
+        ),
+        (
+            with_trees(vec![leaf(0.0); 20_001]),
+            "20001 trees; at most 20000",
+        ),
+        (
+            with_trees(vec![leaf(3e38), leaf(3e38)]),
+            "scores could reach",
+        ),
+        (with_trees(vec![infinite]), "threshold"),
+    ] {
+        assert_error(&upload(&bytes), 400, None, says);
+    }
+
+    let deep = upload(&with_trees(vec![chain(2_048), chain(2_048)]));
+    assert_eq!(deep.status, 201, "{}", deep.body);
+    let id = deep.body["model"].as_str().unwrap();
+    let act = post_json(&format!("{b}/admin/models/{id}/activate"), t, "");
+    assert_eq!(act.status, 200, "{}", act.body);
+    for _ in 0..3 {
+        let s = get(&format!("{b}/search?q=vector+basics&explain=true"), None);
+        assert_eq!(s.status, 200, "{}", s.body);
+        assert_eq!(s.body["reranker"], id);
+    }
+    assert_eq!(get(&format!("{b}/livez"), None).status, 200);
+}

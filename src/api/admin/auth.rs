@@ -53,12 +53,12 @@ pub(crate) async fn require_token(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(crate::admin::auth::bearer_credentials);
     let error = match given {
         None => "missing `Authorization: Bearer TOKEN` header",
         // Not a guess: not counted against the address.
-        Some(t) if t.trim().is_empty() => "empty admin token",
-        Some(t) if token.matches(t.trim()) => return next.run(request).await,
+        Some("") => "empty admin token",
+        Some(t) if token.matches(t) => return next.run(request).await,
         Some(_) => {
             if let Some(ip) = client {
                 state.auth_failures.failed(ip, now);

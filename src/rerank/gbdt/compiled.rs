@@ -597,13 +597,15 @@ mod tests {
             f32::INFINITY,
             f32::NEG_INFINITY,
         ];
+        // Thresholds are finite (`Tree::validate`); rows hold ±∞ too.
+        let thresholds: Vec<f32> = grid.iter().copied().filter(|t| t.is_finite()).collect();
         let mut layouts = [0usize; 2];
         for trial in 0..40 {
             let d = rng.random_range(1..6);
             let trees = (0..rng.random_range(1..30))
                 .map(|_| {
                     let leaves = rng.random_range(1..40);
-                    random_tree(&mut rng, d, leaves, &grid)
+                    random_tree(&mut rng, d, leaves, &thresholds)
                 })
                 .collect();
             let forest = Forest {

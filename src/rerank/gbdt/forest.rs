@@ -12,9 +12,12 @@
 //! writes doubles) and scores are summed in `f64`.
 //!
 //! [`Forest::validate`] is what makes a file safe to compile into the fast scorer: split
-//! features inside the feature list, finite leaf values, no NaN threshold, and every tree a
-//! tree (each node but the root has exactly one parent, all nodes reachable: no cycles, no
-//! shared or orphaned nodes). [`Forest::predict_row`] is the plain reference evaluator, the
+//! features inside the feature list, finite leaf values and thresholds, every tree a tree
+//! (each node but the root has exactly one parent, all nodes reachable: no cycles, no
+//! shared or orphaned nodes), and the size limits below, which keep a model a request can
+//! upload within what serving can hold and walk: at most [`MAX_TREES`] trees,
+//! [`MAX_FOREST_NODES`] nodes in all, trees at most [`MAX_TREE_DEPTH`] deep, and scores that
+//! stay finite in `f32` whatever the row (`|base score| + Σ_t max |leaf_t| ≤ f32::MAX`). [`Forest::predict_row`] is the plain reference evaluator, the
 //! oracle of [`super::compiled`]'s tests.
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +36,20 @@ pub(crate) fn goes_left(x: f32, threshold: f32, nan_left: bool, zero_missing: bo
         x <= threshold
     }
 }
+
+/// The most trees a forest may have: twice what rankd's trainer may grow (`trees` ≤ 10 000).
+/// Every tree costs every search a walk, however small it is.
+pub const MAX_TREES: usize = 20_000;
+
+/// The most nodes a forest may have in all its trees (2²²: 1 000 trees of 2 048 leaves
+/// twice over). The serving form takes 16 bytes a node, the stored file about 100.
+pub const MAX_FOREST_NODES: usize = 1 << 22;
+
+/// The deepest a tree may be, in splits. Trees grown leaf-wise by LightGBM or rankd with
+/// their default 31 leaves are at most 30 deep; a chain this deep is no model anyone
+/// trained. Nothing walks a tree recursively, but explaining a score (TreeSHAP) keeps a
+/// path per pending node, which this bounds.
+pub const MAX_TREE_DEPTH: usize = 2_048;
 
 /// One node of a tree.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -211,8 +228,9 @@ impl Tree {
                              {num_features} features"
                         ));
                     }
-                    if threshold.is_nan() {
-                        return Err(format!("node {i} has a NaN threshold"));
+                    if !threshold.is_finite() {
+                        // JSON has no infinity: the model file could not be read back.
+                        return Err(format!("node {i} has threshold {threshold}"));
                     }
                     for child in [left, right] {
                         let c = child as usize;
@@ -253,6 +271,12 @@ impl Tree {
                 "node {i} is not reachable from the root (orphaned, or on a cycle)"
             ));
         }
+        let depth = self.depth();
+        if depth > MAX_TREE_DEPTH {
+            return Err(format!(
+                "is {depth} splits deep; at most {MAX_TREE_DEPTH} are supported"
+            ));
+        }
         if !self.cover.is_empty() {
             if self.cover.len() != n {
                 return Err(format!("has {} covers for {n} nodes", self.cover.len()));
@@ -284,9 +308,40 @@ impl Forest {
         if self.num_features == 0 {
             return Err("the forest has no input features".into());
         }
+        if self.trees.len() > MAX_TREES {
+            return Err(format!(
+                "the forest has {} trees; at most {MAX_TREES} are supported",
+                self.trees.len()
+            ));
+        }
+        let nodes: usize = self.trees.iter().map(|t| t.nodes.len()).sum();
+        if nodes > MAX_FOREST_NODES {
+            return Err(format!(
+                "the forest has {nodes} nodes; at most {MAX_FOREST_NODES} are supported"
+            ));
+        }
         for (t, tree) in self.trees.iter().enumerate() {
             tree.validate(self.num_features)
                 .map_err(|e| format!("tree {t}: {e}"))?;
+        }
+        // The largest score any row can reach, in f64: it must be an f32 score.
+        let bound = self.base_score.abs()
+            + self
+                .trees
+                .iter()
+                .map(|t| {
+                    t.nodes
+                        .iter()
+                        .map(|n| n.leaf_value().abs())
+                        .fold(0.0, f64::max)
+                })
+                .sum::<f64>();
+        if bound > f64::from(f32::MAX) {
+            return Err(format!(
+                "scores could reach {bound:e} (the base score plus every tree's largest \
+                 leaf); a score must stay below {:e}",
+                f32::MAX
+            ));
         }
         Ok(())
     }
@@ -497,7 +552,7 @@ mod tests {
             .contains("child 3, but the tree has 3 nodes"));
         assert!(
             err(vec![split(0, f32::NAN, false, 1, 2), leaf(0.0), leaf(0.0)])
-                .contains("NaN threshold")
+                .contains("node 0 has threshold NaN")
         );
         assert!(err(vec![
             split(0, 0.0, false, 1, 2),
@@ -535,6 +590,46 @@ mod tests {
             trees: vec![],
         };
         assert!(f.validate().unwrap_err().contains("base score"));
+    }
+
+    /// Issue 30, N7–N9: what an upload could size or make non-finite is refused, named.
+    #[test]
+    fn size_limits_and_non_finite_scores_are_refused() {
+        use crate::rerank::testutil::chain_tree;
+        let forest = |trees: Vec<Tree>| Forest {
+            num_features: 2,
+            base_score: 0.0,
+            trees,
+        };
+        // An infinite threshold has no JSON form: the stored file would never load.
+        for t in [f32::INFINITY, f32::NEG_INFINITY] {
+            let e = Tree::new(vec![split(0, t, false, 1, 2), leaf(0.0), leaf(0.0)])
+                .validate(2)
+                .unwrap_err();
+            assert!(e.contains("node 0 has threshold"), "{e}");
+        }
+        assert!(chain_tree(MAX_TREE_DEPTH, 2).validate(2).is_ok());
+        let e = chain_tree(MAX_TREE_DEPTH + 1, 2).validate(2).unwrap_err();
+        assert!(e.contains("2049 splits deep; at most 2048"), "{e}");
+        let e = forest(vec![Tree::leaf(0.0); MAX_TREES + 1])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("20001 trees; at most 20000"), "{e}");
+        let big = chain_tree(2_000, 2); // 4 001 nodes
+        let e = forest(vec![big; MAX_FOREST_NODES / 4_001 + 1])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("nodes; at most 4194304"), "{e}");
+        // Each leaf is finite, their sum is not an f32 (every score would be null).
+        let huge = f64::from(f32::MAX) * 0.75;
+        let e = forest(vec![Tree::leaf(huge), Tree::leaf(-huge)])
+            .validate()
+            .unwrap_err();
+        assert!(e.contains("scores could reach"), "{e}");
+        assert!(forest(vec![Tree::leaf(huge)]).validate().is_ok());
+        let mut with_base = forest(vec![Tree::leaf(huge)]);
+        with_base.base_score = huge;
+        assert!(with_base.validate().is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::forest::{MAX_FOREST_NODES, MAX_TREE_DEPTH};
 use crate::rerank::objective::StableApHessian;
 use crate::rerank::RerankError;
 
@@ -20,7 +21,7 @@ pub struct GbdtParams {
     pub leaves: usize,
     /// Shrinkage η, folded into every leaf value.
     pub tree_lr: f64,
-    /// Depth limit (0: none).
+    /// Depth limit (0: none but [`MAX_TREE_DEPTH`], the deepest tree a model may hold).
     pub max_depth: usize,
     /// Quantile bins per feature, at most 255 (plus one for missing values).
     pub max_bins: usize,
@@ -100,6 +101,15 @@ where
 }
 
 impl GbdtParams {
+    /// The depth a tree may grow to: `max_depth`, or [`MAX_TREE_DEPTH`] for none.
+    pub fn depth_limit(&self) -> usize {
+        if self.max_depth > 0 {
+            self.max_depth
+        } else {
+            MAX_TREE_DEPTH
+        }
+    }
+
     /// Checks every value, naming the first one out of range.
     pub fn validate(&self) -> Result<(), RerankError> {
         let bad = |m: String| Err(RerankError::invalid(m));
@@ -107,10 +117,21 @@ impl GbdtParams {
             ("trees", self.trees, 1..=10_000),
             ("leaves", self.leaves, 2..=131_072),
             ("max_bins", self.max_bins, 2..=255),
+            ("max_depth", self.max_depth, 0..=MAX_TREE_DEPTH),
         ] {
             if !range.contains(&v) {
                 return bad(format!("{name} must be in {range:?}, got {v}"));
             }
+        }
+        // The model must load: its largest possible forest within the forest's node limit.
+        let nodes = self.trees * (2 * self.leaves - 1);
+        if nodes > MAX_FOREST_NODES {
+            return bad(format!(
+                "trees × (2·leaves − 1) must be at most {MAX_FOREST_NODES} (the nodes a model \
+                 may hold), got {} × {} nodes",
+                self.trees,
+                2 * self.leaves - 1
+            ));
         }
         if self.min_data_in_bin == 0 {
             return bad("min_data_in_bin must be at least 1, got 0".into());
@@ -183,6 +204,21 @@ mod tests {
                     ..GbdtParams::default()
                 },
                 "row_fraction must be in (0, 1]",
+            ),
+            (
+                GbdtParams {
+                    max_depth: 1_000_000,
+                    ..GbdtParams::default()
+                },
+                "max_depth must be in 0..=2048, got 1000000",
+            ),
+            (
+                GbdtParams {
+                    trees: 10_000,
+                    leaves: 1_000,
+                    ..GbdtParams::default()
+                },
+                "trees × (2·leaves − 1) must be at most 4194304",
             ),
         ] {
             let e = bad.validate().unwrap_err().to_string();

@@ -82,25 +82,36 @@ fn unwound_sum(path: &[PathElement], at: usize) -> f64 {
     total
 }
 
-/// One row's walk down one tree, adding each feature's share to `phi`.
-struct Walk<'a> {
-    tree: &'a Tree,
-    x: &'a [f32],
-    phi: &'a mut [f64],
+/// A node still to visit: the path above it, and the split on `feature` that led here (its
+/// zero and one fractions), which extends that path when the node is visited.
+struct Pending {
+    node: usize,
+    path: Vec<PathElement>,
+    zero: f64,
+    one: f64,
+    feature: usize,
 }
 
-impl Walk<'_> {
-    /// Visits `node`, the path above it extended by the split on `feature` that led here
-    /// (its zero and one fractions).
-    fn recurse(
-        &mut self,
-        node: usize,
-        mut path: Vec<PathElement>,
-        zero: f64,
-        one: f64,
-        feature: usize,
-    ) {
-        let (tree, x) = (self.tree, self.x);
+/// One row's walk down one tree, adding each feature's share to `phi`. Algorithm 2 is
+/// recursive; this walk keeps its own stack instead, so a tree as deep as an upload allows
+/// ([`super::forest::MAX_TREE_DEPTH`]) needs no thread stack, and visits the nodes in the
+/// recursion's order (the taken child first), so `phi` is summed in the same order.
+fn walk(tree: &Tree, x: &[f32], phi: &mut [f64]) {
+    let mut stack = vec![Pending {
+        node: 0,
+        path: Vec::new(),
+        zero: 1.0,
+        one: 1.0,
+        feature: usize::MAX,
+    }];
+    while let Some(Pending {
+        node,
+        mut path,
+        zero,
+        one,
+        feature,
+    }) = stack.pop()
+    {
         extend(&mut path, zero, one, feature);
         match tree.nodes[node].route(x) {
             None => {
@@ -108,7 +119,7 @@ impl Walk<'_> {
                 for i in 1..path.len() {
                     let w = unwound_sum(&path, i);
                     let e = path[i];
-                    self.phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * value;
+                    phi[e.feature] += w * (e.one_fraction - e.zero_fraction) * value;
                 }
             }
             Some(Route {
@@ -126,8 +137,21 @@ impl Walk<'_> {
                     in_one = path[k].one_fraction;
                     unwind(&mut path, k);
                 }
-                self.recurse(hot, path.clone(), hot_zero * in_zero, in_one, f);
-                self.recurse(cold, path, cold_zero * in_zero, 0.0, f);
+                // Popped last, visited after the whole taken subtree.
+                stack.push(Pending {
+                    node: cold,
+                    path: path.clone(),
+                    zero: cold_zero * in_zero,
+                    one: 0.0,
+                    feature: f,
+                });
+                stack.push(Pending {
+                    node: hot,
+                    path,
+                    zero: hot_zero * in_zero,
+                    one: in_one,
+                    feature: f,
+                });
             }
         }
     }
@@ -179,12 +203,7 @@ pub fn contributions(forest: &Forest, row: &[f32]) -> Option<Vec<f64>> {
     let mut phi = vec![0.0; forest.num_features];
     for tree in &forest.trees {
         if tree.nodes.len() > 1 {
-            Walk {
-                tree,
-                x: row,
-                phi: &mut phi,
-            }
-            .recurse(0, Vec::new(), 1.0, 1.0, usize::MAX);
+            walk(tree, row, &mut phi);
         }
     }
     Some(phi)
@@ -320,6 +339,35 @@ mod tests {
                 let total = phi.iter().sum::<f64>() + expected_value(&forest).unwrap();
                 assert!((total - forest.predict_row(&x)).abs() < 1e-9);
             }
+        }
+    }
+
+    /// Issue 30, N1: a chain as deep as an upload allows, explained on a thread with a small
+    /// stack (searches run on 2 MiB tokio workers; the recursive walk overflowed at ≈ 12 000).
+    #[test]
+    fn a_chain_as_deep_as_allowed_is_explained_without_recursion() {
+        use crate::rerank::gbdt::forest::MAX_TREE_DEPTH;
+        use crate::rerank::testutil::chain_tree;
+        let m = 3;
+        for depth in [MAX_TREE_DEPTH, 20_000] {
+            let forest = Forest {
+                num_features: m,
+                base_score: 0.0,
+                trees: vec![chain_tree(depth, m)],
+            };
+            let x = vec![1.0f32; m];
+            let phi = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let phi = contributions(&forest, &x).unwrap();
+                    let total = phi.iter().sum::<f64>() + expected_value(&forest).unwrap();
+                    assert!((total - forest.predict_row(&x)).abs() < 1e-6 * depth as f64);
+                    phi
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            assert!(phi.iter().all(|p| p.is_finite()));
         }
     }
 

@@ -155,66 +155,89 @@ impl Parser {
         Ok(value)
     }
 
-    /// The content of a `<split>` (already opened) up to its `</split>`: appends the
-    /// subtree to `nodes` and returns its root index.
-    fn split_body(&mut self, nodes: &mut Vec<Node>, weight: f64) -> Result<u32, String> {
-        let me = nodes.len() as u32;
+    /// Opens the `<split pos="…">` of a split's child.
+    fn open_child(&mut self, pos: &str) -> Result<(), String> {
         let line = self.line();
-        match self.tokens.get(self.at).map(|t| &t.1) {
-            Some(Token::Open { name, .. }) if name == "output" => {
-                let output: f32 = self.element("output")?;
-                if !output.is_finite() {
-                    return Err(format!("line {line}: leaf output {output}"));
-                }
-                nodes.push(Node::Leaf {
-                    value: f64::from(output) * weight,
-                });
-            }
-            Some(Token::Open { name, .. }) if name == "feature" => {
-                let id: i64 = self.element("feature")?;
-                if id < 1 {
-                    return Err(format!(
-                        "line {line}: feature id {id}; RankLib ids start at 1"
-                    ));
-                }
-                let id = super::check_feature_count(id as u64, "feature id")
-                    .map_err(|e| format!("line {line}: {e}"))?;
-                self.max_id = self.max_id.max(id);
-                let threshold: f32 = self.element("threshold")?;
-                if threshold.is_nan() {
-                    return Err(format!("line {line}: NaN threshold"));
-                }
-                nodes.push(Node::Split {
-                    feature: (id - 1) as u32,
-                    threshold,
-                    // RankLib reads NaN as 0.
-                    nan_left: 0.0 <= threshold,
-                    zero_missing: false,
-                    left: 0,
-                    right: 0,
-                });
-                let mut children = [0u32; 2];
-                for (k, pos) in ["left", "right"].iter().enumerate() {
-                    let attr_line = self.line();
-                    let attrs = self.expect_open("split")?;
-                    if !attrs.iter().any(|(k, v)| k == "pos" && v == pos) {
-                        return Err(format!("line {attr_line}: expected <split pos=\"{pos}\">"));
+        let attrs = self.expect_open("split")?;
+        if !attrs.iter().any(|(k, v)| k == "pos" && v == pos) {
+            return Err(format!("line {line}: expected <split pos=\"{pos}\">"));
+        }
+        Ok(())
+    }
+
+    /// The content of a `<split>` (already opened) up to its `</split>`: appends the tree to
+    /// `nodes`, its root first. Nesting is followed with a stack of the open splits, not by
+    /// recursion: a file may nest as deep as it likes without touching the thread's stack
+    /// (the depth is then bounded by [`Forest::validate`]).
+    fn split_body(&mut self, nodes: &mut Vec<Node>, weight: f64) -> Result<(), String> {
+        // The splits whose children are being read: (node, children read).
+        let mut open: Vec<(usize, usize)> = Vec::new();
+        loop {
+            let me = nodes.len();
+            let line = self.line();
+            match self.tokens.get(self.at).map(|t| &t.1) {
+                Some(Token::Open { name, .. }) if name == "output" => {
+                    let output: f32 = self.element("output")?;
+                    if !output.is_finite() {
+                        return Err(format!("line {line}: leaf output {output}"));
                     }
-                    children[k] = self.split_body(nodes, weight)?;
+                    nodes.push(Node::Leaf {
+                        value: f64::from(output) * weight,
+                    });
                 }
-                if let Node::Split { left, right, .. } = &mut nodes[me as usize] {
-                    *left = children[0];
-                    *right = children[1];
+                Some(Token::Open { name, .. }) if name == "feature" => {
+                    let id: i64 = self.element("feature")?;
+                    if id < 1 {
+                        return Err(format!(
+                            "line {line}: feature id {id}; RankLib ids start at 1"
+                        ));
+                    }
+                    let id = super::check_feature_count(id as u64, "feature id")
+                        .map_err(|e| format!("line {line}: {e}"))?;
+                    self.max_id = self.max_id.max(id);
+                    let threshold: f32 = self.element("threshold")?;
+                    if threshold.is_nan() {
+                        return Err(format!("line {line}: NaN threshold"));
+                    }
+                    nodes.push(Node::Split {
+                        feature: (id - 1) as u32,
+                        threshold,
+                        // RankLib reads NaN as 0.
+                        nan_left: 0.0 <= threshold,
+                        zero_missing: false,
+                        left: 0,
+                        right: 0,
+                    });
+                    open.push((me, 0));
+                    self.open_child("left")?;
+                    continue;
+                }
+                other => {
+                    return Err(format!(
+                        "line {line}: a split holds {other:?}, expected <feature> or <output>"
+                    ))
                 }
             }
-            other => {
-                return Err(format!(
-                    "line {line}: a split holds {other:?}, expected <feature> or <output>"
-                ))
+            // Node `me` is complete up to its `</split>`: it is its parent's next child;
+            // a parent with both children is complete in turn.
+            let mut done = me;
+            loop {
+                self.expect_close("split")?;
+                let Some((parent, read)) = open.last_mut() else {
+                    return Ok(());
+                };
+                if let Node::Split { left, right, .. } = &mut nodes[*parent] {
+                    *(if *read == 0 { left } else { right }) = done as u32;
+                }
+                *read += 1;
+                if *read == 1 {
+                    self.open_child("right")?;
+                    break;
+                }
+                done = *parent;
+                open.pop();
             }
         }
-        self.expect_close("split")?;
-        Ok(me)
     }
 }
 
@@ -325,6 +348,45 @@ mod tests {
         );
         assert!(err(MODEL.replace("</ensemble>\n", "")).contains("ends inside"));
         assert!(err("## Coordinate Ascent\n<ensemble></ensemble>".into()).contains("not a RankLib"));
+    }
+
+    /// Issue 30, N2: a tree nested deeper than a thread's stack allows is read without
+    /// recursion (≈ 8 000 levels aborted the server), and refused by the depth limit.
+    #[test]
+    fn deep_nesting_is_no_stack_overflow() {
+        let nested = |depth: usize| {
+            let mut s =
+                String::from("## LambdaMART\n<ensemble>\n<tree id=\"1\" weight=\"1\">\n<split>\n");
+            for k in 0..depth {
+                s.push_str(&format!(
+                    "<feature> 1 </feature> <threshold> {k} </threshold>\n\
+                     <split pos=\"left\"> <output> {k} </output> </split>\n<split pos=\"right\">\n"
+                ));
+            }
+            s.push_str("<output> -1 </output>\n");
+            s.push_str(&"</split>\n".repeat(depth + 1));
+            s.push_str("</tree>\n</ensemble>\n");
+            s
+        };
+        let text = nested(crate::rerank::gbdt::forest::MAX_TREE_DEPTH);
+        let forest = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || parse(&text).map(|m| m.forest))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+        assert_eq!(forest.trees[0].depth(), 2048);
+        assert_eq!(forest.predict_row(&[5.5]), 6.0);
+        assert_eq!(forest.predict_row(&[1e9]), -1.0);
+        let text = nested(20_000);
+        let e = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || parse(&text).unwrap_err())
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(e.contains("20000 splits deep; at most 2048"), "{e}");
     }
 
     /// Found by the `model` fuzz target: a tag opening with a blank before a multi-byte

@@ -426,7 +426,7 @@ impl<'a> TreeLearner<'a> {
     /// feature of the tree, reduced in feature order (ties go to the lower feature).
     fn find_best_split(&self, hist: &[Sums], sums: &Sums, depth: usize) -> Option<Split> {
         let p = self.params;
-        if p.max_depth > 0 && depth >= p.max_depth {
+        if depth >= p.depth_limit() {
             return None;
         }
         if (sums.c as usize) < 2 * p.min_data_in_leaf.max(1) {
