@@ -92,7 +92,7 @@ fn build() -> Server {
             auth_failures: rankd::admin::auth::FailureThrottle::new(
                 limits.admin_auth_failures_per_minute,
             ),
-            leaf: false,
+            leaf: None,
         };
         Arc::new(state)
     });

@@ -31,8 +31,14 @@ pub enum LeafError {
     Protocol(u32),
     #[error("generation {0} is no longer open on this shard (it changed during the search)")]
     GenerationGone(u64),
-    #[error("document {0:?} is not in the pinned searcher")]
+    #[error("document {0:?} is not in the pinned searcher (or is deleted)")]
     NoSuchDoc(DocRef),
+    /// A field of the call out of its bounds, as `/search` refuses its own parameters.
+    #[error("{field}: {message}")]
+    Field {
+        field: &'static str,
+        message: String,
+    },
     #[error(transparent)]
     Search(#[from] SearchError),
 }
@@ -139,12 +145,44 @@ fn lack_ratings() -> SearchError {
     ))
 }
 
+/// The document `d` names in `searcher`: in one of its segments, and not deleted there (a
+/// deleted document stays in its segment until a merge, and must not be read meanwhile).
 fn address(searcher: &Searcher, d: DocRef) -> Result<DocAddress, LeafError> {
     let readers = searcher.segment_readers();
     match readers.get(d.segment as usize) {
-        Some(r) if d.doc < r.max_doc() => Ok(DocAddress::new(d.segment, d.doc)),
+        Some(r) if d.doc < r.max_doc() && !r.is_deleted(d.doc) => {
+            Ok(DocAddress::new(d.segment, d.doc))
+        }
         _ => Err(LeafError::NoSuchDoc(d)),
     }
+}
+
+/// The most candidates or documents one call may name: the deepest result a search may
+/// reach (`offset + k`, which bounds every window too).
+pub const MAX_CALL_DOCS: usize = crate::search::request::MAX_DEPTH;
+
+/// Refuses a count above [`MAX_CALL_DOCS`] (and a zero `limit`), naming the field and bound.
+fn bounded(field: &'static str, n: usize, min: usize) -> Result<(), LeafError> {
+    if (min..=MAX_CALL_DOCS).contains(&n) {
+        Ok(())
+    } else {
+        Err(LeafError::Field {
+            field,
+            message: format!("must be between {min} and {MAX_CALL_DOCS}, got {n}"),
+        })
+    }
+}
+
+/// The query text's length bound, as `/search` applies it.
+fn checked_text(text: &str) -> Result<(), LeafError> {
+    use crate::text::query::MAX_QUERY_BYTES;
+    if text.len() > MAX_QUERY_BYTES {
+        return Err(LeafError::Field {
+            field: "text",
+            message: format!("must be at most {MAX_QUERY_BYTES} bytes, got {}", text.len()),
+        });
+    }
+    Ok(())
 }
 
 pub fn info(engine: &Engine) -> InfoResponse {
@@ -204,6 +242,8 @@ pub fn table(
 
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
     check(call.protocol)?;
+    bounded("limit", call.limit, 1)?;
+    checked_text(&call.text)?;
     let (pinned, current) = pins.get_with_current(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
@@ -312,6 +352,9 @@ pub fn features(
     call: &FeaturesCall,
 ) -> Result<FeaturesReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
+    bounded("window_nodes", call.window_nodes.len(), 0)?;
+    checked_text(&call.text)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let docs = call
@@ -347,6 +390,7 @@ pub fn feedback(
     call: &FeedbackCall,
 ) -> Result<FeedbackReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let candidates = call
@@ -363,6 +407,8 @@ pub fn feedback(
 
 pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
+    checked_text(&call.text)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let addresses = call
