@@ -159,7 +159,11 @@ impl Config {
             },
         };
         let cluster_key = cluster_key
-            .map(|k| ClusterKey::new(&k).map_err(anyhow::Error::msg).map(|c| (k, c)))
+            .map(|k| {
+                ClusterKey::new(&k)
+                    .map_err(anyhow::Error::msg)
+                    .map(|c| (k, c))
+            })
             .transpose()?
             .map(|(k, c)| match &admin_token {
                 Some(t) if t.trim() == k.trim() => Err(anyhow::anyhow!(
@@ -334,6 +338,7 @@ mod tests {
             addr: Some("127.0.0.1:7002".parse().unwrap()),
             data_dir: Some("/from/flag".into()),
             database_url: Some("sqlite:///from/flag.db".into()),
+            cluster_key_file: None,
         };
         let c = Config::resolve(all_flags, &e).unwrap();
         assert_eq!(c.addr, "127.0.0.1:7002".parse().unwrap());

@@ -40,7 +40,24 @@ pub enum LeafError {
         message: String,
     },
     #[error(transparent)]
-    Search(#[from] SearchError),
+    Search(SearchError),
+}
+
+impl From<SearchError> for LeafError {
+    /// Statistics the call shipped without what its query needs are the caller's error.
+    fn from(e: SearchError) -> Self {
+        if let SearchError::Internal(inner) = &e {
+            if let Some(tantivy::TantivyError::InternalError(m)) = inner.downcast_ref() {
+                if m.starts_with(crate::text::stats::LACKING) {
+                    return LeafError::Field {
+                        field: "stats",
+                        message: m.clone(),
+                    };
+                }
+            }
+        }
+        LeafError::Search(e)
+    }
 }
 
 impl From<tantivy::TantivyError> for LeafError {
@@ -179,7 +196,10 @@ fn checked_text(text: &str) -> Result<(), LeafError> {
     if text.len() > MAX_QUERY_BYTES {
         return Err(LeafError::Field {
             field: "text",
-            message: format!("must be at most {MAX_QUERY_BYTES} bytes, got {}", text.len()),
+            message: format!(
+                "must be at most {MAX_QUERY_BYTES} bytes, got {}",
+                text.len()
+            ),
         });
     }
     Ok(())

@@ -80,12 +80,30 @@ fn a_cluster_node_without_a_key_does_not_start() {
             .unwrap()
     };
     for args in [
-        vec!["--role", "leaf", "--data-dir", data, "--addr", "127.0.0.1:0"],
-        vec!["--role", "root", "--shard", "http://127.0.0.1:9", "--addr", "127.0.0.1:0"],
+        vec![
+            "--role",
+            "leaf",
+            "--data-dir",
+            data,
+            "--addr",
+            "127.0.0.1:0",
+        ],
+        vec![
+            "--role",
+            "root",
+            "--shard",
+            "http://127.0.0.1:9",
+            "--addr",
+            "127.0.0.1:0",
+        ],
     ] {
         let out = serve(&args);
         assert!(!out.status.success(), "{args:?} started without a key");
-        assert!(stderr(&out).contains("needs the cluster key"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("needs the cluster key"),
+            "{}",
+            stderr(&out)
+        );
     }
     let out = serve(&[
         "--role",
@@ -104,7 +122,10 @@ fn a_cluster_node_without_a_key_does_not_start() {
         None,
         &[("RANKD_CLUSTER_KEY", "")],
     );
-    assert_eq!(get(&format!("{}/cluster/v1/info", l.base), None).status, 200);
+    assert_eq!(
+        get(&format!("{}/cluster/v1/info", l.base), None).status,
+        200
+    );
     // A short key, or the admin token reused as the key: refused.
     for (key, token) in [("short", None), (LEAF_TOKEN, Some(LEAF_TOKEN))] {
         let mut cmd = rankd_command();
@@ -168,7 +189,10 @@ fn stats_of(base: &str, text: &str) -> (u64, Value) {
         &serde_json::to_string(&call).unwrap(),
     );
     assert_eq!(a.status, 200, "{}", a.body);
-    (a.body["generation"].as_u64().unwrap(), a.body["stats"].clone())
+    (
+        a.body["generation"].as_u64().unwrap(),
+        a.body["stats"].clone(),
+    )
 }
 
 fn query_call(generation: u64, stats: &Value, limit: Value) -> Value {
@@ -192,8 +216,17 @@ fn leaf_calls_refuse_out_of_range_fields() {
     let dir = tempfile::tempdir().unwrap();
     let l = leaf(&shard0(dir.path()), None);
     let (generation, stats) = stats_of(&l.base, "flow");
-    for limit in [json!(1u64 << 40), json!(u64::MAX), json!(i64::MAX as u64), json!(0)] {
-        let a = leaf_call(&l.base, "query", &query_call(generation, &stats, limit.clone()));
+    for limit in [
+        json!(1u64 << 40),
+        json!(u64::MAX),
+        json!(i64::MAX as u64),
+        json!(0),
+    ] {
+        let a = leaf_call(
+            &l.base,
+            "query",
+            &query_call(generation, &stats, limit.clone()),
+        );
         assert_eq!(a.status, 400, "limit {limit}: {}", a.body);
         assert_eq!(a.body["error"]["field"], "limit", "{}", a.body);
         let message = a.body["error"]["message"].as_str().unwrap();
