@@ -217,6 +217,13 @@ pub fn info(engine: &Engine) -> InfoResponse {
 
 pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsReply, LeafError> {
     check(call.protocol)?;
+    let fields = &engine.index.config.fields;
+    if let Some(name) = call.request.terms.keys().find(|f| !fields.contains_key(*f)) {
+        return Err(LeafError::Field {
+            field: "request",
+            message: format!("{name:?} is no text field of this index"),
+        });
+    }
     let Pinned {
         generation,
         searcher,

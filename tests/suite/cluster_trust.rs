@@ -239,6 +239,11 @@ fn leaf_calls_refuse_out_of_range_fields() {
     let a = leaf_call(&l.base, "query", &long);
     assert_eq!(a.status, 400, "{}", a.body);
     assert_eq!(a.body["error"]["field"], "text", "{}", a.body);
+    // Statistics without the query's terms: the caller's error, not the leaf's.
+    let bare = json!({"num_docs": 10, "total_tokens": {}, "terms": {}});
+    let a = leaf_call(&l.base, "query", &query_call(generation, &bare, json!(10)));
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.body["error"]["field"], "stats", "{}", a.body);
     let many = vec![DocRef { segment: 0, doc: 0 }; 10_001];
     let hits = json!({"protocol": PROTOCOL, "generation": generation, "text": "flow",
                       "stats": stats, "url": true, "title": true, "snippet": false,
