@@ -156,10 +156,11 @@ fn check(protocol: u32) -> Result<(), LeafError> {
     }
 }
 
-fn lack_ratings() -> SearchError {
-    SearchError::Internal(anyhow::anyhow!(
-        "the collection statistics shipped with this call lack the ratings"
-    ))
+fn lack_ratings() -> LeafError {
+    LeafError::Field {
+        field: "stats",
+        message: "the collection statistics shipped with this call lack the ratings".into(),
+    }
 }
 
 /// The document `d` names in `searcher`: in one of its segments, and not deleted there (a
@@ -381,6 +382,12 @@ pub fn features(
     check(call.protocol)?;
     bounded("docs", call.docs.len(), 0)?;
     bounded("window_nodes", call.window_nodes.len(), 0)?;
+    if !call.window_nodes.windows(2).all(|w| w[0] < w[1]) {
+        return Err(LeafError::Field {
+            field: "window_nodes",
+            message: "must be strictly ascending".into(),
+        });
+    }
     checked_text(&call.text)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
