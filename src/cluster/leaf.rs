@@ -191,6 +191,25 @@ fn bounded(field: &'static str, n: usize, min: usize) -> Result<(), LeafError> {
     }
 }
 
+/// Shipped statistics a collection could have: no term in more documents than the
+/// collection holds (tantivy's idf asserts it).
+fn checked_stats(stats: &GlobalStats) -> Result<(), LeafError> {
+    for (field, terms) in &stats.terms {
+        for (term, t) in terms {
+            if t.df > stats.num_docs {
+                return Err(LeafError::Field {
+                    field: "stats",
+                    message: format!(
+                        "df {} of {field}:{term} exceeds num_docs {}",
+                        t.df, stats.num_docs
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The query text's length bound, as `/search` applies it.
 fn checked_text(text: &str) -> Result<(), LeafError> {
     use crate::text::query::MAX_QUERY_BYTES;
@@ -272,6 +291,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     check(call.protocol)?;
     bounded("limit", call.limit, 1)?;
     checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let (pinned, current) = pins.get_with_current(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
@@ -389,6 +409,7 @@ pub fn features(
         });
     }
     checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let docs = call
@@ -443,6 +464,7 @@ pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, 
     check(call.protocol)?;
     bounded("docs", call.docs.len(), 0)?;
     checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let addresses = call

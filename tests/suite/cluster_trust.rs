@@ -244,6 +244,20 @@ fn leaf_calls_refuse_out_of_range_fields() {
     let a = leaf_call(&l.base, "query", &query_call(generation, &bare, json!(10)));
     assert_eq!(a.status, 400, "{}", a.body);
     assert_eq!(a.body["error"]["field"], "stats", "{}", a.body);
+    // A df above the collection's size: tantivy's idf asserts against it.
+    let mut absurd = stats.clone();
+    for terms in absurd["terms"].as_object_mut().unwrap().values_mut() {
+        for t in terms.as_object_mut().unwrap().values_mut() {
+            t["df"] = json!(u64::MAX);
+        }
+    }
+    let a = leaf_call(
+        &l.base,
+        "query",
+        &query_call(generation, &absurd, json!(10)),
+    );
+    assert_eq!(a.status, 400, "{}", a.body);
+    assert_eq!(a.body["error"]["field"], "stats", "{}", a.body);
     let many = vec![DocRef { segment: 0, doc: 0 }; 10_001];
     let hits = json!({"protocol": PROTOCOL, "generation": generation, "text": "flow",
                       "stats": stats, "url": true, "title": true, "snippet": false,
