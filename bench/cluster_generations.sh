@@ -24,6 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 export RANKD_LOG=error
+# Every leaf and root of one collection shares the cluster key (docs/OPERATIONS.md).
+export RANKD_CLUSTER_KEY="${RANKD_CLUSTER_KEY:-bench-cluster-key-$RANDOM$RANDOM$RANDOM}"
 cp -r "$SHARDED" "$WORK/collection"
 case "$KIND" in
   local) STORE="$WORK/store" ;;
@@ -51,7 +53,7 @@ t=$(now)
   --poll-ms 100 --addr 127.0.0.1:18201 2>/dev/null & PIDS+=($!)
 for _ in $(seq 600); do curl -sf http://127.0.0.1:18201/livez >/dev/null && break; sleep 0.05; done
 echo "{\"step\": \"bootstrap\", \"ms\": $(ms_since "$t")}"
-generation() { curl -s http://127.0.0.1:18201/cluster/v1/info | python3 -c 'import json, sys; print(json.load(sys.stdin)["store_generation"])'; }
+generation() { curl -s -H "Authorization: Bearer $RANKD_CLUSTER_KEY" http://127.0.0.1:18201/cluster/v1/info | python3 -c 'import json, sys; print(json.load(sys.stdin)["store_generation"])'; }
 for r in $(seq "$ROUNDS"); do
   python3 - "$WORK/batch.jsonl" "$r" "$BATCH" <<'PY'
 import json, sys

@@ -22,6 +22,8 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 export RANKD_LOG=error
+# Every leaf and root of one collection shares the cluster key (docs/OPERATIONS.md).
+export RANKD_CLUSTER_KEY="${RANKD_CLUSTER_KEY:-bench-cluster-key-$RANDOM$RANDOM$RANDOM}"
 "$RANKD" serve --data-dir "$SINGLE" --addr 127.0.0.1:18080 2>/dev/null & PIDS+=($!)
 for s in 0 1 2; do
   "$RANKD" serve --role leaf --data-dir "$SHARDED/shards/$s" --addr "127.0.0.1:1810$((s + 1))" \

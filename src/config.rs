@@ -7,6 +7,7 @@
 //! data_dir = "/var/lib/rankd"
 //! database_url = "postgres://rankd@127.0.0.1/rankd"   # default: sqlite in data_dir
 //! admin_token = "a long random string"                # default: admin API disabled
+//! cluster_key_file = "/etc/rankd/cluster.key"         # or cluster_key = ".."; leaves and roots
 //! [limits]
 //! max_body_bytes = 16777216
 //! max_concurrent_requests = 256      # over it: 503 at once (load shedding)
@@ -22,6 +23,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::cluster::key::ClusterKey;
+
 /// Everything `rankd serve` needs to know beyond the index itself.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -31,6 +34,11 @@ pub(crate) struct Config {
     pub database_url: Option<String>,
     /// `None`: the admin API answers 503 (disabled).
     pub admin_token: Option<String>,
+    /// The secret of calls between a collection's nodes (`crate::cluster::key`): from
+    /// `--cluster-key-file`, `RANKD_CLUSTER_KEY_FILE`, `RANKD_CLUSTER_KEY`, or the file's
+    /// `cluster_key_file` or `cluster_key`, in that order. Never a flag's value: a flag shows
+    /// in `ps`.
+    pub cluster_key: Option<ClusterKey>,
     pub limits: Limits,
 }
 
@@ -77,6 +85,8 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
     admin_token: Option<String>,
+    cluster_key: Option<String>,
+    cluster_key_file: Option<PathBuf>,
     limits: Option<Limits>,
 }
 
@@ -87,6 +97,7 @@ pub(crate) struct Flags {
     pub addr: Option<SocketAddr>,
     pub data_dir: Option<PathBuf>,
     pub database_url: Option<String>,
+    pub cluster_key_file: Option<PathBuf>,
 }
 
 pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:8080";
@@ -134,6 +145,34 @@ impl Config {
                 anyhow::bail!("the admin token must be at least 16 characters long");
             }
         }
+        let cluster_key = match (
+            flags
+                .cluster_key_file
+                .or_else(|| env("RANKD_CLUSTER_KEY_FILE").map(Into::into)),
+            env("RANKD_CLUSTER_KEY"),
+        ) {
+            (Some(path), _) => Some(read_key(&path)?),
+            (None, Some(key)) => Some(key),
+            (None, None) => match (file.cluster_key_file, file.cluster_key) {
+                (Some(path), _) => Some(read_key(&path)?),
+                (None, key) => key,
+            },
+        };
+        let cluster_key = cluster_key
+            .map(|k| {
+                ClusterKey::new(&k)
+                    .map_err(anyhow::Error::msg)
+                    .map(|c| (k, c))
+            })
+            .transpose()?
+            .map(|(k, c)| match &admin_token {
+                Some(t) if t.trim() == k.trim() => Err(anyhow::anyhow!(
+                    "the cluster key must differ from the admin token (a leaf would otherwise \
+                     hold its root's admin credential)"
+                )),
+                _ => Ok(c),
+            })
+            .transpose()?;
         let mut limits = file.limits.unwrap_or_default();
         env_number("RANKD_MAX_BODY_BYTES", &env, &mut limits.max_body_bytes)?;
         env_number(
@@ -173,6 +212,7 @@ impl Config {
             data_dir,
             database_url,
             admin_token,
+            cluster_key,
             limits,
         })
     }
@@ -189,6 +229,12 @@ fn read_file(path: &Path) -> anyhow::Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read the configuration file {}", path.display()))?;
     toml::from_str(&text).with_context(|| format!("in the configuration file {}", path.display()))
+}
+
+/// A key file's content.
+fn read_key(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read the cluster key file {}", path.display()))
 }
 
 fn env_number<T: std::str::FromStr>(
@@ -292,6 +338,7 @@ mod tests {
             addr: Some("127.0.0.1:7002".parse().unwrap()),
             data_dir: Some("/from/flag".into()),
             database_url: Some("sqlite:///from/flag.db".into()),
+            cluster_key_file: None,
         };
         let c = Config::resolve(all_flags, &e).unwrap();
         assert_eq!(c.addr, "127.0.0.1:7002".parse().unwrap());
@@ -329,5 +376,39 @@ mod tests {
         let err =
             Config::resolve(Flags::default(), &env(&[("RANKD_ADMIN_TOKEN", "short")])).unwrap_err();
         assert!(err.to_string().contains("16 characters"), "{err}");
+    }
+
+    #[test]
+    fn cluster_key_from_file_env_or_config_and_never_the_admin_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join("cluster.key");
+        std::fs::write(&key_file, "file-cluster-key-0123\n").unwrap();
+        let key = |k: &str| Some(ClusterKey::new(k).unwrap());
+        let c = Config::resolve(Flags::default(), &env(&[])).unwrap();
+        assert_eq!(c.cluster_key, None);
+        let from_env = env(&[("RANKD_CLUSTER_KEY", "env-cluster-key-0123")]);
+        let c = Config::resolve(Flags::default(), &from_env).unwrap();
+        assert_eq!(c.cluster_key, key("env-cluster-key-0123"));
+        let flags = Flags {
+            cluster_key_file: Some(key_file.clone()),
+            ..Flags::default()
+        };
+        let c = Config::resolve(flags, &from_env).unwrap();
+        assert_eq!(c.cluster_key, key("file-cluster-key-0123"));
+        let (_d, path) = with_file(&format!("cluster_key_file = {key_file:?}"));
+        let flags = Flags {
+            config: Some(path),
+            ..Flags::default()
+        };
+        let c = Config::resolve(flags, &env(&[])).unwrap();
+        assert_eq!(c.cluster_key, key("file-cluster-key-0123"));
+        let short = env(&[("RANKD_CLUSTER_KEY", "short")]);
+        assert!(Config::resolve(Flags::default(), &short).is_err());
+        let same = env(&[
+            ("RANKD_CLUSTER_KEY", "same-secret-0123456789"),
+            ("RANKD_ADMIN_TOKEN", "same-secret-0123456789"),
+        ]);
+        let e = Config::resolve(Flags::default(), &same).unwrap_err();
+        assert!(e.to_string().contains("differ from the admin token"), "{e}");
     }
 }

@@ -194,6 +194,7 @@ impl Netns {
             .args(["serve", "--role", "leaf", "--addr", &addr, "--data-dir"])
             .arg(data)
             .env("RANKD_LOG", "error")
+            .env("RANKD_CLUSTER_KEY", util::CLUSTER_KEY)
             .env_remove("RANKD_ADMIN_TOKEN")
             .env_remove("RANKD_CONFIG")
             .env_remove("DATABASE_URL")

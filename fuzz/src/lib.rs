@@ -40,17 +40,39 @@ pub fn scratch_file(name: &str, data: &[u8]) -> PathBuf {
 pub struct Server {
     runtime: tokio::runtime::Runtime,
     router: Mutex<axum::Router>,
+    /// What every request sends as `Authorization: Bearer ..`.
+    bearer: &'static str,
 }
+
+/// The cluster key of [`leaf`].
+pub const CLUSTER_KEY: &str = "fuzz-cluster-key-0123456789";
 
 /// The server, built at the first call: 40 linked documents about six topics, link scores,
 /// judgments for six queries, the admin API on.
 pub fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(build)
+    SERVER.get_or_init(|| build("data", None, TOKEN))
 }
 
-fn build() -> Server {
-    let data = scratch().join("data");
+/// The same index served as a leaf (`/cluster/v1/*`), every request with the cluster key.
+pub fn leaf() -> &'static Server {
+    static LEAF: OnceLock<Server> = OnceLock::new();
+    LEAF.get_or_init(|| {
+        let key = rankd::cluster::key::ClusterKey::new(CLUSTER_KEY).expect("a valid key");
+        build(
+            "leaf",
+            Some(rankd::cluster::key::Trust::Key(key)),
+            CLUSTER_KEY,
+        )
+    })
+}
+
+fn build(
+    dir: &str,
+    leaf: Option<rankd::cluster::key::Trust>,
+    bearer: &'static str,
+) -> Server {
+    let data = scratch().join(dir);
     let index = TextIndex::open_or_create(&data, None).expect("create the index");
     let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
     let docs = (0..40).map(|i| {
@@ -80,7 +102,10 @@ fn build() -> Server {
         .enable_all()
         .build()
         .expect("a runtime");
-    let url = format!("sqlite://{}?mode=rwc", scratch().join("fuzz.db").display());
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        scratch().join(format!("{dir}.db")).display()
+    );
     let state = runtime.block_on(async {
         let db = rankd::db::Db::open(&url).await.expect("open the database");
         let limits = rankd::config::Limits::default();
@@ -92,13 +117,14 @@ fn build() -> Server {
             auth_failures: rankd::admin::auth::FailureThrottle::new(
                 limits.admin_auth_failures_per_minute,
             ),
-            leaf: false,
+            leaf,
         };
         Arc::new(state)
     });
     let server = Server {
         runtime,
         router: Mutex::new(rankd::api::router(state)),
+        bearer: TOKEN,
     };
     let judgments: Vec<_> = (0..6)
         .flat_map(|q| {
@@ -111,12 +137,13 @@ fn build() -> Server {
     let body = serde_json::to_vec(&judgments).expect("judgments serialise");
     let (status, answer) = server.send("POST", "/admin/judgments", "application/json", body);
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
-    server
+    Server { bearer, ..server }
 }
 
 impl Server {
-    /// Sends one request (with the admin token) and returns the status and body; panics, so
-    /// the fuzzer reports it, on a 5xx or an error answer that is not the documented JSON.
+    /// Sends one request (with the server's bearer: the admin token, or a leaf's cluster key)
+    /// and returns the status and body; panics, so the fuzzer reports it, on a 5xx or an
+    /// error answer that is not the documented JSON.
     pub fn send(
         &self,
         method: &str,
@@ -127,7 +154,7 @@ impl Server {
         let Ok(request) = Request::builder()
             .method(method)
             .uri(uri)
-            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("authorization", format!("Bearer {}", self.bearer))
             .header("content-type", content_type)
             .body(Body::from(body))
         else {

@@ -6,16 +6,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use tower_http::timeout::TimeoutLayer;
 
+use super::admin::auth::{require_bearer, Bearer};
 use super::error::ApiError;
 use super::params::Query;
 use super::search::{observe, SearchParams};
 use super::AppState;
+use crate::cluster::key::Trust;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::root::transport::LocalShard;
 use crate::cluster::root::Root;
@@ -27,6 +31,7 @@ impl From<LeafError> for ApiError {
         match e {
             LeafError::Protocol(_) => ApiError::bad_request("protocol", e.to_string()),
             LeafError::NoSuchDoc(_) => ApiError::bad_request("docs", e.to_string()),
+            LeafError::Field { field, .. } => ApiError::bad_request(field, e.to_string()),
             LeafError::GenerationGone(_) => ApiError::conflict(e.to_string()),
             LeafError::Search(e) => e.into(),
         }
@@ -34,9 +39,25 @@ impl From<LeafError> for ApiError {
 }
 
 /// The leaf calls, for a node serving its index as one shard of a collection: the in-process
-/// shard ([`LocalShard`]) the root's algorithm also calls directly, served over HTTP.
+/// shard ([`LocalShard`]) the root's algorithm also calls directly, served over HTTP; and the
+/// root's writes (the bodies of `/admin/documents` and `/admin/documents/delete`). Every one
+/// needs the cluster key ([`require_key`]).
 pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>) -> Router<S> {
-    let leaf: Leaf = Arc::new(LocalShard::new(state, "this leaf"));
+    let leaf: Leaf = Arc::new(LocalShard::new(state.clone(), "this leaf"));
+    let writes = Router::new()
+        .route(
+            "/cluster/v1/documents",
+            post(super::admin::documents::upsert),
+        )
+        .route(
+            "/cluster/v1/documents/delete",
+            post(super::admin::documents::delete),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            writable,
+        ))
+        .with_state(state.clone());
     Router::new()
         .route("/cluster/v1/info", get(info))
         .route("/cluster/v1/stats", post(stats))
@@ -46,6 +67,37 @@ pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>
         .route("/cluster/v1/feedback", post(feedback))
         .route("/cluster/v1/hits", post(hits))
         .with_state(leaf)
+        .merge(writes)
+        .route_layer(axum::middleware::from_fn_with_state(state, require_key))
+}
+
+/// Every leaf call needs the cluster key: they read every document of the shard. Wrong keys
+/// count against the caller's address like wrong admin tokens.
+async fn require_key(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let Some(Trust::Key(key)) = state.leaf.clone() else {
+        // `--insecure-cluster`, on a loopback address (`crate::cli::serve`).
+        return next.run(request).await;
+    };
+    let secret = Bearer {
+        what: "cluster key",
+        placeholder: "KEY",
+        realm: "Bearer realm=\"rankd cluster\"",
+    };
+    require_bearer(&state, request, next, secret, |k| key.matches(k)).await
+}
+
+/// A leaf takes its root's writes while its own admin API is on; a leaf following a store has
+/// it off (write to the publishing index).
+async fn writable(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    if state.ops.token.is_none() {
+        return ApiError::unavailable(
+            "admin_disabled",
+            "this leaf takes no writes: its admin API is off (set RANKD_ADMIN_TOKEN; a leaf \
+             following a store is written through the publishing index)",
+        )
+        .into_response();
+    }
+    next.run(request).await
 }
 
 type Leaf = Arc<LocalShard>;
@@ -121,8 +173,8 @@ async fn hits(
 pub(crate) struct RootState {
     pub root: Arc<Root>,
     pub ready: AtomicBool,
-    /// The cluster's admin token: checked on the root's admin routes and sent to the
-    /// leaves' (`None`: the admin routes answer 503).
+    /// The admin token checked on the root's admin routes (`None`: they answer 503). It
+    /// stays on the root: the writes go on to the leaves with the cluster key.
     pub token: Option<String>,
 }
 
@@ -170,8 +222,8 @@ async fn root_search(
     Ok(Json(response))
 }
 
-/// The cluster token, if the request carries it.
-fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<String, ApiError> {
+/// Whether the request carries the root's admin token.
+fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
     let Some(token) = state.token.clone() else {
         return Err(ApiError::unavailable(
             "admin_disabled",
@@ -185,7 +237,7 @@ fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<Stri
     if !given.is_some_and(|g| crate::admin::auth::AdminToken::new(&token).matches(g)) {
         return Err(ApiError::unauthorized("missing or wrong admin token"));
     }
-    Ok(token)
+    Ok(())
 }
 
 /// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
@@ -194,8 +246,8 @@ async fn root_documents(
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
-    let token = root_token(&state, &headers)?;
-    Ok(Json(state.root.upsert(&body, &token).await?))
+    root_token(&state, &headers)?;
+    Ok(Json(state.root.upsert(&body).await?))
 }
 
 /// `POST /admin/documents/delete` on a root: `{"ids": [..]}`, all or none as on a single
@@ -206,7 +258,7 @@ async fn root_delete(
     headers: axum::http::HeaderMap,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let token = root_token(&state, &headers)?;
+    root_token(&state, &headers)?;
     let raw = super::admin::body::bytes(raw)?;
     let request: super::admin::documents::DeleteRequest = super::admin::body::json(&raw)?;
     let ids = request.ids()?;
@@ -215,7 +267,7 @@ async fn root_delete(
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
-    let deleted = state.root.delete(&ids, &token).await?;
+    let deleted = state.root.delete(&ids).await?;
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }
 

@@ -47,8 +47,9 @@ pub struct AppState {
     pub reranker_error: Mutex<Option<String>>,
     /// Wrong admin tokens per client address (429 after `limits.admin_auth_failures_per_minute`).
     pub auth_failures: crate::admin::auth::FailureThrottle,
-    /// Serves the index as one shard of a collection too (`/cluster/v1/*`, `cluster.rs`).
-    pub leaf: bool,
+    /// Serves the index as one shard of a collection too (`/cluster/v1/*`, `cluster.rs`),
+    /// to callers holding the cluster key.
+    pub leaf: Option<crate::cluster::key::Trust>,
 }
 
 impl AsRef<crate::search::Engine> for AppState {
@@ -143,8 +144,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/static/{file}", get(pages::asset))
         .fallback(|| async { ApiError::not_found("no such route") })
         .merge(match state.leaf {
-            true => cluster::leaf_routes(state.clone()),
-            false => Router::new(),
+            Some(_) => cluster::leaf_routes(state.clone()),
+            None => Router::new(),
         })
         .layer(Extension(Arc::new(openapi)))
         .layer(

@@ -189,7 +189,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     })
     .map_err(|e| crate::error::Invalid(format!("{e:#}")))?;
-    super::serve::serve_index(index, config, false)
+    super::serve::serve_index(index, config, None)
 }
 
 /// Derives judgments of every query class from the docs (docs/GUIDE.md, "How the demo

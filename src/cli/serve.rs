@@ -14,6 +14,7 @@ use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
+use crate::cluster::key::Trust;
 use crate::cluster::node::{self, ClusterOptions, Following, GossipRoot, LeafGossip};
 use crate::cluster::root::{RootOptions, StatsMode};
 use crate::config::{Config, Flags};
@@ -106,6 +107,17 @@ pub struct ServeArgs {
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = node::DEFAULT_POLL.as_millis() as u64)]
     pub poll_ms: u64,
+    /// With `--role leaf` or `root`: the file holding the cluster key, the secret every call
+    /// between the collection's nodes carries [env: RANKD_CLUSTER_KEY_FILE; or the key itself
+    /// in RANKD_CLUSTER_KEY; or `cluster_key_file` / `cluster_key` in the configuration
+    /// file]. Distinct from the admin token; the same on every node of the collection.
+    #[arg(long, value_name = "PATH")]
+    pub cluster_key_file: Option<PathBuf>,
+    /// With `--role leaf` or `root`: run without a cluster key (a leaf then answers anyone
+    /// its cluster calls, which read every document of its shard). Only on a loopback
+    /// `--addr`: for tests on one machine.
+    #[arg(long)]
+    pub insecure_cluster: bool,
     /// Threads that serve requests (default: one per core).
     #[arg(long, env = "RANKD_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
@@ -134,8 +146,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         addr: args.addr,
         data_dir: args.data_dir,
         database_url: args.database_url,
+        cluster_key_file: args.cluster_key_file,
     })
     .map_err(|e| Invalid(format!("{e:#}")))?;
+    let trust = match args.role {
+        Role::Single => None,
+        Role::Leaf | Role::Root => Some(cluster_trust(&config, args.insecure_cluster)?),
+    };
     let cluster = ClusterOptions {
         gossip: args.gossip,
         seeds: args.seeds,
@@ -166,6 +183,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             leaf_timeout: Duration::from_millis(args.leaf_timeout_ms),
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
+            key: trust.as_ref().and_then(Trust::key).cloned(),
         };
         let root_threads = args.worker_threads;
         let model = args
@@ -235,11 +253,40 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     serve_index_with(
         index,
         config,
-        args.role == Role::Leaf,
+        trust.filter(|_| args.role == Role::Leaf),
         gossip,
         following,
         args.worker_threads,
     )
+}
+
+/// How a leaf or root trusts its peers: the configured cluster key, or none with
+/// `--insecure-cluster`, which only a loopback address may run with (its cluster calls would
+/// otherwise answer anyone on the network with every document of the shard).
+fn cluster_trust(config: &Config, insecure: bool) -> Result<Trust, Invalid> {
+    match (&config.cluster_key, insecure) {
+        (Some(_), true) => Err(Invalid(
+            "--insecure-cluster and a cluster key contradict each other: drop one".into(),
+        )),
+        (Some(key), false) => Ok(Trust::Key(key.clone())),
+        (None, true) if config.addr.ip().is_loopback() => {
+            eprintln!(
+                "warning: --insecure-cluster: cluster calls carry no key (loopback tests only)"
+            );
+            Ok(Trust::Insecure)
+        }
+        (None, true) => Err(Invalid(format!(
+            "--insecure-cluster is only for a loopback --addr, not {}: set the cluster key",
+            config.addr
+        ))),
+        (None, false) => Err(Invalid(
+            "a leaf or root needs the cluster key, the same on every node of the collection: \
+             --cluster-key-file PATH, RANKD_CLUSTER_KEY_FILE, RANKD_CLUSTER_KEY, or \
+             cluster_key_file in the configuration file (--insecure-cluster runs without one \
+             on a loopback address, for tests)"
+                .into(),
+        )),
+    }
 }
 
 /// Serves a root whose shards' replicas come from the gossip ([`GossipRoot`]).
@@ -302,7 +349,11 @@ fn serve_root(
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer
 /// left in the data directory (`crate::admin::recovery`), so the manifest is current before
 /// the link scores are checked against it.
-pub(crate) fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyhow::Result<()> {
+pub(crate) fn serve_index(
+    index: TextIndex,
+    config: Config,
+    leaf: Option<Trust>,
+) -> anyhow::Result<()> {
     serve_index_with(index, config, leaf, None, None, None)
 }
 
@@ -311,7 +362,7 @@ pub(crate) fn serve_index(index: TextIndex, config: Config, leaf: bool) -> anyho
 fn serve_index_with(
     index: TextIndex,
     config: Config,
-    leaf: bool,
+    leaf: Option<Trust>,
     gossip: Option<LeafGossip>,
     following: Option<Following>,
     threads: Option<u16>,

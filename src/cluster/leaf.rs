@@ -31,10 +31,33 @@ pub enum LeafError {
     Protocol(u32),
     #[error("generation {0} is no longer open on this shard (it changed during the search)")]
     GenerationGone(u64),
-    #[error("document {0:?} is not in the pinned searcher")]
+    #[error("document {0:?} is not in the pinned searcher (or is deleted)")]
     NoSuchDoc(DocRef),
+    /// A field of the call out of its bounds, as `/search` refuses its own parameters.
+    #[error("{field}: {message}")]
+    Field {
+        field: &'static str,
+        message: String,
+    },
     #[error(transparent)]
-    Search(#[from] SearchError),
+    Search(SearchError),
+}
+
+impl From<SearchError> for LeafError {
+    /// Statistics the call shipped without what its query needs are the caller's error.
+    fn from(e: SearchError) -> Self {
+        if let SearchError::Internal(inner) = &e {
+            if let Some(tantivy::TantivyError::InternalError(m)) = inner.downcast_ref() {
+                if m.starts_with(crate::text::stats::LACKING) {
+                    return LeafError::Field {
+                        field: "stats",
+                        message: m.clone(),
+                    };
+                }
+            }
+        }
+        LeafError::Search(e)
+    }
 }
 
 impl From<tantivy::TantivyError> for LeafError {
@@ -133,18 +156,73 @@ fn check(protocol: u32) -> Result<(), LeafError> {
     }
 }
 
-fn lack_ratings() -> SearchError {
-    SearchError::Internal(anyhow::anyhow!(
-        "the collection statistics shipped with this call lack the ratings"
-    ))
+fn lack_ratings() -> LeafError {
+    LeafError::Field {
+        field: "stats",
+        message: "the collection statistics shipped with this call lack the ratings".into(),
+    }
 }
 
+/// The document `d` names in `searcher`: in one of its segments, and not deleted there (a
+/// deleted document stays in its segment until a merge, and must not be read meanwhile).
 fn address(searcher: &Searcher, d: DocRef) -> Result<DocAddress, LeafError> {
     let readers = searcher.segment_readers();
     match readers.get(d.segment as usize) {
-        Some(r) if d.doc < r.max_doc() => Ok(DocAddress::new(d.segment, d.doc)),
+        Some(r) if d.doc < r.max_doc() && !r.is_deleted(d.doc) => {
+            Ok(DocAddress::new(d.segment, d.doc))
+        }
         _ => Err(LeafError::NoSuchDoc(d)),
     }
+}
+
+/// The most candidates or documents one call may name: the deepest result a search may
+/// reach (`offset + k`, which bounds every window too).
+pub const MAX_CALL_DOCS: usize = crate::search::request::MAX_DEPTH;
+
+/// Refuses a count above [`MAX_CALL_DOCS`] (and a zero `limit`), naming the field and bound.
+fn bounded(field: &'static str, n: usize, min: usize) -> Result<(), LeafError> {
+    if (min..=MAX_CALL_DOCS).contains(&n) {
+        Ok(())
+    } else {
+        Err(LeafError::Field {
+            field,
+            message: format!("must be between {min} and {MAX_CALL_DOCS}, got {n}"),
+        })
+    }
+}
+
+/// Shipped statistics a collection could have: no term in more documents than the
+/// collection holds (tantivy's idf asserts it).
+fn checked_stats(stats: &GlobalStats) -> Result<(), LeafError> {
+    for (field, terms) in &stats.terms {
+        for (term, t) in terms {
+            if t.df > stats.num_docs {
+                return Err(LeafError::Field {
+                    field: "stats",
+                    message: format!(
+                        "df {} of {field}:{term} exceeds num_docs {}",
+                        t.df, stats.num_docs
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The query text's length bound, as `/search` applies it.
+fn checked_text(text: &str) -> Result<(), LeafError> {
+    use crate::text::query::MAX_QUERY_BYTES;
+    if text.len() > MAX_QUERY_BYTES {
+        return Err(LeafError::Field {
+            field: "text",
+            message: format!(
+                "must be at most {MAX_QUERY_BYTES} bytes, got {}",
+                text.len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 pub fn info(engine: &Engine) -> InfoResponse {
@@ -159,6 +237,13 @@ pub fn info(engine: &Engine) -> InfoResponse {
 
 pub fn stats(engine: &Engine, pins: &Pins, call: &StatsCall) -> Result<StatsReply, LeafError> {
     check(call.protocol)?;
+    let fields = &engine.index.config.fields;
+    if let Some(name) = call.request.terms.keys().find(|f| !fields.contains_key(*f)) {
+        return Err(LeafError::Field {
+            field: "request",
+            message: format!("{name:?} is no text field of this index"),
+        });
+    }
     let Pinned {
         generation,
         searcher,
@@ -204,6 +289,9 @@ pub fn table(
 
 pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryReply, LeafError> {
     check(call.protocol)?;
+    bounded("limit", call.limit, 1)?;
+    checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let (pinned, current) = pins.get_with_current(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
@@ -312,6 +400,16 @@ pub fn features(
     call: &FeaturesCall,
 ) -> Result<FeaturesReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
+    bounded("window_nodes", call.window_nodes.len(), 0)?;
+    if !call.window_nodes.windows(2).all(|w| w[0] < w[1]) {
+        return Err(LeafError::Field {
+            field: "window_nodes",
+            message: "must be strictly ascending".into(),
+        });
+    }
+    checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let docs = call
@@ -347,6 +445,7 @@ pub fn feedback(
     call: &FeedbackCall,
 ) -> Result<FeedbackReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let candidates = call
@@ -363,6 +462,9 @@ pub fn feedback(
 
 pub fn hits(engine: &Engine, pins: &Pins, call: &HitsCall) -> Result<HitsReply, LeafError> {
     check(call.protocol)?;
+    bounded("docs", call.docs.len(), 0)?;
+    checked_text(&call.text)?;
+    checked_stats(&call.stats)?;
     let pinned = pins.get(engine, call.generation)?;
     let searcher = &pinned.searcher;
     let addresses = call

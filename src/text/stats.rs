@@ -339,15 +339,17 @@ pub struct GlobalSource<'a> {
     schema: &'a Schema,
 }
 
+/// How the error of a [`GlobalSource`] asked for a statistic it lacks begins: a leaf answers
+/// it as a bad call (`crate::cluster::leaf`), the statistics being the caller's.
+pub const LACKING: &str = "the collection statistics shipped with this query lack";
+
 impl GlobalSource<'_> {
     fn missing(&self, what: &str, field: Field, term: Option<&Term>) -> TantivyError {
         let name = self.schema.get_field_name(field);
         let term = term
             .and_then(|t| t.value().as_str().map(|s| format!(":{s}")))
             .unwrap_or_default();
-        TantivyError::InternalError(format!(
-            "the collection statistics shipped with this query lack the {what} of {name}{term}"
-        ))
+        TantivyError::InternalError(format!("{LACKING} the {what} of {name}{term}"))
     }
 
     fn term(&self, term: &Term) -> tantivy::Result<TermStats> {

@@ -85,7 +85,7 @@ fn follow(replica: &Path, store: &str, more: &[&str], env: &[(&str, &str)]) -> S
 }
 
 fn info(base: &str) -> Value {
-    get(&format!("{base}/cluster/v1/info"), None).body
+    get(&format!("{base}/cluster/v1/info"), Some(CLUSTER_KEY)).body
 }
 
 fn wait_for_generation(base: &str, generation: u64, within: Duration) -> Duration {

@@ -90,7 +90,7 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
     // Every document is on the shard its id routes to, and only there.
     let mut total = 0;
     for (s, leaf) in leaves.iter().enumerate() {
-        let info = get(&format!("{}/cluster/v1/info", leaf.base), None);
+        let info = get(&format!("{}/cluster/v1/info", leaf.base), Some(CLUSTER_KEY));
         assert_eq!(info.status, 200, "{}", info.body);
         total += info.body["num_docs"].as_u64().unwrap();
         for doc in ["1", "2", "3", "700", "1400"] {

@@ -354,8 +354,15 @@ where
 
 /// `rankd` under test, as a command to complete.
 pub fn rankd_command() -> Command {
-    Command::new(rankd_bin())
+    let mut cmd = Command::new(rankd_bin());
+    cmd.env("RANKD_CLUSTER_KEY", CLUSTER_KEY)
+        .env_remove("RANKD_CLUSTER_KEY_FILE");
+    cmd
 }
+
+/// The cluster key every `rankd` the tests start has in its environment (a leaf or root
+/// needs one; a single node ignores it).
+pub const CLUSTER_KEY: &str = "test-cluster-key-0123456789";
 
 /// Runs `rankd ARGS` with logging at error level, as a user would see it fail or succeed.
 pub fn rankd(args: &[&str]) -> Output {

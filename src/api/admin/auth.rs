@@ -28,6 +28,33 @@ pub(crate) async fn require_token(
         )
         .into_response();
     };
+    let secret = Bearer {
+        what: "admin token",
+        placeholder: "TOKEN",
+        realm: "Bearer realm=\"rankd admin\"",
+    };
+    require_bearer(&state, request, next, secret, |t| token.matches(t)).await
+}
+
+/// What a bearer check guards, for its answers.
+pub(crate) struct Bearer {
+    /// `admin token`, `cluster key`.
+    pub what: &'static str,
+    pub placeholder: &'static str,
+    /// The `WWW-Authenticate` header of a 401.
+    pub realm: &'static str,
+}
+
+/// Runs `next` if the request carries `Authorization: Bearer S` with `matches(S)`; else 401,
+/// and a wrong secret counts against the client's address, which gets 429 once it has sent
+/// too many within the minute (`crate::admin::auth::FailureThrottle`).
+pub(crate) async fn require_bearer(
+    state: &AppState,
+    request: Request,
+    next: Next,
+    secret: Bearer,
+    matches: impl Fn(&str) -> bool,
+) -> Response {
     let client = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -39,7 +66,8 @@ pub(crate) async fn require_token(
             status: StatusCode::TOO_MANY_REQUESTS,
             code: "too_many_requests",
             message: format!(
-                "too many wrong admin tokens from this address; try again in {secs} s"
+                "too many wrong {}s from this address; try again in {secs} s",
+                secret.what
             ),
             field: None,
         }
@@ -55,21 +83,24 @@ pub(crate) async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(crate::admin::auth::bearer_credentials);
     let error = match given {
-        None => "missing `Authorization: Bearer TOKEN` header",
+        None => format!(
+            "missing `Authorization: Bearer {}` header",
+            secret.placeholder
+        ),
         // Not a guess: not counted against the address.
-        Some("") => "empty admin token",
-        Some(t) if token.matches(t) => return next.run(request).await,
+        Some("") => format!("empty {}", secret.what),
+        Some(t) if matches(t) => return next.run(request).await,
         Some(_) => {
             if let Some(ip) = client {
                 state.auth_failures.failed(ip, now);
             }
-            "wrong admin token"
+            format!("wrong {}", secret.what)
         }
     };
     let mut response = ApiError::unauthorized(error).into_response();
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Bearer realm=\"rankd admin\""),
+        HeaderValue::from_static(secret.realm),
     );
     response
 }

@@ -201,7 +201,7 @@ pub(crate) async fn start_graph(
 /// (`crate::links::compute_and_store_sharded`), and a graph of its own shard alone would
 /// replace them with wrong ones.
 pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> {
-    if state.leaf {
+    if state.leaf.is_some() {
         return Err(CreateError::Refused(
             "this server is a leaf of a sharded collection: its link scores are its part of \
              the whole collection's graph; run `rankd graph --data-dir COLLECTION` over every \

@@ -5,7 +5,7 @@
 //! Routes are registered through utoipa's `OpenApiRouter`, so `/openapi.json` lists exactly
 //! the routes served (the auth tests walk that list).
 
-mod auth;
+pub(super) mod auth;
 pub(super) mod body;
 pub(super) mod documents;
 mod evaluate;

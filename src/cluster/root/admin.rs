@@ -1,6 +1,8 @@
 //! What a root does besides searching: documents by id, and admin writes fanned out to the
-//! replicas of the shards concerned, over HTTP with the cluster's admin token (a leaf's
-//! `POST /admin/documents` and `/admin/documents/delete`, `GET /doc/{id}`).
+//! replicas of the shards concerned, over HTTP with the cluster key (a leaf's
+//! `POST /cluster/v1/documents` and `/cluster/v1/documents/delete`, which take the bodies of
+//! its `/admin/documents` and `/admin/documents/delete`; `GET /doc/{id}`). The admin token a
+//! root's client sends stays on the root.
 //!
 //! Shards commit one after the other, not together: a replica failing leaves the shards
 //! before it written, and the error says which (as Elasticsearch's bulk API reports per
@@ -70,8 +72,8 @@ impl Root {
     /// Adds or replaces the NDJSON documents of `body` (the format of a leaf's
     /// `POST /admin/documents`): the whole batch is parsed and checked first, so a bad record
     /// rejects it before any shard is written; then each shard's lines go, as one batch, to
-    /// every replica of the shard, with the cluster's admin `token`.
-    pub async fn upsert(&self, body: &[u8], token: &str) -> Result<BatchReport, SearchError> {
+    /// every replica of the shard.
+    pub async fn upsert(&self, body: &[u8]) -> Result<BatchReport, SearchError> {
         crate::corpus::jsonl::parse_batch(body).map_err(|e| SearchError::Param {
             field: "body",
             message: e.to_string(),
@@ -99,7 +101,7 @@ impl Root {
             }
             let batch = lines.join(&b'\n');
             let sent = self
-                .admin_write(shard, "documents", "application/x-ndjson", batch, token)
+                .admin_write(shard, "documents", "application/x-ndjson", batch)
                 .await;
             if let Err(reason) = sent {
                 let done: Vec<usize> = report.shards.iter().map(|(s, _)| *s).collect();
@@ -115,30 +117,25 @@ impl Root {
         Ok(report)
     }
 
-    /// Posts `body` to `/admin/{path}` of every replica of `shard` with the cluster token;
-    /// the first failure, naming its replica.
+    /// Posts `body` to `/cluster/v1/{path}` of every replica of `shard` (with the cluster
+    /// key, as every call); the first failure, naming its replica.
     async fn admin_write(
         &self,
         shard: usize,
         path: &str,
         content_type: &str,
         body: Vec<u8>,
-        token: &str,
     ) -> Result<(), String> {
         let shards = self.shards.load_full();
         if shards[shard].is_empty() {
             return Err("no live replica".into());
         }
-        let authorization = format!("Bearer {token}");
         for replica in &shards[shard] {
             let Some(base) = replica.client.url() else {
                 return Err(format!("{} takes no writes over HTTP", replica.name()));
             };
-            let url = format!("{base}/admin/{path}");
-            let headers = [
-                ("content-type", content_type),
-                ("authorization", authorization.as_str()),
-            ];
+            let url = format!("{base}/cluster/v1/{path}");
+            let headers = [("content-type", content_type)];
             self.http
                 .send(
                     Method::POST,
@@ -176,7 +173,7 @@ impl Root {
 
     /// Deletes `ids` (each a document of the collection, [`Root::first_missing`]) on every
     /// replica of the shard each routes to. Shards commit one after the other, as batches do.
-    pub async fn delete(&self, ids: &[String], token: &str) -> Result<usize, SearchError> {
+    pub async fn delete(&self, ids: &[String]) -> Result<usize, SearchError> {
         let n = self.num_shards as u32;
         let mut parts: Vec<Vec<&String>> = vec![Vec::new(); self.num_shards];
         for id in ids {
@@ -190,7 +187,7 @@ impl Root {
             let body = serde_json::to_vec(&serde_json::json!({ "ids": ids }))
                 .map_err(|e| internal(e.to_string()))?;
             let sent = self
-                .admin_write(shard, "documents/delete", "application/json", body, token)
+                .admin_write(shard, "documents/delete", "application/json", body)
                 .await;
             if let Err(reason) = sent {
                 return Err(SearchError::Unavailable(format!(

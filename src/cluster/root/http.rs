@@ -1,6 +1,6 @@
 //! The root's HTTP client and the HTTP transport of a replica ([`HttpShard`]): the leaf calls
 //! of `crate::cluster::wire` as `POST /cluster/v1/*` with JSON bodies (the statistics table
-//! as bytes).
+//! as bytes), each with the cluster key (`crate::cluster::key`).
 //!
 //! hyper's own client (`hyper_util::client::legacy`) on the server's runtime: calls are
 //! futures, a search's fan-out is one task's `join`, connections are kept alive per leaf,
@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::transport::{CallFailure, ShardClient};
+use crate::cluster::key::ClusterKey;
 use crate::cluster::wire::*;
 use crate::search::SearchError;
 use crate::text::stats_table::StatsTable;
@@ -38,6 +39,8 @@ pub struct Http {
     client: Client<HttpConnector, Full<Bytes>>,
     /// How long one call may take.
     pub timeout: Duration,
+    /// The cluster key, sent with every call.
+    key: Option<ClusterKey>,
 }
 
 /// A leaf's answer: its status and body.
@@ -47,7 +50,7 @@ pub struct Reply {
 }
 
 impl Http {
-    pub fn new(timeout: Duration) -> Self {
+    pub fn new(timeout: Duration, key: Option<ClusterKey>) -> Self {
         let mut connector = HttpConnector::new();
         // Small request/answer pairs: Nagle's delay would hold each for the peer's ACK.
         connector.set_nodelay(true);
@@ -55,7 +58,11 @@ impl Http {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .build(connector);
-        Http { client, timeout }
+        Http {
+            client,
+            timeout,
+            key,
+        }
     }
 
     /// Sends a request and reads the whole answer, within `timeout`.
@@ -68,6 +75,9 @@ impl Http {
         timeout: Duration,
     ) -> Result<Reply, String> {
         let mut request = Request::builder().method(method).uri(url);
+        if let Some(key) = &self.key {
+            request = request.header(hyper::header::AUTHORIZATION, key.bearer());
+        }
         for (name, value) in headers {
             request = request.header(*name, *value);
         }

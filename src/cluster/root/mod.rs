@@ -103,6 +103,9 @@ pub struct RootOptions {
     /// Answer without the shards that have no live replica (flagged `partial`), or 503.
     pub allow_partial: bool,
     pub stats_mode: StatsMode,
+    /// The cluster key every call to a leaf carries (`None`: `--insecure-cluster`, or shards
+    /// in this process).
+    pub key: Option<crate::cluster::key::ClusterKey>,
 }
 
 impl Default for RootOptions {
@@ -114,6 +117,7 @@ impl Default for RootOptions {
             leaf_timeout: Duration::from_millis(1000),
             allow_partial: true,
             stats_mode: StatsMode::Gather,
+            key: None,
         }
     }
 }
@@ -358,7 +362,7 @@ impl Root {
         model: Option<ActiveModel>,
         options: RootOptions,
     ) -> anyhow::Result<Self> {
-        let http = http::Http::new(options.leaf_timeout);
+        let http = http::Http::new(options.leaf_timeout, options.key.clone());
         Self::connect_with(shards, model, options, http).await
     }
 
@@ -429,7 +433,7 @@ impl Root {
         model: Option<ActiveModel>,
         options: RootOptions,
     ) -> anyhow::Result<Self> {
-        let http = http::Http::new(options.leaf_timeout);
+        let http = http::Http::new(options.leaf_timeout, options.key.clone());
         let clients = shards
             .into_iter()
             .enumerate()
