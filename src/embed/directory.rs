@@ -17,8 +17,8 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::error::EmbedError;
 use super::pooling::Pooling;
-use super::EmbedError;
 
 /// What a model directory holds, read and checked, the weights and tokenizer not yet loaded.
 pub struct ModelDirectory {

@@ -24,6 +24,7 @@
 
 pub mod default_model;
 pub mod directory;
+mod error;
 pub mod pooling;
 #[cfg(test)]
 mod tests;
@@ -34,53 +35,13 @@ use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::bert::BertModel;
 use tokenizers::Tokenizer;
 
-use crate::error::{ErrorKind, Kinded};
 use directory::ModelDirectory;
+pub use error::EmbedError;
 use pooling::Pooling;
 
 /// How many texts [`Embedder::embed_batch`] runs through the transformer at once
 /// (sentence-transformers' default batch size).
 pub const BATCH_SIZE: usize = 32;
-
-/// Why an embedder could not be loaded or could not embed.
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    #[error("{path}: missing ({what}); a sentence-transformers model directory holds config.json, model.safetensors, tokenizer.json and a pooling configuration (1_Pooling/config.json, named by modules.json)")]
-    Missing { path: PathBuf, what: &'static str },
-    #[error("{path}: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
-    #[error("{path}: the tokenizer does not match the model: it knows {tokenizer_vocab} tokens, the model's config.json {model_vocab}")]
-    TokenizerMismatch {
-        path: PathBuf,
-        tokenizer_vocab: usize,
-        model_vocab: usize,
-    },
-    #[error("{path}: {what} is not supported")]
-    Unsupported { path: PathBuf, what: String },
-    #[error("embedding failed: {0}")]
-    Inference(String),
-    #[error(transparent)]
-    Fetch(#[from] default_model::FetchError),
-}
-
-impl Kinded for EmbedError {
-    fn kind(&self) -> ErrorKind {
-        match self {
-            EmbedError::Missing { .. }
-            | EmbedError::Corrupt { .. }
-            | EmbedError::TokenizerMismatch { .. }
-            | EmbedError::Unsupported { .. } => ErrorKind::Invalid,
-            EmbedError::Inference(_) => ErrorKind::Internal,
-            EmbedError::Fetch(e) => e.kind(),
-        }
-    }
-}
-
-impl From<candle_core::Error> for EmbedError {
-    fn from(e: candle_core::Error) -> Self {
-        EmbedError::Inference(e.to_string())
-    }
-}
 
 /// A loaded sentence-transformer: tokenizer, transformer and pooling.
 pub struct Embedder {
