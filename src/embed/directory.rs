@@ -40,7 +40,10 @@ impl ModelDirectory {
         }
         let config_path = dir.join("config.json");
         let config: Config = read_json(&config_path, "the transformer configuration")?;
-        if config.hidden_size % config.num_attention_heads != 0 {
+        if !config
+            .hidden_size
+            .is_multiple_of(config.num_attention_heads)
+        {
             return Err(EmbedError::Corrupt {
                 path: config_path,
                 reason: format!(
