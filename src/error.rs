@@ -178,7 +178,8 @@ pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<Er
         RecordError,
         ParseError,
         crate::eval::EvalError,
-        crate::graph::GraphError
+        crate::graph::GraphError,
+        crate::embed::EmbedError
     );
     None
 }

