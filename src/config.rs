@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::Deserialize;
 
-use crate::cluster::key::ClusterKey;
+use crate::secret::ClusterKey;
 
 /// Everything `rankd serve` needs to know beyond the index itself.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,7 +34,7 @@ pub(crate) struct Config {
     pub database_url: Option<String>,
     /// `None`: the admin API answers 503 (disabled).
     pub admin_token: Option<String>,
-    /// The secret of calls between a collection's nodes (`crate::cluster::key`): from
+    /// The secret of calls between a collection's nodes (`crate::secret::ClusterKey`): from
     /// `--cluster-key-file`, `RANKD_CLUSTER_KEY_FILE`, `RANKD_CLUSTER_KEY`, or the file's
     /// `cluster_key_file` or `cluster_key`, in that order. Never a flag's value: a flag shows
     /// in `ps`.

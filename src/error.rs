@@ -159,6 +159,23 @@ impl Kinded for crate::graph::GraphError {
     }
 }
 
+impl Kinded for crate::embed::EmbedError {
+    fn kind(&self) -> ErrorKind {
+        use crate::embed::{EmbedError as E, FetchError as F};
+        match self {
+            E::Missing { .. }
+            | E::Corrupt { .. }
+            | E::TokenizerMismatch { .. }
+            | E::Unsupported { .. } => ErrorKind::Invalid,
+            E::Inference(_) => ErrorKind::Internal,
+            // No cache directory or no pip: the user's set-up, fixed by pointing at a directory.
+            E::Fetch(F::NoCacheDir | F::NoPip { .. }) => ErrorKind::Invalid,
+            E::Fetch(F::Download { .. }) => ErrorKind::Unavailable,
+            E::Fetch(F::Checksum { .. } | F::Io { .. }) => ErrorKind::Internal,
+        }
+    }
+}
+
 /// The kind of `cause` when its type is one of this layer's or below that knows its kind.
 pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     macro_rules! try_kind {

@@ -34,6 +34,7 @@ pub mod pairwise;
 pub mod panics;
 pub mod rerank;
 pub mod search;
+pub mod secret;
 pub mod sync;
 pub mod text;
 pub mod training;

@@ -58,10 +58,10 @@ pub fn server() -> &'static Server {
 pub fn leaf() -> &'static Server {
     static LEAF: OnceLock<Server> = OnceLock::new();
     LEAF.get_or_init(|| {
-        let key = rankd::cluster::key::ClusterKey::new(CLUSTER_KEY).expect("a valid key");
+        let key = rankd::secret::ClusterKey::new(CLUSTER_KEY).expect("a valid key");
         build(
             "leaf",
-            Some(rankd::cluster::key::Trust::Key(key)),
+            Some(rankd::secret::Trust::Key(key)),
             CLUSTER_KEY,
         )
     })
@@ -69,7 +69,7 @@ pub fn leaf() -> &'static Server {
 
 fn build(
     dir: &str,
-    leaf: Option<rankd::cluster::key::Trust>,
+    leaf: Option<rankd::secret::Trust>,
     bearer: &'static str,
 ) -> Server {
     let data = scratch().join(dir);

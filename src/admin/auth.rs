@@ -15,26 +15,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
-
-pub struct AdminToken {
-    digest: [u8; 32],
-}
-
-impl AdminToken {
-    pub fn new(token: &str) -> AdminToken {
-        AdminToken {
-            digest: Sha256::digest(token.as_bytes()).into(),
-        }
-    }
-
-    /// Whether `candidate` is the token.
-    pub fn matches(&self, candidate: &str) -> bool {
-        let digest: [u8; 32] = Sha256::digest(candidate.as_bytes()).into();
-        digest.ct_eq(&self.digest).into()
-    }
-}
+/// The admin token, compared in constant time ([`crate::secret::Secret`]).
+pub use crate::secret::Secret as AdminToken;
 
 /// The credentials of an `Authorization` header value of the `Bearer` scheme, `None` for
 /// another scheme. The scheme is case-insensitive and separated from the credentials by one

@@ -19,12 +19,12 @@ use super::error::ApiError;
 use super::params::Query;
 use super::search::{observe, SearchParams};
 use super::AppState;
-use crate::cluster::key::Trust;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::root::transport::LocalShard;
 use crate::cluster::root::Root;
 use crate::cluster::wire::*;
 use crate::search::SearchResponse;
+use crate::secret::Trust;
 
 impl From<LeafError> for ApiError {
     fn from(e: LeafError) -> Self {

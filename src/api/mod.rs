@@ -49,7 +49,7 @@ pub struct AppState {
     pub auth_failures: crate::admin::auth::FailureThrottle,
     /// Serves the index as one shard of a collection too (`/cluster/v1/*`, `cluster.rs`),
     /// to callers holding the cluster key.
-    pub leaf: Option<crate::cluster::key::Trust>,
+    pub leaf: Option<crate::secret::Trust>,
 }
 
 impl AsRef<crate::search::Engine> for AppState {

@@ -14,12 +14,12 @@ use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
-use crate::cluster::key::Trust;
 use crate::cluster::node::{self, ClusterOptions, Following, GossipRoot, LeafGossip};
 use crate::cluster::root::{RootOptions, StatsMode};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
 use crate::error::Invalid;
+use crate::secret::Trust;
 use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]

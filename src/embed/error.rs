@@ -1,9 +1,10 @@
-//! The embedder's errors: each names the file at fault and says what was expected.
+//! The embedder's errors: each names the file at fault and says what was expected. Their kinds
+//! (the user's input or not) are given where the kinds are defined (`crate::error`), so this
+//! layer does not import the one above it.
 
 use std::path::PathBuf;
 
 use super::default_model::FetchError;
-use crate::error::{ErrorKind, Kinded};
 
 /// Why an embedder could not be loaded or could not embed.
 #[derive(Debug, thiserror::Error)]
@@ -24,19 +25,6 @@ pub enum EmbedError {
     Inference(String),
     #[error(transparent)]
     Fetch(#[from] FetchError),
-}
-
-impl Kinded for EmbedError {
-    fn kind(&self) -> ErrorKind {
-        match self {
-            EmbedError::Missing { .. }
-            | EmbedError::Corrupt { .. }
-            | EmbedError::TokenizerMismatch { .. }
-            | EmbedError::Unsupported { .. } => ErrorKind::Invalid,
-            EmbedError::Inference(_) => ErrorKind::Internal,
-            EmbedError::Fetch(e) => e.kind(),
-        }
-    }
 }
 
 impl From<candle_core::Error> for EmbedError {

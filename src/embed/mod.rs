@@ -35,6 +35,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::bert::BertModel;
 use tokenizers::Tokenizer;
 
+pub use default_model::FetchError;
 use directory::ModelDirectory;
 pub use error::EmbedError;
 use pooling::Pooling;

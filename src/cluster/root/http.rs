@@ -1,6 +1,6 @@
 //! The root's HTTP client and the HTTP transport of a replica ([`HttpShard`]): the leaf calls
 //! of `crate::cluster::wire` as `POST /cluster/v1/*` with JSON bodies (the statistics table
-//! as bytes), each with the cluster key (`crate::cluster::key`).
+//! as bytes), each with the cluster key (`crate::secret::ClusterKey`).
 //!
 //! hyper's own client (`hyper_util::client::legacy`) on the server's runtime: calls are
 //! futures, a search's fan-out is one task's `join`, connections are kept alive per leaf,
@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::transport::{CallFailure, ShardClient};
-use crate::cluster::key::ClusterKey;
 use crate::cluster::wire::*;
 use crate::search::SearchError;
+use crate::secret::ClusterKey;
 use crate::text::stats_table::StatsTable;
 
 /// The largest leaf answer read (a statistics table holds every term of its shard).

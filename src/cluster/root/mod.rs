@@ -105,7 +105,7 @@ pub struct RootOptions {
     pub stats_mode: StatsMode,
     /// The cluster key every call to a leaf carries (`None`: `--insecure-cluster`, or shards
     /// in this process).
-    pub key: Option<crate::cluster::key::ClusterKey>,
+    pub key: Option<crate::secret::ClusterKey>,
 }
 
 impl Default for RootOptions {

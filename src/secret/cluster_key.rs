@@ -5,12 +5,12 @@
 //! answer only a caller that holds the key; a node started in a cluster role without one
 //! refuses to start unless told `--insecure-cluster`, and then only on a loopback address.
 //!
-//! Compared in constant time through `crate::admin::auth::AdminToken` (SHA-256 digests, so
-//! neither the key's content nor its length leaks through timing).
+//! Compared in constant time ([`super::Secret`]: SHA-256 digests, so neither the
+//! key's content nor its length leaks through timing).
 
 use std::sync::Arc;
 
-use crate::admin::auth::AdminToken;
+use super::Secret;
 
 /// The shortest key accepted, as for the admin token.
 pub const MIN_KEY_LEN: usize = 16;
@@ -20,7 +20,7 @@ pub const MIN_KEY_LEN: usize = 16;
 pub struct ClusterKey {
     /// `Bearer KEY`, the header value sent.
     bearer: Arc<str>,
-    check: Arc<AdminToken>,
+    check: Arc<Secret>,
 }
 
 impl std::fmt::Debug for ClusterKey {
@@ -47,7 +47,7 @@ impl ClusterKey {
         }
         Ok(ClusterKey {
             bearer: format!("Bearer {secret}").into(),
-            check: Arc::new(AdminToken::new(secret)),
+            check: Arc::new(Secret::new(secret)),
         })
     }
 
