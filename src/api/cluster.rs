@@ -75,12 +75,12 @@ pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>
 /// count against the caller's address like wrong admin tokens.
 async fn require_key(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let Some(Trust::Key(key)) = state.leaf.clone() else {
-        // `--insecure-cluster`, on a loopback address (`crate::cli::serve`).
+        // `--insecure-cluster`, on a loopback address (checked where `rankd serve` starts).
         return next.run(request).await;
     };
     let secret = Bearer {
         what: "cluster key",
-        placeholder: "KEY",
+        shown_as: "KEY",
         realm: "Bearer realm=\"rankd cluster\"",
     };
     require_bearer(&state, request, next, secret, |k| key.matches(k)).await

@@ -81,8 +81,8 @@ impl ClickModel for Pbm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{evaluate, simulate};
     use super::*;
-    use crate::clicks::{evaluate, simulate};
 
     const THETA: [f64; 6] = [1.0, 0.5, 1.0 / 3.0, 0.25, 0.2, 1.0 / 6.0];
 

@@ -75,9 +75,9 @@ impl ClickModel for Ubm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::pbm::Pbm;
+    use super::super::{evaluate, simulate};
     use super::*;
-    use crate::clicks::pbm::Pbm;
-    use crate::clicks::{evaluate, simulate};
 
     const THETA: [f64; 5] = [0.9, 0.6, 0.45, 0.3, 0.2];
 

@@ -30,7 +30,7 @@ pub(crate) async fn require_token(
     };
     let secret = Bearer {
         what: "admin token",
-        placeholder: "TOKEN",
+        shown_as: "TOKEN",
         realm: "Bearer realm=\"rankd admin\"",
     };
     require_bearer(&state, request, next, secret, |t| token.matches(t)).await
@@ -40,7 +40,8 @@ pub(crate) async fn require_token(
 pub(crate) struct Bearer {
     /// `admin token`, `cluster key`.
     pub what: &'static str,
-    pub placeholder: &'static str,
+    /// How the answer to a missing header writes the secret (`Authorization: Bearer TOKEN`).
+    pub shown_as: &'static str,
     /// The `WWW-Authenticate` header of a 401.
     pub realm: &'static str,
 }
@@ -83,10 +84,7 @@ pub(crate) async fn require_bearer(
         .and_then(|v| v.to_str().ok())
         .and_then(crate::admin::auth::bearer_credentials);
     let error = match given {
-        None => format!(
-            "missing `Authorization: Bearer {}` header",
-            secret.placeholder
-        ),
+        None => format!("missing `Authorization: Bearer {}` header", secret.shown_as),
         // Not a guess: not counted against the address.
         Some("") => format!("empty {}", secret.what),
         Some(t) if matches(t) => return next.run(request).await,
