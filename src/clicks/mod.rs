@@ -120,6 +120,42 @@ pub fn validate(sessions: &[Session]) -> Result<(), crate::error::Invalid> {
     Ok(())
 }
 
+/// The impressions of `s`: `(0-based rank k, distance d ≥ 1 to the previous click (k + 1
+/// before the first), document, clicked)`.
+pub(crate) fn impressions_of(s: &Session) -> impl Iterator<Item = (usize, usize, &String, bool)> {
+    let mut last_click = 0;
+    s.shown
+        .iter()
+        .zip(&s.clicks)
+        .enumerate()
+        .map(move |(k, (doc, &clicked))| {
+            let d = k + 1 - last_click;
+            if clicked {
+                last_click = k + 1;
+            }
+            (k, d, doc, clicked)
+        })
+}
+
+/// `P(c_k = observed)` for each impression of `session` in a model where a click is
+/// examination `theta(k, d)` times attractiveness (PBM, UBM).
+pub(crate) fn examined_clicks(
+    session: &Session,
+    theta: impl Fn(usize, usize) -> f64,
+    gamma: &Attractiveness,
+) -> Vec<f64> {
+    impressions_of(session)
+        .map(|(k, d, doc, clicked)| {
+            let p = theta(k, d) * gamma.get(&session.query, doc);
+            if clicked {
+                p
+            } else {
+                1.0 - p
+            }
+        })
+        .collect()
+}
+
 /// Sessions as flat impressions over numbered (query, document) pairs: what EM iterates over,
 /// so an iteration indexes arrays instead of hashing strings.
 pub(crate) struct Impressions {
@@ -135,17 +171,13 @@ impl Impressions {
         let mut pairs = Vec::new();
         let mut rows = Vec::new();
         for s in sessions {
-            let mut last_click = 0;
-            for (k, (doc, &clicked)) in s.shown.iter().zip(&s.clicks).enumerate() {
+            for (k, d, doc, clicked) in impressions_of(s) {
                 let pair = (s.query.clone(), doc.clone());
                 let i = *index.entry(pair.clone()).or_insert_with(|| {
                     pairs.push(pair);
                     pairs.len() - 1
                 });
-                rows.push((k, k + 1 - last_click, i, clicked));
-                if clicked {
-                    last_click = k + 1;
-                }
+                rows.push((k, d, i, clicked));
             }
         }
         Impressions { pairs, rows }

@@ -7,7 +7,7 @@
 //! posteriors (1 for clicked impressions) over their impressions. Every iteration does not
 //! decrease the likelihood (a unit test checks it).
 
-use super::{depth, em_step, Attractiveness, ClickModel, Impressions, Session};
+use super::{depth, em_step, examined_clicks, Attractiveness, ClickModel, Impressions, Session};
 
 /// EM iterations unless told otherwise (PyClick's default).
 pub const DEFAULT_ITERATIONS: usize = 50;
@@ -23,14 +23,14 @@ pub struct Pbm {
 impl Pbm {
     /// Fits the model to `sessions` with `iterations` rounds of EM from θ = γ = 0.5.
     pub fn fit(sessions: &[Session], iterations: usize) -> Pbm {
-        Pbm::fit_observed(sessions, iterations, &mut |_| {})
+        Pbm::fit_observed(sessions, iterations, None)
     }
 
-    /// [`Pbm::fit`], calling `observe` with the model after each iteration.
+    /// [`Pbm::fit`], calling `observe` (if any) with the model after each iteration.
     pub(crate) fn fit_observed(
         sessions: &[Session],
         iterations: usize,
-        observe: &mut dyn FnMut(&Pbm),
+        mut observe: Option<&mut dyn FnMut(&Pbm)>,
     ) -> Pbm {
         let impressions = Impressions::of(sessions);
         let mut theta = vec![0.5; depth(sessions)];
@@ -41,7 +41,9 @@ impl Pbm {
         };
         for _ in 0..iterations {
             em_step(&impressions, &mut theta, &mut gamma, |k, _| k);
-            observe(&model(&theta, &gamma));
+            if let Some(observe) = observe.as_mut() {
+                observe(&model(&theta, &gamma));
+            }
         }
         model(&theta, &gamma)
     }
@@ -49,20 +51,8 @@ impl Pbm {
 
 impl ClickModel for Pbm {
     fn click_probabilities(&self, session: &Session) -> Vec<f64> {
-        session
-            .shown
-            .iter()
-            .zip(&session.clicks)
-            .enumerate()
-            .map(|(k, (doc, &clicked))| {
-                let p = self.theta[k] * self.attractiveness(&session.query, doc);
-                if clicked {
-                    p
-                } else {
-                    1.0 - p
-                }
-            })
-            .collect()
+        let theta = |k: usize, _| self.theta.get(k).copied().unwrap_or(super::EPSILON);
+        examined_clicks(session, theta, &self.gamma)
     }
 
     fn examination(&self, rank: usize) -> Option<f64> {
@@ -117,11 +107,15 @@ mod tests {
         let sessions = simulate::pbm(3_000, 5, 8, &THETA, gamma, 1);
         let start = Pbm::fit(&sessions, 0);
         let mut last = evaluate(&start, &sessions).log_likelihood;
-        let model = Pbm::fit_observed(&sessions, 30, &mut |m| {
-            let ll = evaluate(m, &sessions).log_likelihood;
-            assert!(ll >= last - 1e-12, "{ll} < {last}");
-            last = ll;
-        });
+        let model = Pbm::fit_observed(
+            &sessions,
+            30,
+            Some(&mut |m: &Pbm| {
+                let ll = evaluate(m, &sessions).log_likelihood;
+                assert!(ll >= last - 1e-12, "{ll} < {last}");
+                last = ll;
+            }),
+        );
         // And it explains the clicks better than the starting point.
         let start = evaluate(&start, &sessions);
         let fitted = evaluate(&model, &sessions);

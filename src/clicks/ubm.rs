@@ -3,7 +3,7 @@
 //! the first), attractiveness γ on the pair; a click means both. Fitted by EM as the
 //! position-based model is ([`super::pbm`]), with one θ per (rank, distance).
 
-use super::{depth, em_step, Attractiveness, ClickModel, Impressions, Session};
+use super::{depth, em_step, examined_clicks, Attractiveness, ClickModel, Impressions, Session};
 
 /// A fitted user browsing model.
 #[derive(Debug, Clone)]
@@ -34,32 +34,16 @@ impl Ubm {
     }
 }
 
-/// Calls `f(k, d, doc, clicked)` for each impression of `s`: 0-based rank k, distance d ≥ 1 to
-/// the previous click (k + 1 before the first click).
-fn for_each_impression(s: &Session, mut f: impl FnMut(usize, usize, &String, bool)) {
-    let mut last_click = 0;
-    for (k, (doc, &clicked)) in s.shown.iter().zip(&s.clicks).enumerate() {
-        f(k, k + 1 - last_click, doc, clicked);
-        if clicked {
-            last_click = k + 1;
-        }
-    }
-}
-
 impl ClickModel for Ubm {
     fn click_probabilities(&self, session: &Session) -> Vec<f64> {
-        let mut out = Vec::with_capacity(session.shown.len());
-        for_each_impression(session, |k, d, doc, clicked| {
-            let theta = self
-                .theta
+        let theta = |k: usize, d: usize| {
+            self.theta
                 .get(k)
                 .and_then(|row| row.get(d - 1))
                 .copied()
-                .unwrap_or(super::EPSILON);
-            let p = theta * self.attractiveness(&session.query, doc);
-            out.push(if clicked { p } else { 1.0 - p });
-        });
-        out
+                .unwrap_or(super::EPSILON)
+        };
+        examined_clicks(session, theta, &self.gamma)
     }
 
     /// Examination before any click (distance = rank).
