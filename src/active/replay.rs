@@ -104,10 +104,10 @@ impl Fold<'_> {
                 labels.push(self.train.labels[r]);
             }
             if labels.len() > start {
-                queries.push(crate::rerank::QueryGroup {
-                    qid: q.qid.clone(),
-                    rows: start..labels.len(),
-                });
+                queries.push(crate::rerank::QueryGroup::new(
+                    q.qid.clone(),
+                    start..labels.len(),
+                ));
             }
         }
         RankSet::new(self.train.feature_names.clone(), x, labels, queries, None)
@@ -385,10 +385,7 @@ mod tests {
                 x.push(rng.random_range(-1.0f32..1.0));
                 labels.push(label);
             }
-            queries.push(QueryGroup {
-                qid: format!("q{q}"),
-                rows: start..labels.len(),
-            });
+            queries.push(QueryGroup::new(format!("q{q}"), start..labels.len()));
         }
         RankSet::new(vec!["f1".into(), "f2".into()], x, labels, queries, None).unwrap()
     }

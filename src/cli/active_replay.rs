@@ -114,6 +114,7 @@ fn concat(sets: Vec<RankSet>) -> anyhow::Result<RankSet> {
                 // Files number their queries independently: keep them apart.
                 qid: format!("{}:{}", i + 1, q.qid),
                 rows: q.rows.start + offset..q.rows.end + offset,
+                weight: q.weight,
             }));
     }
     all.doc_ids = None;

@@ -11,6 +11,10 @@ use serde::Serialize;
 
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
+use crate::clicks::ips::{
+    click_set, estimate_propensities, Debias, DEFAULT_PROPENSITY_CLIP, PROPENSITY_ITERATIONS,
+};
+use crate::clicks::sessions;
 use crate::error::Invalid;
 use crate::rerank::gbdt::train::GbdtParams;
 use crate::rerank::{
@@ -35,6 +39,19 @@ pub struct EvalLetorArgs {
     pub valid: Option<PathBuf>,
     #[arg(long)]
     pub valid_query: Option<PathBuf>,
+    /// Train from these click sessions (`rankd simulate-clicks`' format; README, "Learning
+    /// from clicks") instead of the training file's labels: the training file then supplies
+    /// only the features. Early stopping holds out a share of the queries' clicks.
+    #[arg(long, requires = "train", conflicts_with = "valid")]
+    pub train_clicks: Option<PathBuf>,
+    /// With --train-clicks: ips divides each click by its rank's examination probability,
+    /// estimated from the sessions by the position-based model's EM; none counts clicks as
+    /// they are (the naive baseline).
+    #[arg(long, value_enum, default_value_t = Debias::Ips, requires = "train_clicks")]
+    pub debias: Debias,
+    /// With --train-clicks: the smallest propensity a click is divided by.
+    #[arg(long, default_value_t = DEFAULT_PROPENSITY_CLIP, requires = "train_clicks")]
+    pub propensity_clip: f64,
     /// Evaluate these scores (one number per line, one line per test row) instead of training.
     #[arg(long, conflicts_with = "train")]
     pub scores: Option<PathBuf>,
@@ -86,6 +103,9 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     letor_sets.extend(valid.as_ref());
     let mut sets = rank_sets(&letor_sets)?.into_iter();
     let (all_train, test_set) = (sets.next().expect("train"), sets.next().expect("test"));
+    if let Some(path) = &args.train_clicks {
+        return from_clicks(&args, path, &settings, all_train, &test_set);
+    }
     // Trees without early stopping train on every training query.
     let (train_set, valid_set) = match sets.next() {
         Some(v) => (all_train, Some(v)),
@@ -138,6 +158,105 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
         family,
     };
     report(&args, &metrics, trained)
+}
+
+/// `--train-clicks`: the training set is built from the sessions (`crate::clicks::ips`), the
+/// validation split from the held-out queries' sessions, and the test set keeps its labels.
+fn from_clicks(
+    args: &EvalLetorArgs,
+    path: &Path,
+    settings: &TrainSettings,
+    all_train: crate::rerank::RankSet,
+    test_set: &crate::rerank::RankSet,
+) -> anyhow::Result<()> {
+    let logged = sessions::read(path)?;
+    sessions::check(&logged, &all_train)
+        .map_err(|e| Invalid(format!("{}: {}", path.display(), e.0)))?;
+    let propensities = match args.debias {
+        Debias::Ips => estimate_propensities(&logged, PROPENSITY_ITERATIONS),
+        Debias::None => Vec::new(),
+    };
+    let (train_part, valid_part) = if settings.holds_out_validation() {
+        let (t, v) = all_train.split_validation(settings.valid_fraction, settings.seed)?;
+        (t, Some(v))
+    } else {
+        (all_train, None)
+    };
+    let build = |part| {
+        click_set(
+            part,
+            &logged,
+            args.debias,
+            &propensities,
+            args.propensity_clip,
+        )
+    };
+    let train = build(&train_part)?;
+    let valid = valid_part
+        .as_ref()
+        .map(|v| build(v).map_err(|e| Invalid(format!("validation split: {}", e.0))))
+        .transpose()?;
+    if !args.json {
+        let shown: Vec<String> = propensities.iter().map(|p| format!("{p:.3}")).collect();
+        eprintln!(
+            "{} sessions, {} clicks ({} below the propensity clip) → {} training groups; \
+             propensities by rank (relative to rank 1): {}",
+            train.sessions + valid.as_ref().map_or(0, |v| v.sessions),
+            train.clicks + valid.as_ref().map_or(0, |v| v.clicks),
+            train.clipped + valid.as_ref().map_or(0, |v| v.clipped),
+            train.set.queries.len(),
+            if shown.is_empty() {
+                "not used".into()
+            } else {
+                shown.join(" ")
+            }
+        );
+    }
+    let config = settings.config(path.display().to_string(), MetricConvention::Letor);
+    let outcome = run_training(
+        &train.set,
+        valid.as_ref().map(|v| &v.set),
+        &config,
+        args.json,
+    )?;
+    let (scores, metrics) = super::gbdt::score_set(&outcome.model, test_set)?;
+    write_outputs(args, &outcome.model, &scores)?;
+    report(
+        args,
+        &metrics,
+        FromClicks {
+            sessions: path,
+            debias: args.debias,
+            propensities: &propensities,
+            propensity_clip: args.propensity_clip,
+            clicks: train.clicks + valid.as_ref().map_or(0, |v| v.clicks),
+            clipped: train.clipped + valid.as_ref().map_or(0, |v| v.clipped),
+            train_groups: train.set.queries.len(),
+            valid_groups: valid.as_ref().map(|v| v.set.queries.len()),
+            model: outcome.model.kind(),
+            objective: &outcome.model.training.objective,
+            id: outcome.model.id(),
+            valid: &outcome.model.training.metrics.valid,
+        },
+    )
+}
+
+/// `--json` with `--train-clicks`: where the training signal came from.
+#[derive(Serialize)]
+struct FromClicks<'a> {
+    sessions: &'a Path,
+    debias: Debias,
+    /// Estimated examination probability per rank, relative to rank 1 (empty without IPS).
+    propensities: &'a [f64],
+    propensity_clip: f64,
+    clicks: usize,
+    clipped: usize,
+    train_groups: usize,
+    valid_groups: Option<usize>,
+    model: &'static str,
+    objective: &'a Objective,
+    id: &'a str,
+    valid: &'a Option<RankMetrics>,
 }
 
 /// `--json` with `--scores`: the scores file evaluated.

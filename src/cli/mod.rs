@@ -17,6 +17,7 @@ pub mod ingest;
 pub mod learn;
 pub mod publish;
 pub mod serve;
+pub mod simulate_clicks;
 pub mod train;
 
 use std::path::PathBuf;
@@ -61,6 +62,9 @@ pub enum Command {
     Train(train::TrainArgs),
     /// Train on a LETOR file and report NDCG@{1,3,5,10} and MAP on a test file.
     EvalLetor(eval_letor::EvalLetorArgs),
+    /// Draw click sessions from a LETOR file's labels (SPEC §11's semi-synthetic protocol)
+    /// for `eval-letor --train-clicks`.
+    SimulateClicks(simulate_clicks::SimulateClicksArgs),
     /// Replay batch active learning (SPEC §5) on a judged LETOR set: random, margin and
     /// angle-diverse batches compared on held-out MAP.
     ActiveReplay(active_replay::ActiveReplayArgs),
@@ -104,6 +108,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::KnownItems(a) => features::run_known_items(a),
         Command::Train(a) => train::run(a),
         Command::EvalLetor(a) => eval_letor::run(a),
+        Command::SimulateClicks(a) => simulate_clicks::run(a),
         Command::ActiveReplay(a) => active_replay::run(a),
     };
     match result {

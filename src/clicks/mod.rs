@@ -12,6 +12,11 @@
 //! - [`ubm::Ubm`]: examination depends on the rank and the distance to the previous click;
 //!   fitted by expectation–maximisation.
 //!
+//! - [`sessions`], [`semi_synthetic`], [`ips`]: sessions over a LETOR file's rows, the
+//!   semi-synthetic protocol that draws them from expert labels, and training sets that weight
+//!   each click by its inverse propensity (`rankd simulate-clicks`,
+//!   `rankd eval-letor --train-clicks`).
+//!
 //! Every model reports the conditional probability of each observed click given the clicks
 //! above it ([`ClickModel::click_probabilities`]), from which [`evaluate`] computes the
 //! log-likelihood and the per-rank perplexity the literature compares click models by.
@@ -20,7 +25,10 @@
 //! models (PyClick and `clax` are Python); the models are a few hundred lines of counting.
 
 pub mod cascade;
+pub mod ips;
 pub mod pbm;
+pub mod semi_synthetic;
+pub mod sessions;
 pub mod ubm;
 
 use std::collections::HashMap;

@@ -18,6 +18,21 @@ use crate::corpus::letor::LetorSet;
 pub struct QueryGroup {
     pub qid: String,
     pub rows: Range<usize>,
+    /// How much the query counts in a loss or a mean over queries: 1 for a judged query; an
+    /// inverse-propensity weight for a group built from clicks (`crate::clicks::ips`, SPEC
+    /// §11.4). Finite and positive.
+    pub weight: f64,
+}
+
+impl QueryGroup {
+    /// A query of weight 1.
+    pub fn new(qid: impl Into<String>, rows: Range<usize>) -> QueryGroup {
+        QueryGroup {
+            qid: qid.into(),
+            rows,
+            weight: 1.0,
+        }
+    }
 }
 
 /// Rows of judged (query, document) feature vectors.
@@ -70,6 +85,12 @@ impl RankSet {
         }
         let mut next = 0;
         for q in &queries {
+            if !(q.weight.is_finite() && q.weight > 0.0) {
+                return Err(RerankError::invalid(format!(
+                    "query `{}` has weight {}; weights must be finite and positive",
+                    q.qid, q.weight
+                )));
+            }
             if q.rows.start != next || q.rows.end <= q.rows.start {
                 return Err(RerankError::invalid(format!(
                     "query `{}` covers rows {:?}; queries must tile the rows in order, \
@@ -138,10 +159,7 @@ impl RankSet {
                 labels.push(row.label);
                 doc_ids.push(row.comment.clone().unwrap_or_else(|| i.to_string()));
             }
-            queries.push(QueryGroup {
-                qid: q.qid.clone(),
-                rows: start..labels.len(),
-            });
+            queries.push(QueryGroup::new(q.qid.clone(), start..labels.len()));
         }
         RankSet::new(feature_names, x, labels, queries, Some(doc_ids))
     }
@@ -178,6 +196,7 @@ impl RankSet {
             queries.push(QueryGroup {
                 qid: q.qid.clone(),
                 rows: start..labels.len(),
+                weight: q.weight,
             });
         }
         RankSet {
@@ -294,10 +313,7 @@ mod tests {
         let mut queries = Vec::new();
         let mut start = 0;
         for (i, s) in sizes.iter().enumerate() {
-            queries.push(QueryGroup {
-                qid: format!("q{i}"),
-                rows: start..start + s,
-            });
+            queries.push(QueryGroup::new(format!("q{i}"), start..start + s));
             start += s;
         }
         let x = (0..20).map(|v| v as f32).collect();
@@ -354,10 +370,7 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_errors() {
-        let q = vec![QueryGroup {
-            qid: "q".into(),
-            rows: 0..2,
-        }];
+        let q = vec![QueryGroup::new("q", 0..2)];
         let err = RankSet::new(vec!["a".into()], vec![1.0], vec![0, 1], q.clone(), None);
         assert!(err.unwrap_err().to_string().contains("expected 2 rows"));
         let err = RankSet::new(vec!["a".into()], vec![1.0, f32::NAN], vec![0, 1], q, None);

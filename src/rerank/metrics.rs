@@ -7,6 +7,8 @@
 //!   means; MAP, MRR and P@10 are means over the queries that have a relevant row.
 //! - [`MetricConvention::Trec`] (SPEC §4 default): such queries are left out of every mean.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{RankSet, RerankError};
@@ -86,7 +88,31 @@ pub fn evaluate_scores(
             .map_err(|e| RerankError::invalid(format!("evaluation: {e}")))?,
         MetricConvention::Trec => binary.clone(),
     };
-    let get = |report: &crate::eval::Report, name: &str| report.mean(name).unwrap_or(0.0);
+    let weights: HashMap<&str, f64> = set
+        .queries
+        .iter()
+        .map(|q| (q.qid.as_str(), q.weight))
+        .collect();
+    let weighted = set.queries.iter().any(|q| q.weight != 1.0);
+    // Weighted queries (SPEC §11.4) count by their weight in every mean.
+    let get = |report: &crate::eval::Report, name: &str| {
+        if !weighted {
+            return report.mean(name).unwrap_or(0.0);
+        }
+        let (mut sum, mut total) = (0.0, 0.0);
+        for (qid, values) in &report.per_query {
+            if let Some(v) = values.get(name) {
+                let w = weights.get(qid.as_str()).copied().unwrap_or(1.0);
+                sum += w * v;
+                total += w;
+            }
+        }
+        if total > 0.0 {
+            sum / total
+        } else {
+            0.0
+        }
+    };
     Ok(RankMetrics {
         map: get(&binary, "map"),
         ndcg1: get(&graded, "ndcg@1"),
@@ -120,9 +146,11 @@ pub(crate) fn map_ndcg10(
     }
     let mut order: Vec<usize> = Vec::new();
     let mut ideal: Vec<i32> = Vec::new();
-    let (mut ap_sum, mut ap_queries) = (0.0, 0usize);
-    let (mut ndcg_sum, mut ndcg_queries) = (0.0, 0usize);
+    // Sums of query weights (SPEC §11.4): counts when every query weighs 1.
+    let (mut ap_sum, mut ap_queries) = (0.0, 0.0);
+    let (mut ndcg_sum, mut ndcg_queries) = (0.0, 0.0);
     for q in &set.queries {
+        let w = q.weight;
         let narrow = |r: usize| {
             let s = scores[r] as f32;
             if s.is_finite() {
@@ -141,8 +169,8 @@ pub(crate) fn map_ndcg10(
         let relevant = labels.iter().filter(|&&l| l >= 1).count();
         if relevant == 0 {
             if convention == MetricConvention::Letor {
-                ndcg_sum += 1.0;
-                ndcg_queries += 1;
+                ndcg_sum += w;
+                ndcg_queries += w;
             }
             continue;
         }
@@ -154,8 +182,8 @@ pub(crate) fn map_ndcg10(
                 precisions += found as f64 / (i + 1) as f64;
             }
         }
-        ap_sum += precisions / relevant as f64;
-        ap_queries += 1;
+        ap_sum += w * precisions / relevant as f64;
+        ap_queries += w;
         // Gains scaled by 2^-top as the evaluator does (the ratio is the same).
         let top = labels.iter().copied().max().unwrap_or(0);
         let gain = |g: i32| {
@@ -181,15 +209,15 @@ pub(crate) fn map_ndcg10(
             .enumerate()
             .map(|(i, &r)| gain(set.labels[r]) * discount(i))
             .sum();
-        ndcg_sum += dcg / ideal_dcg;
-        ndcg_queries += 1;
+        ndcg_sum += w * dcg / ideal_dcg;
+        ndcg_queries += w;
     }
-    if ap_queries == 0 {
+    if ap_queries == 0.0 {
         return Err(RerankError::invalid(
             "evaluation: no query to evaluate: no query has a relevant row",
         ));
     }
-    Ok((ap_sum / ap_queries as f64, ndcg_sum / ndcg_queries as f64))
+    Ok((ap_sum / ap_queries, ndcg_sum / ndcg_queries))
 }
 
 #[cfg(test)]
@@ -206,16 +234,7 @@ mod tests {
             vec!["f1".into()],
             vec![0.0; 5],
             vec![0, 2, 1, 0, 0],
-            vec![
-                QueryGroup {
-                    qid: "q1".into(),
-                    rows: 0..3,
-                },
-                QueryGroup {
-                    qid: "q2".into(),
-                    rows: 3..5,
-                },
-            ],
+            vec![QueryGroup::new("q1", 0..3), QueryGroup::new("q2", 3..5)],
             None,
         )
         .unwrap();
@@ -243,10 +262,7 @@ mod tests {
                 let rows = rng.random_range(1..30);
                 let top = rng.random_range(0..5);
                 labels.extend((0..rows).map(|_| rng.random_range(0..=top)));
-                queries.push(QueryGroup {
-                    qid: format!("q{q}"),
-                    rows: start..labels.len(),
-                });
+                queries.push(QueryGroup::new(format!("q{q}"), start..labels.len()));
             }
             let n = labels.len();
             // Coarse scores so that ties are common.
@@ -269,10 +285,7 @@ mod tests {
             vec!["f".into()],
             vec![0.0; 2],
             vec![1, 0],
-            vec![QueryGroup {
-                qid: "q".into(),
-                rows: 0..2,
-            }],
+            vec![QueryGroup::new("q", 0..2)],
             None,
         )
         .unwrap();

@@ -322,10 +322,7 @@ mod tests {
                 let anchor = s + rng.random_range(-0.8f32..0.8);
                 x.extend([anchor, s, r, 7.0, rng.random_range(0.0f32..1.0)]);
             }
-            groups.push(QueryGroup {
-                qid: format!("q{q}"),
-                rows: start..labels.len(),
-            });
+            groups.push(QueryGroup::new(format!("q{q}"), start..labels.len()));
         }
         RankSet::new(names, x, labels, groups, None).unwrap()
     }
@@ -375,10 +372,7 @@ mod tests {
 
     #[test]
     fn per_query_ap_skips_queries_without_a_relevant_row() {
-        let q = |qid: &str, rows| QueryGroup {
-            qid: qid.into(),
-            rows,
-        };
+        let q = |qid: &str, rows| QueryGroup::new(qid, rows);
         // q1: relevant row ranked second (AP 1/2); q2: nothing relevant.
         let set = RankSet::new(
             vec!["f".into()],

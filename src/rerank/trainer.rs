@@ -489,7 +489,7 @@ fn batch_step(
         _ => None,
     };
     let mut dscore = vec![0f64; n];
-    let (mut loss, mut used, mut pairs) = (0.0, 0, 0);
+    let (mut loss, mut used, mut pairs, mut weight) = (0.0, 0, 0, 0.0);
     for (qi, span) in &spans {
         let input = QueryInput {
             scores: &scores[span.clone()],
@@ -503,15 +503,20 @@ fn batch_step(
             pairs: p,
         }) = objective.query_loss(&input, &mut state[*qi])?
         {
-            loss += l;
+            // A weighted query (SPEC §11.4) counts `w` times in the batch's mean.
+            let w = set.queries[*qi].weight;
+            loss += w * l;
             used += 1;
+            weight += w;
             pairs += p;
-            dscore[span.clone()].copy_from_slice(&grad);
+            for (d, g) in dscore[span.clone()].iter_mut().zip(&grad) {
+                *d = w * g;
+            }
         }
     }
     let mut grad = vec![0f64; net.params.len()];
     if used > 0 {
-        let scale = 1.0 / used as f64;
+        let scale = 1.0 / weight;
         dscore.iter_mut().for_each(|g| *g *= scale);
         net.backward(&x, n, &acts, &dscore, &mut grad);
         loss *= scale;
@@ -550,10 +555,7 @@ mod tests {
                 });
                 x.extend(row.iter().map(|v| v * 3.0 + 10.0));
             }
-            groups.push(QueryGroup {
-                qid: format!("q{q}"),
-                rows: start..labels.len(),
-            });
+            groups.push(QueryGroup::new(format!("q{q}"), start..labels.len()));
         }
         let names = (0..d).map(|i| format!("f{i}")).collect();
         RankSet::new(names, x, labels, groups, None).unwrap()
@@ -782,10 +784,7 @@ mod tests {
     fn mixup_rows_are_convex_combinations_within_a_grade() {
         let names = vec!["a".to_string(), "b".to_string()];
         let x = vec![1.0, 0.0, 3.0, 2.0, 5.0, 5.0];
-        let groups = vec![crate::rerank::QueryGroup {
-            qid: "q".into(),
-            rows: 0..3,
-        }];
+        let groups = vec![crate::rerank::QueryGroup::new("q", 0..3)];
         let set = RankSet::new(names, x, vec![1, 0, 1], groups, None).unwrap();
         // Min-max: the grade-1 rows become (0, 0) and (1, 1).
         let norm = Normalizer::fit(NormKind::MinMax, &set.x, 2).unwrap();

@@ -165,10 +165,10 @@ pub fn rank_set_named(
         x.extend_from_slice(&w.features.values);
         labels.extend_from_slice(&w.labels);
         ids.extend(w.ids.iter().cloned());
-        queries.push(crate::rerank::QueryGroup {
-            qid: w.qid.clone(),
-            rows: start..labels.len(),
-        });
+        queries.push(crate::rerank::QueryGroup::new(
+            w.qid.clone(),
+            start..labels.len(),
+        ));
     }
     crate::rerank::RankSet::new(names, x, labels, queries, Some(ids))
 }

@@ -253,12 +253,21 @@ pub(crate) fn train_forest(
         let mut grad = vec![0f64; n];
         let mut hess = vec![0f64; n];
         let mut loss_sum = 0.0;
+        let mut weight_sum = 0.0;
         let mut used = 0usize;
         for (q, result) in train.queries.iter().zip(per_query) {
             if let Some(r) = result {
-                grad[q.rows.clone()].copy_from_slice(&r.grad);
-                hess[q.rows.clone()].copy_from_slice(&r.hess);
-                loss_sum += r.loss;
+                // A query's weight (SPEC §11.4) scales its gradients and hessians, as
+                // LightGBM's and XGBoost's query weights do.
+                let w = q.weight;
+                for (out, g) in grad[q.rows.clone()].iter_mut().zip(&r.grad) {
+                    *out = w * g;
+                }
+                for (out, h) in hess[q.rows.clone()].iter_mut().zip(&r.hess) {
+                    *out = w * h;
+                }
+                loss_sum += w * r.loss;
+                weight_sum += w;
                 used += 1;
             }
         }
@@ -303,7 +312,7 @@ pub(crate) fn train_forest(
         }
         let line = RoundLog {
             round,
-            train_loss: loss_sum / used as f64,
+            train_loss: loss_sum / weight_sum,
             valid_map: map,
             valid_ndcg10: ndcg10,
             leaves,
@@ -493,10 +502,7 @@ mod tests {
                 labels.push((signal.floor() as i32).clamp(0, 3));
                 x.extend(row);
             }
-            groups.push(QueryGroup {
-                qid: format!("q{q}"),
-                rows: start..labels.len(),
-            });
+            groups.push(QueryGroup::new(format!("q{q}"), start..labels.len()));
         }
         let names = (1..=d).map(|i| format!("f{i}")).collect();
         // RankSet::new refuses NaN features (the networks cannot read them); trees can.
