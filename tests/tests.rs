@@ -21,6 +21,7 @@ mod util;
 mod suite {
     mod api_http;
     mod cli_ingest;
+    mod clicks_letor;
     mod cluster_exact;
     mod cluster_failover;
     mod cluster_generations;
