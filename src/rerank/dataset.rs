@@ -19,8 +19,8 @@ pub struct QueryGroup {
     pub qid: String,
     pub rows: Range<usize>,
     /// How much the query counts in a loss or a mean over queries: 1 for a judged query; an
-    /// inverse-propensity weight for a group built from clicks (`crate::clicks::ips`, SPEC
-    /// §11.4). Finite and positive.
+    /// inverse-propensity weight for a group built from clicks (the click module's `ips`, SPEC
+    /// §11). Finite and positive.
     pub weight: f64,
 }
 

@@ -94,7 +94,7 @@ pub fn evaluate_scores(
         .map(|q| (q.qid.as_str(), q.weight))
         .collect();
     let weighted = set.queries.iter().any(|q| q.weight != 1.0);
-    // Weighted queries (SPEC §11.4) count by their weight in every mean.
+    // Weighted queries (click training groups, SPEC §11) count by their weight in every mean.
     let get = |report: &crate::eval::Report, name: &str| {
         if !weighted {
             return report.mean(name).unwrap_or(0.0);
@@ -146,7 +146,7 @@ pub(crate) fn map_ndcg10(
     }
     let mut order: Vec<usize> = Vec::new();
     let mut ideal: Vec<i32> = Vec::new();
-    // Sums of query weights (SPEC §11.4): counts when every query weighs 1.
+    // Sums of query weights (SPEC §11, inverse propensity scoring): counts when every query weighs 1.
     let (mut ap_sum, mut ap_queries) = (0.0, 0.0);
     let (mut ndcg_sum, mut ndcg_queries) = (0.0, 0.0);
     for q in &set.queries {

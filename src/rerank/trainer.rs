@@ -503,7 +503,7 @@ fn batch_step(
             pairs: p,
         }) = objective.query_loss(&input, &mut state[*qi])?
         {
-            // A weighted query (SPEC §11.4) counts `w` times in the batch's mean.
+            // A weighted query (SPEC §11, inverse propensity scoring) counts `w` times in the batch's mean.
             let w = set.queries[*qi].weight;
             loss += w * l;
             used += 1;
@@ -722,6 +722,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A query of weight 2 is the same query twice: equal batch loss and gradient.
+    #[test]
+    fn a_weight_of_two_is_a_query_counted_twice() {
+        let set = synthetic(4, 3);
+        let mut weighted = set.clone();
+        weighted.queries[1].weight = 2.0;
+        let twice = set.subset(&[0, 1, 1, 2, 3]);
+        let norm = Normalizer::fit(NormKind::ZScore, &set.x, set.num_features()).unwrap();
+        let mut net = Net::new(5, &[], Activation::Tanh, 3).unwrap();
+        // Away from the zero start, where every pair's loss is ln 2.
+        for (i, p) in net.params.iter_mut().enumerate() {
+            *p = 0.3 * (i as f32 + 1.0).sin();
+        }
+        let step = |set: &RankSet| {
+            let data = Prepared::new(set, &norm);
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let mut rows = Rows::all(&mut rng);
+            let mut state = vec![QueryState::new(); set.queries.len()];
+            let batch: Vec<usize> = (0..set.queries.len()).collect();
+            let objective = Objective::Ranknet { sigma: 1.0 };
+            batch_step(&data, &batch, &net, None, &objective, &mut state, &mut rows).unwrap()
+        };
+        let (a, b) = (step(&weighted), step(&twice));
+        assert!((a.loss - b.loss).abs() < 1e-12, "{} vs {}", a.loss, b.loss);
+        for (x, y) in a.grad.iter().zip(&b.grad) {
+            assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+        }
+        // And weight 1 everywhere is the unweighted mean it always was.
+        assert_ne!(step(&set).loss, a.loss);
     }
 
     /// `sample_rows`: deterministic, still learns, and every query's batch block holds at most

@@ -257,7 +257,7 @@ pub(crate) fn train_forest(
         let mut used = 0usize;
         for (q, result) in train.queries.iter().zip(per_query) {
             if let Some(r) = result {
-                // A query's weight (SPEC §11.4) scales its gradients and hessians, as
+                // A query's weight (SPEC §11, inverse propensity scoring) scales its gradients and hessians, as
                 // LightGBM's and XGBoost's query weights do.
                 let w = q.weight;
                 for (out, g) in grad[q.rows.clone()].iter_mut().zip(&r.grad) {
