@@ -196,14 +196,16 @@ fn from_clicks(
         .as_ref()
         .map(|v| build(v).map_err(|e| Invalid(format!("validation split: {}", e.0))))
         .transpose()?;
+    // Both splits' clicks, counted once for the text line and the JSON report.
+    let parts = || std::iter::once(&train).chain(valid.as_ref());
+    let clicks: usize = parts().map(|p| p.clicks).sum();
+    let clipped: usize = parts().map(|p| p.clipped).sum();
     if !args.json {
         let shown: Vec<String> = propensities.iter().map(|p| format!("{p:.3}")).collect();
         eprintln!(
-            "{} sessions, {} clicks ({} below the propensity clip) → {} training groups; \
-             propensities by rank (relative to rank 1): {}",
-            train.sessions + valid.as_ref().map_or(0, |v| v.sessions),
-            train.clicks + valid.as_ref().map_or(0, |v| v.clicks),
-            train.clipped + valid.as_ref().map_or(0, |v| v.clipped),
+            "{} sessions, {clicks} clicks ({clipped} below the propensity clip) → {} training \
+             groups; propensities by rank (relative to rank 1): {}",
+            parts().map(|p| p.sessions).sum::<usize>(),
             train.set.queries.len(),
             if shown.is_empty() {
                 "not used".into()
@@ -229,8 +231,8 @@ fn from_clicks(
             debias: args.debias,
             propensities: &propensities,
             propensity_clip: args.propensity_clip,
-            clicks: train.clicks + valid.as_ref().map_or(0, |v| v.clicks),
-            clipped: train.clipped + valid.as_ref().map_or(0, |v| v.clipped),
+            clicks,
+            clipped,
             train_groups: train.set.queries.len(),
             valid_groups: valid.as_ref().map(|v| v.set.queries.len()),
             model: outcome.model.kind(),
