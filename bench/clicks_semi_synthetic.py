@@ -75,7 +75,7 @@ def main():
                 ips, naive, props = [], [], []
                 for seed in range(1, args.seeds + 1):
                     s = os.path.join(tmp, f"{fold}-{eta}-{n}-{seed}.jsonl")
-                    run([args.rankd, "simulate-clicks", "--train", train, "--out", s, "--sessions", n,
+                    run([args.rankd, "simulate-clicks", "--letor", train, "--out", s, "--sessions", n,
                          "--eta", eta, "--seed", str(seed), "--json"])
                     for debias, into in (("ips", ips), ("none", naive)):
                         r = run([args.rankd, "eval-letor", "--train", train, "--test", test,

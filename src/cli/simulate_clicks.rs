@@ -20,11 +20,12 @@ use crate::training::{ModelChoice, TrainSettings};
 
 #[derive(clap::Args, Debug)]
 pub struct SimulateClicksArgs {
-    /// The LETOR training file whose labels the simulated users follow.
-    #[arg(long)]
+    /// The LETOR training file whose labels the simulated users follow (`--train` is
+    /// accepted too, as `eval-letor` names it).
+    #[arg(long = "letor", alias = "train")]
     pub train: PathBuf,
-    /// Group-size file for `--train` (default: `TRAIN.query` if it exists, else `qid:`).
-    #[arg(long)]
+    /// Group-size file for `--letor` (default: `LETOR.query` if it exists, else `qid:`).
+    #[arg(long = "letor-query", alias = "train-query")]
     pub train_query: Option<PathBuf>,
     /// Where to write the sessions (JSON lines; README, "Learning from clicks").
     #[arg(long)]
@@ -34,7 +35,12 @@ pub struct SimulateClicksArgs {
     pub sessions: usize,
     /// How users examine the list: pbm (examination (1/k)^η) or cascade (top down, stop at
     /// the first click).
-    #[arg(long, value_enum, default_value_t = Protocol::default().behaviour)]
+    #[arg(
+        long = "click-model",
+        alias = "behaviour",
+        value_enum,
+        default_value_t = Protocol::default().behaviour
+    )]
     pub behaviour: Behaviour,
     /// Position-bias strength η of the PBM's examination (1/k)^η.
     #[arg(long, default_value_t = Protocol::default().eta)]

@@ -37,7 +37,7 @@ fn ips_beats_naive_click_training_and_recovers_the_position_bias() {
     let sessions = sessions.to_str().unwrap();
     let o = rankd_ok([
         "simulate-clicks",
-        "--train",
+        "--letor",
         train,
         "--out",
         sessions,
