@@ -155,7 +155,9 @@ fn ingest_killed_at_random_leaves_a_committed_index() {
     std::fs::write(&file, jsonl(&batch(999))).unwrap();
     let t = Instant::now();
     assert!(ingest_cmd(&file, &copy).status().unwrap().success());
-    let span = t.elapsed().mul_f64(1.2);
+    // One measuring run on a shared machine can be slow; a kill that finds the ingest already
+    // finished shrinks the span, so the kills stay spread over the run as it now takes.
+    let mut span = t.elapsed().mul_f64(1.2);
 
     let mut interrupted = 0;
     for round in 0..ROUNDS {
@@ -168,6 +170,9 @@ fn ingest_killed_at_random_leaves_a_committed_index() {
         let finished = child.try_wait().unwrap().is_some();
         kill9(&mut child);
         interrupted += usize::from(!finished);
+        if finished {
+            span = span.mul_f64(0.8);
+        }
         restart(&data, &db, &context).stop();
         let found = documents(&data);
         let op = Op::Upsert(docs);
