@@ -4,6 +4,7 @@
 //! kind of the error decides (`crate::error`).
 
 pub mod active_replay;
+pub mod click_model;
 pub mod cv;
 pub mod demo;
 pub mod embed;
@@ -65,6 +66,9 @@ pub enum Command {
     /// Draw click sessions from a LETOR file's labels (SPEC §11's semi-synthetic protocol)
     /// for `eval-letor --train-clicks`.
     SimulateClicks(simulate_clicks::SimulateClicksArgs),
+    /// Fit click models (PBM, UBM, cascade, DBN; SPEC §11) to click sessions and compare them
+    /// by log-likelihood and perplexity on held-out sessions.
+    ClickModel(click_model::ClickModelArgs),
     /// Replay batch active learning (SPEC §5) on a judged LETOR set: random, margin and
     /// angle-diverse batches compared on held-out MAP.
     ActiveReplay(active_replay::ActiveReplayArgs),
@@ -109,6 +113,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Train(a) => train::run(a),
         Command::EvalLetor(a) => eval_letor::run(a),
         Command::SimulateClicks(a) => simulate_clicks::run(a),
+        Command::ClickModel(a) => click_model::run(a),
         Command::ActiveReplay(a) => active_replay::run(a),
     };
     match result {

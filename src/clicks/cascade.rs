@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::{clamp, Attractiveness, ClickModel, Pair, Session};
+use super::{Attractiveness, BetaPrior, ClickModel, Pair, Session};
 
 /// A fitted cascade model.
 #[derive(Debug, Clone)]
@@ -16,7 +16,8 @@ pub struct Cascade {
 }
 
 impl Cascade {
-    pub fn fit(sessions: &[Session]) -> Cascade {
+    /// Fits the model with `prior` on each pair's attractiveness.
+    pub fn fit(sessions: &[Session], prior: BetaPrior) -> Cascade {
         let mut counts: HashMap<Pair, (usize, usize)> = HashMap::new();
         for s in sessions {
             let seen = s
@@ -34,7 +35,7 @@ impl Cascade {
             gamma: Attractiveness {
                 by_pair: counts
                     .into_iter()
-                    .map(|(pair, (clicks, n))| (pair, clamp(clicks as f64 / n as f64)))
+                    .map(|(pair, (clicks, n))| (pair, prior.estimate(clicks as f64, n)))
                     .collect(),
                 prior: 0.5,
             },
@@ -43,8 +44,8 @@ impl Cascade {
 }
 
 impl ClickModel for Cascade {
-    /// Below the first click the model predicts no click (probability 1 of what it predicts,
-    /// clamped for a click it cannot explain).
+    /// Below the first click the model predicts no click: a further click it cannot explain
+    /// gets probability ε (and no click 1 − ε), so a log-likelihood stays finite.
     fn click_probabilities(&self, session: &Session) -> Vec<f64> {
         let mut clicked_above = false;
         session
@@ -53,7 +54,7 @@ impl ClickModel for Cascade {
             .zip(&session.clicks)
             .map(|(doc, &clicked)| {
                 let p = if clicked_above {
-                    0.0
+                    super::EPSILON
                 } else {
                     self.attractiveness(&session.query, doc)
                 };
@@ -74,6 +75,15 @@ impl ClickModel for Cascade {
 
     fn attractiveness(&self, query: &str, doc: &str) -> f64 {
         self.gamma.get(query, doc)
+    }
+
+    fn parameters(&self) -> super::Parameters {
+        super::Parameters {
+            model: "cascade",
+            examination: Vec::new(),
+            continuation: None,
+            pairs: self.gamma.pairs(),
+        }
     }
 }
 
@@ -99,7 +109,7 @@ mod tests {
             session(&["a", "e"], &[true, true]),
             session(&["b", "a", "c", "d"], &[false, false, false, false]),
         ];
-        let m = Cascade::fit(&sessions);
+        let m = Cascade::fit(&sessions, BetaPrior::NONE);
         assert!((m.attractiveness("q", "a") - 1.0 / 3.0).abs() < 1e-12);
         assert!((m.attractiveness("q", "b") - 0.5).abs() < 1e-12);
         assert!((m.attractiveness("q", "c") - 1e-6).abs() < 1e-12);
@@ -112,6 +122,6 @@ mod tests {
         // The likelihood of the first session: a not clicked, b clicked, then nothing.
         let p = m.click_probabilities(&sessions[0]);
         assert!((p[0] - 2.0 / 3.0).abs() < 1e-12 && (p[1] - 0.5).abs() < 1e-12);
-        assert_eq!(p[2], 1.0);
+        assert_eq!(p[2], 1.0 - 1e-6);
     }
 }

@@ -11,6 +11,10 @@
 //! - [`cascade::Cascade`]: the user scans down and stops at the first click; closed form.
 //! - [`ubm::Ubm`]: examination depends on the rank and the distance to the previous click;
 //!   fitted by expectation–maximisation.
+//! - [`regression_em::RegressionEm`]: the position-based model with attractiveness a logistic
+//!   function of the pair's features, fitted by regression EM.
+//! - [`dbn::Dbn`]: the dynamic Bayesian network, a cascade where a click can leave the user
+//!   unsatisfied and scanning on; fitted by expectation–maximisation.
 //!
 //! - [`sessions`], [`semi_synthetic`], [`ips`]: sessions over a LETOR file's rows, the
 //!   semi-synthetic protocol that draws them from expert labels, and training sets that weight
@@ -25,13 +29,19 @@
 //! models (PyClick and `clax` are Python); the models are a few hundred lines of counting.
 
 pub mod cascade;
+pub mod dbn;
 pub mod ips;
 pub mod pbm;
+pub mod regression_em;
 pub mod semi_synthetic;
 pub mod sessions;
 pub mod ubm;
 
 use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::rerank::RankSet;
 
 /// One result list shown for a query, and which of its positions were clicked.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +60,58 @@ pub(crate) type Pair = (String, String);
 /// unseen data, and EM's posteriors divide by `1 − θγ`.
 pub(crate) const EPSILON: f64 = 1e-6;
 
+/// A Beta prior on each (query, document) pair's probabilities (attractiveness, the DBN's
+/// satisfaction): the M-step's estimate from the sum of a pair's `n` posteriors is
+/// `(sum + clicks) / (n + clicks + skips)`, the posterior mode under Beta(clicks + 1, skips + 1).
+///
+/// Most pairs are shown a handful of times, and their maximum-likelihood attractiveness is 0 or
+/// 1 after a few EM rounds: a model that never saw a pair clicked then calls a later click
+/// impossible, and its held-out log-likelihood falls with every iteration. The default, one
+/// click in five impressions, measured best of the priors tried on held-out sessions
+/// (docs/EVALUATION.md, "Click models"); [`BetaPrior::NONE`] is maximum likelihood.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct BetaPrior {
+    pub clicks: f64,
+    pub skips: f64,
+}
+
+impl BetaPrior {
+    pub const NONE: BetaPrior = BetaPrior {
+        clicks: 0.0,
+        skips: 0.0,
+    };
+    pub const DEFAULT: BetaPrior = BetaPrior {
+        clicks: 1.0,
+        skips: 4.0,
+    };
+
+    /// The estimate from `sum` of `n` posteriors (or observed clicks).
+    pub(crate) fn estimate(self, sum: f64, n: usize) -> f64 {
+        clamp((sum + self.clicks) / (n as f64 + self.clicks + self.skips))
+    }
+
+    /// Checks that both pseudo-counts are finite and not negative.
+    pub fn validate(self) -> Result<(), crate::error::Invalid> {
+        if [self.clicks, self.skips]
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0)
+        {
+            Ok(())
+        } else {
+            Err(crate::error::Invalid(format!(
+                "a click model's prior needs finite pseudo-counts ≥ 0, got {} clicks and {} skips",
+                self.clicks, self.skips
+            )))
+        }
+    }
+}
+
+impl Default for BetaPrior {
+    fn default() -> Self {
+        BetaPrior::DEFAULT
+    }
+}
+
 pub(crate) fn clamp(p: f64) -> f64 {
     p.clamp(EPSILON, 1.0 - EPSILON)
 }
@@ -66,10 +128,40 @@ pub trait ClickModel {
 
     /// The attractiveness of `doc` for `query` (the model's prior for a pair it never saw).
     fn attractiveness(&self, query: &str, doc: &str) -> f64;
+
+    /// Every fitted parameter, for a report or another implementation to check against.
+    fn parameters(&self) -> Parameters;
+}
+
+/// A fitted model's parameters, as `rankd click-model --parameters` writes them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Parameters {
+    /// `pbm`, `ubm`, `cascade` or `dbn`.
+    pub model: &'static str,
+    /// Examination by rank (index 0: rank 1); for the user browsing model, row k holds rank
+    /// k + 1's examination at distance 1..=k + 1 from the previous click (k + 1: no click
+    /// above). Empty where the model has none (cascade, DBN).
+    pub examination: Vec<Vec<f64>>,
+    /// The DBN's perseverance γ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<f64>,
+    /// Per (query, document) pair, sorted by query then document.
+    pub pairs: Vec<PairParameters>,
+}
+
+/// One (query, document) pair's parameters.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairParameters {
+    pub query: String,
+    pub doc: String,
+    pub attractiveness: f64,
+    /// The DBN's satisfaction after a click.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub satisfaction: Option<f64>,
 }
 
 /// Log-likelihood and perplexity of a model on sessions (SPEC §11).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fit {
     /// Mean over impressions (one per shown position) of `ln P(c_k)`.
     pub log_likelihood: f64,
@@ -79,6 +171,122 @@ pub struct Fit {
     pub perplexity: f64,
 }
 
+/// The click models rankd fits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    Pbm,
+    Ubm,
+    Cascade,
+    Dbn,
+    /// Needs the pairs' features (a LETOR file).
+    RegressionEm,
+}
+
+impl ModelKind {
+    /// The models that need no features.
+    pub const ALL: [ModelKind; 4] = [
+        ModelKind::Pbm,
+        ModelKind::Ubm,
+        ModelKind::Cascade,
+        ModelKind::Dbn,
+    ];
+
+    /// Fits this model to `sessions` (`iterations` of EM where it uses EM); regression EM
+    /// reads the pairs' features from `set` and is refused without it.
+    pub fn fit(
+        self,
+        sessions: &[sessions::RowSession],
+        set: Option<&RankSet>,
+        iterations: usize,
+        prior: BetaPrior,
+    ) -> Result<Box<dyn ClickModel>, crate::error::Invalid> {
+        let generic = || -> Vec<Session> {
+            sessions
+                .iter()
+                .map(sessions::RowSession::to_session)
+                .collect()
+        };
+        Ok(match self {
+            ModelKind::Pbm => Box::new(pbm::Pbm::fit(&generic(), iterations, prior)),
+            ModelKind::Ubm => Box::new(ubm::Ubm::fit(&generic(), iterations, prior)),
+            ModelKind::Cascade => Box::new(cascade::Cascade::fit(&generic(), prior)),
+            ModelKind::Dbn => Box::new(dbn::Dbn::fit(&generic(), iterations, prior)),
+            ModelKind::RegressionEm => {
+                let set = set.ok_or_else(|| {
+                    crate::error::Invalid(
+                        "regression EM needs the documents' features: give the LETOR file the \
+                         sessions' rows are in"
+                            .into(),
+                    )
+                })?;
+                Box::new(regression_em::RegressionEm::fit(sessions, set, iterations)?)
+            }
+        })
+    }
+}
+
+/// One model fitted on some sessions and evaluated on others.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    pub model: ModelKind,
+    /// Log-likelihood per impression on the sessions it was fitted to.
+    pub train_log_likelihood: f64,
+    /// On the held-out sessions.
+    pub test: Fit,
+    /// Examination by rank relative to rank 1 (before any click, for the user browsing
+    /// model); empty where examination depends on the documents above.
+    pub examination_relative: Vec<f64>,
+    /// The DBN's perseverance γ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub continuation: Option<f64>,
+    #[serde(skip)]
+    pub parameters: Parameters,
+}
+
+/// Fits `kind` to `train` and evaluates it on `test` (SPEC §11, "Evaluating a click model");
+/// `set` holds the rows' features where the sessions come from a LETOR file.
+pub fn fit_and_evaluate(
+    kind: ModelKind,
+    train_rows: &[sessions::RowSession],
+    test_rows: &[sessions::RowSession],
+    set: Option<&RankSet>,
+    iterations: usize,
+    prior: BetaPrior,
+) -> Result<ModelReport, crate::error::Invalid> {
+    prior.validate()?;
+    if let Some(set) = set {
+        sessions::check(train_rows, set)?;
+        sessions::check(test_rows, set)?;
+    }
+    let model = kind.fit(train_rows, set, iterations, prior)?;
+    let train: Vec<Session> = train_rows
+        .iter()
+        .map(sessions::RowSession::to_session)
+        .collect();
+    let test: Vec<Session> = test_rows
+        .iter()
+        .map(sessions::RowSession::to_session)
+        .collect();
+    let (train, test) = (train.as_slice(), test.as_slice());
+    let parameters = model.parameters();
+    let depth = depth(train);
+    let examination: Vec<f64> = (1..=depth).filter_map(|k| model.examination(k)).collect();
+    let examination_relative = if examination.len() == depth && depth > 0 {
+        examination.iter().map(|e| e / examination[0]).collect()
+    } else {
+        Vec::new()
+    };
+    Ok(ModelReport {
+        model: kind,
+        train_log_likelihood: evaluate(model.as_ref(), train).log_likelihood,
+        test: evaluate(model.as_ref(), test),
+        examination_relative,
+        continuation: parameters.continuation,
+        parameters,
+    })
+}
+
 /// How well `model` explains `sessions`.
 pub fn evaluate(model: &dyn ClickModel, sessions: &[Session]) -> Fit {
     let mut total = 0.0;
@@ -86,7 +294,9 @@ pub fn evaluate(model: &dyn ClickModel, sessions: &[Session]) -> Fit {
     let mut by_rank: Vec<(f64, usize)> = Vec::new();
     for s in sessions {
         for (k, p) in model.click_probabilities(s).into_iter().enumerate() {
-            let p = clamp(p);
+            // The models' parameters stay within [ε, 1 − ε], so every probability is positive;
+            // the floor only keeps a model that breaks that from making the sum infinite.
+            let p = p.max(f64::MIN_POSITIVE);
             total += p.ln();
             n += 1;
             if by_rank.len() <= k {
@@ -111,21 +321,6 @@ pub fn evaluate(model: &dyn ClickModel, sessions: &[Session]) -> Fit {
 /// The deepest rank any session shows.
 pub(crate) fn depth(sessions: &[Session]) -> usize {
     sessions.iter().map(|s| s.shown.len()).max().unwrap_or(0)
-}
-
-/// Checks that every session has one click flag per shown document.
-pub fn validate(sessions: &[Session]) -> Result<(), crate::error::Invalid> {
-    for (i, s) in sessions.iter().enumerate() {
-        if s.shown.len() != s.clicks.len() {
-            return Err(crate::error::Invalid(format!(
-                "session {i} (query {:?}) shows {} documents but has {} click flags",
-                s.query,
-                s.shown.len(),
-                s.clicks.len()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The impressions of `s`: `(0-based rank k, distance d ≥ 1 to the previous click (k + 1
@@ -213,6 +408,7 @@ pub(crate) fn em_step(
     theta: &mut [f64],
     gamma: &mut [f64],
     slot: impl Fn(usize, usize) -> usize,
+    prior: BetaPrior,
 ) {
     let mut theta_sum = vec![(0.0, 0usize); theta.len()];
     let mut gamma_sum = vec![(0.0, 0usize); gamma.len()];
@@ -230,13 +426,14 @@ pub(crate) fn em_step(
         gamma_sum[pair].0 += r;
         gamma_sum[pair].1 += 1;
     }
-    for (v, &(sum, n)) in theta
-        .iter_mut()
-        .zip(&theta_sum)
-        .chain(gamma.iter_mut().zip(&gamma_sum))
-    {
+    for (v, &(sum, n)) in theta.iter_mut().zip(&theta_sum) {
         if n > 0 {
             *v = clamp(sum / n as f64);
+        }
+    }
+    for (v, &(sum, n)) in gamma.iter_mut().zip(&gamma_sum) {
+        if n > 0 {
+            *v = prior.estimate(sum, n);
         }
     }
 }
@@ -254,6 +451,48 @@ impl Attractiveness {
             .get(&(query.to_string(), doc.to_string()))
             .copied()
             .unwrap_or(self.prior)
+    }
+
+    /// Every pair's value, sorted by query then document.
+    pub fn pairs(&self) -> Vec<PairParameters> {
+        let mut pairs: Vec<PairParameters> = self
+            .by_pair
+            .iter()
+            .map(|((query, doc), &a)| PairParameters {
+                query: query.clone(),
+                doc: doc.clone(),
+                attractiveness: a,
+                satisfaction: None,
+            })
+            .collect();
+        pairs.sort_by(|x, y| (&x.query, &x.doc).cmp(&(&y.query, &y.doc)));
+        pairs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One click in one impression: maximum likelihood says 1 (clamped), the default prior
+    /// (1 + 1)/(1 + 5).
+    #[test]
+    fn the_prior_adds_pseudo_counts() {
+        assert_eq!(BetaPrior::NONE.estimate(1.0, 1), 1.0 - EPSILON);
+        assert!((BetaPrior::DEFAULT.estimate(1.0, 1) - 2.0 / 6.0).abs() < 1e-15);
+        assert!((BetaPrior::DEFAULT.estimate(0.0, 0) - 0.2).abs() < 1e-15);
+        assert!(BetaPrior {
+            clicks: -1.0,
+            skips: 1.0
+        }
+        .validate()
+        .is_err());
+        assert!(BetaPrior {
+            clicks: f64::NAN,
+            skips: 1.0
+        }
+        .validate()
+        .is_err());
     }
 }
 

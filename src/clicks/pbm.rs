@@ -7,7 +7,9 @@
 //! posteriors (1 for clicked impressions) over their impressions. Every iteration does not
 //! decrease the likelihood (a unit test checks it).
 
-use super::{depth, em_step, examined_clicks, Attractiveness, ClickModel, Impressions, Session};
+use super::{
+    depth, em_step, examined_clicks, Attractiveness, BetaPrior, ClickModel, Impressions, Session,
+};
 
 /// EM iterations unless told otherwise (PyClick's default).
 pub const DEFAULT_ITERATIONS: usize = 50;
@@ -21,15 +23,17 @@ pub struct Pbm {
 }
 
 impl Pbm {
-    /// Fits the model to `sessions` with `iterations` rounds of EM from θ = γ = 0.5.
-    pub fn fit(sessions: &[Session], iterations: usize) -> Pbm {
-        Pbm::fit_observed(sessions, iterations, None)
+    /// Fits the model to `sessions` with `iterations` rounds of EM from θ = γ = 0.5, with
+    /// `prior` on each pair's attractiveness.
+    pub fn fit(sessions: &[Session], iterations: usize, prior: BetaPrior) -> Pbm {
+        Pbm::fit_observed(sessions, iterations, prior, None)
     }
 
     /// [`Pbm::fit`], calling `observe` (if any) with the model after each iteration.
     pub(crate) fn fit_observed(
         sessions: &[Session],
         iterations: usize,
+        prior: BetaPrior,
         mut observe: Option<&mut dyn FnMut(&Pbm)>,
     ) -> Pbm {
         let impressions = Impressions::of(sessions);
@@ -40,7 +44,7 @@ impl Pbm {
             gamma: impressions.attractiveness(gamma, 0.5),
         };
         for _ in 0..iterations {
-            em_step(&impressions, &mut theta, &mut gamma, |k, _| k);
+            em_step(&impressions, &mut theta, &mut gamma, |k, _| k, prior);
             if let Some(observe) = observe.as_mut() {
                 observe(&model(&theta, &gamma));
             }
@@ -67,6 +71,15 @@ impl ClickModel for Pbm {
     fn attractiveness(&self, query: &str, doc: &str) -> f64 {
         self.gamma.get(query, doc)
     }
+
+    fn parameters(&self) -> super::Parameters {
+        super::Parameters {
+            model: "pbm",
+            examination: self.theta.iter().map(|&t| vec![t]).collect(),
+            continuation: None,
+            pairs: self.gamma.pairs(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -85,7 +98,7 @@ mod tests {
     #[test]
     fn recovers_the_simulators_position_bias() {
         let sessions = simulate::pbm(40_000, 20, 10, &THETA, gamma, 7);
-        let model = Pbm::fit(&sessions, 100);
+        let model = Pbm::fit(&sessions, 100, BetaPrior::NONE);
         for (k, truth) in THETA.iter().enumerate() {
             let got = model.theta[k] / model.theta[0];
             assert!(
@@ -105,11 +118,12 @@ mod tests {
     #[test]
     fn em_never_decreases_the_likelihood() {
         let sessions = simulate::pbm(3_000, 5, 8, &THETA, gamma, 1);
-        let start = Pbm::fit(&sessions, 0);
+        let start = Pbm::fit(&sessions, 0, BetaPrior::NONE);
         let mut last = evaluate(&start, &sessions).log_likelihood;
         let model = Pbm::fit_observed(
             &sessions,
             30,
+            BetaPrior::NONE,
             Some(&mut |m: &Pbm| {
                 let ll = evaluate(m, &sessions).log_likelihood;
                 assert!(ll >= last - 1e-12, "{ll} < {last}");

@@ -3,7 +3,9 @@
 //! the first), attractiveness γ on the pair; a click means both. Fitted by EM as the
 //! position-based model is ([`super::pbm`]), with one θ per (rank, distance).
 
-use super::{depth, em_step, examined_clicks, Attractiveness, ClickModel, Impressions, Session};
+use super::{
+    depth, em_step, examined_clicks, Attractiveness, BetaPrior, ClickModel, Impressions, Session,
+};
 
 /// A fitted user browsing model.
 #[derive(Debug, Clone)]
@@ -14,8 +16,9 @@ pub struct Ubm {
 }
 
 impl Ubm {
-    /// Fits the model to `sessions` with `iterations` rounds of EM from θ = γ = 0.5.
-    pub fn fit(sessions: &[Session], iterations: usize) -> Ubm {
+    /// Fits the model to `sessions` with `iterations` rounds of EM from θ = γ = 0.5, with
+    /// `prior` on each pair's attractiveness.
+    pub fn fit(sessions: &[Session], iterations: usize, prior: BetaPrior) -> Ubm {
         let n = depth(sessions);
         let impressions = Impressions::of(sessions);
         // θ of (rank k, distance d) at slot k(k+1)/2 + d − 1 (d ≤ k + 1).
@@ -23,7 +26,7 @@ impl Ubm {
         let mut theta = vec![0.5; n * (n + 1) / 2];
         let mut gamma = vec![0.5; impressions.pairs.len()];
         for _ in 0..iterations {
-            em_step(&impressions, &mut theta, &mut gamma, slot);
+            em_step(&impressions, &mut theta, &mut gamma, slot, prior);
         }
         Ubm {
             theta: (0..n)
@@ -55,6 +58,15 @@ impl ClickModel for Ubm {
     fn attractiveness(&self, query: &str, doc: &str) -> f64 {
         self.gamma.get(query, doc)
     }
+
+    fn parameters(&self) -> super::Parameters {
+        super::Parameters {
+            model: "ubm",
+            examination: self.theta.clone(),
+            continuation: None,
+            pairs: self.gamma.pairs(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -75,8 +87,8 @@ mod tests {
     #[test]
     fn on_position_based_clicks_it_finds_no_distance_effect() {
         let sessions = simulate::pbm(40_000, 10, 8, &THETA, gamma, 3);
-        let ubm = Ubm::fit(&sessions, 60);
-        let pbm = Pbm::fit(&sessions, 60);
+        let ubm = Ubm::fit(&sessions, 60, BetaPrior::NONE);
+        let pbm = Pbm::fit(&sessions, 60, BetaPrior::NONE);
         let scale = pbm.theta[0] / THETA[0];
         for (k, row) in ubm.theta.iter().enumerate() {
             for (d, &t) in row.iter().enumerate() {

@@ -107,3 +107,91 @@ fn sessions_that_do_not_match_the_training_file_are_exit_2() {
         assert!(stderr(&o).contains(want), "{content}: {}", stderr(&o));
     }
 }
+
+/// `rankd click-model` on simulated PBM sessions: the four models fitted, judged on held-out
+/// sessions; the DBN's perseverance and the PBM's position bias are where the simulation puts
+/// them; the prior keeps the held-out log-likelihood from collapsing; every parameter file is
+/// written. (Parity of the likelihoods with clax: bench/click_models_crosscheck.py, in CI.)
+#[test]
+fn click_models_are_fitted_and_compared_on_held_out_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = shared_data("letor-lightgbm/rank.train");
+    let sessions = dir.path().join("sessions.jsonl");
+    let sessions = sessions.to_str().unwrap();
+    rankd_ok([
+        "simulate-clicks",
+        "--letor",
+        train.to_str().unwrap(),
+        "--out",
+        sessions,
+        "--sessions",
+        "20000",
+        "--json",
+    ]);
+    let params = dir.path().join("params");
+    let fit = |prior: &str| -> Value {
+        let o = rankd_ok([
+            "click-model",
+            "--sessions",
+            sessions,
+            "--prior",
+            prior,
+            "--parameters",
+            params.to_str().unwrap(),
+            "--json",
+        ]);
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let report = fit("1,4");
+    assert_eq!(report["train_sessions"], 16000);
+    assert_eq!(report["test_sessions"], 4000);
+    let models = report["models"].as_array().unwrap();
+    let names: Vec<&str> = models
+        .iter()
+        .map(|m| m["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pbm", "ubm", "cascade", "dbn"]);
+    let ll = |m: &Value| m["test"]["log_likelihood"].as_f64().unwrap();
+    // PBM generated the clicks: it explains the held-out ones better than the cascade,
+    // which cannot explain a second click.
+    assert!(ll(&models[0]) > ll(&models[2]) + 0.05, "{models:?}");
+    let exam: Vec<f64> = models[0]["examination_relative"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert!((exam[1] - 0.5).abs() < 0.15 && exam[9] < 0.3, "{exam:?}");
+    let gamma = models[3]["continuation"].as_f64().unwrap();
+    assert!(gamma > 0.5 && gamma < 1.0, "DBN perseverance {gamma}");
+    for m in ["pbm", "ubm", "cascade", "dbn"] {
+        let p: Value =
+            serde_json::from_slice(&std::fs::read(params.join(format!("{m}.json"))).unwrap())
+                .unwrap();
+        assert_eq!(p["model"], m);
+        assert!(p["pairs"].as_array().unwrap().len() > 1000, "{m}");
+    }
+    // Maximum likelihood overfits the pairs seen a few times: held-out clicks on them look
+    // impossible.
+    let mle = fit("0,0");
+    let mle_pbm = &mle["models"][0];
+    assert!(
+        ll(&models[0]) > ll(mle_pbm) + 0.01,
+        "{} vs {}",
+        ll(&models[0]),
+        ll(mle_pbm)
+    );
+
+    for (args, want) in [
+        (vec!["--prior", "1"], "expected CLICKS,SKIPS"),
+        (vec!["--prior=-1,4"], "pseudo-counts"),
+        (vec!["--holdout", "1.5"], "--holdout must be in (0, 1)"),
+        (vec!["--model", "xyz"], "invalid value"),
+    ] {
+        let mut all = vec!["click-model", "--sessions", sessions];
+        all.extend(args);
+        let o = rankd(&all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{all:?}: {}", stderr(&o));
+    }
+}

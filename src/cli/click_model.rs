@@ -1,0 +1,201 @@
+//! `rankd click-model`: fits click models (SPEC §11; `crate::clicks`) to a sessions file and
+//! compares them on held-out sessions by log-likelihood and perplexity.
+//!
+//! The sessions are those `rankd simulate-clicks` writes (README, "Learning from clicks"): a
+//! document is a row of its query. Without `--test`, the last `--holdout` share of the
+//! sessions (file order) is held out, so a model is never judged on the clicks it was fitted
+//! to.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::learn::{rank_sets, read_letor};
+use crate::clicks::sessions::{self, RowSession};
+use crate::clicks::{fit_and_evaluate, pbm, BetaPrior, ModelKind, ModelReport};
+use crate::error::Invalid;
+
+#[derive(clap::Args, Debug)]
+pub struct ClickModelArgs {
+    /// Sessions to fit the models to (JSON lines `{"qid","shown","clicks"}`).
+    #[arg(long)]
+    pub sessions: PathBuf,
+    /// The LETOR file the sessions' rows are in: checks every session against it, and gives
+    /// regression EM the documents' features (with it, the default models include
+    /// regression EM).
+    #[arg(long)]
+    pub letor: Option<PathBuf>,
+    /// Group-size file for `--letor` (default: `LETOR.query` if it exists, else `qid:`).
+    #[arg(long)]
+    pub letor_query: Option<PathBuf>,
+    /// Held-out sessions to evaluate on (default: the last `--holdout` share of `--sessions`).
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Share of `--sessions` held out for evaluation when `--test` is not given.
+    #[arg(long, default_value_t = 0.2)]
+    pub holdout: f64,
+    /// Which models to fit (repeat or comma-separate; default: pbm, ubm, cascade, dbn, and
+    /// regression-em with `--letor`).
+    #[arg(long = "model", value_enum, value_delimiter = ',')]
+    pub models: Vec<ModelKind>,
+    /// EM iterations (PBM, UBM, DBN).
+    #[arg(long, default_value_t = pbm::DEFAULT_ITERATIONS)]
+    pub iterations: usize,
+    /// Beta prior on each (query, document) pair's attractiveness (and the DBN's
+    /// satisfaction), as pseudo-counts `CLICKS,SKIPS`; `0,0` is maximum likelihood.
+    #[arg(long, value_parser = parse_prior, default_value = "1,4")]
+    pub prior: BetaPrior,
+    /// A directory to write each fitted model's parameters to, as `MODEL.json`.
+    #[arg(long)]
+    pub parameters: Option<PathBuf>,
+    /// Print a JSON report instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_prior(text: &str) -> Result<BetaPrior, String> {
+    let (clicks, skips) = text
+        .split_once(',')
+        .ok_or_else(|| format!("expected CLICKS,SKIPS (e.g. 1,4), got {text:?}"))?;
+    let number = |s: &str| {
+        s.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("{s:?} in {text:?} is not a number"))
+    };
+    let prior = BetaPrior {
+        clicks: number(clicks)?,
+        skips: number(skips)?,
+    };
+    prior.validate().map_err(|e| e.0)?;
+    Ok(prior)
+}
+
+#[derive(Serialize)]
+struct Report {
+    train_sessions: usize,
+    test_sessions: usize,
+    iterations: usize,
+    prior: BetaPrior,
+    models: Vec<ModelReport>,
+}
+
+pub fn run(args: ClickModelArgs) -> anyhow::Result<()> {
+    let all = sessions::read(&args.sessions)?;
+    let (train, test): (Vec<RowSession>, Vec<RowSession>) = match &args.test {
+        Some(path) => (all, sessions::read(path)?),
+        None => {
+            if !(args.holdout > 0.0 && args.holdout < 1.0) {
+                return Err(
+                    Invalid(format!("--holdout must be in (0, 1), got {}", args.holdout)).into(),
+                );
+            }
+            let keep = ((all.len() as f64) * (1.0 - args.holdout)).round() as usize;
+            if keep == 0 || keep == all.len() {
+                return Err(Invalid(format!(
+                    "{} holds {} sessions: too few to hold {} of them out",
+                    args.sessions.display(),
+                    all.len(),
+                    args.holdout
+                ))
+                .into());
+            }
+            let mut train = all;
+            let test = train.split_off(keep);
+            (train, test)
+        }
+    };
+    let set = match &args.letor {
+        Some(path) => {
+            let letor = read_letor(path, args.letor_query.as_deref())?;
+            Some(rank_sets(&[&letor])?.remove(0))
+        }
+        None => None,
+    };
+    let kinds = if !args.models.is_empty() {
+        args.models.clone()
+    } else if set.is_some() {
+        let mut all = ModelKind::ALL.to_vec();
+        all.push(ModelKind::RegressionEm);
+        all
+    } else {
+        ModelKind::ALL.to_vec()
+    };
+    let bar = super::progress(kinds.len() as u64, "click models", args.json);
+    let mut models = Vec::new();
+    for kind in kinds {
+        models.push(fit_and_evaluate(
+            kind,
+            &train,
+            &test,
+            set.as_ref(),
+            args.iterations,
+            args.prior,
+        )?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if let Some(dir) = &args.parameters {
+        write_parameters(dir, &models)?;
+    }
+    let report = Report {
+        train_sessions: train.len(),
+        test_sessions: test.len(),
+        iterations: args.iterations,
+        prior: args.prior,
+        models,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_text(&report);
+    }
+    Ok(())
+}
+
+fn write_parameters(dir: &Path, models: &[ModelReport]) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Invalid(format!("cannot create {}: {e}", dir.display())))?;
+    for m in models {
+        let name = serde_json::to_value(m.model)?;
+        let path = dir.join(format!("{}.json", name.as_str().unwrap_or("model")));
+        crate::durable::write_atomic(&path, &serde_json::to_vec_pretty(&m.parameters)?)?;
+    }
+    Ok(())
+}
+
+fn print_text(report: &Report) {
+    println!(
+        "{} sessions fitted, {} held out ({} EM iterations, prior {} clicks {} skips per pair)",
+        report.train_sessions,
+        report.test_sessions,
+        report.iterations,
+        report.prior.clicks,
+        report.prior.skips
+    );
+    println!(
+        "{:<13} {:>12} {:>12} {:>11}  examination relative to rank 1",
+        "model", "train LL", "test LL", "perplexity"
+    );
+    for m in &report.models {
+        let name = serde_json::to_value(m.model)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let exam = if m.examination_relative.is_empty() {
+            m.continuation
+                .map_or("depends on the list".to_string(), |g| {
+                    format!("depends on the list; perseverance γ {g:.4}")
+                })
+        } else {
+            m.examination_relative
+                .iter()
+                .map(|e| format!("{e:.3}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!(
+            "{name:<13} {:>12.6} {:>12.6} {:>11.4}  {exam}",
+            m.train_log_likelihood, m.test.log_likelihood, m.test.perplexity
+        );
+    }
+}
