@@ -64,33 +64,42 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--etas", default="1,2")
     ap.add_argument("--sessions", default="10000,100000")
+    ap.add_argument("--propensity-models", default="regression-em,pbm",
+                    help="the click models IPS takes its propensities from, one column each")
     args = ap.parse_args()
+    models = args.propensity_models.split(",")
     tmp = tempfile.mkdtemp()
-    print("| fold | η | sessions | full information | IPS | naive | IPS / full | propensities (rank 1..5), truth |")
-    print("|---|---|---|---|---|---|---|---|")
+    ips_cols = " | ".join(f"IPS ({m}) | IPS ({m}) / full | propensities ({m}, rank 1..5)" for m in models)
+    print(f"| fold | η | sessions | full information | {ips_cols} | naive | truth (rank 1..5) |")
+    print("|---|---|---|---|" + "---|---|---|" * len(models) + "---|---|")
     for fold, train, test in folds(tmp):
         full = run([args.rankd, "eval-letor", "--train", train, "--test", test, "--json"])["test"]["ndcg@10"]
         for eta in args.etas.split(","):
             for n in args.sessions.split(","):
-                ips, naive, props = [], [], []
+                ips = {m: [] for m in models}
+                props = {m: [] for m in models}
+                naive = []
                 for seed in range(1, args.seeds + 1):
                     s = os.path.join(tmp, f"{fold}-{eta}-{n}-{seed}.jsonl")
                     run([args.rankd, "simulate-clicks", "--letor", train, "--out", s, "--sessions", n,
                          "--eta", eta, "--seed", str(seed), "--json"])
-                    for debias, into in (("ips", ips), ("none", naive)):
-                        r = run([args.rankd, "eval-letor", "--train", train, "--test", test,
-                                 "--train-clicks", s, "--debias", debias, "--json"])
-                        into.append(r["test"]["ndcg@10"])
-                        if debias == "ips":
-                            props.append(r["propensities"])
+                    base = [args.rankd, "eval-letor", "--train", train, "--test", test,
+                            "--train-clicks", s, "--json"]
+                    for model in models:
+                        r = run(base + ["--debias", "ips", "--propensity-model", model])
+                        ips[model].append(r["test"]["ndcg@10"])
+                        props[model].append(r["propensities"])
+                    naive.append(run(base + ["--debias", "none"])["test"]["ndcg@10"])
                     os.remove(s)
                 m = lambda v: f"{statistics.mean(v):.4f} ± {statistics.stdev(v) if len(v) > 1 else 0:.4f}"
-                mean_props = [statistics.mean(p[k] for p in props) for k in range(5)]
                 truth = [(1 / (k + 1)) ** float(eta) for k in range(5)]
-                print(f"| {fold} | {eta} | {n} | {full:.4f} | {m(ips)} | {m(naive)} | "
-                      f"{statistics.mean(ips) / full:.3f} | "
-                      f"{' '.join(f'{p:.3f}' for p in mean_props)}; {' '.join(f'{t:.3f}' for t in truth)} |",
-                      flush=True)
+                cols = []
+                for model in models:
+                    mean_props = [statistics.mean(p[k] for p in props[model]) for k in range(5)]
+                    cols.append(f"{m(ips[model])} | {statistics.mean(ips[model]) / full:.3f} | "
+                                f"{' '.join(f'{p:.3f}' for p in mean_props)}")
+                print(f"| {fold} | {eta} | {n} | {full:.4f} | {' | '.join(cols)} | {m(naive)} | "
+                      f"{' '.join(f'{t:.3f}' for t in truth)} |", flush=True)
 
 
 if __name__ == "__main__":

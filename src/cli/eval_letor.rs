@@ -12,7 +12,8 @@ use serde::Serialize;
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use crate::clicks::ips::{
-    click_set, estimate_propensities, Debias, DEFAULT_PROPENSITY_CLIP, PROPENSITY_ITERATIONS,
+    click_set, estimate_propensities, Debias, PropensityModel, DEFAULT_PROPENSITY_CLIP,
+    PROPENSITY_ITERATIONS,
 };
 use crate::clicks::sessions;
 use crate::error::Invalid;
@@ -49,6 +50,10 @@ pub struct EvalLetorArgs {
     /// they are (the naive baseline).
     #[arg(long, value_enum, default_value_t = Debias::Ips, requires = "train_clicks")]
     pub debias: Debias,
+    /// With --train-clicks: the click model whose examination probabilities are the
+    /// propensities.
+    #[arg(long, value_enum, default_value_t = PropensityModel::RegressionEm, requires = "train_clicks")]
+    pub propensity_model: PropensityModel,
     /// With --train-clicks: the smallest propensity a click is divided by.
     #[arg(long, default_value_t = DEFAULT_PROPENSITY_CLIP, requires = "train_clicks")]
     pub propensity_clip: f64,
@@ -173,7 +178,12 @@ fn from_clicks(
     sessions::check(&logged, &all_train)
         .map_err(|e| Invalid(format!("{}: {}", path.display(), e.0)))?;
     let propensities = match args.debias {
-        Debias::Ips => estimate_propensities(&logged, PROPENSITY_ITERATIONS),
+        Debias::Ips => estimate_propensities(
+            &logged,
+            &all_train,
+            args.propensity_model,
+            PROPENSITY_ITERATIONS,
+        )?,
         Debias::None => Vec::new(),
     };
     let (train_part, valid_part) = if settings.holds_out_validation() {
@@ -229,6 +239,7 @@ fn from_clicks(
         FromClicks {
             sessions: path,
             debias: args.debias,
+            propensity_model: (args.debias == Debias::Ips).then_some(args.propensity_model),
             propensities: &propensities,
             propensity_clip: args.propensity_clip,
             clicks,
@@ -248,6 +259,8 @@ fn from_clicks(
 struct FromClicks<'a> {
     sessions: &'a Path,
     debias: Debias,
+    /// The click model the propensities come from (none without IPS).
+    propensity_model: Option<PropensityModel>,
     /// Estimated examination probability per rank, relative to rank 1 (empty without IPS).
     propensities: &'a [f64],
     propensity_clip: f64,

@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use super::pbm::Pbm;
+use super::regression_em::RegressionEm;
 use super::sessions::RowSession;
 use super::BetaPrior;
 use super::Session;
@@ -49,15 +50,37 @@ pub const PROPENSITY_ITERATIONS: usize = 100;
 /// The smallest propensity a click is divided by, unless told otherwise.
 pub const DEFAULT_PROPENSITY_CLIP: f64 = 0.01;
 
-/// Examination probability per rank (index 0: rank 1), relative to rank 1, from a
-/// position-based model fitted to `sessions` by EM.
-pub fn estimate_propensities(sessions: &[RowSession], iterations: usize) -> Vec<f64> {
-    let sessions: Vec<Session> = sessions.iter().map(RowSession::to_session).collect();
-    // Maximum likelihood: a prior on attractiveness predicts held-out clicks better but pulls
-    // the examination estimates away from the truth (docs/EVALUATION.md, "Click models").
-    let model = Pbm::fit(&sessions, iterations, BetaPrior::NONE);
-    let first = model.theta.first().copied().unwrap_or(1.0);
-    model.theta.iter().map(|t| t / first).collect()
+/// The click model whose examination probabilities are the propensities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum PropensityModel {
+    /// The position-based model, one attractiveness per (query, document) pair.
+    Pbm,
+    /// Regression EM: attractiveness a logistic function of the training file's features,
+    /// shared across pairs (Wang et al. 2018).
+    RegressionEm,
+}
+
+/// Examination probability per rank (index 0: rank 1), relative to rank 1, from `model`
+/// fitted to `sessions` (over `set`'s rows) by EM.
+pub fn estimate_propensities(
+    sessions: &[RowSession],
+    set: &RankSet,
+    model: PropensityModel,
+    iterations: usize,
+) -> Result<Vec<f64>, Invalid> {
+    let theta = match model {
+        PropensityModel::Pbm => {
+            let sessions: Vec<Session> = sessions.iter().map(RowSession::to_session).collect();
+            // Maximum likelihood: a prior on attractiveness predicts held-out clicks better
+            // but pulls the examination estimates away from the truth (docs/EVALUATION.md,
+            // "Click models").
+            Pbm::fit(&sessions, iterations, BetaPrior::NONE).theta
+        }
+        PropensityModel::RegressionEm => RegressionEm::fit(sessions, set, iterations)?.theta,
+    };
+    let first = theta.first().copied().unwrap_or(1.0);
+    Ok(theta.iter().map(|t| t / first).collect())
 }
 
 /// A training set built from clicks, and what went into it.
@@ -246,7 +269,13 @@ mod tests {
             ..Protocol::default()
         };
         let sessions = simulate(&protocol, &set, &scores).unwrap();
-        let got = estimate_propensities(&sessions, PROPENSITY_ITERATIONS);
+        let got = estimate_propensities(
+            &sessions,
+            &set,
+            PropensityModel::Pbm,
+            PROPENSITY_ITERATIONS,
+        )
+        .unwrap();
         for (k, p) in got.iter().enumerate() {
             let truth = protocol.examination(k + 1);
             assert!((p - truth).abs() < 0.05, "rank {}: {p} vs {truth}", k + 1);
