@@ -324,6 +324,10 @@ pub(crate) fn check_window(window: usize) -> Result<(), SearchError> {
 /// The answer to a [`SearchQuery`].
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SearchResponse {
+    /// The impression's id for `POST /events` (26 characters, ULID layout: see
+    /// `crate::events::new_query_id`); set by the server, which logs the impression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_id: Option<String>,
     pub query: String,
     /// The first-phase model.
     pub model: String,
@@ -715,6 +719,7 @@ impl Engine {
             });
         }
         let mut response = SearchResponse {
+            query_id: None,
             query: q.text.clone(),
             model: match q.fusion {
                 Some(_) => "fusion".to_string(),

@@ -1,0 +1,156 @@
+//! Impressions and user events (`crate::events`): batched inserts, the all-or-nothing store
+//! of a request's events, and retention.
+
+use sqlx::Row;
+
+use super::{now_ms, Db};
+use crate::events::{query_ids, Event, Impression, StoredClick};
+
+/// Rows per multi-row INSERT: 10 columns × 50 rows stays under SQLite's oldest limit of 999
+/// bound parameters.
+const ROWS_PER_INSERT: usize = 50;
+
+impl Db {
+    /// Writes impressions in one transaction.
+    pub async fn store_impressions(&self, impressions: &[Impression]) -> Result<(), sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        for chunk in impressions.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO search_impressions (query_id, created_at, query, model, reranker, \
+                 client_id, page_offset, page_size, shown) VALUES ",
+            );
+            push_placeholders(&mut sql, chunk.len(), 9);
+            let mut q = sqlx::query(&sql);
+            for i in chunk {
+                let shown: Vec<serde_json::Value> = i
+                    .shown
+                    .iter()
+                    .map(|(id, p)| serde_json::json!({"object_id": id, "position": p}))
+                    .collect();
+                q = q
+                    .bind(i.query_id.clone())
+                    .bind(i.created_at)
+                    .bind(i.query.clone())
+                    .bind(i.model.clone())
+                    .bind(i.reranker.clone())
+                    .bind(i.client_id.clone())
+                    .bind(i.offset as i64)
+                    .bind(i.page_size as i64)
+                    .bind(serde_json::Value::Array(shown).to_string());
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await
+    }
+
+    /// Stores `events` in one transaction and records each click as its impression's best
+    /// click when it is the highest-ranked so far. `Ok(Err(ids))`: query ids without an
+    /// impression; nothing was stored.
+    pub async fn store_events(
+        &self,
+        events: &[Event],
+    ) -> Result<Result<Vec<StoredClick>, Vec<String>>, sqlx::Error> {
+        let received = now_ms();
+        let mut tx = self.begin_write().await?;
+        // query id → (metric label, best click)
+        let mut known = std::collections::HashMap::new();
+        let mut unknown = Vec::new();
+        for id in query_ids(events) {
+            let row = sqlx::query(
+                "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            match row {
+                Some(r) => {
+                    let model: String = r.try_get("model")?;
+                    let reranker: Option<String> = r.try_get("reranker")?;
+                    let best: Option<i64> = r.try_get("best_click")?;
+                    known.insert(id, (reranker.unwrap_or(model), best));
+                }
+                None => unknown.push(id.to_string()),
+            }
+        }
+        if !unknown.is_empty() {
+            return Ok(Err(unknown));
+        }
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO search_events (query_id, action_name, object_id, position, \
+                 event_time, received_at, dwell_ms, client_id, attributes) VALUES ",
+            );
+            push_placeholders(&mut sql, chunk.len(), 9);
+            let mut q = sqlx::query(&sql);
+            for e in chunk {
+                q = q
+                    .bind(e.query_id.clone())
+                    .bind(e.action_name.clone())
+                    .bind(e.object_id.clone())
+                    .bind(e.position)
+                    .bind(e.timestamp)
+                    .bind(received)
+                    .bind(e.dwell_ms)
+                    .bind(e.client_id.clone())
+                    .bind(
+                        e.attributes
+                            .as_ref()
+                            .map(|a| serde_json::Value::Object(a.clone()).to_string()),
+                    );
+            }
+            q.execute(&mut *tx).await?;
+        }
+        let mut clicks = Vec::new();
+        for e in events.iter().filter(|e| e.is_click()) {
+            let Some(position) = e.position else { continue };
+            let (model, best) = known
+                .get_mut(e.query_id.as_str())
+                .expect("every query id was looked up");
+            clicks.push(StoredClick {
+                model: model.clone(),
+                position,
+                previous_best: *best,
+            });
+            if best.is_none_or(|b| position < b) {
+                *best = Some(position);
+                sqlx::query("UPDATE search_impressions SET best_click = $1 WHERE query_id = $2")
+                    .bind(position)
+                    .bind(e.query_id.clone())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(Ok(clicks))
+    }
+
+    /// Deletes impressions created and events received before `cutoff` (ms); how many of each.
+    pub async fn delete_events_before(&self, cutoff: i64) -> Result<(u64, u64), sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        let events = sqlx::query("DELETE FROM search_events WHERE received_at < $1")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let impressions = sqlx::query("DELETE FROM search_impressions WHERE created_at < $1")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok((impressions, events))
+    }
+}
+
+/// Appends `($1, .., $k), ($k+1, ..)` for `rows` rows of `columns` values.
+fn push_placeholders(sql: &mut String, rows: usize, columns: usize) {
+    use std::fmt::Write;
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..columns {
+            let sep = if c == 0 { "" } else { ", " };
+            let _ = write!(sql, "{sep}${}", r * columns + c + 1);
+        }
+        sql.push(')');
+    }
+}
