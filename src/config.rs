@@ -16,7 +16,7 @@
 //! header_read_timeout_secs = 10       # a request's headers must arrive within this
 //! admin_auth_failures_per_minute = 60 # wrong admin tokens per address, then 429
 //! [events]                            # impressions and POST /events (crate::events)
-//! retention_days = 90                 # older impressions and events are deleted hourly
+//! retention_days = 90                 # older impressions and events: deleted at start-up, hourly
 //! queue_capacity = 65536              # impressions waiting to be written; beyond: dropped
 //! max_per_second = 20000              # events per second per client address, then 429
 //! max_body_bytes = 1048576            # largest POST /events body

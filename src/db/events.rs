@@ -3,8 +3,12 @@
 
 use sqlx::Row;
 
-use super::{now_ms, Db};
-use crate::events::{query_ids, Event, Impression, StoredClick};
+use super::{now_ms, Backend, Db};
+use crate::events::{Event, Impression, StoredClick};
+
+/// What an event needs of its impression.
+const IMPRESSION_LOOKUP: &str =
+    "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1";
 
 /// Rows per multi-row INSERT: 10 columns × 50 rows stays under SQLite's oldest limit of 999
 /// bound parameters.
@@ -55,13 +59,18 @@ impl Db {
         // query id → (metric label, best click)
         let mut known = std::collections::HashMap::new();
         let mut unknown = Vec::new();
+        // On PostgreSQL the impressions are locked until the commit, so that concurrent
+        // clicks on one impression see each other's best click (SQLite's write transaction
+        // already excludes them); in sorted order, so two requests cannot deadlock.
+        let lookup = match self.backend {
+            Backend::Sqlite => IMPRESSION_LOOKUP.to_string(),
+            Backend::Postgres => format!("{IMPRESSION_LOOKUP} FOR UPDATE"),
+        };
         for id in query_ids(events) {
-            let row = sqlx::query(
-                "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
+            let row = sqlx::query(&lookup)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
             match row {
                 Some(r) => {
                     let model: String = r.try_get("model")?;
@@ -140,6 +149,11 @@ impl Db {
         tx.commit().await?;
         Ok((impressions, events))
     }
+}
+
+/// Distinct query ids of `events`, sorted.
+fn query_ids(events: &[Event]) -> std::collections::BTreeSet<&str> {
+    events.iter().map(|e| e.query_id.as_str()).collect()
 }
 
 /// Appends `($1, .., $k), ($k+1, ..)` for `rows` rows of `columns` values.

@@ -18,7 +18,6 @@
 mod budget;
 mod log;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ use crate::db::Db;
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EventSettings {
-    /// Impressions and events older than this many days are deleted (hourly).
+    /// Impressions and events older than this many days are deleted (at start-up, then hourly).
     pub retention_days: u32,
     /// Impressions waiting to be written; one more is dropped and counted.
     pub queue_capacity: usize,
@@ -431,17 +430,6 @@ pub struct StoredClick {
     pub position: i64,
     /// The impression's best (smallest) clicked position before this click.
     pub previous_best: Option<i64>,
-}
-
-/// Distinct query ids of `events`, in order.
-pub(crate) fn query_ids(events: &[Event]) -> Vec<&str> {
-    let mut seen = BTreeMap::new();
-    for (i, e) in events.iter().enumerate() {
-        seen.entry(e.query_id.as_str()).or_insert(i);
-    }
-    let mut ids: Vec<(&str, usize)> = seen.into_iter().collect();
-    ids.sort_by_key(|&(_, i)| i);
-    ids.into_iter().map(|(q, _)| q).collect()
 }
 
 #[cfg(test)]

@@ -67,7 +67,8 @@ fn query_id(answer: &Value) -> String {
         .unwrap_or_else(|| panic!("no query_id in {answer}"));
     assert_eq!(id.len(), 26, "{id}");
     assert!(
-        id.chars().all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()),
+        id.chars()
+            .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()),
         "{id}"
     );
     id.to_string()
@@ -120,7 +121,11 @@ fn search_answers_carry_a_query_id_and_their_impression_is_stored() {
     impression(&db, &other);
     assert_eq!(count(&db, "search_impressions"), 2);
     assert!(
-        metric(&server.base, "rankd_impressions_total", &["model=\"bm25f\""]) >= Some(2.0),
+        metric(
+            &server.base,
+            "rankd_impressions_total",
+            &["model=\"bm25f\""]
+        ) >= Some(2.0),
         "{:?}",
         metric(&server.base, "rankd_impressions_total", &[])
     );
@@ -162,7 +167,10 @@ fn ndjson_and_json_arrays_store_clicks() {
     );
     let (fa, fb) = (first(&a), first(&b));
     assert_eq!(rows.len(), 5, "{rows:?}");
-    assert_eq!(rows[0], format!("{qa}|click|{fa}|1|1795845600000|NULL|NULL|NULL"));
+    assert_eq!(
+        rows[0],
+        format!("{qa}|click|{fa}|1|1795845600000|NULL|NULL|NULL")
+    );
     assert!(
         rows[1].starts_with(&format!("{qa}|dwell|{fa}|NULL|")),
         "{}",
@@ -178,7 +186,10 @@ fn ndjson_and_json_arrays_store_clicks() {
         "{}",
         rows[2]
     );
-    assert_eq!(rows[3], format!("{qb}|click|{fb}|1|1795845600000|NULL|NULL|NULL"));
+    assert_eq!(
+        rows[3],
+        format!("{qb}|click|{fb}|1|1795845600000|NULL|NULL|NULL")
+    );
     assert!(
         rows[4].starts_with(&format!("{qb}|click|vec|2|1795845600000|NULL|NULL|")),
         "{}",
@@ -275,7 +286,10 @@ fn bad_events_are_refused_whole_naming_the_field() {
         Some(2.0)
     );
     assert_eq!(
-        column(&db, "SELECT COALESCE(CAST(best_click AS TEXT), 'NULL') FROM search_impressions"),
+        column(
+            &db,
+            "SELECT COALESCE(CAST(best_click AS TEXT), 'NULL') FROM search_impressions"
+        ),
         ["NULL"],
         "a refused click set the best click"
     );
@@ -359,7 +373,10 @@ fn a_full_impression_queue_drops_and_counts_without_slowing_searches() {
         .unwrap();
     // One impression is with the blocked writer, one in the queue: the other 8 are dropped.
     assert!(dropped >= 8.0, "{dropped} dropped");
-    assert!(slowest < Duration::from_secs(1), "a search took {slowest:?}");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a search took {slowest:?}"
+    );
 }
 
 /// Rows older than `events.retention_days` are deleted when the server starts.
@@ -370,7 +387,10 @@ fn retention_deletes_old_rows_at_start_up() {
     let db = fresh_database(dir.path());
     let server = start(&data, &db, None);
     let q = query_id(&search_body(&server.base, "k=5", "capacity"));
-    assert_eq!(post_events(&server.base, &click(&q, "vec", 1).to_string()).status, 200);
+    assert_eq!(
+        post_events(&server.base, &click(&q, "vec", 1).to_string()).status,
+        200
+    );
     server.stop();
     let day = 86_400_000i64;
     let now = std::time::SystemTime::now()
@@ -398,7 +418,10 @@ fn retention_deletes_old_rows_at_start_up() {
         assert!(Instant::now() < deadline, "old rows still there after 10 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(column(&db, "SELECT query_id FROM search_impressions"), [q.clone()]);
+    assert_eq!(
+        column(&db, "SELECT query_id FROM search_impressions"),
+        [q.clone()]
+    );
     assert_eq!(column(&db, "SELECT query_id FROM search_events"), [q]);
 }
 
@@ -446,7 +469,10 @@ fn acknowledged_events_survive_kill_9() {
     }
     killer.join().unwrap();
     kill9(&mut server.child);
-    assert!(acknowledged > 0, "no batch was acknowledged within {delay:?}");
+    assert!(
+        acknowledged > 0,
+        "no batch was acknowledged within {delay:?}"
+    );
     let server = start(&data, &db, None);
     let stored = count(&db, "search_events");
     assert!(
