@@ -418,11 +418,13 @@ fn retention_deletes_old_rows_at_start_up() {
         assert!(Instant::now() < deadline, "old rows still there after 10 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(
-        column(&db, "SELECT query_id FROM search_impressions"),
-        [q.clone()]
-    );
-    assert_eq!(column(&db, "SELECT query_id FROM search_events"), [q]);
+    for table in ["search_impressions", "search_events"] {
+        assert_eq!(
+            column(&db, &format!("SELECT query_id FROM {table}")),
+            [q.as_str()],
+            "{table}"
+        );
+    }
 }
 
 /// Batches of 100 events posted until the server is killed with SIGKILL at a random moment:
