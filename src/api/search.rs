@@ -64,8 +64,8 @@ pub async fn search(
     // than it saves.
     let mut response = state.engine.search(&query)?;
     observe(&query, &response);
-    let client = client_id(&headers);
-    response.query_id = Some(state.events.log_impression(&query, &response, client));
+    let impression = response.impression(&query, client_id(&headers));
+    response.query_id = Some(state.events.log_impression(impression));
     Ok(Json(response))
 }
 

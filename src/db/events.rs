@@ -4,7 +4,66 @@
 use sqlx::Row;
 
 use super::{now_ms, Backend, Db};
-use crate::events::{Event, Impression, StoredClick};
+use serde_json::{Map, Value};
+
+/// One answered search, as logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Impression {
+    pub query_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub query: String,
+    /// The first-phase model.
+    pub model: String,
+    /// The reranker, when one ranked the hits.
+    pub reranker: Option<String>,
+    pub client_id: Option<String>,
+    /// The page: `offset` and `k` of the search.
+    pub offset: usize,
+    pub page_size: usize,
+    /// `(object_id, position)` in the order shown; positions are the hits' 1-based ranks.
+    pub shown: Vec<(String, i64)>,
+}
+
+impl Impression {
+    /// The `model` label of the metrics: the reranker if one ranked, else the first phase.
+    pub fn model_label(&self) -> &str {
+        self.reranker.as_deref().unwrap_or(&self.model)
+    }
+}
+
+/// One user event (UBI's fields, flattened).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// `click`, `dwell`, or any other name.
+    pub action_name: String,
+    pub query_id: String,
+    pub object_id: Option<String>,
+    /// The object's 1-based rank in the result list.
+    pub position: Option<i64>,
+    /// The client's time, milliseconds since the Unix epoch (the server's when absent).
+    pub timestamp: i64,
+    pub dwell_ms: Option<i64>,
+    pub client_id: Option<String>,
+    /// Every other field of the event, as sent.
+    pub attributes: Option<Map<String, Value>>,
+}
+
+impl Event {
+    pub fn is_click(&self) -> bool {
+        self.action_name == "click"
+    }
+}
+
+/// What a stored click changed, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredClick {
+    /// The impression's metric label ([`Impression::model_label`]).
+    pub model: String,
+    pub position: i64,
+    /// The impression's best (smallest) clicked position before this click.
+    pub previous_best: Option<i64>,
+}
 
 /// What an event needs of its impression.
 const IMPRESSION_LOOKUP: &str =

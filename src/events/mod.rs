@@ -3,15 +3,18 @@
 //! shape of OpenSearch's User Behavior Insights (UBI) where it fits (docs/GUIDE.md says where
 //! it does not). They are the raw material of click models and unbiased training (issue 32).
 //!
-//! - [`Impression`] and [`ImpressionLog`] (`log.rs`): a search hands its impression to a
-//!   bounded queue and returns; a background task writes the queue in batches. A full queue
-//!   drops the impression and counts it (`rankd_impressions_dropped_total`): logging never
-//!   slows or blocks a search.
+//! - [`Impression`] (made by `crate::search::SearchResponse::impression`) and
+//!   [`ImpressionLog`] (`log.rs`): a search hands its impression to a bounded queue and
+//!   returns; a background task writes the queue in batches. A full queue drops the
+//!   impression and counts it (`rankd_impressions_dropped_total`): logging never slows or
+//!   blocks a search.
 //! - [`Event`] and [`parse_events`]: a request body (NDJSON or a JSON array) becomes events or
 //!   an [`EventError`] naming the line and the field; nothing of a bad body is stored.
 //! - [`EventStore::store`]: refuses events of unknown query ids, else commits all of a
 //!   request's events in one transaction before answering (acknowledged = durable).
 //! - [`ClientBudget`] (`budget.rs`): events per second per client address.
+//! - The rows ([`Impression`], [`Event`]) and their SQL live in `crate::db::events`, below
+//!   this module.
 //! - Retention: [`EventStore::run_retention`] deletes what is older than
 //!   `events.retention_days`, at start-up and hourly.
 
@@ -23,6 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+pub use crate::db::events::{Event, Impression, StoredClick};
 pub use budget::ClientBudget;
 pub use log::ImpressionLog;
 
@@ -74,78 +78,6 @@ pub fn new_query_id() -> String {
     (0..26)
         .map(|i| ALPHABET[((value >> (125 - 5 * i)) & 31) as usize] as char)
         .collect()
-}
-
-/// One answered search, as logged.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Impression {
-    pub query_id: String,
-    /// Milliseconds since the Unix epoch.
-    pub created_at: i64,
-    pub query: String,
-    /// The first-phase model.
-    pub model: String,
-    /// The reranker, when one ranked the hits.
-    pub reranker: Option<String>,
-    pub client_id: Option<String>,
-    /// The page: `offset` and `k` of the search.
-    pub offset: usize,
-    pub page_size: usize,
-    /// `(object_id, position)` in the order shown; positions are the hits' 1-based ranks.
-    pub shown: Vec<(String, i64)>,
-}
-
-impl Impression {
-    /// The impression of `response`, answered to `query`, under a new query id.
-    pub fn of(
-        query: &crate::search::SearchQuery,
-        response: &crate::search::SearchResponse,
-        client_id: Option<String>,
-    ) -> Impression {
-        Impression {
-            query_id: new_query_id(),
-            created_at: crate::db::now_ms(),
-            query: response.query.clone(),
-            model: response.model.clone(),
-            reranker: response.reranker.clone(),
-            client_id,
-            offset: query.offset,
-            page_size: query.k,
-            shown: response
-                .hits
-                .iter()
-                .map(|h| (h.id.clone(), h.rank as i64))
-                .collect(),
-        }
-    }
-
-    /// The `model` label of the metrics: the reranker if one ranked, else the first phase.
-    pub fn model_label(&self) -> &str {
-        self.reranker.as_deref().unwrap_or(&self.model)
-    }
-}
-
-/// One user event (UBI's fields, flattened).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    /// `click`, `dwell`, or any other name.
-    pub action_name: String,
-    pub query_id: String,
-    pub object_id: Option<String>,
-    /// The object's 1-based rank in the result list.
-    pub position: Option<i64>,
-    /// The client's time, milliseconds since the Unix epoch (the server's when absent).
-    pub timestamp: i64,
-    pub dwell_ms: Option<i64>,
-    pub client_id: Option<String>,
-    /// Every other field of the event, as sent.
-    pub attributes: Option<Map<String, Value>>,
-}
-
-impl Event {
-    pub fn is_click(&self) -> bool {
-        self.action_name == "click"
-    }
 }
 
 /// Why a body's events were refused: which event (1-based line of NDJSON, or element of an
@@ -370,14 +302,9 @@ impl EventStore {
         }
     }
 
-    /// Logs the impression of an answered search; returns its query id. Never waits.
-    pub fn log_impression(
-        &self,
-        query: &crate::search::SearchQuery,
-        response: &crate::search::SearchResponse,
-        client_id: Option<String>,
-    ) -> String {
-        let impression = Impression::of(query, response, client_id);
+    /// Logs the impression of an answered search (`SearchResponse::impression`); returns
+    /// its query id. Never waits.
+    pub fn log_impression(&self, impression: Impression) -> String {
         let id = impression.query_id.clone();
         self.log.record(impression);
         id
@@ -420,16 +347,6 @@ impl EventStore {
             }
         }
     }
-}
-
-/// What a stored click changed, for the metrics.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredClick {
-    /// The impression's metric label ([`Impression::model_label`]).
-    pub model: String,
-    pub position: i64,
-    /// The impression's best (smallest) clicked position before this click.
-    pub previous_best: Option<i64>,
 }
 
 #[cfg(test)]
