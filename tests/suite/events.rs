@@ -373,8 +373,9 @@ fn a_full_impression_queue_drops_and_counts_without_slowing_searches() {
         .unwrap();
     // One impression is with the blocked writer, one in the queue: the other 8 are dropped.
     assert!(dropped >= 8.0, "{dropped} dropped");
+    // A search that waited for the writer would wait out its 5 s busy timeout.
     assert!(
-        slowest < Duration::from_secs(1),
+        slowest < Duration::from_secs(3),
         "a search took {slowest:?}"
     );
 }
