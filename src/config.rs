@@ -15,6 +15,12 @@
 //! max_connections = 512               # open connections; over it: 503 and close
 //! header_read_timeout_secs = 10       # a request's headers must arrive within this
 //! admin_auth_failures_per_minute = 60 # wrong admin tokens per address, then 429
+//! [events]                            # impressions and POST /events (crate::events)
+//! retention_days = 90                 # older impressions and events: deleted at start-up, hourly
+//! queue_capacity = 65536              # impressions waiting to be written; beyond: dropped
+//! max_per_second = 20000              # events per second per client address, then 429
+//! max_body_bytes = 1048576            # largest POST /events body
+//! max_per_request = 1000              # most events in one POST /events
 //! ```
 
 use std::net::SocketAddr;
@@ -40,6 +46,7 @@ pub(crate) struct Config {
     /// in `ps`.
     pub cluster_key: Option<ClusterKey>,
     pub limits: Limits,
+    pub events: crate::events::EventSettings,
 }
 
 /// Resource limits of the HTTP server.
@@ -88,6 +95,7 @@ struct FileConfig {
     cluster_key: Option<String>,
     cluster_key_file: Option<PathBuf>,
     limits: Option<Limits>,
+    events: Option<crate::events::EventSettings>,
 }
 
 /// Values given as command-line flags; `None` when the flag was not given.
@@ -207,6 +215,43 @@ impl Config {
                  header_read_timeout_secs and admin_auth_failures_per_minute must be > 0"
             );
         }
+        let mut events = file.events.unwrap_or_default();
+        env_number(
+            "RANKD_EVENTS_RETENTION_DAYS",
+            &env,
+            &mut events.retention_days,
+        )?;
+        env_number(
+            "RANKD_EVENTS_QUEUE_CAPACITY",
+            &env,
+            &mut events.queue_capacity,
+        )?;
+        env_number(
+            "RANKD_EVENTS_MAX_PER_SECOND",
+            &env,
+            &mut events.max_per_second,
+        )?;
+        env_number(
+            "RANKD_EVENTS_MAX_BODY_BYTES",
+            &env,
+            &mut events.max_body_bytes,
+        )?;
+        env_number(
+            "RANKD_EVENTS_MAX_PER_REQUEST",
+            &env,
+            &mut events.max_per_request,
+        )?;
+        if events.retention_days == 0
+            || events.queue_capacity == 0
+            || events.max_per_second == 0
+            || events.max_body_bytes == 0
+            || events.max_per_request == 0
+        {
+            anyhow::bail!(
+                "events.retention_days, queue_capacity, max_per_second, max_body_bytes and \
+                 max_per_request must be > 0"
+            );
+        }
         Ok(Config {
             addr,
             data_dir,
@@ -214,6 +259,7 @@ impl Config {
             admin_token,
             cluster_key,
             limits,
+            events,
         })
     }
 

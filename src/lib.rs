@@ -25,6 +25,7 @@ pub mod durable;
 pub mod embed;
 pub mod error;
 pub mod eval;
+pub mod events;
 pub mod features;
 pub mod graph;
 pub mod judgments;

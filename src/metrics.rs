@@ -81,6 +81,13 @@ struct Metrics {
     cluster_live_members: IntGauge,
     metastore_up: IntGauge,
     metastore_errors: IntCounterVec,
+    impressions: IntCounterVec,
+    impressions_dropped: IntCounter,
+    clicks: IntCounterVec,
+    clicked_within: IntCounterVec,
+    ctr: GaugeVec,
+    abandonment: GaugeVec,
+    events_refused: IntCounterVec,
 }
 
 static METRICS: LazyLock<Metrics> =
@@ -221,6 +228,59 @@ impl Metrics {
             ),
             &["shard"],
         )?;
+        let impressions = IntCounterVec::new(
+            Opts::new(
+                "rankd_impressions_total",
+                "Search answers logged as impressions, by model (the reranker, else the first phase)",
+            ),
+            &["model"],
+        )?;
+        let impressions_dropped = IntCounter::new(
+            "rankd_impressions_dropped_total",
+            "Impressions not logged: the queue was full (events.queue_capacity) or a write failed",
+        )?;
+        let clicks = IntCounterVec::new(
+            Opts::new("rankd_clicks_total", "Stored click events, by model"),
+            &["model"],
+        )?;
+        let clicked_within = IntCounterVec::new(
+            Opts::new(
+                "rankd_impressions_clicked_total",
+                "Impressions with a click at position <= k (k=\"any\": any click), by model",
+            ),
+            &["model", "k"],
+        )?;
+        let ctr = GaugeVec::new(
+            Opts::new(
+                "rankd_ctr_ratio",
+                "CTR@k since start: impressions with a click at position <= k over impressions",
+            ),
+            &["model", "k"],
+        )?;
+        let abandonment = GaugeVec::new(
+            Opts::new(
+                "rankd_abandonment_ratio",
+                "Impressions without any click over impressions, since start",
+            ),
+            &["model"],
+        )?;
+        let events_refused = IntCounterVec::new(
+            Opts::new(
+                "rankd_events_refused_total",
+                "Events refused by POST /events, by reason",
+            ),
+            &["reason"],
+        )?;
+        for reason in EVENT_REFUSALS {
+            events_refused.with_label_values(&[reason]);
+        }
+        registry.register(Box::new(impressions.clone()))?;
+        registry.register(Box::new(impressions_dropped.clone()))?;
+        registry.register(Box::new(clicks.clone()))?;
+        registry.register(Box::new(clicked_within.clone()))?;
+        registry.register(Box::new(ctr.clone()))?;
+        registry.register(Box::new(abandonment.clone()))?;
+        registry.register(Box::new(events_refused.clone()))?;
         registry.register(Box::new(generation.clone()))?;
         registry.register(Box::new(generation_events.clone()))?;
         registry.register(Box::new(generation_fetched.clone()))?;
@@ -284,6 +344,13 @@ impl Metrics {
             cluster_live_members,
             metastore_up,
             metastore_errors,
+            impressions,
+            impressions_dropped,
+            clicks,
+            clicked_within,
+            ctr,
+            abandonment,
+            events_refused,
         })
     }
 }
@@ -442,6 +509,68 @@ pub(crate) fn count_metastore_error(operation: &str) {
         .metastore_errors
         .with_label_values(&[operation])
         .inc();
+}
+
+/// Why `POST /events` refused events (`rankd_events_refused_total{reason}`).
+const EVENT_REFUSALS: &[&str] = &["invalid", "unknown_query_id", "rate_limited", "too_large"];
+
+/// The `k` of CTR@k.
+const CTR_KS: [i64; 4] = [1, 3, 5, 10];
+
+/// One impression queued for logging.
+pub(crate) fn count_impression(model: &str) {
+    METRICS.impressions.with_label_values(&[model]).inc();
+    update_ratios(model);
+}
+
+/// Impressions not logged.
+pub(crate) fn count_dropped_impressions(n: usize) {
+    METRICS.impressions_dropped.inc_by(n as u64);
+}
+
+/// One stored click at `position` of an impression whose best click so far was
+/// `previous_best`: the impression now counts as clicked within every k the click reaches
+/// and the earlier clicks did not.
+pub(crate) fn count_click(model: &str, position: i64, previous_best: Option<i64>) {
+    let m = &*METRICS;
+    m.clicks.with_label_values(&[model]).inc();
+    if previous_best.is_none() {
+        m.clicked_within.with_label_values(&[model, "any"]).inc();
+    }
+    for k in CTR_KS {
+        if position <= k && previous_best.is_none_or(|b| b > k) {
+            m.clicked_within
+                .with_label_values(&[model, &k.to_string()])
+                .inc();
+        }
+    }
+    update_ratios(model);
+}
+
+/// Events refused by `POST /events` for `reason` (one of [`EVENT_REFUSALS`]).
+pub(crate) fn count_refused_events(reason: &str, n: usize) {
+    METRICS
+        .events_refused
+        .with_label_values(&[reason])
+        .inc_by(n as u64);
+}
+
+/// CTR@k and abandonment of `model` from its counters.
+fn update_ratios(model: &str) {
+    let m = &*METRICS;
+    let shown = m.impressions.with_label_values(&[model]).get() as f64;
+    if shown == 0.0 {
+        return;
+    }
+    for k in CTR_KS {
+        let k = k.to_string();
+        let clicked = m.clicked_within.with_label_values(&[model, &k]).get() as f64;
+        m.ctr.with_label_values(&[model, &k]).set(clicked / shown);
+    }
+    let clicked = m.clicked_within.with_label_values(&[model, "any"]).get() as f64;
+    m.abandonment
+        .with_label_values(&[model])
+        .set(1.0 - clicked / shown);
 }
 
 /// Every metric in the Prometheus text format.

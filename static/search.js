@@ -68,7 +68,7 @@ async function search(ev) {
   if (body.reranker) meta.push("reranked by ", node("span", { class: "reranker", id: "reranker" }, body.reranker));
   else meta.push(node("span", { id: "reranker" }, $("rerank").checked && !$("boost").checked ? "no reranker active" : "not reranked"));
   $("meta").replaceChildren(...meta);
-  $("hits").replaceChildren(...body.hits.map(renderHit));
+  $("hits").replaceChildren(...body.hits.map((h) => renderHit(h, body.query_id)));
   if (body.hits.length === 0) $("hits").append(node("p", {}, "No documents match."));
 }
 
@@ -87,11 +87,27 @@ function safeHref(url) {
   }
 }
 
-function renderHit(h) {
+/**
+ * Tells rankd that hit `h` of the answer `queryId` was clicked (`POST /events`, docs/GUIDE.md).
+ * A beacon outlives the page the click leaves; the server counts the click against the
+ * impression the answer logged.
+ */
+function reportClick(queryId, h) {
+  if (!queryId || !navigator.sendBeacon) return;
+  const event = { action_name: "click", query_id: queryId, object_id: h.id, position: h.rank, timestamp: Date.now() };
+  navigator.sendBeacon("/events", JSON.stringify(event));
+}
+
+function renderHit(h, queryId) {
   const href = safeHref(h.url);
   const a = href
     ? node("a", { href }, h.title || h.id)
     : node("span", { class: "title", title: "no http(s) link for this document" }, h.title || h.id);
+  // A left click and a middle click (new tab) both open the result.
+  if (href) {
+    a.addEventListener("click", () => reportClick(queryId, h));
+    a.addEventListener("auxclick", (ev) => { if (ev.button === 1) reportClick(queryId, h); });
+  }
   const line = node("div", { class: "url" }, `${h.rank}. ${h.url || h.id} — score ${h.score.toFixed(3)} `);
   const e = h.explain || {};
   if (Number.isInteger(e.first_phase_rank) && e.first_phase_rank !== h.rank) {

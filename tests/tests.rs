@@ -31,6 +31,7 @@ mod suite {
     mod cluster_trust;
     mod crash;
     mod demo_cli;
+    mod events;
     mod gbdt_cli;
     mod gbdt_import;
     mod gbdt_serving;

@@ -6,6 +6,7 @@
 pub mod admin;
 pub mod cluster;
 mod error;
+mod events;
 mod guard;
 mod listen;
 mod pages;
@@ -50,6 +51,8 @@ pub struct AppState {
     /// Serves the index as one shard of a collection too (`/cluster/v1/*`, `cluster.rs`),
     /// to callers holding the cluster key.
     pub leaf: Option<crate::secret::Trust>,
+    /// The impression log and `POST /events`' store (`crate::events`).
+    pub events: crate::events::EventStore,
 }
 
 impl AsRef<crate::search::Engine> for AppState {
@@ -108,6 +111,7 @@ pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::
         .routes(routes!(index_page))
         .routes(routes!(search::search))
         .routes(routes!(search::similar))
+        .routes(routes!(events::post_events))
         .routes(routes!(livez))
         .routes(routes!(readyz))
         .routes(routes!(telemetry::metrics))

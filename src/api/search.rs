@@ -41,10 +41,12 @@ impl QueryParams for SearchParams {
 }
 
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
-/// [`crate::search::Engine::search`] does the rest.
+/// [`crate::search::Engine::search`] does the rest. The answer's impression is logged under
+/// its `query_id` (with the `X-Client-Id` header's value, if sent) without waiting.
 #[utoipa::path(
     get, path = "/search", tag = "search",
-    params(SearchParams),
+    params(SearchParams,
+        ("X-Client-Id" = Option<String>, Header, description = "the client, stored with the impression")),
     responses(
         (status = 200, description = "ranked hits", body = SearchResponse),
         (status = 400, description = "bad parameter, named in `error.field`"),
@@ -60,9 +62,23 @@ pub async fn search(
     // Searches take about a millisecond (bounded by the query-length, k and window limits),
     // so they run on the request's own worker: a hand-off to the blocking pool costs more
     // than it saves.
-    let response = state.engine.search(&query)?;
+    let mut response = state.engine.search(&query)?;
     observe(&query, &response);
+    let impression = response.impression(&query, client_id(&headers));
+    response.query_id = Some(state.events.log_impression(impression));
     Ok(Json(response))
+}
+
+/// The header naming the client (a browser, a session, an app), stored with the impression.
+pub(super) const CLIENT_ID_HEADER: &str = "x-client-id";
+
+/// The requester's `X-Client-Id`, if it sent a usable one.
+pub(super) fn client_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(CLIENT_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= crate::events::MAX_ID_LEN)
+        .map(str::to_string)
 }
 
 /// The languages the requester reads, most wanted first (its `Accept-Language`).

@@ -413,6 +413,11 @@ fn serve_index_with(
         let url = config.database_url();
         let db = Db::open(&url).await?;
         tracing::info!("database: {}", redact(&url));
+        let events = crate::events::EventStore::start(db.clone(), config.events.clone());
+        tokio::spawn(crate::events::EventStore::run_retention(
+            db.clone(),
+            config.events.retention_days,
+        ));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
         let auth_failures = FailureThrottle::new(config.limits.admin_auth_failures_per_minute);
         ops.link_freshness.locked().stale_at_start = links_stale;
@@ -445,6 +450,7 @@ fn serve_index_with(
             reranker_error: Mutex::new(loaded.error),
             auth_failures,
             leaf,
+            events,
         });
         if let Some(f) = following {
             tokio::spawn(crate::cluster::generation::follow(
@@ -466,12 +472,18 @@ fn serve_index_with(
                 }
             })
         });
+        let log = state.events.log.clone();
         api::serve(state, config.addr, |bound| {
             eprintln!(
                 "rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)"
             );
             let _ = bound_tx.send(bound);
         })
-        .await
+        .await?;
+        // The impressions of the last answers are still queued: write them before exiting.
+        if !log.flush(std::time::Duration::from_secs(10)).await {
+            tracing::warn!("impressions still queued at exit were not written");
+        }
+        Ok(())
     })
 }

@@ -1,12 +1,14 @@
 //! The operational database: judgments, query texts, models and their activations, jobs and
-//! their logs, TrustRank seeds, label reservations. SQLite (a file in the data directory,
-//! nothing to install) by default, PostgreSQL when a `postgres://` URL is configured.
+//! their logs, TrustRank seeds, label reservations, search impressions and user events. SQLite
+//! (a file in the data directory, nothing to install) by default, PostgreSQL when a
+//! `postgres://` URL is configured.
 //!
 //! Queries are written once, in the SQL both backends understand, and run through sqlx's
 //! `Any` driver with runtime-checked queries (no database is needed to build rankd). Only the
 //! schema differs (identity columns), so each backend has its own migration directory:
 //! `migrations/sqlite/` and `migrations/postgres/`, applied at start-up.
 
+pub mod events;
 pub mod jobs;
 pub mod judgments;
 pub mod labels;

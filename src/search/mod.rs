@@ -30,6 +30,7 @@ use serde::Serialize;
 use tantivy::query::Query;
 use tantivy::{DocAddress, Searcher};
 
+use crate::events::Impression;
 use crate::features::{self, Candidate, FeatureMatrix, FeatureSet};
 use crate::links::{LinkData, NodeScores};
 use crate::text::columns::MeanRating;
@@ -324,6 +325,10 @@ pub(crate) fn check_window(window: usize) -> Result<(), SearchError> {
 /// The answer to a [`SearchQuery`].
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SearchResponse {
+    /// The impression's id for `POST /events` (26 characters, ULID layout: see
+    /// `crate::events::new_query_id`); set by the server, which logs the impression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query_id: Option<String>,
     pub query: String,
     /// The first-phase model.
     pub model: String,
@@ -346,6 +351,28 @@ pub struct SearchResponse {
     /// Seconds per phase, for the metrics.
     #[serde(skip)]
     pub times: PhaseTimes,
+}
+
+impl SearchResponse {
+    /// What the event log keeps of this answer to `q` (`crate::events`), under a new query
+    /// id: the hits in order, each at its 1-based rank in the whole list.
+    pub fn impression(&self, q: &SearchQuery, client_id: Option<String>) -> Impression {
+        Impression {
+            query_id: crate::events::new_query_id(),
+            created_at: crate::db::now_ms(),
+            query: self.query.clone(),
+            model: self.model.clone(),
+            reranker: self.reranker.clone(),
+            client_id,
+            offset: q.offset,
+            page_size: q.k,
+            shown: self
+                .hits
+                .iter()
+                .map(|h| (h.id.clone(), h.rank as i64))
+                .collect(),
+        }
+    }
 }
 
 /// Which shards of a sharded collection answered a search (Elasticsearch's `_shards`).
@@ -715,6 +742,7 @@ impl Engine {
             });
         }
         let mut response = SearchResponse {
+            query_id: None,
             query: q.text.clone(),
             model: match q.fusion {
                 Some(_) => "fusion".to_string(),

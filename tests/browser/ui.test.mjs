@@ -8,7 +8,8 @@
 //
 // It indexes a small linked corpus (corpus.mjs) with `rankd ingest` and `rankd graph`, serves
 // it with an admin token, stores judgments through the admin API, and then, in the browser:
-// searches and opens a score explanation; checks that documents whose `url` is a `javascript:`
+// searches and opens a score explanation; clicks a result and checks that the click is stored
+// as an event (POST /events); checks that documents whose `url` is a `javascript:`
 // or `data:` URL are shown without a link and that clicking their title runs nothing (stored
 // XSS, issue 16) and that the pages carry a Content-Security-Policy; on /admin rejects a wrong
 // token, accepts the right one, trains a model and watches the progress bar reach 100%, trains a second one, activates
@@ -110,6 +111,15 @@ async function serve(dataDir) {
     if (exited === null) child.kill("SIGKILL");
   };
   return { base, stop, output: () => output };
+}
+
+/** The sum of the samples of the metric `name` at `base/metrics` (0 when it has none). */
+async function metricSum(base, name) {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `))
+    .reduce((sum, l) => sum + Number(l.split(" ").pop()), 0);
 }
 
 async function admin(base, method, route, body) {
@@ -221,6 +231,19 @@ async function main() {
     assert.match(firstPanel, /pagerank/);
     assert.match(firstPanel, /bm25f/);
     await shot(page, "search-explain");
+
+    // A click on a result is reported to POST /events (navigator.sendBeacon) and stored: the
+    // server's click counter moves only once the event is committed. The navigation itself is
+    // cancelled (the result's URL is not served here).
+    const clicksBefore = await metricSum(server.base, "rankd_clicks_total");
+    await page.$eval(".hit > a", (a) => a.addEventListener("click", (e) => e.preventDefault()));
+    await page.click(".hit > a");
+    const clickDeadline = Date.now() + 10_000;
+    while ((await metricSum(server.base, "rankd_clicks_total")) !== clicksBefore + 1) {
+      assert.ok(Date.now() < clickDeadline, "the click on a result was not stored within 10 s");
+      await sleep(100);
+    }
+    log("a click on a result is stored as an event");
 
     // An error from the API is shown, not swallowed.
     await page.fill("#q", "x".repeat(17000)); // over the 16 KB query limit

@@ -1006,6 +1006,7 @@ impl Root {
             .await?;
         times.hits = t.elapsed().as_secs_f64();
         Ok(SearchResponse {
+            query_id: None,
             query: q.text.clone(),
             model: match q.fusion {
                 Some(_) => "fusion".to_string(),

@@ -1,0 +1,229 @@
+//! Impressions and user events (`crate::events`): batched inserts, the all-or-nothing store
+//! of a request's events, and retention.
+
+use sqlx::Row;
+
+use super::{now_ms, Backend, Db};
+use serde_json::{Map, Value};
+
+/// One answered search, as logged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Impression {
+    pub query_id: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub query: String,
+    /// The first-phase model.
+    pub model: String,
+    /// The reranker, when one ranked the hits.
+    pub reranker: Option<String>,
+    pub client_id: Option<String>,
+    /// The page: `offset` and `k` of the search.
+    pub offset: usize,
+    pub page_size: usize,
+    /// `(object_id, position)` in the order shown; positions are the hits' 1-based ranks.
+    pub shown: Vec<(String, i64)>,
+}
+
+impl Impression {
+    /// The `model` label of the metrics: the reranker if one ranked, else the first phase.
+    pub fn model_label(&self) -> &str {
+        self.reranker.as_deref().unwrap_or(&self.model)
+    }
+}
+
+/// One user event (UBI's fields, flattened).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// `click`, `dwell`, or any other name.
+    pub action_name: String,
+    pub query_id: String,
+    pub object_id: Option<String>,
+    /// The object's 1-based rank in the result list.
+    pub position: Option<i64>,
+    /// The client's time, milliseconds since the Unix epoch (the server's when absent).
+    pub timestamp: i64,
+    pub dwell_ms: Option<i64>,
+    pub client_id: Option<String>,
+    /// Every other field of the event, as sent.
+    pub attributes: Option<Map<String, Value>>,
+}
+
+impl Event {
+    pub fn is_click(&self) -> bool {
+        self.action_name == "click"
+    }
+}
+
+/// What a stored click changed, for the metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredClick {
+    /// The impression's metric label ([`Impression::model_label`]).
+    pub model: String,
+    pub position: i64,
+    /// The impression's best (smallest) clicked position before this click.
+    pub previous_best: Option<i64>,
+}
+
+/// What an event needs of its impression.
+const IMPRESSION_LOOKUP: &str =
+    "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1";
+
+/// Rows per multi-row INSERT: 10 columns × 50 rows stays under SQLite's oldest limit of 999
+/// bound parameters.
+const ROWS_PER_INSERT: usize = 50;
+
+impl Db {
+    /// Writes impressions in one transaction.
+    pub async fn store_impressions(&self, impressions: &[Impression]) -> Result<(), sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        for chunk in impressions.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO search_impressions (query_id, created_at, query, model, reranker, \
+                 client_id, page_offset, page_size, shown) VALUES ",
+            );
+            push_placeholders(&mut sql, chunk.len(), 9);
+            let mut q = sqlx::query(&sql);
+            for i in chunk {
+                let shown: Vec<serde_json::Value> = i
+                    .shown
+                    .iter()
+                    .map(|(id, p)| serde_json::json!({"object_id": id, "position": p}))
+                    .collect();
+                q = q
+                    .bind(i.query_id.clone())
+                    .bind(i.created_at)
+                    .bind(i.query.clone())
+                    .bind(i.model.clone())
+                    .bind(i.reranker.clone())
+                    .bind(i.client_id.clone())
+                    .bind(i.offset as i64)
+                    .bind(i.page_size as i64)
+                    .bind(serde_json::Value::Array(shown).to_string());
+            }
+            q.execute(&mut *tx).await?;
+        }
+        tx.commit().await
+    }
+
+    /// Stores `events` in one transaction and records each click as its impression's best
+    /// click when it is the highest-ranked so far. `Ok(Err(ids))`: query ids without an
+    /// impression; nothing was stored.
+    pub async fn store_events(
+        &self,
+        events: &[Event],
+    ) -> Result<Result<Vec<StoredClick>, Vec<String>>, sqlx::Error> {
+        let received = now_ms();
+        let mut tx = self.begin_write().await?;
+        // query id → (metric label, best click)
+        let mut known = std::collections::HashMap::new();
+        let mut unknown = Vec::new();
+        // On PostgreSQL the impressions are locked until the commit, so that concurrent
+        // clicks on one impression see each other's best click (SQLite's write transaction
+        // already excludes them); in sorted order, so two requests cannot deadlock.
+        let lookup = match self.backend {
+            Backend::Sqlite => IMPRESSION_LOOKUP.to_string(),
+            Backend::Postgres => format!("{IMPRESSION_LOOKUP} FOR UPDATE"),
+        };
+        for id in query_ids(events) {
+            let row = sqlx::query(&lookup)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            match row {
+                Some(r) => {
+                    let model: String = r.try_get("model")?;
+                    let reranker: Option<String> = r.try_get("reranker")?;
+                    let best: Option<i64> = r.try_get("best_click")?;
+                    known.insert(id, (reranker.unwrap_or(model), best));
+                }
+                None => unknown.push(id.to_string()),
+            }
+        }
+        if !unknown.is_empty() {
+            return Ok(Err(unknown));
+        }
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            let mut sql = String::from(
+                "INSERT INTO search_events (query_id, action_name, object_id, position, \
+                 event_time, received_at, dwell_ms, client_id, attributes) VALUES ",
+            );
+            push_placeholders(&mut sql, chunk.len(), 9);
+            let mut q = sqlx::query(&sql);
+            for e in chunk {
+                q = q
+                    .bind(e.query_id.clone())
+                    .bind(e.action_name.clone())
+                    .bind(e.object_id.clone())
+                    .bind(e.position)
+                    .bind(e.timestamp)
+                    .bind(received)
+                    .bind(e.dwell_ms)
+                    .bind(e.client_id.clone())
+                    .bind(
+                        e.attributes
+                            .as_ref()
+                            .map(|a| serde_json::Value::Object(a.clone()).to_string()),
+                    );
+            }
+            q.execute(&mut *tx).await?;
+        }
+        let mut clicks = Vec::new();
+        for e in events.iter().filter(|e| e.is_click()) {
+            let Some(position) = e.position else { continue };
+            let (model, best) = known
+                .get_mut(e.query_id.as_str())
+                .expect("every query id was looked up");
+            clicks.push(StoredClick {
+                model: model.clone(),
+                position,
+                previous_best: *best,
+            });
+            if best.is_none_or(|b| position < b) {
+                *best = Some(position);
+                sqlx::query("UPDATE search_impressions SET best_click = $1 WHERE query_id = $2")
+                    .bind(position)
+                    .bind(e.query_id.clone())
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(Ok(clicks))
+    }
+
+    /// Deletes impressions created and events received before `cutoff` (ms); how many of each.
+    pub async fn delete_events_before(&self, cutoff: i64) -> Result<(u64, u64), sqlx::Error> {
+        let mut tx = self.begin_write().await?;
+        let events = sqlx::query("DELETE FROM search_events WHERE received_at < $1")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let impressions = sqlx::query("DELETE FROM search_impressions WHERE created_at < $1")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok((impressions, events))
+    }
+}
+
+/// Distinct query ids of `events`, sorted.
+fn query_ids(events: &[Event]) -> std::collections::BTreeSet<&str> {
+    events.iter().map(|e| e.query_id.as_str()).collect()
+}
+
+/// Appends `($1, .., $k), ($k+1, ..)` for `rows` rows of `columns` values.
+fn push_placeholders(sql: &mut String, rows: usize, columns: usize) {
+    use std::fmt::Write;
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..columns {
+            let sep = if c == 0 { "" } else { ", " };
+            let _ = write!(sql, "{sep}${}", r * columns + c + 1);
+        }
+        sql.push(')');
+    }
+}
