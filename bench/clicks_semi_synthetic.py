@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--etas", default="1,2")
     ap.add_argument("--sessions", default="10000,100000")
-    ap.add_argument("--propensity-models", default="regression-em,pbm",
+    ap.add_argument("--propensity-models", default="pbm,regression-em",
                     help="the click models IPS takes its propensities from, one column each")
     args = ap.parse_args()
     models = args.propensity_models.split(",")

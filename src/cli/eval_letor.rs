@@ -51,8 +51,8 @@ pub struct EvalLetorArgs {
     #[arg(long, value_enum, default_value_t = Debias::Ips, requires = "train_clicks")]
     pub debias: Debias,
     /// With --train-clicks: the click model whose examination probabilities are the
-    /// propensities.
-    #[arg(long, value_enum, default_value_t = PropensityModel::RegressionEm, requires = "train_clicks")]
+    /// propensities (pbm measured best: docs/EVALUATION.md, "Learning from clicks").
+    #[arg(long, value_enum, default_value_t = PropensityModel::Pbm, requires = "train_clicks")]
     pub propensity_model: PropensityModel,
     /// With --train-clicks: the smallest propensity a click is divided by.
     #[arg(long, default_value_t = DEFAULT_PROPENSITY_CLIP, requires = "train_clicks")]

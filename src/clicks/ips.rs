@@ -269,13 +269,9 @@ mod tests {
             ..Protocol::default()
         };
         let sessions = simulate(&protocol, &set, &scores).unwrap();
-        let got = estimate_propensities(
-            &sessions,
-            &set,
-            PropensityModel::Pbm,
-            PROPENSITY_ITERATIONS,
-        )
-        .unwrap();
+        let got =
+            estimate_propensities(&sessions, &set, PropensityModel::Pbm, PROPENSITY_ITERATIONS)
+                .unwrap();
         for (k, p) in got.iter().enumerate() {
             let truth = protocol.examination(k + 1);
             assert!((p - truth).abs() < 0.05, "rank {}: {p} vs {truth}", k + 1);
