@@ -16,6 +16,7 @@
 //! header_read_timeout_secs = 10       # a request's headers must arrive within this
 //! admin_auth_failures_per_minute = 60 # wrong admin tokens per address, then 429
 //! [events]                            # impressions and POST /events (crate::events)
+//! log_impressions = true             # false: /search answers carry no query_id, nothing logged
 //! retention_days = 90                 # older impressions and events: deleted at start-up, hourly
 //! queue_capacity = 65536              # impressions waiting to be written; beyond: dropped
 //! max_per_second = 20000              # events per second per client address, then 429
@@ -217,6 +218,11 @@ impl Config {
         }
         let mut events = file.events.unwrap_or_default();
         env_number(
+            "RANKD_EVENTS_LOG_IMPRESSIONS",
+            &env,
+            &mut events.log_impressions,
+        )?;
+        env_number(
             "RANKD_EVENTS_RETENTION_DAYS",
             &env,
             &mut events.retention_days,
@@ -295,7 +301,7 @@ where
         *slot = v
             .trim()
             .parse()
-            .map_err(|e| anyhow::anyhow!("{name}={v:?} is not a valid number: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("{name}={v:?} is not valid here: {e}"))?;
     }
     Ok(())
 }

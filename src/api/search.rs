@@ -64,8 +64,10 @@ pub async fn search(
     // than it saves.
     let mut response = state.engine.search(&query)?;
     observe(&query, &response);
-    let impression = response.impression(&query, client_id(&headers));
-    response.query_id = Some(state.events.log_impression(impression));
+    if state.events.settings.log_impressions {
+        let impression = response.impression(&query, client_id(&headers));
+        response.query_id = Some(state.events.log_impression(impression));
+    }
     Ok(Json(response))
 }
 

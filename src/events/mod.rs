@@ -36,6 +36,9 @@ use crate::db::Db;
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EventSettings {
+    /// Whether `/search` logs its impressions (and answers with a `query_id`). Off, the server
+    /// keeps no record of what it showed, and `POST /events` finds no query id to accept.
+    pub log_impressions: bool,
     /// Impressions and events older than this many days are deleted (at start-up, then hourly).
     pub retention_days: u32,
     /// Impressions waiting to be written; one more is dropped and counted.
@@ -52,6 +55,7 @@ pub struct EventSettings {
 impl Default for EventSettings {
     fn default() -> Self {
         EventSettings {
+            log_impressions: true,
             retention_days: 90,
             queue_capacity: 65_536,
             max_per_second: 20_000,

@@ -131,6 +131,18 @@ fn search_answers_carry_a_query_id_and_their_impression_is_stored() {
     );
 }
 
+/// `[events] log_impressions = false`: the answer has no `query_id`, nothing is logged, and a
+/// click can name no query.
+#[test]
+fn with_impression_logging_off_nothing_is_logged() {
+    let (_dir, db, server) = server(&[("RANKD_EVENTS_LOG_IMPRESSIONS", "false")]);
+    let answer = search_body(&server.base, "k=5", "capacity");
+    assert!(answer.get("query_id").is_none(), "{answer}");
+    assert!(!answer["hits"].as_array().unwrap().is_empty(), "{answer}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(count(&db, "search_impressions"), 0);
+}
+
 #[test]
 fn ndjson_and_json_arrays_store_clicks() {
     let (_dir, db, server) = server(&[]);
