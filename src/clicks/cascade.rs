@@ -59,11 +59,7 @@ impl ClickModel for Cascade {
                     self.attractiveness(&session.query, doc)
                 };
                 clicked_above |= clicked;
-                if clicked {
-                    p
-                } else {
-                    1.0 - p
-                }
+                super::observed(p, clicked)
             })
             .collect()
     }

@@ -199,11 +199,7 @@ impl ClickModel for Dbn {
                 } else {
                     self.gamma * e * (1.0 - a) / (1.0 - p)
                 };
-                if clicked {
-                    p
-                } else {
-                    1.0 - p
-                }
+                super::observed(p, clicked)
             })
             .collect()
     }

@@ -112,6 +112,23 @@ impl Default for BetaPrior {
     }
 }
 
+/// The probability of what was observed at a rank, from the model's click probability `p`.
+pub(crate) fn observed(p: f64, clicked: bool) -> f64 {
+    if clicked {
+        p
+    } else {
+        1.0 - p
+    }
+}
+
+/// A per-rank examination table's value at 1-based `rank` (ε beyond the deepest rank fitted).
+pub(crate) fn rank_examination(theta: &[f64], rank: usize) -> f64 {
+    theta
+        .get(rank.saturating_sub(1))
+        .copied()
+        .unwrap_or(EPSILON)
+}
+
 pub(crate) fn clamp(p: f64) -> f64 {
     p.clamp(EPSILON, 1.0 - EPSILON)
 }
@@ -350,11 +367,7 @@ pub(crate) fn examined_clicks(
     impressions_of(session)
         .map(|(k, d, doc, clicked)| {
             let p = theta(k, d) * gamma.get(&session.query, doc);
-            if clicked {
-                p
-            } else {
-                1.0 - p
-            }
+            observed(p, clicked)
         })
         .collect()
 }

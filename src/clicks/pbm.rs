@@ -55,17 +55,12 @@ impl Pbm {
 
 impl ClickModel for Pbm {
     fn click_probabilities(&self, session: &Session) -> Vec<f64> {
-        let theta = |k: usize, _| self.theta.get(k).copied().unwrap_or(super::EPSILON);
+        let theta = |k: usize, _| super::rank_examination(&self.theta, k + 1);
         examined_clicks(session, theta, &self.gamma)
     }
 
     fn examination(&self, rank: usize) -> Option<f64> {
-        Some(
-            self.theta
-                .get(rank.saturating_sub(1))
-                .copied()
-                .unwrap_or(super::EPSILON),
-        )
+        Some(super::rank_examination(&self.theta, rank))
     }
 
     fn attractiveness(&self, query: &str, doc: &str) -> f64 {

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use super::sessions::RowSession;
-use super::{clamp, ClickModel, Parameters, Session};
+use super::{clamp, Attractiveness, ClickModel, Parameters, Session};
 use crate::error::Invalid;
 use crate::rerank::RankSet;
 
@@ -38,7 +38,7 @@ pub struct RegressionEm {
     pub weights: Vec<f64>,
     pub bias: f64,
     /// The pairs the model was fitted on, with their attractiveness, for reports.
-    fitted: HashMap<(String, String), f64>,
+    fitted: Attractiveness,
     /// Each query's rows in the feature set, to score a pair it was not fitted on.
     features: HashMap<String, Vec<Vec<f64>>>,
 }
@@ -162,13 +162,18 @@ impl RegressionEm {
                 bias -= step[nf];
             }
         }
-        let mut fitted = HashMap::new();
-        for (&(q, row), &pair) in &index {
-            fitted.insert(
-                (set.queries[q].qid.clone(), row.to_string()),
-                gamma_of(&weights, bias, &x[pair]),
-            );
-        }
+        let fitted = Attractiveness {
+            by_pair: index
+                .iter()
+                .map(|(&(q, row), &pair)| {
+                    (
+                        (set.queries[q].qid.clone(), row.to_string()),
+                        gamma_of(&weights, bias, &x[pair]),
+                    )
+                })
+                .collect(),
+            prior: 0.5,
+        };
         let features = set
             .queries
             .iter()
@@ -227,24 +232,15 @@ impl ClickModel for RegressionEm {
             .zip(&session.clicks)
             .enumerate()
             .map(|(k, (doc, &clicked))| {
-                let theta = self.theta.get(k).copied().unwrap_or(super::EPSILON);
+                let theta = super::rank_examination(&self.theta, k + 1);
                 let p = theta * self.attractiveness(&session.query, doc);
-                if clicked {
-                    p
-                } else {
-                    1.0 - p
-                }
+                super::observed(p, clicked)
             })
             .collect()
     }
 
     fn examination(&self, rank: usize) -> Option<f64> {
-        Some(
-            self.theta
-                .get(rank.saturating_sub(1))
-                .copied()
-                .unwrap_or(super::EPSILON),
-        )
+        Some(super::rank_examination(&self.theta, rank))
     }
 
     /// From the features of the pair's row, fitted on it or not; 0.5 for a pair outside the
@@ -262,22 +258,11 @@ impl ClickModel for RegressionEm {
     }
 
     fn parameters(&self) -> Parameters {
-        let mut pairs: Vec<super::PairParameters> = self
-            .fitted
-            .iter()
-            .map(|((query, doc), &a)| super::PairParameters {
-                query: query.clone(),
-                doc: doc.clone(),
-                attractiveness: a,
-                satisfaction: None,
-            })
-            .collect();
-        pairs.sort_by(|x, y| (&x.query, &x.doc).cmp(&(&y.query, &y.doc)));
         Parameters {
             model: "regression_em",
             examination: self.theta.iter().map(|&t| vec![t]).collect(),
             continuation: None,
-            pairs,
+            pairs: self.fitted.pairs(),
         }
     }
 }
