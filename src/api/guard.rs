@@ -16,12 +16,17 @@
 //! - [`json_errors`]: every error answer has the API's JSON shape. Errors rankd raises already
 //!   do; this rewrites the ones produced by axum and tower (405 for a wrong method, 408 from
 //!   the timeout, plain-text extractor rejections such as `/doc/%ff`) from their status and text.
+//! - [`time_limit`]: a request still running after `limits.request_timeout_secs` is dropped
+//!   and answered 408, unless it has begun a write it cannot take back ([`Commitment`]): then
+//!   the answer waits for the write, so a 408 always means nothing was written.
 //! - [`security_headers`]: a Content-Security-Policy that allows scripts only from rankd's own
 //!   files (no inline script, no `javascript:` URLs, no framing), `X-Content-Type-Options:
 //!   nosniff` and `X-Frame-Options: DENY`, on every answer: the search page shows documents'
 //!   text and URLs, which are whatever was ingested, on the origin that also serves `/admin`.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -78,6 +83,50 @@ pub(crate) async fn shed_load(
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             response
         }
+    }
+}
+
+/// A request's promise to finish: a handler about to commit a write calls
+/// [`Commitment::begin`], and from then on [`time_limit`] waits for its answer.
+#[derive(Clone, Default)]
+pub(crate) struct Commitment(Arc<AtomicU8>);
+
+const PENDING: u8 = 0;
+const COMMITTED: u8 = 1;
+const TIMED_OUT: u8 = 2;
+
+impl Commitment {
+    /// True when the write may go ahead (the request has not timed out); the time limit no
+    /// longer applies to the request.
+    pub(crate) fn begin(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, COMMITTED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    fn time_out(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+}
+
+/// Answers 408 (made JSON by [`json_errors`]) to a request running longer than `limit`,
+/// unless it has begun a write (see [`Commitment`]).
+pub(crate) async fn time_limit(
+    State(limit): State<Duration>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let commitment = Commitment::default();
+    request.extensions_mut().insert(commitment.clone());
+    let mut running = std::pin::pin!(next.run(request));
+    tokio::select! {
+        response = &mut running => response,
+        _ = tokio::time::sleep(limit) => match commitment.time_out() {
+            true => StatusCode::REQUEST_TIMEOUT.into_response(),
+            false => running.await,
+        },
     }
 }
 

@@ -1,6 +1,6 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
 //! stay thin; the ranking lives in the library modules. What protects the server (one
-//! concurrency limit, JSON for every error, security headers) is in `guard.rs`; the accept
+//! concurrency limit, the time limit, JSON for every error, security headers) is in `guard.rs`; the accept
 //! loop with its header-read timeout and connection cap in `listen.rs`.
 
 pub mod admin;
@@ -24,7 +24,6 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use tower::ServiceBuilder;
-use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -152,6 +151,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             None => Router::new(),
         })
         .layer(Extension(Arc::new(openapi)))
+        .layer(Extension(search::SearchPool::new(&limits)))
         .layer(
             // Outermost first.
             ServiceBuilder::new()
@@ -163,9 +163,9 @@ pub fn router(state: Arc<AppState>) -> Router {
                     slots,
                     guard::shed_load,
                 ))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::REQUEST_TIMEOUT,
+                .layer(axum::middleware::from_fn_with_state(
                     Duration::from_secs(limits.request_timeout_secs),
+                    guard::time_limit,
                 ))
                 // Enforced by the body extractors, so the admin routes can answer an
                 // oversized body with a JSON 413 like every other error.

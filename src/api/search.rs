@@ -1,15 +1,19 @@
 //! `GET /search` and `GET /doc/{id}`.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::Json;
+use axum::{Extension, Json};
+use tokio::sync::Semaphore;
 
 use super::error::ApiError;
 use super::params::{Query, QueryParams};
 use super::AppState;
-use crate::search::{DocResponse, Ranking, SearchQuery, SearchResponse, SimilarResponse};
+use crate::search::{
+    budget, Deadline, DocResponse, Ranking, SearchQuery, SearchResponse, SimilarResponse,
+};
 
 /// `GET /search`'s parameters: the library's rule book ([`crate::search::request`]).
 pub use crate::search::request::SearchRequest as SearchParams;
@@ -40,29 +44,71 @@ impl QueryParams for SearchParams {
     ];
 }
 
+/// The threads searches run on: tokio's blocking pool, at most [`SearchPool::slots`] searches
+/// at a time, so a long search never holds one of the few async workers that answer every
+/// other request (`/livez`, `/readyz`, `/metrics` among them). A search waits for a slot
+/// until its deadline, then is answered 503.
+#[derive(Clone)]
+pub(crate) struct SearchPool {
+    slots: Arc<Semaphore>,
+    /// `limits.request_timeout_secs`: the search's deadline, counted from its arrival.
+    budget: Duration,
+}
+
+impl SearchPool {
+    pub(crate) fn new(limits: &crate::config::Limits) -> Self {
+        SearchPool {
+            slots: Arc::new(Semaphore::new(Self::slots())),
+            budget: Duration::from_secs(limits.request_timeout_secs),
+        }
+    }
+
+    /// Searches at once: more than the cores, so that a short search finds a slot while
+    /// long ones run (the OS shares the cores between them), few enough that the threads'
+    /// stacks stay small.
+    fn slots() -> usize {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        (8 * cores).max(16)
+    }
+}
+
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
-/// [`crate::search::Engine::search`] does the rest. The answer's impression is logged under
-/// its `query_id` (with the `X-Client-Id` header's value, if sent) without waiting.
+/// [`crate::search::Engine::search_until`] does the rest on the [`SearchPool`], within
+/// `limits.request_timeout_secs`. The answer's impression is logged under its `query_id`
+/// (with the `X-Client-Id` header's value, if sent) without waiting.
 #[utoipa::path(
     get, path = "/search", tag = "search",
     params(SearchParams,
         ("X-Client-Id" = Option<String>, Header, description = "the client, stored with the impression")),
     responses(
         (status = 200, description = "ranked hits", body = SearchResponse),
-        (status = 400, description = "bad parameter, named in `error.field`"),
+        (status = 400, description = "bad parameter, named in `error.field`; a search over the cost limit (`crate::search::budget`) names `q` or `inputs`"),
+        (status = 503, description = "the search did not finish, or find a thread, within `limits.request_timeout_secs`"),
     )
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
+    Extension(pool): Extension<SearchPool>,
     headers: HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
+    let deadline = Instant::now() + pool.budget;
     let mut query = p.into_query(state.engine.model().is_some())?;
     query.requester_langs = requester_langs(&headers);
-    // Searches take about a millisecond (bounded by the query-length, k and window limits),
-    // so they run on the request's own worker: a hand-off to the blocking pool costs more
-    // than it saves.
-    let mut response = state.engine.search(&query)?;
+    budget::check_cost(&query)?;
+    let permit = tokio::time::timeout_at(deadline.into(), pool.slots.acquire_owned())
+        .await
+        .map_err(|_| crate::search::SearchError::OverBudget("waiting for a search thread"))?
+        .map_err(|e| ApiError::internal(format!("the search pool is closed: {e}")))?;
+    let searching = state.clone();
+    let (query, response) = tokio::task::spawn_blocking(move || {
+        let response = searching.engine.search_until(&query, Deadline::at(deadline));
+        drop(permit);
+        (query, response)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("the search thread failed: {e}")))?;
+    let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {
         let impression = response.impression(&query, client_id(&headers));

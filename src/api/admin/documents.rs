@@ -12,13 +12,14 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
 use crate::api::params::{Query, QueryParams};
+use crate::api::guard::Commitment;
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
 
@@ -82,6 +83,7 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
 )]
 pub async fn upsert(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(p): Query<BatchParams>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -104,11 +106,18 @@ pub async fn upsert(
         ));
     }
     let writing = state.ops.index_writes.lock().await;
+    if commitment.is_some_and(|Extension(c)| !c.begin()) {
+        // The time limit has answered 408: nothing may be written.
+        return Err(ApiError::unavailable(
+            "request_timeout",
+            "the request timed out before its write began",
+        ));
+    }
     let writer = state.clone();
     let indexed = tokio::task::spawn_blocking(move || writer.engine.index.upsert(docs))
         .await
         .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+        .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, indexed);
     drop(writing);
     let links = after_batch(&state, recompute).await;
@@ -153,6 +162,7 @@ impl DeleteRequest {
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(p): Query<BatchParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -168,11 +178,18 @@ pub async fn delete(
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
+    if commitment.is_some_and(|Extension(c)| !c.begin()) {
+        // The time limit has answered 408: nothing may be written.
+        return Err(ApiError::unavailable(
+            "request_timeout",
+            "the request timed out before its write began",
+        ));
+    }
     let writer = state.clone();
     let deleted = tokio::task::spawn_blocking(move || writer.engine.index.delete(&ids))
         .await
         .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+        .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, deleted);
     drop(writing);
     let links = after_batch(&state, recompute).await;
