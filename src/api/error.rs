@@ -115,7 +115,9 @@ impl From<SearchError> for ApiError {
         let field = match &e {
             SearchError::Query(_) => Some("q".to_string()),
             SearchError::Param { field, .. } => Some(field.to_string()),
-            SearchError::Unavailable(_) | SearchError::OverBudget(_) | SearchError::Internal(_) => None,
+            SearchError::Unavailable(_) | SearchError::OverBudget(_) | SearchError::Internal(_) => {
+                None
+            }
         };
         let message = match &e {
             SearchError::Param { message, .. } => message.clone(),

@@ -259,16 +259,22 @@ mod tests {
         let held: Vec<Admitted> = (0..3).map(|_| connections.admit(hog).unwrap()).collect();
         // Busy connections are not evicted.
         held[0].busy.fetch_add(1, Ordering::SeqCst);
-        let a = connections.admit(other).expect("an idle connection of the hog gives way");
+        let a = connections
+            .admit(other)
+            .expect("an idle connection of the hog gives way");
         let b = connections.admit(other).expect("and another");
         // The hog's last is busy, and `other` now holds the most: its own idle ones go.
-        let c = connections.admit(other).expect("other's own idle connection gives way");
+        let c = connections
+            .admit(other)
+            .expect("other's own idle connection gives way");
         held[0].busy.fetch_sub(1, Ordering::SeqCst);
         for x in [&a, &b, &c] {
             x.busy.fetch_add(1, Ordering::SeqCst);
         }
         // Three live: other's busy b and c, and the hog's held[0], idle now: it gives way.
-        let d = connections.admit(hog).expect("the only idle connection gives way");
+        let d = connections
+            .admit(hog)
+            .expect("the only idle connection gives way");
         d.busy.fetch_add(1, Ordering::SeqCst);
         assert!(connections.admit(other).is_none(), "nothing idle is left");
         drop(held);

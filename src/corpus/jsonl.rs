@@ -204,12 +204,19 @@ mod tests {
     /// invalid record naming its line and the limit, and the lines around it still parse.
     #[test]
     fn records_over_the_size_limit_are_refused_naming_the_line() {
-        let long = format!(r#"{{"id":"big","body":"{}"}}"#, "a".repeat(MAX_RECORD_BYTES));
+        let long = format!(
+            r#"{{"id":"big","body":"{}"}}"#,
+            "a".repeat(MAX_RECORD_BYTES)
+        );
         let text = format!("{{\"id\":\"a\"}}\n{long}\n{{\"id\":\"b\"}}\n");
         let parsed = parse(Path::new("t.jsonl"), text.as_bytes());
         let e = parsed[1].as_ref().unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert!(e.message.contains(&MAX_RECORD_BYTES.to_string()), "{}", e.message);
+        assert!(
+            e.message.contains(&MAX_RECORD_BYTES.to_string()),
+            "{}",
+            e.message
+        );
         assert_eq!(parsed[0].as_ref().unwrap().id, "a");
         assert_eq!(parsed[2].as_ref().unwrap().id, "b");
     }

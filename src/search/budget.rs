@@ -17,8 +17,8 @@
 use std::time::Instant;
 
 use super::{SearchError, SearchQuery};
-use crate::text::query::QueryTerms;
 use crate::text::config::Analyzer;
+use crate::text::query::QueryTerms;
 
 /// Most posting lists one search may walk: distinct words × first-phase models. A search of
 /// the longest query (`MAX_QUERY_TERMS` = 1 024 words) fits with two fused models.
@@ -74,7 +74,10 @@ mod tests {
     use std::time::Duration;
 
     fn words(n: usize) -> String {
-        (0..n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+        (0..n)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     #[test]

@@ -16,7 +16,9 @@ const VOCABULARY: usize = 1024;
 fn heavy_corpus(dir: &Path, n: usize) -> PathBuf {
     let mut seed: u64 = 16;
     let mut word = || {
-        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         format!("t{}", (seed >> 33) % VOCABULARY as u64)
     };
     let lines: Vec<String> = (0..n)
@@ -79,7 +81,12 @@ fn status_on(s: &mut TcpStream, path: &str) -> u16 {
 /// CPU seconds the process has used (user and system), from `/proc/PID/stat`.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
     ticks / 100.0
 }
@@ -116,7 +123,12 @@ fn searches_end_within_their_budget_and_probes_answer_meanwhile() {
 
     // Over the cost limit: three models × 1 024 words.
     let over = heavy_search().replace("inputs=bm25,tfidf", "inputs=bm25,tfidf,lm");
-    assert_error(&get(&format!("{b}{over}"), None), 400, Some("inputs"), "2048");
+    assert_error(
+        &get(&format!("{b}{over}"), None),
+        400,
+        Some("inputs"),
+        "2048",
+    );
 
     // Four heavy searches at once; the probes still answer within 100 ms.
     let heavy: Vec<_> = (0..4)

@@ -158,7 +158,10 @@ fn connections_are_capped_and_slow_headers_cut_off() {
     let b = &server.base;
     let mut slow: Vec<TcpStream> = (0..3).map(|_| send(b, b"GET /sea")).collect();
     std::thread::sleep(Duration::from_millis(300));
-    let mut extra = send(b, b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut extra = send(
+        b,
+        b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     let answer = read_until_closed(&mut extra, Duration::from_secs(3))
         .expect("the connection over the cap is answered and closed");
     assert_eq!(status_of(&answer), 200, "{answer}");

@@ -18,8 +18,8 @@ use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
-use crate::api::params::{Query, QueryParams};
 use crate::api::guard::Commitment;
+use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
 
