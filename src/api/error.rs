@@ -183,13 +183,16 @@ pub(crate) fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
         ),
         (
             408,
-            "the request took longer than `limits.request_timeout_secs`",
+            "the request took longer than `limits.request_timeout_secs`; nothing was written \
+             (a write that has begun is answered when it is done)",
         ),
         (414, "the request line is longer than the server takes"),
         (431, "the request headers are larger than the server takes"),
         (
             503,
-            "over `limits.max_concurrent_requests` (retry), or starting or draining",
+            "unavailable for now, retry after `Retry-After`: over \
+             `limits.max_concurrent_requests`, a search over its time budget, the index being \
+             written by another process, or starting or draining",
         ),
     ];
     for item in openapi.paths.paths.values_mut() {

@@ -1,7 +1,8 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
 //! stay thin; the ranking lives in the library modules. What protects the server (one
-//! concurrency limit, the time limit, JSON for every error, security headers) is in `guard.rs`; the accept
-//! loop with its header-read timeout and connection cap in `listen.rs`.
+//! concurrency limit, the time limit, JSON for every error, security headers) is in
+//! `guard.rs`; the accept loop with its header-read timeout and connection shares in
+//! `listen.rs`; the threads searches run on, shared between clients, in `search_pool.rs`.
 
 pub mod admin;
 pub mod cluster;
@@ -12,6 +13,7 @@ mod listen;
 mod pages;
 mod params;
 mod search;
+mod search_pool;
 mod strict;
 mod telemetry;
 
@@ -151,7 +153,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             None => Router::new(),
         })
         .layer(Extension(Arc::new(openapi)))
-        .layer(Extension(search::SearchPool::new(&limits)))
+        .layer(Extension(search_pool::SearchPool::new(&limits)))
         .layer(
             // Outermost first.
             ServiceBuilder::new()

@@ -1,15 +1,16 @@
 //! `GET /search` and `GET /doc/{id}`.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::HeaderMap;
 use axum::{Extension, Json};
-use tokio::sync::Semaphore;
 
 use super::error::ApiError;
 use super::params::{Query, QueryParams};
+use super::search_pool::{is_heavy, SearchPool};
 use super::AppState;
 use crate::search::{
     budget, Deadline, DocResponse, Ranking, SearchQuery, SearchResponse, SimilarResponse,
@@ -44,34 +45,6 @@ impl QueryParams for SearchParams {
     ];
 }
 
-/// The threads searches run on: tokio's blocking pool, at most [`SearchPool::slots`] searches
-/// at a time, so a long search never holds one of the few async workers that answer every
-/// other request (`/livez`, `/readyz`, `/metrics` among them). A search waits for a slot
-/// until its deadline, then is answered 503.
-#[derive(Clone)]
-pub(crate) struct SearchPool {
-    slots: Arc<Semaphore>,
-    /// `limits.request_timeout_secs`: the search's deadline, counted from its arrival.
-    budget: Duration,
-}
-
-impl SearchPool {
-    pub(crate) fn new(limits: &crate::config::Limits) -> Self {
-        SearchPool {
-            slots: Arc::new(Semaphore::new(Self::slots())),
-            budget: Duration::from_secs(limits.request_timeout_secs),
-        }
-    }
-
-    /// Searches at once: more than the cores, so that a short search finds a slot while
-    /// long ones run (the OS shares the cores between them), few enough that the threads'
-    /// stacks stay small.
-    fn slots() -> usize {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        (8 * cores).max(16)
-    }
-}
-
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
 /// [`crate::search::Engine::search_until`] does the rest on the [`SearchPool`], within
 /// `limits.request_timeout_secs`. The answer's impression is logged under its `query_id`
@@ -89,25 +62,30 @@ impl SearchPool {
 pub async fn search(
     State(state): State<Arc<AppState>>,
     Extension(pool): Extension<SearchPool>,
+    client: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
     let deadline = Instant::now() + pool.budget;
     let mut query = p.into_query(state.engine.model().is_some())?;
     query.requester_langs = requester_langs(&headers);
-    budget::check_cost(&query)?;
-    let permit = tokio::time::timeout_at(deadline.into(), pool.slots.acquire_owned())
+    let lists = budget::check_cost(&query)?;
+    let address = client.map(|Extension(ConnectInfo(a))| a.ip());
+    let slot = pool
+        .slot(address, deadline)
         .await
-        .map_err(|_| crate::search::SearchError::OverBudget("waiting for a search thread"))?
-        .map_err(|e| ApiError::internal(format!("the search pool is closed: {e}")))?;
+        .ok_or(crate::search::SearchError::OverBudget(
+            "waiting for a search thread",
+        ))?;
     let searching = state.clone();
-    let (query, response) = tokio::task::spawn_blocking(move || {
-        let response = searching.engine.search_until(&query, Deadline::at(deadline));
-        drop(permit);
+    let (query, response) = SearchPool::run(slot, is_heavy(lists), move || {
+        let response = searching
+            .engine
+            .search_until(&query, Deadline::at(deadline));
         (query, response)
     })
     .await
-    .map_err(|e| ApiError::internal(format!("the search thread failed: {e}")))?;
+    .ok_or_else(|| ApiError::internal("the search thread failed"))?;
     let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {

@@ -24,6 +24,10 @@ use crate::text::query::QueryTerms;
 /// the longest query (`MAX_QUERY_TERMS` = 1 024 words) fits with two fused models.
 pub const MAX_TERM_LISTS: usize = 2048;
 
+/// Posting lists past which a search counts as heavy (a front end may run it behind light
+/// ones): more than a long question's words fused over every first-phase model.
+pub const HEAVY_TERM_LISTS: usize = 64;
+
 /// When a search must have finished; `None`: no limit (the command line, evaluation).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Deadline(Option<Instant>);
@@ -45,15 +49,15 @@ impl Deadline {
     }
 }
 
-/// Refuses a search whose first phase would walk more than [`MAX_TERM_LISTS`] posting lists,
-/// naming the parameter to change (`inputs` for a fusion, else `q`).
-pub fn check_cost(q: &SearchQuery) -> Result<(), SearchError> {
+/// The posting lists the search's first phase walks; a search over [`MAX_TERM_LISTS`] is
+/// refused, naming the parameter to change (`inputs` for a fusion, else `q`).
+pub fn check_cost(q: &SearchQuery) -> Result<usize, SearchError> {
     // The plain analyzer keeps every word: stemming and stop words only lower the count.
     let words = QueryTerms::analyze(&q.text, Analyzer::Plain)?.terms.len();
     let models = q.fusion.as_ref().map_or(1, |f| f.inputs.len());
     let lists = words.saturating_mul(models);
     if lists <= MAX_TERM_LISTS {
-        return Ok(());
+        return Ok(lists);
     }
     Err(SearchError::Param {
         field: if models > 1 { "inputs" } else { "q" },
@@ -82,14 +86,17 @@ mod tests {
 
     #[test]
     fn searches_over_the_cost_limit_are_refused_naming_the_parameter() {
-        assert!(check_cost(&SearchQuery::new(words(1024), 10)).is_ok());
+        assert_eq!(
+            check_cost(&SearchQuery::new(words(1024), 10)).unwrap(),
+            1024
+        );
         let mut q = SearchQuery::new(words(1024), 10);
         q.fusion = Some(FusionQuery {
             inputs: vec![ModelKind::Bm25, ModelKind::Bm25F],
             fusion: Fusion::new(Method::Rrf, 2, None, None, None).unwrap(),
             depth: 100,
         });
-        assert!(check_cost(&q).is_ok());
+        assert_eq!(check_cost(&q).unwrap(), 2048);
         q.fusion.as_mut().unwrap().inputs.push(ModelKind::Lm);
         match check_cost(&q) {
             Err(SearchError::Param { field, message }) => {

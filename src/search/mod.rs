@@ -782,7 +782,12 @@ impl Engine {
         };
         let query = AnalyzedQuery::new(q.text.as_str());
         let view = self.view(&query, &searcher, &stats, links.as_deref());
-        let Some(first) = self.first_phase(view, q, kind, limit, skip, now, deadline)? else {
+        let first = match &q.fusion {
+            Some(f) => self.fused_first_phase(view, q, f, limit, skip, deadline)?,
+            None => self.first_phase(view, q, kind, limit, skip, now)?,
+        };
+        deadline.check("first phase")?;
+        let Some(first) = first else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
@@ -889,7 +894,7 @@ impl Engine {
         Ok(response)
     }
 
-    /// The first phase of `q`: the top `limit` after `skip` of its model, its fusion or its
+    /// The first phase of an unfused `q`: the top `limit` after `skip` of its model or its
     /// sort. `None` when the query has no searchable term.
     fn first_phase(
         &self,
@@ -899,12 +904,8 @@ impl Engine {
         limit: usize,
         skip: usize,
         now: i64,
-        deadline: Deadline,
     ) -> Result<Option<FirstPhase>, SearchError> {
         let (searcher, stats) = (view.searcher, view.stats);
-        if let Some(f) = &q.fusion {
-            return self.fused_first_phase(view, q, f, limit, skip, deadline);
-        }
         let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
@@ -936,7 +937,6 @@ impl Engine {
                 skip,
             )?,
         };
-        deadline.check("first phase")?;
         Ok(Some(FirstPhase {
             top,
             total_hits: bound.count(searcher)?,

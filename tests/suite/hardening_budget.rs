@@ -5,6 +5,8 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::util::*;
@@ -78,6 +80,83 @@ fn status_on(s: &mut TcpStream, path: &str) -> u16 {
     String::from_utf8_lossy(&head[9..12]).parse().unwrap()
 }
 
+/// `n` clients at `source` each sending heavy searches one after another, so that `n` are
+/// in flight until [`HeavyLoad::stop`].
+struct HeavyLoad {
+    stop: Arc<AtomicBool>,
+    clients: Vec<std::thread::JoinHandle<Vec<u16>>>,
+}
+
+impl HeavyLoad {
+    fn start(base: &str, source: &'static str, n: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients = (0..n)
+            .map(|_| {
+                let (base, stop) = (base.to_string(), stop.clone());
+                std::thread::spawn(move || {
+                    let rt = runtime();
+                    let mut statuses = Vec::new();
+                    while !stop.load(Ordering::SeqCst) {
+                        let mut s = connect_from(&rt, source, &base);
+                        statuses.push(status_on(&mut s, &heavy_search()));
+                    }
+                    statuses
+                })
+            })
+            .collect();
+        // Let them reach the search threads.
+        std::thread::sleep(Duration::from_millis(500));
+        HeavyLoad { stop, clients }
+    }
+
+    /// Waits for the searches in flight; each answered 200, or 408/503 at its deadline.
+    fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for client in self.clients {
+            for status in client.join().unwrap() {
+                assert!(matches!(status, 200 | 408 | 503), "{status}");
+            }
+        }
+    }
+}
+
+/// Asserts that at least `percent` % of `samples` (`None`: not a 200) took under `bound`.
+/// The acceptance of issue 30 names a share, not every request: one sample on a shared
+/// machine may lose its core for longer than the bound to another process.
+fn assert_share_within(what: &str, samples: &[Option<Duration>], bound: Duration, percent: usize) {
+    let mut took: Vec<Duration> = samples.iter().map(|s| s.unwrap_or(Duration::MAX)).collect();
+    took.sort();
+    let within = took.iter().filter(|t| **t < bound).count();
+    let at = |p: usize| took[(took.len() * p / 100).min(took.len() - 1)];
+    let summary = format!(
+        "{what}: {within} of {} within {bound:?} (p50 {:?}, p90 {:?}, p99 {:?}, max {:?}; \
+         MAX: not a 200)",
+        took.len(),
+        at(50),
+        at(90),
+        at(99),
+        took[took.len() - 1]
+    );
+    eprintln!("{summary}");
+    assert!(within * 100 >= took.len() * percent, "{summary}");
+}
+
+/// `GET url`'s time when it answered 200, else `None` (the status is shown).
+fn timed_get(url: &str) -> Option<Duration> {
+    let started = Instant::now();
+    let a = get(url, None);
+    if a.status != 200 {
+        eprintln!(
+            "{url}: {} after {:?}: {}",
+            a.status,
+            started.elapsed(),
+            a.body
+        );
+        return None;
+    }
+    Some(started.elapsed())
+}
+
 /// CPU seconds the process has used (user and system), from `/proc/PID/stat`.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -114,12 +193,17 @@ fn searches_end_within_their_budget_and_probes_answer_meanwhile() {
     );
     // The search thread stops at its next step: within a few seconds the server is idle.
     let pid = server.child.id();
-    let quiet = (0..20).any(|_| {
+    let quiet = (0..20).position(|_| {
         let before = cpu_seconds(pid);
         std::thread::sleep(Duration::from_millis(500));
         cpu_seconds(pid) - before < 0.1
     });
-    assert!(quiet, "the server kept working after the timeout");
+    let quiet = quiet.expect("the server kept working 10 s after the timeout");
+    eprintln!(
+        "answered {} after {took:?}; the server was idle within {} ms more",
+        a.status,
+        (quiet + 1) * 500
+    );
 
     // Over the cost limit: three models × 1 024 words.
     let over = heavy_search().replace("inputs=bm25,tfidf", "inputs=bm25,tfidf,lm");
@@ -130,27 +214,22 @@ fn searches_end_within_their_budget_and_probes_answer_meanwhile() {
         "2048",
     );
 
-    // Four heavy searches at once; the probes still answer within 100 ms.
-    let heavy: Vec<_> = (0..4)
-        .map(|_| {
-            let url = format!("{b}{}", heavy_search());
-            std::thread::spawn(move || get(&url, None).status)
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    for _ in 0..10 {
-        for probe in ["/livez", "/readyz", "/metrics"] {
-            let started = Instant::now();
-            let a = get(&format!("{b}{probe}"), None);
-            let took = started.elapsed();
-            assert_eq!(a.status, 200, "{probe}: {}", a.body);
-            assert!(took < Duration::from_millis(100), "{probe} took {took:?}");
+    // Four heavy searches in flight throughout; the probes answer within 100 ms.
+    let heavy = HeavyLoad::start(b, "127.0.0.1", 4);
+    let mut probes: [(&str, Vec<Option<Duration>>); 3] = [
+        ("/livez", vec![]),
+        ("/readyz", vec![]),
+        ("/metrics", vec![]),
+    ];
+    for _ in 0..100 {
+        for (probe, took) in &mut probes {
+            took.push(timed_get(&format!("{b}{probe}")));
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    for h in heavy {
-        let status = h.join().unwrap();
-        assert!(matches!(status, 200 | 408 | 503), "{status}");
+    heavy.stop();
+    for (probe, took) in &probes {
+        assert_share_within(probe, took, Duration::from_millis(100), 99);
     }
 }
 
@@ -163,17 +242,13 @@ fn one_client_holding_every_connection_does_not_lock_out_another() {
     let (_dir, server) = heavy_server(&[
         ("RANKD_MAX_CONNECTIONS", "512"),
         ("RANKD_HEADER_READ_TIMEOUT_SECS", "60"),
+        // Heavy searches end at 5 s (their clients send the next at once): the test ends soon.
+        ("RANKD_REQUEST_TIMEOUT_SECS", "5"),
     ]);
     let b = server.base.clone();
     let hog = "127.0.0.2";
+    let heavy = HeavyLoad::start(&b, hog, 4);
     let rt = runtime();
-    let heavy: Vec<_> = (0..4)
-        .map(|_| {
-            let mut s = connect_from(&rt, hog, &b);
-            std::thread::spawn(move || status_on(&mut s, &heavy_search()))
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(300));
     let mut held = Vec::new();
     for i in 0..512 {
         let mut s = connect_from(&rt, hog, &b);
@@ -184,29 +259,13 @@ fn one_client_holding_every_connection_does_not_lock_out_another() {
     }
     std::thread::sleep(Duration::from_millis(300));
 
-    let (mut fast, mut answered) = (0, 0);
-    for i in 0..100 {
-        let started = Instant::now();
-        if i % 10 == 0 {
-            let a = get(&format!("{b}/livez"), None);
-            let took = started.elapsed();
-            assert_eq!(a.status, 200, "{}", a.body);
-            assert!(took < Duration::from_millis(100), "/livez took {took:?}");
-            continue;
-        }
-        let a = get(&format!("{b}/search?q=t7+t9"), None);
-        answered += 1;
-        if a.status == 200 && started.elapsed() < Duration::from_secs(1) {
-            fast += 1;
-        }
+    let (mut searches, mut livez) = (Vec::new(), Vec::new());
+    for _ in 0..100 {
+        searches.push(timed_get(&format!("{b}/search?q=t7+t9")));
+        livez.push(timed_get(&format!("{b}/livez")));
     }
-    assert!(
-        fast * 100 >= answered * 99,
-        "{fast} of {answered} plain searches answered 200 within 1 s"
-    );
     drop(held);
-    for h in heavy {
-        let status = h.join().unwrap();
-        assert!(matches!(status, 200 | 408 | 503), "{status}");
-    }
+    heavy.stop();
+    assert_share_within("plain searches", &searches, Duration::from_secs(1), 99);
+    assert_share_within("/livez", &livez, Duration::from_millis(100), 99);
 }

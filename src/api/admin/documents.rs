@@ -89,7 +89,11 @@ pub async fn upsert(
 ) -> Result<Json<Value>, ApiError> {
     let recompute = p.recompute_links.unwrap_or(false);
     let body = body::bytes(body)?;
-    let docs = parse_batch(&body).map_err(|e| {
+    // Parsing up to `limits.max_body_bytes` takes a while: not on an async worker.
+    let parsed = tokio::task::spawn_blocking(move || parse_batch(&body))
+        .await
+        .map_err(ApiError::internal)?;
+    let docs = parsed.map_err(|e| {
         ApiError::bad_request(
             "body",
             format!(
