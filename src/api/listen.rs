@@ -11,8 +11,9 @@
 //! or incomplete one (no request being answered: a keep-alive connection between requests,
 //! or one still sending its head), which is closed: one of the address holding the most
 //! connections among those that have one idle. When none is idle, the new connection gets a
-//! JSON 503 and is closed at once. So one client holding every connection cannot lock another out, and no address
-//! has a fixed share below the cap: behind a proxy, every connection comes from one address.
+//! JSON 503 and is closed at once. So one client holding every connection cannot lock
+//! another out, and no address has a fixed share below the cap: behind a proxy, every
+//! connection comes from one address.
 //! The client's address is added to every request as `ConnectInfo<SocketAddr>` (the admin
 //! authentication throttle reads it).
 //! Shutdown follows `axum::serve`: stop accepting, let open connections finish their

@@ -22,8 +22,8 @@ pub(crate) const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
 
 /// The longest record (one line) in bytes: indexing a document takes about twelve times
 /// its size at peak (its text analysed for every field, its columns, its snippet passages),
-/// so a 98 MB line took 1.14 GB; at this bound a record costs under 200 MB. The admin API's
-/// body limit (`limits.max_body_bytes`) has the same default.
+/// so a 98 MB line took 1.14 GB; a record at this bound peaked at 232 MB (docs/RELIABILITY.md,
+/// N21). The admin API's body limit (`limits.max_body_bytes`) has the same default.
 pub(crate) const MAX_RECORD_BYTES: usize = 16 << 20;
 
 /// Accepted `published_at`, seconds since the Unix epoch: 1900-01-01T00:00:00Z through

@@ -649,11 +649,16 @@ fn a_batch_is_not_written_behind_a_timeout() {
         let word = format!("batchword{round}");
         let batch: Vec<String> = (0..n)
             .map(|i| {
-                let body: Vec<String> = (0..4000).map(|j| format!("w{}", (i * 7919 + j) % 50_000)).collect();
-                format!(
-                    r#"{{"id":"b{round}-{i}","url":"https://b.example/{round}/{i}","title":"{word} {i}","body":"{}"}}"#,
-                    body.join(" ")
-                )
+                let body: Vec<String> = (0..4000)
+                    .map(|j| format!("w{}", (i * 7919 + j) % 50_000))
+                    .collect();
+                serde_json::json!({
+                    "id": format!("b{round}-{i}"),
+                    "url": format!("https://b.example/{round}/{i}"),
+                    "title": format!("{word} {i}"),
+                    "body": body.join(" "),
+                })
+                .to_string()
             })
             .collect();
         let started = Instant::now();
