@@ -358,13 +358,12 @@ mod tests {
                 continue;
             }
             let post = posteriors(&a, &s, &clicks, gamma);
-            for k in 0..4 {
+            for (k, (&examined, &j)) in post.examination.iter().zip(&joint).enumerate() {
                 assert!(
-                    (post.examination[k] - joint[k] / total).abs() < 1e-12,
-                    "clicks {clicks:?} rank {}: {} vs {}",
+                    (examined - j / total).abs() < 1e-12,
+                    "clicks {clicks:?} rank {}: {examined} vs {}",
                     k + 1,
-                    post.examination[k],
-                    joint[k] / total
+                    j / total
                 );
             }
             // And the filtered click probabilities multiply to the same total.
