@@ -2,8 +2,9 @@
 //!
 //! - [`shed_load`]: one concurrency limit for the whole server. tower's
 //!   `ConcurrencyLimitLayer` added with `Router::layer` gave every route its own limit (and
-//!   queued the excess until the request timeout answered an empty 408); here one semaphore
-//!   is shared by all routes, and a request over the limit gets a JSON 503 at once, which a
+//!   queued the excess until the request timeout answered an empty 408); here one set of
+//!   slots is shared by all routes, and between client addresses (`shares.rs`: one client
+//!   alone can hold half), and a request over the limit gets a JSON 503 at once, which a
 //!   client or balancer can retry elsewhere.
 //! - [`request_head_limits`]: a URI over [`MAX_URI_BYTES`] or headers over
 //!   [`MAX_HEADER_BYTES`] / [`MAX_HEADERS`] get a JSON 414 / 431. hyper's own limits (a URI over
@@ -33,8 +34,8 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
 
+use super::shares::{client_address, Shares};
 use super::ApiError;
 
 /// Longest request target (path and query) answered normally. Well above `q`'s 2048 bytes,
@@ -51,12 +52,13 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The request slots shared by every route (`limits.max_concurrent_requests` permits).
+/// The request slots shared by every route (`limits.max_concurrent_requests`), shared
+/// between client addresses (`shares.rs`).
 #[derive(Clone)]
-pub(crate) struct Slots(pub Arc<Semaphore>);
+pub(crate) struct Slots(pub Arc<Shares>);
 
-/// Takes a slot for the request or answers 503 at once. `/livez` is exempt: a liveness probe
-/// must not fail because the server is busy.
+/// Takes a slot for the request or answers 503 at once (`Retry-After`, as every 503). `/livez`
+/// is exempt: a liveness probe must not fail because the server is busy.
 pub(crate) async fn shed_load(
     State(slots): State<Slots>,
     request: Request,
@@ -65,24 +67,19 @@ pub(crate) async fn shed_load(
     if request.uri().path() == "/livez" {
         return next.run(request).await;
     }
-    match slots.0.clone().try_acquire_owned() {
-        Ok(permit) => {
+    match slots.0.try_take(client_address(request.extensions())) {
+        Some(share) => {
             let response = next.run(request).await;
-            drop(permit);
+            drop(share);
             response
         }
-        Err(_) => {
-            let mut response = ApiError::unavailable(
-                "overloaded",
-                "the server is handling as many requests as it is configured to \
-                 (limits.max_concurrent_requests); retry shortly",
-            )
-            .into_response();
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            response
-        }
+        None => ApiError::unavailable(
+            "overloaded",
+            "the server is handling as many requests as it is configured to \
+             (limits.max_concurrent_requests), or as many of this client's as it shares \
+             with it; retry shortly",
+        )
+        .into_response(),
     }
 }
 

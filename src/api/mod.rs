@@ -14,6 +14,7 @@ mod pages;
 mod params;
 mod search;
 mod search_pool;
+mod shares;
 mod strict;
 mod telemetry;
 
@@ -133,11 +134,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
     let declared = Arc::new(strict::Declared::from_openapi(&openapi));
-    // `Router::layer` wraps every route on its own: the slots are one semaphore shared by
-    // all of them, so the limit is global (a per-route tower layer would not be).
-    let slots = guard::Slots(Arc::new(tokio::sync::Semaphore::new(
-        limits.max_concurrent_requests,
-    )));
+    // `Router::layer` wraps every route on its own: the slots are one set shared by all of
+    // them, so the limit is global (a per-route tower layer would not be).
+    let slots = guard::Slots(shares::Shares::new(limits.max_concurrent_requests));
     routes
         // Undocumented query parameters are refused on every documented route.
         .layer(axum::middleware::from_fn(move |request, next| {

@@ -56,20 +56,6 @@ fn heavy_server(env: &[(&str, &str)]) -> (tempfile::TempDir, Server) {
     (dir, server)
 }
 
-/// A connection to the server from the loopback address `source` (127.0.0.2, say), so the
-/// server sees another client than the tests' usual 127.0.0.1.
-fn connect_from(rt: &tokio::runtime::Runtime, source: &str, base: &str) -> TcpStream {
-    let to: std::net::SocketAddr = base.strip_prefix("http://").unwrap().parse().unwrap();
-    let from: std::net::SocketAddr = format!("{source}:0").parse().unwrap();
-    let stream = rt.block_on(async {
-        let socket = tokio::net::TcpSocket::new_v4().unwrap();
-        socket.bind(from).unwrap();
-        socket.connect(to).await.unwrap().into_std().unwrap()
-    });
-    stream.set_nonblocking(false).unwrap();
-    stream
-}
-
 /// Sends `GET path` on `s` and reads the status line's code (the answer's start).
 fn status_on(s: &mut TcpStream, path: &str) -> u16 {
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
@@ -94,10 +80,9 @@ impl HeavyLoad {
             .map(|_| {
                 let (base, stop) = (base.to_string(), stop.clone());
                 std::thread::spawn(move || {
-                    let rt = runtime();
                     let mut statuses = Vec::new();
                     while !stop.load(Ordering::SeqCst) {
-                        let mut s = connect_from(&rt, source, &base);
+                        let mut s = connect_from(source, &base);
                         statuses.push(status_on(&mut s, &heavy_search()));
                     }
                     statuses
@@ -248,10 +233,9 @@ fn one_client_holding_every_connection_does_not_lock_out_another() {
     let b = server.base.clone();
     let hog = "127.0.0.2";
     let heavy = HeavyLoad::start(&b, hog, 4);
-    let rt = runtime();
     let mut held = Vec::new();
     for i in 0..512 {
-        let mut s = connect_from(&rt, hog, &b);
+        let mut s = connect_from(hog, &b);
         if i % 2 == 1 {
             s.write_all(b"GET /sea").unwrap();
         }

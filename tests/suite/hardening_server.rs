@@ -109,18 +109,20 @@ fn pages_carry_security_headers_and_no_inline_script() {
 fn concurrency_limit_is_global_and_sheds_load_with_503() {
     let (_dir, server) = server(&[("RANKD_MAX_CONCURRENT_REQUESTS", "2")]);
     let b = &server.base;
-    // Two requests on two different routes, each stuck reading its body.
+    // Two requests on two different routes from two clients, each stuck reading its body.
     let auth = format!("Authorization: Bearer {TOKEN}\r\n");
-    let mut held = Vec::new();
-    for route in ["/admin/documents", "/admin/judgments/qrels"] {
-        held.push(send(
-            b,
-            format!(
-                "POST {route} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 1000\r\n\r\n{{\"id\""
-            )
-            .as_bytes(),
-        ));
-    }
+    let stuck = |source: &str, route: &str| {
+        let mut s = connect_from(source, b);
+        let head = format!(
+            "POST {route} HTTP/1.1\r\nHost: x\r\n{auth}Content-Length: 1000\r\n\r\n{{\"id\""
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s
+    };
+    let mut held = vec![
+        stuck("127.0.0.2", "/admin/documents"),
+        stuck("127.0.0.3", "/admin/judgments/qrels"),
+    ];
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
     let a = get(&format!("{b}/search?q=vec"), None);
@@ -133,7 +135,7 @@ fn concurrency_limit_is_global_and_sheds_load_with_503() {
     );
     // Liveness is not shed.
     assert_eq!(get(&format!("{b}/livez"), None).status, 200);
-    drop(held);
+    held.clear();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let a = get(&format!("{b}/search?q=vec"), None);
@@ -143,6 +145,26 @@ fn concurrency_limit_is_global_and_sheds_load_with_503() {
         assert!(Instant::now() < deadline, "slots not released: {}", a.body);
         std::thread::sleep(Duration::from_millis(100));
     }
+    // One client holds at most as many slots as are left free (issue 30, D4): with two
+    // slots, its second request is shed while another client is still served.
+    held.push(stuck("127.0.0.2", "/admin/documents"));
+    std::thread::sleep(Duration::from_millis(500));
+    let mut second = stuck("127.0.0.2", "/admin/judgments/qrels");
+    // Answered before its body has come: read what arrives, not until the connection closes.
+    second
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = second
+        .read(&mut buf)
+        .expect("the client's second request was not shed");
+    let answer = String::from_utf8_lossy(&buf[..n]).into_owned();
+    assert_eq!(status_of(&answer), 503, "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after: 1"),
+        "{answer}"
+    );
+    assert_eq!(get(&format!("{b}/search?q=vec"), None).status, 200);
 }
 
 /// Item 3: open connections are capped: at the cap a new connection takes the place of a
