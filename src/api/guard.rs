@@ -34,6 +34,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 
 use super::shares::{client_address, Shares};
 use super::ApiError;
@@ -105,6 +106,19 @@ impl Commitment {
         self.0
             .compare_exchange(PENDING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
+    }
+}
+
+/// Begins the request's write: from here on the time limit waits for the answer. An error
+/// when the limit has already answered 408 (nothing may be written then); `None`: a request
+/// outside the time limit (tests calling a handler directly).
+pub(crate) fn begin_write(commitment: Option<Extension<Commitment>>) -> Result<(), ApiError> {
+    match commitment {
+        Some(Extension(c)) if !c.begin() => Err(ApiError::unavailable(
+            "request_timeout",
+            "the request timed out before its write began",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
-use crate::api::guard::Commitment;
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
@@ -110,13 +110,7 @@ pub async fn upsert(
         ));
     }
     let writing = state.ops.index_writes.lock().await;
-    if commitment.is_some_and(|Extension(c)| !c.begin()) {
-        // The time limit has answered 408: nothing may be written.
-        return Err(ApiError::unavailable(
-            "request_timeout",
-            "the request timed out before its write began",
-        ));
-    }
+    begin_write(commitment)?;
     let writer = state.clone();
     let indexed = tokio::task::spawn_blocking(move || writer.engine.index.upsert(docs))
         .await
@@ -182,13 +176,7 @@ pub async fn delete(
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
-    if commitment.is_some_and(|Extension(c)| !c.begin()) {
-        // The time limit has answered 408: nothing may be written.
-        return Err(ApiError::unavailable(
-            "request_timeout",
-            "the request timed out before its write began",
-        ));
-    }
+    begin_write(commitment)?;
     let writer = state.clone();
     let deleted = tokio::task::spawn_blocking(move || writer.engine.index.delete(&ids))
         .await
