@@ -59,7 +59,10 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src
 pub(crate) struct Slots(pub Arc<Shares>);
 
 /// Takes a slot for the request or answers 503 at once (`Retry-After`, as every 503). `/livez`
-/// is exempt: a liveness probe must not fail because the server is busy.
+/// is exempt: a liveness probe must not fail because the server is busy. A leaf's
+/// `/cluster/` calls count against the limit but not against their address's share: the
+/// root makes all of them from one address (and a call without the cluster key is refused
+/// at once, so it holds no slot for long).
 pub(crate) async fn shed_load(
     State(slots): State<Slots>,
     request: Request,
@@ -68,7 +71,13 @@ pub(crate) async fn shed_load(
     if request.uri().path() == "/livez" {
         return next.run(request).await;
     }
-    match slots.0.try_take(client_address(request.extensions())) {
+    // A cluster's root makes every shard call from one address; they need the cluster key.
+    let share = if request.uri().path().starts_with("/cluster/") {
+        slots.0.try_take_any()
+    } else {
+        slots.0.try_take(client_address(request.extensions()))
+    };
+    match share {
         Some(share) => {
             let response = next.run(request).await;
             drop(share);

@@ -31,7 +31,8 @@ struct Held {
 /// A slot; dropping it frees the slot.
 pub(crate) struct Share {
     shares: Arc<Shares>,
-    address: Option<IpAddr>,
+    /// The address it counts against (`None`: none, see [`Shares::try_take_any`]).
+    address: Option<Option<IpAddr>>,
 }
 
 /// The client address of a request (`listen.rs` adds it), if any.
@@ -62,7 +63,21 @@ impl Shares {
         *held.by_address.entry(address).or_default() += 1;
         Some(Share {
             shares: self.clone(),
-            address,
+            address: Some(address),
+        })
+    }
+
+    /// A slot if one is free, whoever holds the others: for a trusted peer that makes every
+    /// call from one address (a cluster's root calling its leaves).
+    pub(crate) fn try_take_any(self: &Arc<Self>) -> Option<Share> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.taken == self.slots {
+            return None;
+        }
+        held.taken += 1;
+        Some(Share {
+            shares: self.clone(),
+            address: None,
         })
     }
 
@@ -89,10 +104,12 @@ impl Drop for Share {
     fn drop(&mut self) {
         let mut held = self.shares.held.lock().unwrap_or_else(|e| e.into_inner());
         held.taken -= 1;
-        if let Some(n) = held.by_address.get_mut(&self.address) {
-            *n -= 1;
-            if *n == 0 {
-                held.by_address.remove(&self.address);
+        if let Some(address) = self.address {
+            if let Some(n) = held.by_address.get_mut(&address) {
+                *n -= 1;
+                if *n == 0 {
+                    held.by_address.remove(&address);
+                }
             }
         }
         drop(held);
@@ -121,7 +138,14 @@ mod tests {
             .try_take(ip("10.0.0.3"))
             .expect("a third address finds a slot");
         let fourth = shares.try_take(ip("10.0.0.4")).expect("and a fourth");
-        drop((third, fourth));
+        // A trusted peer takes what is free, whatever it holds.
+        let peer: Vec<Share> = std::iter::from_fn(|| shares.try_take_any()).collect();
+        assert_eq!(peer.len(), 2);
+        assert!(
+            shares.try_take(ip("10.0.0.5")).is_none(),
+            "every slot is taken"
+        );
+        drop((third, fourth, peer));
         drop(hog);
         let held = shares.held.lock().unwrap();
         assert_eq!(held.taken, 4);
