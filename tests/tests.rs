@@ -37,6 +37,7 @@ mod suite {
     mod gbdt_serving;
     mod graph_dataflow;
     mod graph_reference;
+    mod hardening_budget;
     mod hardening_cli;
     mod hardening_server;
     mod index_hygiene;

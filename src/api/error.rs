@@ -102,12 +102,22 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The answer to a library error: the kind of its first kinded cause
+    /// (`crate::search::error::kind_of`), the whole chain as the message.
+    pub fn of_error(e: &anyhow::Error) -> Self {
+        ApiError::of_kind(crate::search::error::kind_of(e), format!("{e:#}"), None)
+    }
+}
+
 impl From<SearchError> for ApiError {
     fn from(e: SearchError) -> Self {
         let field = match &e {
             SearchError::Query(_) => Some("q".to_string()),
             SearchError::Param { field, .. } => Some(field.to_string()),
-            SearchError::Unavailable(_) | SearchError::Internal(_) => None,
+            SearchError::Unavailable(_) | SearchError::OverBudget(_) | SearchError::Internal(_) => {
+                None
+            }
         };
         let message = match &e {
             SearchError::Param { message, .. } => message.clone(),
@@ -122,7 +132,15 @@ impl IntoResponse for ApiError {
         crate::metrics::count_error(self.code);
         let body =
             json!({"error": {"code": self.code, "message": self.message, "field": self.field}});
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        // Every 503 of rankd's is worth retrying: overload, a busy index, a shard down.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        response
     }
 }
 
@@ -165,13 +183,16 @@ pub(crate) fn document_errors(openapi: &mut utoipa::openapi::OpenApi) {
         ),
         (
             408,
-            "the request took longer than `limits.request_timeout_secs`",
+            "the request took longer than `limits.request_timeout_secs`; nothing was written \
+             (a write that has begun is answered when it is done)",
         ),
         (414, "the request line is longer than the server takes"),
         (431, "the request headers are larger than the server takes"),
         (
             503,
-            "over `limits.max_concurrent_requests` (retry), or starting or draining",
+            "unavailable for now, retry after `Retry-After`: over \
+             `limits.max_concurrent_requests`, a search over its time budget, the index being \
+             written by another process, or starting or draining",
         ),
     ];
     for item in openapi.paths.paths.values_mut() {

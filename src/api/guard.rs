@@ -2,8 +2,9 @@
 //!
 //! - [`shed_load`]: one concurrency limit for the whole server. tower's
 //!   `ConcurrencyLimitLayer` added with `Router::layer` gave every route its own limit (and
-//!   queued the excess until the request timeout answered an empty 408); here one semaphore
-//!   is shared by all routes, and a request over the limit gets a JSON 503 at once, which a
+//!   queued the excess until the request timeout answered an empty 408); here one set of
+//!   slots is shared by all routes, and between client addresses (`shares.rs`: one client
+//!   alone can hold half), and a request over the limit gets a JSON 503 at once, which a
 //!   client or balancer can retry elsewhere.
 //! - [`request_head_limits`]: a URI over [`MAX_URI_BYTES`] or headers over
 //!   [`MAX_HEADER_BYTES`] / [`MAX_HEADERS`] get a JSON 414 / 431. hyper's own limits (a URI over
@@ -16,20 +17,26 @@
 //! - [`json_errors`]: every error answer has the API's JSON shape. Errors rankd raises already
 //!   do; this rewrites the ones produced by axum and tower (405 for a wrong method, 408 from
 //!   the timeout, plain-text extractor rejections such as `/doc/%ff`) from their status and text.
+//! - [`time_limit`]: a request still running after `limits.request_timeout_secs` is dropped
+//!   and answered 408, unless it has begun a write it cannot take back ([`Commitment`]): then
+//!   the answer waits for the write, so a 408 always means nothing was written.
 //! - [`security_headers`]: a Content-Security-Policy that allows scripts only from rankd's own
 //!   files (no inline script, no `javascript:` URLs, no framing), `X-Content-Type-Options:
 //!   nosniff` and `X-Frame-Options: DENY`, on every answer: the search page shows documents'
 //!   text and URLs, which are whatever was ingested, on the origin that also serves `/admin`.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
+use axum::Extension;
 
+use super::shares::{client_address, Shares};
 use super::ApiError;
 
 /// Longest request target (path and query) answered normally. Well above `q`'s 2048 bytes,
@@ -46,12 +53,16 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The request slots shared by every route (`limits.max_concurrent_requests` permits).
+/// The request slots shared by every route (`limits.max_concurrent_requests`), shared
+/// between client addresses (`shares.rs`).
 #[derive(Clone)]
-pub(crate) struct Slots(pub Arc<Semaphore>);
+pub(crate) struct Slots(pub Arc<Shares>);
 
-/// Takes a slot for the request or answers 503 at once. `/livez` is exempt: a liveness probe
-/// must not fail because the server is busy.
+/// Takes a slot for the request or answers 503 at once (`Retry-After`, as every 503). `/livez`
+/// is exempt: a liveness probe must not fail because the server is busy. A leaf's
+/// `/cluster/` calls count against the limit but not against their address's share: the
+/// root makes all of them from one address (and a call without the cluster key is refused
+/// at once, so it holds no slot for long).
 pub(crate) async fn shed_load(
     State(slots): State<Slots>,
     request: Request,
@@ -60,24 +71,82 @@ pub(crate) async fn shed_load(
     if request.uri().path() == "/livez" {
         return next.run(request).await;
     }
-    match slots.0.clone().try_acquire_owned() {
-        Ok(permit) => {
+    // A cluster's root makes every shard call from one address; they need the cluster key.
+    let share = if request.uri().path().starts_with("/cluster/") {
+        slots.0.try_take_any()
+    } else {
+        slots.0.try_take(client_address(request.extensions()))
+    };
+    match share {
+        Some(share) => {
             let response = next.run(request).await;
-            drop(permit);
+            drop(share);
             response
         }
-        Err(_) => {
-            let mut response = ApiError::unavailable(
-                "overloaded",
-                "the server is handling as many requests as it is configured to \
-                 (limits.max_concurrent_requests); retry shortly",
-            )
-            .into_response();
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            response
-        }
+        None => ApiError::unavailable(
+            "overloaded",
+            "the server is handling as many requests as it is configured to \
+             (limits.max_concurrent_requests), or as many of this client's as it shares \
+             with it; retry shortly",
+        )
+        .into_response(),
+    }
+}
+
+/// A request's promise to finish: a handler about to commit a write calls
+/// [`Commitment::begin`], and from then on [`time_limit`] waits for its answer.
+#[derive(Clone, Default)]
+pub(crate) struct Commitment(Arc<AtomicU8>);
+
+const PENDING: u8 = 0;
+const COMMITTED: u8 = 1;
+const TIMED_OUT: u8 = 2;
+
+impl Commitment {
+    /// True when the write may go ahead (the request has not timed out); the time limit no
+    /// longer applies to the request.
+    pub(crate) fn begin(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, COMMITTED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    fn time_out(&self) -> bool {
+        self.0
+            .compare_exchange(PENDING, TIMED_OUT, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+}
+
+/// Begins the request's write: from here on the time limit waits for the answer. An error
+/// when the limit has already answered 408 (nothing may be written then); `None`: a request
+/// outside the time limit (tests calling a handler directly).
+pub(crate) fn begin_write(commitment: Option<Extension<Commitment>>) -> Result<(), ApiError> {
+    match commitment {
+        Some(Extension(c)) if !c.begin() => Err(ApiError::unavailable(
+            "request_timeout",
+            "the request timed out before its write began",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Answers 408 (made JSON by [`json_errors`]) to a request running longer than `limit`,
+/// unless it has begun a write (see [`Commitment`]).
+pub(crate) async fn time_limit(
+    State(limit): State<Duration>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let commitment = Commitment::default();
+    request.extensions_mut().insert(commitment.clone());
+    let mut running = std::pin::pin!(next.run(request));
+    tokio::select! {
+        response = &mut running => response,
+        _ = tokio::time::sleep(limit) => match commitment.time_out() {
+            true => StatusCode::REQUEST_TIMEOUT.into_response(),
+            false => running.await,
+        },
     }
 }
 

@@ -6,13 +6,23 @@
 //! Each connection is served by hyper's HTTP/1 connection with a timer, so a request's line
 //! and headers must arrive within `limits.header_read_timeout_secs` (counted from the
 //! connection's start or its previous answer; idle keep-alive connections end the same way).
-//! Open connections are counted by a semaphore of `limits.max_connections` permits; one over
-//! the cap gets a JSON 503 and is closed at once. The client's address is added to every
-//! request as `ConnectInfo<SocketAddr>` (the admin authentication throttle reads it).
+//! Open connections are counted by client address ([`Connections`]), at most
+//! `limits.max_connections` in all. At the cap a new connection takes the place of an idle
+//! or incomplete one (no request being answered: a keep-alive connection between requests,
+//! or one still sending its head), which is closed: one of the address holding the most
+//! connections among those that have one idle. When none is idle, the new connection gets a
+//! JSON 503 and is closed at once. So one client holding every connection cannot lock
+//! another out, and no address has a fixed share below the cap: behind a proxy, every
+//! connection comes from one address.
+//! The client's address is added to every request as `ConnectInfo<SocketAddr>` (the admin
+//! authentication throttle reads it).
 //! Shutdown follows `axum::serve`: stop accepting, let open connections finish their
 //! requests (hyper's graceful shutdown), bounded by the request timeout.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
@@ -23,7 +33,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::Notify;
 use tower::ServiceExt;
 
 use crate::config::Limits;
@@ -46,7 +56,7 @@ pub async fn run(
         .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs))
         .max_buf_size(MAX_BUF_BYTES)
         .max_headers(HYPER_MAX_HEADERS);
-    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let connections = Arc::new(Connections::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -66,23 +76,33 @@ pub async fn run(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY: {e}");
         }
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
+        let Some(open) = connections.admit(remote.ip()) else {
             tokio::spawn(refuse(tcp, limits.max_connections));
             continue;
         };
+        let (started, answered) = (open.busy.clone(), open.busy.clone());
         let service = app
             .clone()
             .map_request(move |mut request: hyper::Request<Incoming>| {
+                started.fetch_add(1, Ordering::SeqCst);
                 request.extensions_mut().insert(ConnectInfo(remote));
                 request.map(axum::body::Body::new)
+            })
+            .map_response(move |response| {
+                answered.fetch_sub(1, Ordering::SeqCst);
+                response
             });
         let connection = graceful
             .watch(http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service)));
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!("connection from {remote}: {e}");
+            tokio::select! {
+                result = connection => if let Err(e) = result {
+                    tracing::debug!("connection from {remote}: {e}");
+                },
+                // Dropping the connection closes it: it had no request in progress.
+                _ = open.evict.notified() => tracing::debug!("connection from {remote} evicted at the cap"),
             }
-            drop(permit);
+            drop(open);
         });
     }
     drop(listener);
@@ -115,4 +135,154 @@ async fn refuse(mut tcp: TcpStream, cap: usize) {
         tcp.shutdown().await
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+}
+
+/// The open connections by client address, and the cap on them all (see the module doc).
+struct Connections {
+    cap: usize,
+    open: Mutex<Open>,
+}
+
+#[derive(Default)]
+struct Open {
+    /// Connections counted against the cap (those told to close are not).
+    live: usize,
+    next_id: u64,
+    by_address: HashMap<IpAddr, Vec<Slot>>,
+}
+
+/// One open connection as [`Connections`] sees it.
+struct Slot {
+    id: u64,
+    /// Requests of the connection being answered.
+    busy: Arc<AtomicUsize>,
+    evict: Arc<Notify>,
+    evicted: bool,
+}
+
+/// An admitted connection; dropping it gives its place back.
+struct Admitted {
+    connections: Arc<Connections>,
+    address: IpAddr,
+    id: u64,
+    busy: Arc<AtomicUsize>,
+    evict: Arc<Notify>,
+}
+
+impl Connections {
+    fn new(cap: usize) -> Self {
+        Connections {
+            cap,
+            open: Mutex::default(),
+        }
+    }
+
+    /// A place for a connection from `address`, or `None` when the cap is reached and no
+    /// connection is idle.
+    fn admit(self: &Arc<Self>, address: IpAddr) -> Option<Admitted> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if open.live >= self.cap && !open.evict_one() {
+            return None;
+        }
+        open.live += 1;
+        open.next_id += 1;
+        let slot = Slot {
+            id: open.next_id,
+            busy: Arc::default(),
+            evict: Arc::default(),
+            evicted: false,
+        };
+        let admitted = Admitted {
+            connections: self.clone(),
+            address,
+            id: slot.id,
+            busy: slot.busy.clone(),
+            evict: slot.evict.clone(),
+        };
+        open.by_address.entry(address).or_default().push(slot);
+        Some(admitted)
+    }
+}
+
+impl Open {
+    /// Tells an idle connection to close, of the address with the most live connections
+    /// among those that have one; false when no connection is idle.
+    fn evict_one(&mut self) -> bool {
+        let idle = |s: &Slot| !s.evicted && s.busy.load(Ordering::SeqCst) == 0;
+        let slot = self
+            .by_address
+            .values_mut()
+            .filter(|slots| slots.iter().any(idle))
+            .max_by_key(|slots| slots.iter().filter(|s| !s.evicted).count())
+            .and_then(|slots| slots.iter_mut().find(|s| idle(s)));
+        let Some(slot) = slot else {
+            return false;
+        };
+        slot.evicted = true;
+        slot.evict.notify_one();
+        self.live -= 1;
+        true
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut open = self
+            .connections
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let Some(slots) = open.by_address.get_mut(&self.address) else {
+            return;
+        };
+        let Some(i) = slots.iter().position(|s| s.id == self.id) else {
+            return;
+        };
+        let slot = slots.swap_remove(i);
+        if slots.is_empty() {
+            open.by_address.remove(&self.address);
+        }
+        if !slot.evicted {
+            open.live -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_the_cap_the_biggest_address_gives_up_an_idle_connection() {
+        let connections = Arc::new(Connections::new(3));
+        let hog: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let held: Vec<Admitted> = (0..3).map(|_| connections.admit(hog).unwrap()).collect();
+        // Busy connections are not evicted.
+        held[0].busy.fetch_add(1, Ordering::SeqCst);
+        let a = connections
+            .admit(other)
+            .expect("an idle connection of the hog gives way");
+        let b = connections.admit(other).expect("and another");
+        // The hog's last is busy, and `other` now holds the most: its own idle ones go.
+        let c = connections
+            .admit(other)
+            .expect("other's own idle connection gives way");
+        held[0].busy.fetch_sub(1, Ordering::SeqCst);
+        for x in [&a, &b, &c] {
+            x.busy.fetch_add(1, Ordering::SeqCst);
+        }
+        // Three live: other's busy b and c, and the hog's held[0], idle now: it gives way.
+        let d = connections
+            .admit(hog)
+            .expect("the only idle connection gives way");
+        d.busy.fetch_add(1, Ordering::SeqCst);
+        assert!(connections.admit(other).is_none(), "nothing idle is left");
+        drop(held);
+        assert_eq!(connections.open.lock().unwrap().live, 3);
+        drop((a, b, c, d));
+        let open = connections.open.lock().unwrap();
+        assert_eq!(open.live, 0, "every place is given back");
+        assert!(open.by_address.is_empty());
+    }
 }

@@ -1,7 +1,8 @@
 //! The HTTP API (INTERFACE.md): routes, shared state, limits and graceful shutdown. Handlers
 //! stay thin; the ranking lives in the library modules. What protects the server (one
-//! concurrency limit, JSON for every error, security headers) is in `guard.rs`; the accept
-//! loop with its header-read timeout and connection cap in `listen.rs`.
+//! concurrency limit, the time limit, JSON for every error, security headers) is in
+//! `guard.rs`; the accept loop with its header-read timeout and connection shares in
+//! `listen.rs`; the threads searches run on, shared between clients, in `search_pool.rs`.
 
 pub mod admin;
 pub mod cluster;
@@ -12,6 +13,8 @@ mod listen;
 mod pages;
 mod params;
 mod search;
+mod search_pool;
+mod shares;
 mod strict;
 mod telemetry;
 
@@ -24,7 +27,6 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use tower::ServiceBuilder;
-use tower_http::timeout::TimeoutLayer;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -132,11 +134,9 @@ pub fn router(state: Arc<AppState>) -> Router {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
     let declared = Arc::new(strict::Declared::from_openapi(&openapi));
-    // `Router::layer` wraps every route on its own: the slots are one semaphore shared by
-    // all of them, so the limit is global (a per-route tower layer would not be).
-    let slots = guard::Slots(Arc::new(tokio::sync::Semaphore::new(
-        limits.max_concurrent_requests,
-    )));
+    // `Router::layer` wraps every route on its own: the slots are one set shared by all of
+    // them, so the limit is global (a per-route tower layer would not be).
+    let slots = guard::Slots(shares::Shares::new(limits.max_concurrent_requests));
     routes
         // Undocumented query parameters are refused on every documented route.
         .layer(axum::middleware::from_fn(move |request, next| {
@@ -152,6 +152,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             None => Router::new(),
         })
         .layer(Extension(Arc::new(openapi)))
+        .layer(Extension(search_pool::SearchPool::new(&limits)))
         .layer(
             // Outermost first.
             ServiceBuilder::new()
@@ -163,9 +164,9 @@ pub fn router(state: Arc<AppState>) -> Router {
                     slots,
                     guard::shed_load,
                 ))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::REQUEST_TIMEOUT,
+                .layer(axum::middleware::from_fn_with_state(
                     Duration::from_secs(limits.request_timeout_secs),
+                    guard::time_limit,
                 ))
                 // Enforced by the body extractors, so the admin routes can answer an
                 // oversized body with a JSON 413 like every other error.

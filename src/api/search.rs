@@ -1,15 +1,20 @@
 //! `GET /search` and `GET /doc/{id}`.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::HeaderMap;
-use axum::Json;
+use axum::{Extension, Json};
 
 use super::error::ApiError;
 use super::params::{Query, QueryParams};
+use super::search_pool::{is_heavy, SearchPool};
 use super::AppState;
-use crate::search::{DocResponse, Ranking, SearchQuery, SearchResponse, SimilarResponse};
+use crate::search::{
+    budget, Deadline, DocResponse, Ranking, SearchQuery, SearchResponse, SimilarResponse,
+};
 
 /// `GET /search`'s parameters: the library's rule book ([`crate::search::request`]).
 pub use crate::search::request::SearchRequest as SearchParams;
@@ -41,28 +46,47 @@ impl QueryParams for SearchParams {
 }
 
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
-/// [`crate::search::Engine::search`] does the rest. The answer's impression is logged under
-/// its `query_id` (with the `X-Client-Id` header's value, if sent) without waiting.
+/// [`crate::search::Engine::search_until`] does the rest on the [`SearchPool`], within
+/// `limits.request_timeout_secs`. The answer's impression is logged under its `query_id`
+/// (with the `X-Client-Id` header's value, if sent) without waiting.
 #[utoipa::path(
     get, path = "/search", tag = "search",
     params(SearchParams,
         ("X-Client-Id" = Option<String>, Header, description = "the client, stored with the impression")),
     responses(
         (status = 200, description = "ranked hits", body = SearchResponse),
-        (status = 400, description = "bad parameter, named in `error.field`"),
+        (status = 400, description = "bad parameter, named in `error.field`; a search over the cost limit (`crate::search::budget`) names `q` or `inputs`"),
+        (status = 503, description = "the search did not finish, or find a thread, within `limits.request_timeout_secs`"),
     )
 )]
 pub async fn search(
     State(state): State<Arc<AppState>>,
+    Extension(pool): Extension<SearchPool>,
+    client: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     Query(p): Query<SearchParams>,
 ) -> Result<Json<SearchResponse>, ApiError> {
+    let deadline = Instant::now() + pool.budget;
     let mut query = p.into_query(state.engine.model().is_some())?;
     query.requester_langs = requester_langs(&headers);
-    // Searches take about a millisecond (bounded by the query-length, k and window limits),
-    // so they run on the request's own worker: a hand-off to the blocking pool costs more
-    // than it saves.
-    let mut response = state.engine.search(&query)?;
+    let lists = budget::check_cost(&query)?;
+    let address = client.map(|Extension(ConnectInfo(a))| a.ip());
+    let slot = pool
+        .slot(address, deadline)
+        .await
+        .ok_or(crate::search::SearchError::OverBudget(
+            "waiting for a search thread",
+        ))?;
+    let searching = state.clone();
+    let (query, response) = SearchPool::run(slot, is_heavy(lists), move || {
+        let response = searching
+            .engine
+            .search_until(&query, Deadline::at(deadline));
+        (query, response)
+    })
+    .await
+    .ok_or_else(|| ApiError::internal("the search thread failed"))?;
+    let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {
         let impression = response.impression(&query, client_id(&headers));

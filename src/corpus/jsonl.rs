@@ -20,6 +20,12 @@ use super::{Document, RecordError};
 /// (`tantivy::tokenizer::MAX_TOKEN_LEN`, 65 530).
 pub(crate) const MAX_ID_BYTES: usize = tantivy::tokenizer::MAX_TOKEN_LEN;
 
+/// The longest record (one line) in bytes: indexing a document takes about twelve times
+/// its size at peak (its text analysed for every field, its columns, its snippet passages),
+/// so a 98 MB line took 1.14 GB; a record at this bound peaked at 232 MB (docs/RELIABILITY.md,
+/// N21). The admin API's body limit (`limits.max_body_bytes`) has the same default.
+pub(crate) const MAX_RECORD_BYTES: usize = 16 << 20;
+
 /// Accepted `published_at`, seconds since the Unix epoch: 1900-01-01T00:00:00Z through
 /// 9999-12-31T23:59:59Z. Earlier or later values are typing errors (milliseconds given as
 /// seconds, a sentinel such as `i64::MAX`), not dates of documents.
@@ -48,6 +54,12 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Vec<Result<Document, RecordError>> {
 }
 
 fn parse_record(line: &[u8]) -> Result<Document, String> {
+    if line.len() > MAX_RECORD_BYTES {
+        return Err(format!(
+            "the record is {} bytes long; records are limited to {MAX_RECORD_BYTES} bytes",
+            line.len()
+        ));
+    }
     let text = std::str::from_utf8(line)
         .map_err(|e| format!("not valid UTF-8 (byte {})", e.valid_up_to() + 1))?;
     let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
@@ -186,6 +198,27 @@ mod tests {
 
     fn one(line: &str) -> Result<Document, RecordError> {
         parse(Path::new("t.jsonl"), line.as_bytes()).remove(0)
+    }
+
+    /// Issue 30, N21: one 98 MB line took 1.14 GB to index; a record over the bound is an
+    /// invalid record naming its line and the limit, and the lines around it still parse.
+    #[test]
+    fn records_over_the_size_limit_are_refused_naming_the_line() {
+        let long = format!(
+            r#"{{"id":"big","body":"{}"}}"#,
+            "a".repeat(MAX_RECORD_BYTES)
+        );
+        let text = format!("{{\"id\":\"a\"}}\n{long}\n{{\"id\":\"b\"}}\n");
+        let parsed = parse(Path::new("t.jsonl"), text.as_bytes());
+        let e = parsed[1].as_ref().unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(
+            e.message.contains(&MAX_RECORD_BYTES.to_string()),
+            "{}",
+            e.message
+        );
+        assert_eq!(parsed[0].as_ref().unwrap().id, "a");
+        assert_eq!(parsed[2].as_ref().unwrap().id, "b");
     }
 
     /// Issue 30, N17: a byte order mark opening the file is skipped (it was "invalid JSON");

@@ -20,6 +20,9 @@ pub enum SearchError {
     /// Part of a sharded collection is down and partial answers are not allowed.
     #[error("{0}")]
     Unavailable(String),
+    /// The search's deadline passed; the step it stopped at is named.
+    #[error("the search took longer than its time budget and was stopped at {0}")]
+    OverBudget(&'static str),
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -47,7 +50,7 @@ impl Kinded for SearchError {
     fn kind(&self) -> ErrorKind {
         match self {
             SearchError::Query(_) | SearchError::Param { .. } => ErrorKind::Invalid,
-            SearchError::Unavailable(_) => ErrorKind::Unavailable,
+            SearchError::Unavailable(_) | SearchError::OverBudget(_) => ErrorKind::Unavailable,
             SearchError::Internal(_) => ErrorKind::Internal,
         }
     }

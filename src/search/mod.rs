@@ -11,6 +11,7 @@
 //! Hits cost what they show: id, title, URL and the snippet's encoded prose passages come from
 //! one fast-field value per hit (`crate::text::columns`); no stored document is read.
 
+pub mod budget;
 pub mod collapse;
 pub mod document;
 pub mod error;
@@ -40,6 +41,7 @@ use crate::text::snippet::SnippetQuery;
 use crate::text::stats::Stats;
 use crate::text::{ModelKind, TextIndex};
 
+pub use budget::Deadline;
 pub use collapse::CollapseKey;
 pub use document::{DocResponse, SimilarError, SimilarHit, SimilarResponse};
 pub use error::SearchError;
@@ -720,6 +722,16 @@ impl Engine {
 
     /// Runs one search.
     pub fn search(&self, q: &SearchQuery) -> Result<SearchResponse, SearchError> {
+        self.search_until(q, Deadline::NONE)
+    }
+
+    /// Runs one search, giving up with [`SearchError::OverBudget`] at the first step that
+    /// ends after `deadline` ([`budget`]).
+    pub fn search_until(
+        &self,
+        q: &SearchQuery,
+        deadline: Deadline,
+    ) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
         q.validate()?;
         let kind = match q.model {
@@ -770,7 +782,12 @@ impl Engine {
         };
         let query = AnalyzedQuery::new(q.text.as_str());
         let view = self.view(&query, &searcher, &stats, links.as_deref());
-        let Some(first) = self.first_phase(view, q, kind, limit, skip, now)? else {
+        let first = match &q.fusion {
+            Some(f) => self.fused_first_phase(view, q, f, limit, skip, deadline)?,
+            None => self.first_phase(view, q, kind, limit, skip, now)?,
+        };
+        deadline.check("first phase")?;
+        let Some(first) = first else {
             response.took_ms = start.elapsed().as_secs_f64() * 1e3;
             return Ok(response);
         };
@@ -816,6 +833,7 @@ impl Engine {
                 };
                 let w = Self::features(view, top, how)?;
                 response.times.features = t.elapsed().as_secs_f64();
+                deadline.check("features")?;
                 let t = Instant::now();
                 let scores = active.score(&w.features).map_err(|e| {
                     SearchError::Internal(anyhow::anyhow!("reranker {}: {e}", active.id()))
@@ -824,6 +842,7 @@ impl Engine {
                     r.score = s;
                 }
                 response.times.rerank = t.elapsed().as_secs_f64();
+                deadline.check("rerank")?;
                 reranked = Some((active, w.features, scores));
             }
         }
@@ -861,6 +880,7 @@ impl Engine {
             ranked.truncate(q.offset + q.k);
             ranked.drain(..q.offset.min(ranked.len()));
         }
+        deadline.check("hits")?;
         let t = Instant::now();
         // A window's row is its first-phase rank − 1.
         let explain_rerank = |r: &Ranked| {
@@ -868,13 +888,13 @@ impl Engine {
             let row = r.first_rank - 1;
             Some(active.explain(features, row, scores[row]))
         };
-        response.hits = self.hits(view, &first, q, &ranked, explain_rerank)?;
+        response.hits = self.hits(view, &first, q, &ranked, explain_rerank, deadline)?;
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
     }
 
-    /// The first phase of `q`: the top `limit` after `skip` of its model, its fusion or its
+    /// The first phase of an unfused `q`: the top `limit` after `skip` of its model or its
     /// sort. `None` when the query has no searchable term.
     fn first_phase(
         &self,
@@ -886,9 +906,6 @@ impl Engine {
         now: i64,
     ) -> Result<Option<FirstPhase>, SearchError> {
         let (searcher, stats) = (view.searcher, view.stats);
-        if let Some(f) = &q.fusion {
-            return self.fused_first_phase(view, q, f, limit, skip);
-        }
         let Some(bound) = q.bind(&view, kind)? else {
             return Ok(None);
         };
@@ -936,6 +953,7 @@ impl Engine {
         f: &FusionQuery,
         limit: usize,
         skip: usize,
+        deadline: Deadline,
     ) -> Result<Option<FirstPhase>, SearchError> {
         let mut lists: Vec<Vec<(DocAddress, f64)>> = Vec::with_capacity(f.inputs.len());
         let (searcher, stats) = (view.searcher, view.stats);
@@ -958,11 +976,13 @@ impl Engine {
                 }
                 None => lists.push(Vec::new()),
             }
+            deadline.check("first phase")?;
         }
         let Some(total_hits) = total_hits else {
             return Ok(None);
         };
         let (fused, report) = f.fuse(&lists)?;
+        deadline.check("fusion")?;
         let inputs = if q.explain {
             f.inputs
                 .iter()
@@ -1147,6 +1167,7 @@ impl Engine {
         q: &SearchQuery,
         page: &[Ranked],
         rerank_explanation: impl Fn(&Ranked) -> Option<RerankExplanation>,
+        deadline: Deadline,
     ) -> Result<Vec<Hit>, SearchError> {
         let (searcher, stats, links) = (view.searcher, view.stats, view.links);
         let addresses: Vec<DocAddress> = page.iter().map(|r| r.candidate.address).collect();
@@ -1156,6 +1177,7 @@ impl Engine {
             _ => Vec::new(),
         }
         .into_iter();
+        deadline.check("explain")?;
         let nodes = match (q.explain, links) {
             (true, Some(links)) => Some(links.nodes_of(searcher, &addresses)?),
             _ => None,

@@ -191,10 +191,22 @@ impl TextIndex {
         Ok(count)
     }
 
+    /// The index's writer; [`crate::error::Busy`] when another process holds its lock.
     fn writer(&self) -> anyhow::Result<IndexWriter> {
-        self.index
-            .writer(WRITER_BUDGET_BYTES)
-            .with_context(|| format!("cannot open the index in {} for writing", self.index_dir()))
+        match self.index.writer(WRITER_BUDGET_BYTES) {
+            Ok(writer) => Ok(writer),
+            Err(tantivy::TantivyError::LockFailure(..)) => {
+                Err(anyhow::Error::new(crate::error::Busy(format!(
+                    "the index in {} is being written by another process (a `rankd ingest`?); \
+                     nothing was written: retry when it has finished",
+                    self.index_dir()
+                ))))
+            }
+            Err(e) => Err(anyhow::Error::new(e).context(format!(
+                "cannot open the index in {} for writing",
+                self.index_dir()
+            ))),
+        }
     }
 
     fn index_dir(&self) -> String {
@@ -343,9 +355,19 @@ impl TextIndex {
     }
 
     /// The key `collapse=page` groups by: the URL without query and fragment, rewritten by
-    /// the configured page rules in order.
+    /// the configured page rules in order. An absolute URL is first normalised as browsers
+    /// read it (WHATWG URL: scheme and host in lowercase, the scheme's default port dropped,
+    /// `.` and `..` segments resolved), so `HTTPS://X.org:443/a` and `https://x.org/a` are
+    /// one page; the path keeps its case (servers may tell `/A` from `/a`).
     pub fn page_key(&self, url: &str) -> String {
-        let mut key = url.split(['?', '#']).next().unwrap_or("").to_string();
+        let mut key = match url::Url::parse(url) {
+            Ok(mut u) if u.has_host() => {
+                u.set_query(None);
+                u.set_fragment(None);
+                u.into()
+            }
+            _ => url.split(['?', '#']).next().unwrap_or("").to_string(),
+        };
         for (re, replace) in &self.page_rules {
             key = re.replace_all(&key, replace.as_str()).into_owned();
         }
@@ -412,4 +434,37 @@ fn key_hash(key: &str) -> u64 {
     let mut h = super::simhash::stable_hasher();
     h.write(key.as_bytes());
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 30, N15: host case and default ports made one page two.
+    #[test]
+    fn page_keys_ignore_host_case_default_ports_query_and_fragment() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = TextIndex::open_or_create(dir.path(), None).unwrap();
+        let key = |url| index.page_key(url);
+        let page = key("https://x.org/Guide/a");
+        for same in [
+            "HTTPS://X.ORG/Guide/a",
+            "https://x.org:443/Guide/a",
+            "https://X.org:443/Guide/a?utm=1#top",
+            "https://x.org/Guide/./a",
+        ] {
+            assert_eq!(key(same), page, "{same}");
+        }
+        assert_eq!(key("http://x.org:80/"), key("http://x.org"));
+        // Another port, scheme or path case is another page.
+        for other in [
+            "https://x.org:8443/Guide/a",
+            "http://x.org/Guide/a",
+            "https://x.org/guide/a",
+        ] {
+            assert_ne!(key(other), page, "{other}");
+        }
+        // Not an absolute URL: cut at the query as before.
+        assert_eq!(key("docs/a.html?x#y"), "docs/a.html");
+    }
 }

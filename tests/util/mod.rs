@@ -53,6 +53,20 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// A connection to the server at `base` from the loopback address `source` (127.0.0.2, say),
+/// so the server sees another client than the tests' usual 127.0.0.1.
+pub fn connect_from(source: &str, base: &str) -> std::net::TcpStream {
+    let to: std::net::SocketAddr = base.strip_prefix("http://").unwrap().parse().unwrap();
+    let from: std::net::SocketAddr = format!("{source}:0").parse().unwrap();
+    let stream = runtime().block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(from).unwrap();
+        socket.connect(to).await.unwrap().into_std().unwrap()
+    });
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
 /// A database URL for one test: a new PostgreSQL database when `RANKD_TEST_DATABASE_URL`
 /// is set, else a SQLite file in `dir`.
 pub fn fresh_database(dir: &Path) -> String {

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::{first_missing, parse_batch};
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::jobs::CreateError;
@@ -82,12 +83,17 @@ async fn after_batch(state: &Arc<AppState>, recompute: bool) -> Value {
 )]
 pub async fn upsert(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(p): Query<BatchParams>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let recompute = p.recompute_links.unwrap_or(false);
     let body = body::bytes(body)?;
-    let docs = parse_batch(&body).map_err(|e| {
+    // Parsing up to `limits.max_body_bytes` takes a while: not on an async worker.
+    let parsed = tokio::task::spawn_blocking(move || parse_batch(&body))
+        .await
+        .map_err(ApiError::internal)?;
+    let docs = parsed.map_err(|e| {
         ApiError::bad_request(
             "body",
             format!(
@@ -104,11 +110,12 @@ pub async fn upsert(
         ));
     }
     let writing = state.ops.index_writes.lock().await;
+    begin_write(commitment)?;
     let writer = state.clone();
     let indexed = tokio::task::spawn_blocking(move || writer.engine.index.upsert(docs))
         .await
         .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+        .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, indexed);
     drop(writing);
     let links = after_batch(&state, recompute).await;
@@ -153,6 +160,7 @@ impl DeleteRequest {
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(p): Query<BatchParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -168,11 +176,12 @@ pub async fn delete(
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
+    begin_write(commitment)?;
     let writer = state.clone();
     let deleted = tokio::task::spawn_blocking(move || writer.engine.index.delete(&ids))
         .await
         .map_err(ApiError::internal)?
-        .map_err(|e| ApiError::internal(format!("{e:#}")))?;
+        .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, deleted);
     drop(writing);
     let links = after_batch(&state, recompute).await;

@@ -15,12 +15,13 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::models::{guard_queries, read_upload, UploadFormat};
 use crate::admin::train::{self, TrainParams};
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::models::{Activation, Deletion, ModelRecord, ModelView};
@@ -295,6 +296,7 @@ impl QueryParams for UploadParams {
 )]
 pub async fn upload(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(params): Query<UploadParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
@@ -322,6 +324,7 @@ pub async fn upload(
             "model {id} (the same content) is already registered"
         )));
     }
+    begin_write(commitment)?;
     let dir = state.engine.index.dir.clone();
     let stored = model.clone();
     let path = tokio::task::spawn_blocking(move || crate::search::model::store(&dir, &stored))
