@@ -77,18 +77,6 @@ pub struct NotFound(pub String);
 #[error("{0}")]
 pub(crate) struct Conflict(pub String);
 
-/// A resource another process holds for now (the index's writer lock, taken by a
-/// `rankd ingest`): retrying later may succeed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct Busy(pub String);
-
-impl Kinded for Busy {
-    fn kind(&self) -> ErrorKind {
-        ErrorKind::Unavailable
-    }
-}
-
 impl Kinded for Invalid {
     fn kind(&self) -> ErrorKind {
         ErrorKind::Invalid
@@ -113,6 +101,12 @@ impl Kinded for TextError {
             TextError::Query(_) | TextError::Field(_) => ErrorKind::Invalid,
             TextError::Index(_) => ErrorKind::Internal,
         }
+    }
+}
+
+impl Kinded for crate::text::WriterBusy {
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Unavailable
     }
 }
 
@@ -201,7 +195,7 @@ pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<Er
         Invalid,
         NotFound,
         Conflict,
-        Busy,
+        crate::text::WriterBusy,
         TextError,
         QueryError,
         RerankError,

@@ -47,6 +47,12 @@ pub struct Manifest {
     pub updated_at: u64,
 }
 
+/// The index's writer lock is held by another process (a `rankd ingest`): nothing was written,
+/// and retrying later may succeed.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WriterBusy(pub String);
+
 /// An open index with its reader.
 pub struct TextIndex {
     pub dir: PathBuf,
@@ -191,12 +197,12 @@ impl TextIndex {
         Ok(count)
     }
 
-    /// The index's writer; [`crate::error::Busy`] when another process holds its lock.
+    /// The index's writer; [`WriterBusy`] when another process holds its lock.
     fn writer(&self) -> anyhow::Result<IndexWriter> {
         match self.index.writer(WRITER_BUDGET_BYTES) {
             Ok(writer) => Ok(writer),
             Err(tantivy::TantivyError::LockFailure(..)) => {
-                Err(anyhow::Error::new(crate::error::Busy(format!(
+                Err(anyhow::Error::new(WriterBusy(format!(
                     "the index in {} is being written by another process (a `rankd ingest`?); \
                      nothing was written: retry when it has finished",
                     self.index_dir()

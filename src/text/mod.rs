@@ -15,6 +15,6 @@ pub mod stats;
 pub mod stats_table;
 
 pub use config::IndexConfig;
-pub use index::TextIndex;
+pub use index::{TextIndex, WriterBusy};
 pub use models::ModelKind;
 pub use search::TextError;
