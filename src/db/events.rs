@@ -82,7 +82,7 @@ impl Db {
                 "INSERT INTO search_impressions (query_id, created_at, query, model, reranker, \
                  client_id, page_offset, page_size, shown) VALUES ",
             );
-            push_placeholders(&mut sql, chunk.len(), 9);
+            push_bind_marks(&mut sql, chunk.len(), 9);
             let mut q = sqlx::query(&sql);
             for i in chunk {
                 let shown: Vec<serde_json::Value> = i
@@ -148,7 +148,7 @@ impl Db {
                 "INSERT INTO search_events (query_id, action_name, object_id, position, \
                  event_time, received_at, dwell_ms, client_id, attributes) VALUES ",
             );
-            push_placeholders(&mut sql, chunk.len(), 9);
+            push_bind_marks(&mut sql, chunk.len(), 9);
             let mut q = sqlx::query(&sql);
             for e in chunk {
                 q = q
@@ -216,7 +216,7 @@ fn query_ids(events: &[Event]) -> std::collections::BTreeSet<&str> {
 }
 
 /// Appends `($1, .., $k), ($k+1, ..)` for `rows` rows of `columns` values.
-fn push_placeholders(sql: &mut String, rows: usize, columns: usize) {
+fn push_bind_marks(sql: &mut String, rows: usize, columns: usize) {
     use std::fmt::Write;
     for r in 0..rows {
         sql.push_str(if r == 0 { "(" } else { ", (" });
