@@ -24,7 +24,8 @@ pub struct EventsAccepted {
 
 /// Stores events (OpenSearch UBI's fields, flattened; docs/GUIDE.md): a JSON array, or one
 /// JSON object per line. All or nothing, committed before the answer; an event naming a
-/// `query_id` that no `/search` answered refuses the request.
+/// `query_id` that no `/search` answered refuses the request. An event without a `client_id`
+/// takes the request's `X-Client-Id` header.
 #[utoipa::path(
     post, path = "/events", tag = "search",
     request_body(content = String, description = "a JSON array of events or NDJSON: \
@@ -47,6 +48,7 @@ pub async fn post_events(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    let header_client = super::search::client_id(request.headers());
     let limit = store.settings.max_body_bytes;
     let body = axum::body::to_bytes(request.into_body(), limit)
         .await
@@ -63,11 +65,18 @@ pub async fn post_events(
             }
             .into_response()
         })?;
-    let events = parse_events(&body, store.settings.max_per_request).map_err(|e| {
+    let mut events = parse_events(&body, store.settings.max_per_request).map_err(|e| {
         count_refused_events("invalid", 1);
         let message = e.to_string();
         ApiError::bad_request(e.field, message).into_response()
     })?;
+    // An event without its own `client_id` takes the request's `X-Client-Id`, as `/search`'s
+    // impressions do.
+    if let Some(id) = header_client {
+        for e in events.iter_mut().filter(|e| e.client_id.is_none()) {
+            e.client_id = Some(id.clone());
+        }
+    }
     if let Some(ip) = client {
         if let Err(wait) = store.budget.take(ip, events.len(), Instant::now()) {
             count_refused_events("rate_limited", events.len());

@@ -143,6 +143,30 @@ fn with_impression_logging_off_nothing_is_logged() {
     assert_eq!(count(&db, "search_impressions"), 0);
 }
 
+/// An event without a `client_id` takes the request's `X-Client-Id`; its own wins.
+#[test]
+fn events_take_the_requests_client_id_when_they_name_none() {
+    let (_dir, db, server) = server(&[]);
+    let a = search_body(&server.base, "k=5", "capacity");
+    let qa = query_id(&a);
+    let mut own = click(&qa, "x", 1);
+    own["client_id"] = json!("own-7");
+    let body = json!([click(&qa, "y", 2), own]).to_string();
+    let r = ureq::post(&format!("{}/events", server.base))
+        .header("X-Client-Id", "header-3")
+        .header("Content-Type", "application/json")
+        .send(body.as_str())
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        column(
+            &db,
+            "SELECT COALESCE(client_id, 'NULL') FROM search_events ORDER BY id"
+        ),
+        ["header-3", "own-7"]
+    );
+}
+
 #[test]
 fn ndjson_and_json_arrays_store_clicks() {
     let (_dir, db, server) = server(&[]);
