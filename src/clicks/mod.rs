@@ -153,7 +153,7 @@ pub trait ClickModel {
 /// A fitted model's parameters, as `rankd click-model --parameters` writes them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Parameters {
-    /// `pbm`, `ubm`, `cascade` or `dbn`.
+    /// `pbm`, `ubm`, `cascade`, `dbn` or `regression_em`.
     pub model: &'static str,
     /// Examination by rank (index 0: rank 1); for the user browsing model, row k holds rank
     /// k + 1's examination at distance 1..=k + 1 from the previous click (k + 1: no click
