@@ -1,10 +1,11 @@
 //! `rankd click-model`: fits click models (SPEC §11; `crate::clicks`) to a sessions file and
 //! compares them on held-out sessions by log-likelihood and perplexity.
 //!
-//! The sessions are those `rankd simulate-clicks` writes (README, "Learning from clicks"): a
-//! document is a row of its query. Without `--test`, the last `--holdout` share of the
-//! sessions (file order) is held out, so a model is never judged on the clicks it was fitted
-//! to.
+//! The sessions are those `rankd simulate-clicks` writes (README, "Learning from clicks"), a
+//! document being a row of its query, or, with `--from-db`, the server's own log: every first
+//! page it answered and the clicks reported on it. Without `--test`, the last `--holdout`
+//! share of the sessions (file or log order) is held out, so a model is never judged on the
+//! clicks it was fitted to.
 
 use std::path::{Path, PathBuf};
 
@@ -12,26 +13,38 @@ use serde::Serialize;
 
 use super::learn::{rank_sets, read_letor};
 use crate::clicks::sessions::{self, RowSession};
-use crate::clicks::{fit_and_evaluate, pbm, BetaPrior, ModelKind, ModelReport};
+use crate::clicks::{fit_and_evaluate, pbm, BetaPrior, Features, ModelKind, ModelReport, Session};
 use crate::error::Invalid;
+use crate::rerank::RankSet;
 
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["sessions", "from_db"])))]
 pub struct ClickModelArgs {
     /// Sessions to fit the models to (JSON lines `{"qid","shown","clicks"}`).
     #[arg(long)]
-    pub sessions: PathBuf,
+    pub sessions: Option<PathBuf>,
+    /// Fit the models to the server's own log instead: every logged first page (`rankd
+    /// serve`'s impressions) and the clicks `POST /events` reported on it, oldest first.
+    #[arg(long, conflicts_with_all = ["letor", "test"])]
+    pub from_db: bool,
+    /// The database for `--from-db` (default: `RANKD_DATABASE_URL`, `DATABASE_URL`, else the
+    /// SQLite file in the data directory).
+    #[arg(long, requires = "from_db")]
+    pub database_url: Option<String>,
+    #[command(flatten)]
+    pub data: super::DataArgs,
     /// The LETOR file the sessions' rows are in: checks every session against it, and gives
     /// regression EM the documents' features (with it, the default models include
     /// regression EM).
-    #[arg(long)]
+    #[arg(long, requires = "sessions")]
     pub letor: Option<PathBuf>,
     /// Group-size file for `--letor` (default: `LETOR.query` if it exists, else `qid:`).
-    #[arg(long)]
+    #[arg(long, requires = "letor")]
     pub letor_query: Option<PathBuf>,
-    /// Held-out sessions to evaluate on (default: the last `--holdout` share of `--sessions`).
-    #[arg(long)]
+    /// Held-out sessions to evaluate on (default: the last `--holdout` share of the sessions).
+    #[arg(long, requires = "sessions")]
     pub test: Option<PathBuf>,
-    /// Share of `--sessions` held out for evaluation when `--test` is not given.
+    /// Share of the sessions held out for evaluation when `--test` is not given.
     #[arg(long, default_value_t = 0.2)]
     pub holdout: f64,
     /// Which models to fit (repeat or comma-separate; default: pbm, ubm, cascade, dbn, and
@@ -79,41 +92,90 @@ struct Report {
     models: Vec<ModelReport>,
 }
 
+/// The last `holdout` share of `all`, split off; `what` names the source for the error.
+fn hold_out<T>(mut all: Vec<T>, holdout: f64, what: &str) -> anyhow::Result<(Vec<T>, Vec<T>)> {
+    if !(holdout > 0.0 && holdout < 1.0) {
+        return Err(Invalid(format!("--holdout must be in (0, 1), got {holdout}")).into());
+    }
+    let keep = ((all.len() as f64) * (1.0 - holdout)).round() as usize;
+    if keep == 0 || keep == all.len() {
+        return Err(Invalid(format!(
+            "{what} holds {} sessions: too few to hold {holdout} of them out",
+            all.len()
+        ))
+        .into());
+    }
+    let test = all.split_off(keep);
+    Ok((all, test))
+}
+
+/// The server's logged first pages and their clicks, as sessions.
+fn logged_sessions(args: &ClickModelArgs) -> anyhow::Result<Vec<Session>> {
+    // The precedence `rankd serve` uses: flag, environment, config file, SQLite in the data
+    // directory.
+    let config = crate::config::Config::load(crate::config::Flags {
+        data_dir: Some(args.data.data_dir.clone()),
+        database_url: args.database_url.clone(),
+        ..Default::default()
+    })?;
+    let url = config.database_url();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let pages = runtime.block_on(async {
+        let db = crate::db::Db::open(&url).await?;
+        anyhow::Ok(db.first_page_sessions().await?)
+    })?;
+    if pages.is_empty() {
+        return Err(Invalid(format!(
+            "the database ({}) holds no logged first page: serve searches with \
+             [events] log_impressions on, and post their clicks to /events",
+            crate::db::redact(&url)
+        ))
+        .into());
+    }
+    Ok(pages
+        .into_iter()
+        .map(|p| Session {
+            query: p.query,
+            shown: p.shown,
+            clicks: p.clicked,
+        })
+        .collect())
+}
+
 pub fn run(args: ClickModelArgs) -> anyhow::Result<()> {
-    let all = sessions::read(&args.sessions)?;
-    let (train, test): (Vec<RowSession>, Vec<RowSession>) = match &args.test {
-        Some(path) => (all, sessions::read(path)?),
-        None => {
-            if !(args.holdout > 0.0 && args.holdout < 1.0) {
-                return Err(
-                    Invalid(format!("--holdout must be in (0, 1), got {}", args.holdout)).into(),
-                );
-            }
-            let keep = ((all.len() as f64) * (1.0 - args.holdout)).round() as usize;
-            if keep == 0 || keep == all.len() {
-                return Err(Invalid(format!(
-                    "{} holds {} sessions: too few to hold {} of them out",
-                    args.sessions.display(),
-                    all.len(),
-                    args.holdout
-                ))
-                .into());
-            }
-            let mut train = all;
-            let test = train.split_off(keep);
-            (train, test)
-        }
-    };
-    let set = match &args.letor {
+    let mut rows: Option<(Vec<RowSession>, RankSet)> = None;
+    let (train, test): (Vec<Session>, Vec<Session>) = match &args.sessions {
+        None => hold_out(logged_sessions(&args)?, args.holdout, "the log")?,
         Some(path) => {
-            let letor = read_letor(path, args.letor_query.as_deref())?;
-            Some(rank_sets(&[&letor])?.remove(0))
+            let all = sessions::read(path)?;
+            let (train, test) = match &args.test {
+                Some(test) => (all, sessions::read(test)?),
+                None => hold_out(all, args.holdout, &path.display().to_string())?,
+            };
+            if let Some(letor) = &args.letor {
+                let letor = read_letor(letor, args.letor_query.as_deref())?;
+                let set = rank_sets(&[&letor])?.remove(0);
+                let named = |file: &std::path::Path| {
+                    let file = file.display().to_string();
+                    move |e: Invalid| Invalid(format!("{file}: {}", e.0))
+                };
+                sessions::check(&train, &set).map_err(named(path))?;
+                sessions::check(&test, &set)
+                    .map_err(named(args.test.as_deref().unwrap_or(path)))?;
+                rows = Some((train.clone(), set));
+            }
+            let generic = |s: &[RowSession]| s.iter().map(RowSession::to_session).collect();
+            (generic(&train), generic(&test))
         }
-        None => None,
     };
+    let features = rows
+        .as_ref()
+        .map(|(sessions, set)| Features { sessions, set });
     let kinds = if !args.models.is_empty() {
         args.models.clone()
-    } else if set.is_some() {
+    } else if features.is_some() {
         let mut all = ModelKind::ALL.to_vec();
         all.push(ModelKind::RegressionEm);
         all
@@ -127,7 +189,7 @@ pub fn run(args: ClickModelArgs) -> anyhow::Result<()> {
             kind,
             &train,
             &test,
-            set.as_ref(),
+            features,
             args.iterations,
             args.prior,
         )?);

@@ -210,34 +210,30 @@ impl ModelKind {
     ];
 
     /// Fits this model to `sessions` (`iterations` of EM where it uses EM); regression EM
-    /// reads the pairs' features from `set` and is refused without it.
+    /// reads the documents' features from `features` and is refused without them.
     pub fn fit(
         self,
-        sessions: &[sessions::RowSession],
-        set: Option<&RankSet>,
+        sessions: &[Session],
+        features: Option<Features>,
         iterations: usize,
         prior: BetaPrior,
     ) -> Result<Box<dyn ClickModel>, crate::error::Invalid> {
-        let generic = || -> Vec<Session> {
-            sessions
-                .iter()
-                .map(sessions::RowSession::to_session)
-                .collect()
-        };
         Ok(match self {
-            ModelKind::Pbm => Box::new(pbm::Pbm::fit(&generic(), iterations, prior)),
-            ModelKind::Ubm => Box::new(ubm::Ubm::fit(&generic(), iterations, prior)),
-            ModelKind::Cascade => Box::new(cascade::Cascade::fit(&generic(), prior)),
-            ModelKind::Dbn => Box::new(dbn::Dbn::fit(&generic(), iterations, prior)),
+            ModelKind::Pbm => Box::new(pbm::Pbm::fit(sessions, iterations, prior)),
+            ModelKind::Ubm => Box::new(ubm::Ubm::fit(sessions, iterations, prior)),
+            ModelKind::Cascade => Box::new(cascade::Cascade::fit(sessions, prior)),
+            ModelKind::Dbn => Box::new(dbn::Dbn::fit(sessions, iterations, prior)),
             ModelKind::RegressionEm => {
-                let set = set.ok_or_else(|| {
+                let f = features.ok_or_else(|| {
                     crate::error::Invalid(
                         "regression EM needs the documents' features: give the LETOR file the \
                          sessions' rows are in"
                             .into(),
                     )
                 })?;
-                Box::new(regression_em::RegressionEm::fit(sessions, set, iterations)?)
+                Box::new(regression_em::RegressionEm::fit(
+                    f.sessions, f.set, iterations,
+                )?)
             }
         })
     }
@@ -261,31 +257,26 @@ pub struct ModelReport {
     pub parameters: Parameters,
 }
 
+/// The training sessions as rows of a LETOR set, whose features regression EM reads.
+#[derive(Clone, Copy)]
+pub struct Features<'a> {
+    /// The same sessions as the generic ones, by row (checked against `set`).
+    pub sessions: &'a [sessions::RowSession],
+    pub set: &'a RankSet,
+}
+
 /// Fits `kind` to `train` and evaluates it on `test` (SPEC §11, "Evaluating a click model");
-/// `set` holds the rows' features where the sessions come from a LETOR file.
+/// `features` gives regression EM the training sessions' rows and their features.
 pub fn fit_and_evaluate(
     kind: ModelKind,
-    train_rows: &[sessions::RowSession],
-    test_rows: &[sessions::RowSession],
-    set: Option<&RankSet>,
+    train: &[Session],
+    test: &[Session],
+    features: Option<Features>,
     iterations: usize,
     prior: BetaPrior,
 ) -> Result<ModelReport, crate::error::Invalid> {
     prior.validate()?;
-    if let Some(set) = set {
-        sessions::check(train_rows, set)?;
-        sessions::check(test_rows, set)?;
-    }
-    let model = kind.fit(train_rows, set, iterations, prior)?;
-    let train: Vec<Session> = train_rows
-        .iter()
-        .map(sessions::RowSession::to_session)
-        .collect();
-    let test: Vec<Session> = test_rows
-        .iter()
-        .map(sessions::RowSession::to_session)
-        .collect();
-    let (train, test) = (train.as_slice(), test.as_slice());
+    let model = kind.fit(train, features, iterations, prior)?;
     let parameters = model.parameters();
     let depth = depth(train);
     let examination: Vec<f64> = (1..=depth).filter_map(|k| model.examination(k)).collect();

@@ -65,6 +65,17 @@ pub struct StoredClick {
     pub previous_best: Option<i64>,
 }
 
+/// A first page as shown and clicked: what a click model learns from
+/// ([`Db::first_page_sessions`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClickedPage {
+    pub query: String,
+    /// Object ids in the order shown, rank 1 first.
+    pub shown: Vec<String>,
+    /// Whether each shown object was clicked (one or more click events).
+    pub clicked: Vec<bool>,
+}
+
 /// What an event needs of its impression.
 const IMPRESSION_LOOKUP: &str =
     "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1";
@@ -74,6 +85,55 @@ const IMPRESSION_LOOKUP: &str =
 const ROWS_PER_INSERT: usize = 50;
 
 impl Db {
+    /// Every logged first page (`offset` 0), oldest first, with the clicks its events
+    /// reported on the objects it showed. Later pages are left out: their ranks do not start
+    /// at 1, and a click model's position parameters would mix them with the first page's.
+    pub async fn first_page_sessions(&self) -> Result<Vec<ClickedPage>, sqlx::Error> {
+        let rows = sqlx::query(
+            "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
+             ORDER BY created_at, query_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let clicks = sqlx::query(
+            "SELECT query_id, object_id FROM search_events \
+             WHERE action_name = 'click' AND object_id IS NOT NULL",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut clicked: std::collections::HashSet<(String, String)> = Default::default();
+        for r in &clicks {
+            clicked.insert((r.try_get(0)?, r.try_get(1)?));
+        }
+        let mut pages = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let query_id: String = r.try_get(0)?;
+            let shown: String = r.try_get(2)?;
+            let mut shown: Vec<(i64, String)> = serde_json::from_str::<Vec<Value>>(&shown)
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?
+                .iter()
+                .filter_map(|v| {
+                    Some((
+                        v["position"].as_i64()?,
+                        v["object_id"].as_str()?.to_string(),
+                    ))
+                })
+                .collect();
+            shown.sort();
+            let shown: Vec<String> = shown.into_iter().map(|(_, id)| id).collect();
+            let flags = shown
+                .iter()
+                .map(|id| clicked.contains(&(query_id.clone(), id.clone())))
+                .collect();
+            pages.push(ClickedPage {
+                query: r.try_get(1)?,
+                shown,
+                clicked: flags,
+            });
+        }
+        Ok(pages)
+    }
+
     /// Writes impressions in one transaction.
     pub async fn store_impressions(&self, impressions: &[Impression]) -> Result<(), sqlx::Error> {
         let mut tx = self.begin_write().await?;

@@ -527,3 +527,67 @@ fn acknowledged_events_survive_kill_9() {
     let r = post_events(&server.base, &click(&ids[0], "vec", 1).to_string());
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// `rankd click-model --from-db` fits the click models to the server's own log: first pages
+/// only, clicks matched to what each page showed; an empty log is exit 2 saying why.
+#[test]
+fn click_models_fit_the_servers_own_log() {
+    let (dir, db, server) = server(&[]);
+    let empty = rankd(&[
+        "click-model",
+        "--from-db",
+        "--database-url",
+        &db,
+        "--data-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(empty.status.code(), Some(2), "{}", stderr(&empty));
+    assert!(
+        stderr(&empty).contains("no logged first page"),
+        "{}",
+        stderr(&empty)
+    );
+    let mut clicks = Vec::new();
+    for (i, q) in ["capacity", "iterator", "vec", "hash map", "array"]
+        .iter()
+        .cycle()
+        .take(40)
+        .enumerate()
+    {
+        let answer = search_body(&server.base, "k=5", q);
+        let id = query_id(&answer);
+        // Users click the first hit, and the second one time in four.
+        let first = answer["hits"][0]["id"].as_str();
+        clicks.push(click(&id, first.expect("a first hit"), 1));
+        if let Some(second) = answer["hits"][1]["id"].as_str().filter(|_| i % 4 == 0) {
+            clicks.push(click(&id, second, 2));
+        }
+    }
+    // A second page is logged but not a session.
+    search_body(&server.base, "k=5&offset=5", "capacity");
+    let body = serde_json::Value::Array(clicks).to_string();
+    let r = post_json(&format!("{}/events", server.base), None, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    server.stop();
+    let o = rankd_ok([
+        "click-model",
+        "--from-db",
+        "--database-url",
+        &db,
+        "--data-dir",
+        dir.path().to_str().unwrap(),
+        "--holdout",
+        "0.25",
+        "--json",
+    ]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["train_sessions"], 30, "{report}");
+    assert_eq!(report["test_sessions"], 10, "{report}");
+    let pbm = &report["models"][0];
+    assert_eq!(pbm["model"], "pbm");
+    // Examination relative to rank 1, for every rank a first page showed.
+    let exam = pbm["examination_relative"].as_array().unwrap();
+    assert!(!exam.is_empty() && exam[0] == 1.0, "{pbm}");
+    let ll = pbm["test"]["log_likelihood"].as_f64().unwrap();
+    assert!(ll < 0.0 && ll > -0.7, "{pbm}");
+}
