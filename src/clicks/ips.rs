@@ -20,7 +20,7 @@
 //! `propensity_clip` so that no click weighs more than `1/propensity_clip` (the variance
 //! bound of clipped IPS; the clipped weights are counted in [`ClickSet::clipped`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -112,12 +112,7 @@ pub fn click_set(
             "--propensity-clip must be in (0, 1], got {propensity_clip}"
         )));
     }
-    let by_qid: HashMap<&str, usize> = set
-        .queries
-        .iter()
-        .enumerate()
-        .map(|(i, q)| (q.qid.as_str(), i))
-        .collect();
+    let by_qid = set.query_index();
     // (query index, row within the query) → Σ c/θ̂, in a stable order.
     let mut weights: BTreeMap<(usize, usize), f64> = BTreeMap::new();
     // Per query, the rows shown in at least one session.

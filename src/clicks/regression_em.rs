@@ -53,12 +53,7 @@ impl RegressionEm {
     ) -> Result<RegressionEm, Invalid> {
         super::sessions::check(sessions, set)?;
         let nf = set.feature_names.len();
-        let by_qid: HashMap<&str, usize> = set
-            .queries
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.qid.as_str(), i))
-            .collect();
+        let by_qid = set.query_index();
         // Number the shown pairs; keep their global row.
         let mut index: HashMap<(usize, usize), usize> = HashMap::new();
         let mut rows: Vec<usize> = Vec::new();

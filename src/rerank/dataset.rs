@@ -164,6 +164,15 @@ impl RankSet {
         RankSet::new(feature_names, x, labels, queries, Some(doc_ids))
     }
 
+    /// Each query's index in [`RankSet::queries`], by qid.
+    pub fn query_index(&self) -> std::collections::HashMap<&str, usize> {
+        self.queries
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.qid.as_str(), i))
+            .collect()
+    }
+
     pub fn num_rows(&self) -> usize {
         self.labels.len()
     }
