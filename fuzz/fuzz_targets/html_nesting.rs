@@ -9,8 +9,25 @@
 use libfuzzer_sys::fuzz_target;
 
 const TAGS: &[&str] = &[
-    "<div>", "<span>", "<b>", "<i>", "<a href=x>", "<p>", "<li>", "<table>", "<td>", "<tr>",
-    "<ul>", "<svg>", "<math>", "<nav>", "</div>", "</b>", "</p>", "</span>", "text ",
+    "<div>",
+    "<span>",
+    "<b>",
+    "<i>",
+    "<a href=x>",
+    "<p>",
+    "<li>",
+    "<table>",
+    "<td>",
+    "<tr>",
+    "<ul>",
+    "<svg>",
+    "<math>",
+    "<nav>",
+    "</div>",
+    "</b>",
+    "</p>",
+    "</span>",
+    "text ",
 ];
 
 fuzz_target!(|data: &[u8]| {

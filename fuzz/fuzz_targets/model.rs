@@ -14,7 +14,8 @@ use rankd::rerank::gbdt::import::Library;
 
 /// A RankLib model whose one tree is a chain `depth` splits deep.
 fn chain(depth: usize, feature: u8) -> Vec<u8> {
-    let mut s = String::from("## LambdaMART\n<ensemble>\n<tree id=\"1\" weight=\"0.5\">\n<split>\n");
+    let mut s =
+        String::from("## LambdaMART\n<ensemble>\n<tree id=\"1\" weight=\"0.5\">\n<split>\n");
     for k in 0..depth {
         let f = 1 + (usize::from(feature) + k) % 8;
         s.push_str(&format!(

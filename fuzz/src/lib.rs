@@ -59,19 +59,11 @@ pub fn leaf() -> &'static Server {
     static LEAF: OnceLock<Server> = OnceLock::new();
     LEAF.get_or_init(|| {
         let key = rankd::secret::ClusterKey::new(CLUSTER_KEY).expect("a valid key");
-        build(
-            "leaf",
-            Some(rankd::secret::Trust::Key(key)),
-            CLUSTER_KEY,
-        )
+        build("leaf", Some(rankd::secret::Trust::Key(key)), CLUSTER_KEY)
     })
 }
 
-fn build(
-    dir: &str,
-    leaf: Option<rankd::secret::Trust>,
-    bearer: &'static str,
-) -> Server {
+fn build(dir: &str, leaf: Option<rankd::secret::Trust>, bearer: &'static str) -> Server {
     let data = scratch().join(dir);
     let index = TextIndex::open_or_create(&data, None).expect("create the index");
     let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
@@ -109,10 +101,12 @@ fn build(
     let state = runtime.block_on(async {
         let db = rankd::db::Db::open(&url).await.expect("open the database");
         let limits = rankd::config::Limits::default();
+        let events = rankd::events::EventStore::start(db.clone(), Default::default());
         let state = AppState {
             engine: rankd::search::Engine::new(index).with_links(links),
             ready: AtomicBool::new(true),
             ops: rankd::admin::Ops::new(db, Some(TOKEN), limits.clone()),
+            events,
             reranker_error: Mutex::new(None),
             auth_failures: rankd::admin::auth::FailureThrottle::new(
                 limits.admin_auth_failures_per_minute,
