@@ -111,14 +111,7 @@ fn hold_out<T>(mut all: Vec<T>, holdout: f64, what: &str) -> anyhow::Result<(Vec
 
 /// The server's logged first pages and their clicks, as sessions.
 fn logged_sessions(args: &ClickModelArgs) -> anyhow::Result<Vec<Session>> {
-    // The precedence `rankd serve` uses: flag, environment, config file, SQLite in the data
-    // directory.
-    let config = crate::config::Config::load(crate::config::Flags {
-        data_dir: Some(args.data.data_dir.clone()),
-        database_url: args.database_url.clone(),
-        ..Default::default()
-    })?;
-    let url = config.database_url();
+    let url = args.data.database_url(args.database_url.clone())?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -218,8 +211,7 @@ fn write_parameters(dir: &Path, models: &[ModelReport]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Invalid(format!("cannot create {}: {e}", dir.display())))?;
     for m in models {
-        let name = serde_json::to_value(m.model)?;
-        let path = dir.join(format!("{}.json", name.as_str().unwrap_or("model")));
+        let path = dir.join(format!("{}.json", m.parameters.model));
         crate::durable::write_atomic(&path, &serde_json::to_vec_pretty(&m.parameters)?)?;
     }
     Ok(())
@@ -239,10 +231,7 @@ fn print_text(report: &Report) {
         "model", "train LL", "test LL", "perplexity"
     );
     for m in &report.models {
-        let name = serde_json::to_value(m.model)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let name = m.parameters.model;
         let exam = if m.examination_relative.is_empty() {
             m.continuation
                 .map_or("depends on the list".to_string(), |g| {

@@ -87,6 +87,17 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
+    /// The database URL by the precedence `rankd serve` uses: `flag`, the environment, the
+    /// configuration file, else the SQLite file in the data directory.
+    pub fn database_url(&self, flag: Option<String>) -> anyhow::Result<String> {
+        let config = crate::config::Config::load(crate::config::Flags {
+            data_dir: Some(self.data_dir.clone()),
+            database_url: flag,
+            ..Default::default()
+        })?;
+        Ok(config.database_url())
+    }
+
     pub fn config(&self) -> anyhow::Result<Option<crate::text::IndexConfig>> {
         self.index_config
             .as_deref()

@@ -353,16 +353,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             formats: args.formats,
         })),
         (_, _, Some(file)) => Some(Judged::JsonLines(file.clone())),
-        _ if args.from_db => {
-            // The precedence `rankd serve` uses: flag, environment, config file, SQLite in the
-            // data directory.
-            let config = crate::config::Config::load(crate::config::Flags {
-                data_dir: Some(args.data.data_dir.clone()),
-                database_url: args.database_url.clone(),
-                ..Default::default()
-            })?;
-            Some(Judged::Database(config.database_url()))
-        }
+        _ if args.from_db => Some(Judged::Database(
+            args.data.database_url(args.database_url.clone())?,
+        )),
         _ => None,
     };
     let source = match (&args.letor, judged) {

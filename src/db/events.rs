@@ -101,9 +101,14 @@ impl Db {
         )
         .fetch_all(&self.pool)
         .await?;
-        let mut clicked: std::collections::HashSet<(String, String)> = Default::default();
+        // query id → the object ids clicked on its page.
+        let mut clicked: std::collections::HashMap<String, std::collections::HashSet<String>> =
+            Default::default();
         for r in &clicks {
-            clicked.insert((r.try_get(0)?, r.try_get(1)?));
+            clicked
+                .entry(r.try_get(0)?)
+                .or_default()
+                .insert(r.try_get(1)?);
         }
         let mut pages = Vec::with_capacity(rows.len());
         for r in &rows {
@@ -121,9 +126,10 @@ impl Db {
                 .collect();
             shown.sort();
             let shown: Vec<String> = shown.into_iter().map(|(_, id)| id).collect();
+            let on_page = clicked.get(&query_id);
             let flags = shown
                 .iter()
-                .map(|id| clicked.contains(&(query_id.clone(), id.clone())))
+                .map(|id| on_page.is_some_and(|ids| ids.contains(id)))
                 .collect();
             pages.push(ClickedPage {
                 query: r.try_get(1)?,
