@@ -414,10 +414,30 @@ pub(crate) fn em_step(
     slot: impl Fn(usize, usize) -> usize,
     prior: BetaPrior,
 ) {
+    let rows = impressions
+        .rows
+        .iter()
+        .map(|&(k, d, pair, clicked)| (slot(k, d), pair, clicked));
+    let (theta_sum, gamma_sum) = e_step(rows, theta, gamma);
+    set_means(theta, &theta_sum, |sum, n| clamp(sum / n as f64));
+    set_means(gamma, &gamma_sum, |sum, n| prior.estimate(sum, n));
+}
+
+/// Per slot (or pair): the sum of posteriors and the impressions counted.
+pub(crate) type Sums = Vec<(f64, usize)>;
+
+/// The E-step of a model where a click is examination `theta[slot]` times attraction
+/// `gamma[pair]`, over `(slot, pair, clicked)` impressions: per slot and per pair, the sum of
+/// the posteriors of examination (of attraction) and the impressions counted.
+/// `P(E=1 | c=0) = θ(1 − γ)/(1 − θγ)`, `P(R=1 | c=0) = (1 − θ)γ/(1 − θγ)`; both 1 on a click.
+pub(crate) fn e_step(
+    rows: impl Iterator<Item = (usize, usize, bool)>,
+    theta: &[f64],
+    gamma: &[f64],
+) -> (Sums, Sums) {
     let mut theta_sum = vec![(0.0, 0usize); theta.len()];
     let mut gamma_sum = vec![(0.0, 0usize); gamma.len()];
-    for &(k, d, pair, clicked) in &impressions.rows {
-        let t = slot(k, d);
+    for (t, pair, clicked) in rows {
         let (th, g) = (theta[t], gamma[pair]);
         let (e, r) = if clicked {
             (1.0, 1.0)
@@ -430,14 +450,18 @@ pub(crate) fn em_step(
         gamma_sum[pair].0 += r;
         gamma_sum[pair].1 += 1;
     }
-    for (v, &(sum, n)) in theta.iter_mut().zip(&theta_sum) {
+    (theta_sum, gamma_sum)
+}
+
+/// The M-step's update of each value that has observations: `estimate(sum, count)`.
+pub(crate) fn set_means(
+    values: &mut [f64],
+    sums: &[(f64, usize)],
+    estimate: impl Fn(f64, usize) -> f64,
+) {
+    for (v, &(sum, n)) in values.iter_mut().zip(sums) {
         if n > 0 {
-            *v = clamp(sum / n as f64);
-        }
-    }
-    for (v, &(sum, n)) in gamma.iter_mut().zip(&gamma_sum) {
-        if n > 0 {
-            *v = prior.estimate(sum, n);
+            *v = estimate(sum, n);
         }
     }
 }

@@ -114,26 +114,8 @@ impl RegressionEm {
         };
         for _ in 0..iterations {
             let gamma: Vec<f64> = x.iter().map(|xi| gamma_of(&weights, bias, xi)).collect();
-            let mut theta_sum = vec![(0.0, 0usize); depth];
-            let mut r_sum = vec![(0.0, 0usize); rows.len()];
-            for &(k, pair, clicked) in &impressions {
-                let (th, g) = (theta[k], gamma[pair]);
-                let (e, r) = if clicked {
-                    (1.0, 1.0)
-                } else {
-                    let none = 1.0 - th * g;
-                    (th * (1.0 - g) / none, (1.0 - th) * g / none)
-                };
-                theta_sum[k].0 += e;
-                theta_sum[k].1 += 1;
-                r_sum[pair].0 += r;
-                r_sum[pair].1 += 1;
-            }
-            for (t, &(sum, n)) in theta.iter_mut().zip(&theta_sum) {
-                if n > 0 {
-                    *t = clamp(sum / n as f64);
-                }
-            }
+            let (theta_sum, r_sum) = super::e_step(impressions.iter().copied(), &theta, &gamma);
+            super::set_means(&mut theta, &theta_sum, |sum, n| clamp(sum / n as f64));
             // M-step for the logistic model: cross-entropy of σ(z) against the pairs' summed
             // posteriors, per impression.
             let total: f64 = r_sum.iter().map(|&(_, n)| n as f64).sum::<f64>().max(1.0);
