@@ -1,6 +1,6 @@
 //! The `rankd` binary: logging set-up, then the command line (`rankd::cli`).
 //!
-//! Two process-level choices live here:
+//! The process-level choices live here:
 //! - Log lines carry ANSI colours only when stderr is a terminal, so logs redirected to a file
 //!   or collected by systemd/docker stay plain text.
 //! - Commands that print results (`eval --json | head`, ...) restore the default `SIGPIPE`
@@ -8,20 +8,24 @@
 //!   instead of `println!` panicking on `EPIPE` (exit 101). The serving commands keep Rust's
 //!   default (`SIGPIPE` ignored), so a client closing its connection is an error on that one
 //!   socket, never the end of the server.
-//! - With glibc, malloc's arenas are capped at one per core (glibc's default is eight per
-//!   core, and rankd runs many threads: tokio's workers and blocking pool, rayon, tantivy's
-//!   indexing and merging threads). Measured in the soak (docs/RELIABILITY.md "Soak": wrk at
-//!   saturation with document batches, model swaps and graph jobs, a fixed-size index): with
-//!   glibc's default the server's anonymous memory grew from 85 to 159 MB in ten minutes and
-//!   kept stepping up for thirty, memory held in idle arenas rather than leaked; with two
-//!   arenas on the two-core machine it stayed at 19–25 MB. It costs about 15 % of peak search
-//!   throughput there (RELIABILITY.md has the numbers). `MALLOC_ARENA_MAX`, when set, still
-//!   decides.
+//! - Memory comes from mimalloc, not the system's malloc. With glibc's malloc the server had
+//!   to choose between throughput and memory: its default (eight arenas per core, and rankd
+//!   runs many threads: tokio's workers, the search threads, rayon, tantivy's indexing and
+//!   merging threads) let the soak's anonymous memory grow from 85 to 159 MB in ten minutes,
+//!   held in idle arenas; capping the arenas at one per core kept it flat but cost about 15 %
+//!   of peak search throughput, and more once searches moved to threads of their own.
+//!   mimalloc's per-thread heaps keep both (docs/RELIABILITY.md "Soak", docs/BENCHMARKS.md
+//!   "The request budget against the search throughput").
+//! - What still allocates with glibc's malloc (SQLite, C code under the crates) gets one
+//!   arena per core, unless `MALLOC_ARENA_MAX` says otherwise.
 
 use std::io::IsTerminal;
 
 use clap::Parser;
 use rankd::cli::Command;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
     cap_malloc_arenas();
@@ -51,7 +55,7 @@ fn restore_default_sigpipe() {
 #[cfg(not(unix))]
 fn restore_default_sigpipe() {}
 
-/// One glibc malloc arena per core (see the module doc), unless `MALLOC_ARENA_MAX` says
+/// One glibc malloc arena per core for what still uses it (see the module doc), unless `MALLOC_ARENA_MAX` says
 /// otherwise. Runs first, before any thread exists.
 fn cap_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -117,7 +117,7 @@ fn build(dir: &str, leaf: Option<rankd::secret::Trust>, bearer: &'static str) ->
     });
     let server = Server {
         runtime,
-        router: Mutex::new(rankd::api::router(state)),
+        router: Mutex::new(rankd::api::router(state).expect("search threads")),
         bearer: TOKEN,
     };
     let judgments: Vec<_> = (0..6)

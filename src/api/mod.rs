@@ -130,14 +130,15 @@ pub fn routes(state: Arc<AppState>) -> (Router<Arc<AppState>>, utoipa::openapi::
     (router.route("/doc/{*id}", get(search::doc)), openapi)
 }
 
-pub fn router(state: Arc<AppState>) -> Router {
+/// Every route with its middleware; an error when the search threads cannot be started.
+pub fn router(state: Arc<AppState>) -> std::io::Result<Router> {
     let limits = state.ops.limits.clone();
     let (routes, openapi) = routes(state.clone());
     let declared = Arc::new(strict::Declared::from_openapi(&openapi));
     // `Router::layer` wraps every route on its own: the slots are one set shared by all of
     // them, so the limit is global (a per-route tower layer would not be).
     let slots = guard::Slots(shares::Shares::new(limits.max_concurrent_requests));
-    routes
+    Ok(routes
         // Undocumented query parameters are refused on every documented route.
         .layer(axum::middleware::from_fn(move |request, next| {
             strict::refuse_unknown(declared.clone(), request, next)
@@ -152,7 +153,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             None => Router::new(),
         })
         .layer(Extension(Arc::new(openapi)))
-        .layer(Extension(search_pool::SearchPool::new(&limits)))
+        .layer(Extension(search_pool::SearchPool::new(&limits)?))
         .layer(
             // Outermost first.
             ServiceBuilder::new()
@@ -173,7 +174,7 @@ pub fn router(state: Arc<AppState>) -> Router {
                 .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes)),
         )
         .layer(axum::middleware::from_fn(telemetry::track))
-        .with_state(state)
+        .with_state(state))
 }
 
 /// The search page, compiled into the binary so rankd serves it from anywhere. Its
@@ -236,7 +237,9 @@ pub async fn serve(
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
     let limits = state.ops.limits.clone();
-    listen::run(listener, router(state), &limits, async move {
+    let router =
+        router(state).map_err(|e| anyhow::anyhow!("cannot start the search threads: {e}"))?;
+    listen::run(listener, router, &limits, async move {
         shutdown.await;
         draining.ready.store(false, Ordering::SeqCst);
         tracing::info!("shutting down: draining requests");

@@ -78,14 +78,15 @@ pub async fn search(
             "waiting for a search thread",
         ))?;
     let searching = state.clone();
-    let (query, response) = SearchPool::run(slot, is_heavy(lists), move || {
-        let response = searching
-            .engine
-            .search_until(&query, Deadline::at(deadline));
-        (query, response)
-    })
-    .await
-    .ok_or_else(|| ApiError::internal("the search thread failed"))?;
+    let (query, response) = pool
+        .run(slot, is_heavy(lists), move || {
+            let response = searching
+                .engine
+                .search_until(&query, Deadline::at(deadline));
+            (query, response)
+        })
+        .await
+        .ok_or_else(|| ApiError::internal("the search thread failed"))?;
     let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {
