@@ -105,23 +105,38 @@ pub(crate) fn attach_guard(record: &mut ModelRecord, comparison: &Comparison, he
     }
 }
 
-/// The judged queries to judge a registered model on before activating it: the queries its
-/// training held out when it recorded them (a model trained by `POST /admin/train`), else
-/// every stored judged query (an uploaded or command-line model was not trained on them).
-pub(crate) fn guard_queries(record: &ModelRecord, stored: Vec<JudgedQuery>) -> Classes {
+/// The queries to judge a registered model on before activating it: the queries its training
+/// held out when it recorded them (a model trained by `POST /admin/train`: judged queries, and
+/// click queries labelled by their clicks), else every stored judged query (an uploaded or
+/// command-line model was not trained on them).
+pub(crate) fn guard_queries(
+    record: &ModelRecord,
+    stored: Vec<JudgedQuery>,
+    logged: Vec<crate::training::clicks::ClickQuery>,
+) -> Classes {
     let held: Option<std::collections::HashSet<&str>> = record
         .metrics
         .get("held_out")
         .and_then(|v| v.as_array())
         .map(|ids| ids.iter().filter_map(|v| v.as_str()).collect());
-    let queries = match held {
-        Some(held) => stored
+    let Some(held) = held else {
+        return crate::training::guard::one_class(stored);
+    };
+    let mut classes = crate::training::guard::one_class(
+        stored
             .into_iter()
             .filter(|q| held.contains(q.qid.as_str()))
             .collect(),
-        None => stored,
-    };
-    crate::training::guard::one_class(queries)
+    );
+    let clicked: Vec<JudgedQuery> = logged
+        .iter()
+        .filter(|q| held.contains(q.qid.as_str()))
+        .map(crate::training::clicks::ClickQuery::judged)
+        .collect();
+    if !clicked.is_empty() {
+        classes.insert(crate::training::clicks::CLICKS.into(), clicked);
+    }
+    classes
 }
 
 fn objective_name(model: &Reranker) -> String {

@@ -1,12 +1,14 @@
-//! The training job (SPEC §3.5): the stored judgments become first-phase windows with
-//! features, a reranker is trained on them with early stopping on a validation split of the
-//! queries, its file is written to the models directory and it is registered, inactive, in
-//! the database. Progress is the fraction of epochs run; every epoch is one JSON log line.
+//! The training job (SPEC §3.5): the stored judgments, the logged clicks, or both
+//! (`crate::training::index_sets`) become first-phase windows with features, a reranker is
+//! trained on them with early stopping on a validation split of the queries, its file is
+//! written to the models directory and it is registered, inactive, in the database. Progress
+//! is the fraction of epochs run; every epoch is one JSON log line.
 //!
-//! A fifth of the judged queries of each class (when that fifth reaches
-//! `guard::MIN_QUERIES`, the least that can refuse a model) is held out of training for the activation
-//! guard (`crate::training::guard`): the model is compared on them with the first phase and
-//! the active model, and the comparison and the held-out query ids are registered with it, so
+//! A fifth of the queries of each class (judged queries; click queries, labelled by their
+//! clicks) is held out of training for the activation guard when that fifth reaches
+//! `guard::MIN_QUERIES`, the least that can refuse a model (`crate::training::guard`): the
+//! model is compared on them with the first phase and the active model, and the comparison
+//! and the held-out query ids are registered with it, so
 //! `POST /admin/models/{id}/activate` later judges it on the same queries.
 
 use std::collections::HashMap;
@@ -19,14 +21,16 @@ use crate::db::Db;
 use crate::rerank::MetricConvention;
 use crate::search::Engine;
 use crate::text::ModelKind;
-use crate::training::{guard, TrainSettings};
-use crate::training::{judged_windows, train_on_windows, JudgedQuery};
+use crate::training::clicks::{ClickOptions, ClickQuery};
+use crate::training::{guard, index_sets, JudgedQuery, SetOptions, Sources, TrainSettings};
 
 /// What `POST /admin/train` accepts: a JSON object of [`TrainSettings`] fields (absent ones
 /// take the defaults of training on the index, [`TrainSettings::on_index`], as `rankd train`
 /// on judgments; `model: "gbdt"` trains trees), `first_phase`, the first-phase model whose
 /// window is reranked (default bm25f), `activate` (activate the model when the guard lets
-/// it) and `force` (activate it even when the guard refuses; logged).
+/// it), `force` (activate it even when the guard refuses; logged), `source` (what to learn
+/// from: `"judgments"`, the default, `"clicks"`, or both as `["judgments", "clicks"]`), and
+/// with clicks `debias` (`"ips"`, the default, or `"none"`) and `propensity_clip`.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct TrainParams(pub serde_json::Map<String, Value>);
@@ -40,7 +44,47 @@ impl TrainParams {
         let mut merged = preset.clone();
         let mut first_phase = crate::training::DEFAULT_FIRST_PHASE;
         let (mut activate, mut force) = (false, false);
+        let mut source = TrainSource {
+            judgments: true,
+            clicks: None,
+        };
+        let mut clicks = ClickOptions::default();
+        let mut click_fields = Vec::new();
         for (field, value) in &self.0 {
+            match field.as_str() {
+                "source" => {
+                    source = TrainSource::parse(value).map_err(|m| (field.clone(), m))?;
+                    continue;
+                }
+                "debias" => {
+                    clicks.debias = match value.as_str() {
+                        Some("ips") => crate::clicks::ips::Debias::Ips,
+                        Some("none") => crate::clicks::ips::Debias::None,
+                        _ => {
+                            return Err((
+                                field.clone(),
+                                "debias must be \"ips\" or \"none\"".into(),
+                            ))
+                        }
+                    };
+                    click_fields.push(field.clone());
+                    continue;
+                }
+                "propensity_clip" => {
+                    clicks.propensity_clip = value
+                        .as_f64()
+                        .filter(|c| *c > 0.0 && *c <= 1.0)
+                        .ok_or_else(|| {
+                            (
+                                field.clone(),
+                                "propensity_clip must be in (0, 1]".to_string(),
+                            )
+                        })?;
+                    click_fields.push(field.clone());
+                    continue;
+                }
+                _ => {}
+            }
             if field == "activate" || field == "force" {
                 let flag = value
                     .as_bool()
@@ -87,12 +131,64 @@ impl TrainParams {
         if force && !activate {
             return Err(("force".into(), "force needs activate: true".into()));
         }
+        match (&mut source.clicks, click_fields.first()) {
+            (Some(options), _) => *options = clicks,
+            (None, Some(field)) => {
+                return Err((
+                    field.clone(),
+                    format!("{field} applies to training on clicks (source \"clicks\")"),
+                ))
+            }
+            (None, None) => {}
+        }
         Ok(TrainRequest {
             settings,
             first_phase,
             activate,
             force,
+            source,
         })
+    }
+}
+
+/// What a training job learns from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainSource {
+    /// The stored judgments.
+    pub judgments: bool,
+    /// The logged clicks, weighted so.
+    pub clicks: Option<ClickOptions>,
+}
+
+impl TrainSource {
+    /// `"judgments"`, `"clicks"`, or an array of them, each once.
+    fn parse(value: &Value) -> Result<TrainSource, String> {
+        let names: Vec<&Value> = match value {
+            Value::Array(names) => names.iter().collect(),
+            one => vec![one],
+        };
+        let mut source = TrainSource {
+            judgments: false,
+            clicks: None,
+        };
+        for name in &names {
+            match name.as_str() {
+                Some("judgments") if !source.judgments => source.judgments = true,
+                Some("clicks") if source.clicks.is_none() => {
+                    source.clicks = Some(ClickOptions::default())
+                }
+                _ => {
+                    return Err(format!(
+                        "source must be \"judgments\", \"clicks\" or both as an array, each \
+                         once; got {value}"
+                    ))
+                }
+            }
+        }
+        if names.is_empty() {
+            return Err("source names nothing to learn from".into());
+        }
+        Ok(source)
     }
 }
 
@@ -105,6 +201,7 @@ pub struct TrainRequest {
     pub activate: bool,
     /// Activate it even if the guard refuses.
     pub force: bool,
+    pub source: TrainSource,
 }
 
 /// What a training job did.
@@ -117,6 +214,8 @@ pub struct Trained {
     pub metrics: Value,
     /// The guard's comparison on the held-out queries.
     pub guard: guard::Comparison,
+    /// What the training sets were built from.
+    pub data: crate::training::SetsReport,
 }
 
 /// Judged queries from stored judgments: those with a stored query text.
@@ -138,43 +237,56 @@ pub(crate) fn judged_queries(stored: &[crate::db::judgments::StoredJudgment]) ->
     queries
 }
 
-/// Runs inside a job: holds out the guard's queries, trains on the rest, writes the model
-/// file, compares the model on the held-out queries ([`guard`]) and registers it, inactive,
-/// with the comparison. Activating is the caller's (it owns what is served).
+/// Runs inside a job: holds out the guard's queries, trains on the rest (judged queries
+/// and click queries, [`index_sets`]), writes the model file, compares the model on the
+/// held-out queries ([`guard`]) and registers it, inactive, with the comparison. Activating is
+/// the caller's (it owns what is served).
 pub fn run(
     engine: &Engine,
     db: &Db,
-    queries: Vec<JudgedQuery>,
+    judged: Vec<JudgedQuery>,
+    clicks: Option<(Vec<ClickQuery>, ClickOptions)>,
     settings: TrainSettings,
     first_phase: ModelKind,
     ctx: &JobContext,
 ) -> anyhow::Result<Trained> {
-    let config = settings.config("stored judgments".into(), MetricConvention::Trec);
-    let (queries, held_out) = guard::hold_out(guard::one_class(queries));
-    ctx.check_cancelled()?;
+    let name = match (judged.is_empty(), clicks.is_some()) {
+        (false, true) => "stored judgments and logged clicks",
+        (true, true) => "logged clicks",
+        _ => "stored judgments",
+    };
+    let config = settings.config(name.into(), MetricConvention::Trec);
     ctx.log(&format!(
-        "computing the {first_phase} windows of {} judged queries ({} held out for the \
-         activation guard)",
-        queries.len(),
-        held_out.values().map(Vec::len).sum::<usize>()
+        "computing the {first_phase} windows of {} judged and {} click queries (a fifth of \
+         each held out for the activation guard when enough)",
+        judged.len(),
+        clicks.as_ref().map_or(0, |(logged, _)| logged.len()),
     ));
-    let window = crate::search::model::DEFAULT_WINDOW;
     // The model trains on the default columns, which leave RM3 out: no need to compute it.
-    let (windows, stats) = judged_windows(
+    let columns = crate::features::FeatureSet::current().default_training_columns();
+    let sets = index_sets(
         engine,
-        &queries,
-        first_phase,
-        window,
-        crate::features::Prf::Skip,
+        Sources { judged, clicks },
+        &SetOptions {
+            first_phase,
+            window: crate::search::model::DEFAULT_WINDOW,
+            columns: &columns,
+            hold_out: true,
+            valid_fraction: settings.valid_fraction,
+            seed: config.seed,
+        },
         &|| {},
     )?;
-    ctx.log(&serde_json::to_string(&stats)?);
+    ctx.log(&serde_json::to_string(&sets.report)?);
+    if let Some(warning) = sets.report.clicks.as_ref().and_then(|c| c.warning()) {
+        ctx.log(&format!("warning: {warning}"));
+    }
     ctx.check_cancelled()?;
     let epochs = config.epochs().max(1) as f64;
-    let outcome = train_on_windows(
-        &windows,
+    let outcome = crate::rerank::train(
+        &sets.train,
+        sets.valid.as_ref(),
         &config,
-        settings.valid_fraction,
         &mut |e| {
             ctx.progress(e.epoch as f64 / epochs, &format!("epoch {}", e.epoch));
             if let Ok(line) = serde_json::to_string(e) {
@@ -191,11 +303,15 @@ pub fn run(
     let model = &outcome.model;
     let path = crate::search::model::store(&engine.index.dir, model)?;
     let candidate = crate::search::model::ActiveModel::new(model.clone(), path.clone())?;
-    let comparison =
-        guard::compare_on_index(engine, &held_out, &candidate, engine.model().as_deref())?;
+    let comparison = guard::compare_on_index(
+        engine,
+        &sets.held_out,
+        &candidate,
+        engine.model().as_deref(),
+    )?;
     ctx.log(&serde_json::to_string(&comparison)?);
     let mut record = super::models::record(model, &path, outcome.log.clone());
-    super::models::attach_guard(&mut record, &comparison, &held_out);
+    super::models::attach_guard(&mut record, &comparison, &sets.held_out);
     tokio::runtime::Handle::current().block_on(db.register_model(&record))?;
     ctx.progress(1.0, "done");
     Ok(Trained {
@@ -205,6 +321,7 @@ pub fn run(
         epochs_run: model.training.epochs_run,
         metrics: serde_json::to_value(&model.training.metrics)?,
         guard: comparison,
+        data: sets.report,
     })
 }
 
@@ -217,6 +334,38 @@ mod tests {
             unreachable!("test bodies are objects")
         };
         TrainParams(fields).request().unwrap_err()
+    }
+
+    #[test]
+    fn sources_are_judgments_clicks_or_both_each_once() {
+        let source = |body: Value| {
+            let Value::Object(fields) = body else {
+                unreachable!("test bodies are objects")
+            };
+            TrainParams(fields).request().map(|r| r.source)
+        };
+        let clicks = Some(ClickOptions::default());
+        let both = serde_json::json!({"source": ["clicks", "judgments"], "propensity_clip": 0.1});
+        let with_clip = Some(ClickOptions {
+            propensity_clip: 0.1,
+            ..ClickOptions::default()
+        });
+        for (body, judgments, expected) in [
+            (serde_json::json!({}), true, None),
+            (serde_json::json!({"source": "clicks"}), false, clicks),
+            (serde_json::json!({"source": ["judgments"]}), true, None),
+            (both, true, with_clip),
+        ] {
+            let got = source(body.clone()).unwrap();
+            assert_eq!((got.judgments, got.clicks), (judgments, expected), "{body}");
+        }
+        for body in [
+            serde_json::json!({"source": ["clicks", "clicks"]}),
+            serde_json::json!({"source": 1}),
+            serde_json::json!({"propensity_clip": 0.5}),
+        ] {
+            assert!(source(body.clone()).is_err(), "{body}");
+        }
     }
 
     /// Issue 30, N3 and N19: a size a job would try to allocate, or a knob out of its

@@ -112,21 +112,7 @@ fn hold_out<T>(mut all: Vec<T>, holdout: f64, what: &str) -> anyhow::Result<(Vec
 /// The server's logged first pages and their clicks, as sessions.
 fn logged_sessions(args: &ClickModelArgs) -> anyhow::Result<Vec<Session>> {
     let url = args.data.database_url(args.database_url.clone())?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let pages = runtime.block_on(async {
-        let db = crate::db::Db::open(&url).await?;
-        anyhow::Ok(db.first_page_sessions().await?)
-    })?;
-    if pages.is_empty() {
-        return Err(Invalid(format!(
-            "the database ({}) holds no logged first page: serve searches with \
-             [events] log_impressions on, and post their clicks to /events",
-            crate::db::redact(&url)
-        ))
-        .into());
-    }
+    let pages = super::logged_first_pages(&url)?;
     Ok(pages
         .into_iter()
         .map(|p| Session {

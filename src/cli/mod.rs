@@ -151,6 +151,26 @@ pub fn progress(len: u64, what: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
+/// The server's logged first pages and their clicks, from the database at `url`.
+pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let pages = runtime.block_on(async {
+        let db = crate::db::Db::open(url).await?;
+        anyhow::Ok(db.first_page_sessions().await?)
+    })?;
+    if pages.is_empty() {
+        return Err(crate::error::Invalid(format!(
+            "the database ({}) holds no logged first page: serve searches with \
+             [events] log_impressions on, and post their clicks to /events",
+            crate::db::redact(url)
+        ))
+        .into());
+    }
+    Ok(pages)
+}
+
 #[cfg(test)]
 mod tests {
     /// clap's own consistency checks (unique argument names across flattened option groups,

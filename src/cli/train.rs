@@ -1,8 +1,9 @@
 //! `rankd train`: train a reranker and write its model file (SPEC §3.5, INTERFACE.md).
 //!
 //! Training data comes from a [`Source`]: LETOR/SVMlight files, or judgments on the index
-//! (queries + qrels), whose first-phase windows get the feature set of SPEC §3.1. A model
-//! trained on the index can be activated for serving (`--activate`).
+//! (queries + qrels), whose first-phase windows get the feature set of SPEC §3.1, or the
+//! server's logged clicks (`--clicks`, `crate::training::clicks`), alone or beside judgments.
+//! A model trained on the index can be activated for serving (`--activate`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,8 +17,9 @@ use crate::training::JudgedQuery;
 use crate::training::TrainSettings;
 
 #[derive(clap::Args, Debug)]
-#[command(group(clap::ArgGroup::new("source").required(true)
+#[command(group(clap::ArgGroup::new("source")
     .args(["letor", "queries", "judgments", "from_db"])))]
+#[command(group(clap::ArgGroup::new("database").multiple(true).args(["from_db", "clicks"])))]
 pub struct TrainArgs {
     /// Training data: a LETOR/SVMlight file (`label [qid:Q] index:value ...`).
     #[arg(long)]
@@ -39,9 +41,22 @@ pub struct TrainArgs {
     /// and `/admin/judgments/qrels` store), for queries with a stored text.
     #[arg(long)]
     pub from_db: bool,
-    /// The database for `--from-db` (default: `RANKD_DATABASE_URL`, `DATABASE_URL`, else the
-    /// SQLite file in the data directory).
-    #[arg(long, requires = "from_db")]
+    /// Training data: the clicks the server logged (the first pages `/search` answered and
+    /// the clicks `POST /events` reported on them), weighted by inverse propensity; alone, or
+    /// beside judgments from one of the sources above.
+    #[arg(long, conflicts_with = "letor")]
+    pub clicks: bool,
+    /// With --clicks: `ips` divides each click by its rank's examination probability, which
+    /// the position-based model estimates from the logged pages; `none` counts each click
+    /// once (biased towards what was ranked high).
+    #[arg(long, value_enum, default_value_t = crate::clicks::ips::Debias::Ips, requires = "clicks")]
+    pub debias: crate::clicks::ips::Debias,
+    /// With --clicks: the smallest propensity a click is divided by.
+    #[arg(long, default_value_t = crate::clicks::ips::DEFAULT_PROPENSITY_CLIP, requires = "clicks")]
+    pub propensity_clip: f64,
+    /// The database for `--from-db` and `--clicks` (default: `RANKD_DATABASE_URL`,
+    /// `DATABASE_URL`, else the SQLite file in the data directory).
+    #[arg(long, requires = "database")]
     pub database_url: Option<String>,
     /// With judgments on the index: the first-phase model and window to rerank.
     #[arg(long, default_value_t = crate::training::DEFAULT_FIRST_PHASE.to_string())]
@@ -93,9 +108,12 @@ pub(crate) enum Source {
         groups: Option<PathBuf>,
         valid: Option<(PathBuf, Option<PathBuf>)>,
     },
-    /// Judged queries' first-phase windows on the index.
+    /// Judged queries' and logged click queries' first-phase windows on the index.
     Index {
-        judged: Judged,
+        /// At least one of `judged` and `clicks`.
+        judged: Option<Judged>,
+        /// The database holding the click log, and how clicks are weighted.
+        clicks: Option<(String, crate::training::clicks::ClickOptions)>,
         data: super::DataArgs,
         first_phase: crate::text::ModelKind,
         window: usize,
@@ -106,13 +124,15 @@ pub(crate) enum Source {
     },
 }
 
-/// Training data: the training and validation sets, the data's name, and the windows held
-/// out for the activation guard by class (with `--activate`).
+/// Training data: the training and validation sets (no validation set when only clicks
+/// train and the validation queries drew none), the data's name, the windows held out for the
+/// activation guard by class (with `--activate`), and what the clicks gave.
 pub(crate) struct Loaded {
     pub train: RankSet,
-    pub valid: RankSet,
+    pub valid: Option<RankSet>,
     pub name: String,
     pub held_out: std::collections::BTreeMap<String, Vec<crate::training::Window>>,
+    pub clicks: Option<crate::training::clicks::ClickStats>,
 }
 
 /// Where judgments on the index come from.
@@ -250,9 +270,10 @@ impl Source {
     pub fn load(&self, learn: &TrainSettings) -> anyhow::Result<Loaded> {
         let loaded = |(train, valid, name): (RankSet, RankSet, String)| Loaded {
             train,
-            valid,
+            valid: Some(valid),
             name,
             held_out: Default::default(),
+            clicks: None,
         };
         match self {
             Source::Letor {
@@ -277,6 +298,7 @@ impl Source {
             }
             Source::Index {
                 judged,
+                clicks,
                 data,
                 first_phase,
                 window,
@@ -287,45 +309,62 @@ impl Source {
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
                 let engine = crate::search::Engine::new(index).with_links(links);
-                let (queries, name) = judged.load()?;
-                // With --activate, the guard's queries are held out of training.
-                let (queries, held_out) = if *guard {
-                    let classes =
-                        crate::training::guard::Classes::from([("judgments".to_string(), queries)]);
-                    crate::training::guard::hold_out(classes)
-                } else {
-                    (queries, Default::default())
+                let (judged, mut name) = match judged {
+                    Some(judged) => judged.load()?,
+                    None => (Vec::new(), String::new()),
                 };
-                let prf = crate::features::FeatureSet::current().prf_for(features);
-                let held_out_count: usize = held_out.values().map(Vec::len).sum();
-                let bar =
-                    super::progress((queries.len() + held_out_count) as u64, "features", false);
-                let windows_of = |queries: &[JudgedQuery]| {
-                    crate::training::judged_windows(
+                let clicks = match clicks {
+                    Some((url, options)) => {
+                        let pages = super::logged_first_pages(url)?;
+                        name = if name.is_empty() {
+                            "logged clicks".into()
+                        } else {
+                            format!("{name} and logged clicks")
+                        };
+                        Some((crate::training::clicks::click_queries(pages), *options))
+                    }
+                    None => None,
+                };
+                let queries = judged.len() + clicks.as_ref().map_or(0, |(logged, _)| logged.len());
+                let columns = if features.is_empty() {
+                    crate::features::FeatureSet::current().default_training_columns()
+                } else {
+                    features.clone()
+                };
+                let bar = super::progress(queries as u64, "features", false);
+                let sets = crate::training::index_sets(
+                    &engine,
+                    crate::training::Sources { judged, clicks },
+                    &crate::training::SetOptions {
+                        first_phase: *first_phase,
+                        window: *window,
+                        columns: &columns,
+                        hold_out: *guard,
+                        valid_fraction: learn.valid_fraction,
+                        seed: learn.seed,
+                    },
+                    &|| bar.inc(1),
+                )?;
+                let prf = crate::features::FeatureSet::current().prf_for(&columns);
+                let mut held_out = std::collections::BTreeMap::new();
+                for (class, queries) in &sets.held_out {
+                    let (w, _) = crate::training::judged_windows(
                         &engine,
                         queries,
                         *first_phase,
                         *window,
                         prf,
                         &|| bar.inc(1),
-                    )
-                    .map(|(w, _)| w)
-                };
-                let windows = windows_of(&queries)?;
-                let mut held_out_windows = std::collections::BTreeMap::new();
-                for (class, queries) in &held_out {
-                    held_out_windows.insert(class.clone(), windows_of(queries)?);
+                    )?;
+                    held_out.insert(class.clone(), w);
                 }
                 bar.finish_and_clear();
-                let all = if features.is_empty() {
-                    crate::training::rank_set(&windows)
-                } else {
-                    crate::training::rank_set_columns(&windows, features)
-                }?;
-                let (t, v) = all.split_validation(learn.valid_fraction, learn.seed)?;
                 Ok(Loaded {
-                    held_out: held_out_windows,
-                    ..loaded((t, v, name))
+                    train: sets.train,
+                    valid: sets.valid,
+                    name,
+                    held_out,
+                    clicks: sets.report.clicks,
                 })
             }
         }
@@ -358,23 +397,34 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         )),
         _ => None,
     };
-    let source = match (&args.letor, judged) {
-        (Some(letor), _) => Source::Letor {
+    let clicks = if args.clicks {
+        let options = crate::training::clicks::ClickOptions {
+            debias: args.debias,
+            propensity_clip: args.propensity_clip,
+        };
+        Some((args.data.database_url(args.database_url.clone())?, options))
+    } else {
+        None
+    };
+    let source = match (&args.letor, judged, clicks) {
+        (Some(letor), _, _) => Source::Letor {
             data: letor.clone(),
             groups: args.letor_query.clone(),
             valid: args.valid.clone().map(|v| (v, args.valid_query.clone())),
         },
-        (None, Some(judged)) => Source::Index {
+        (None, judged, clicks) if judged.is_some() || clicks.is_some() => Source::Index {
             judged,
+            clicks,
             data: args.data.clone(),
             first_phase: args.first_phase.parse().map_err(Invalid)?,
             window: args.window,
             features: feature_columns("--features", &args.features)?,
             guard: args.activate,
         },
-        (None, None) => {
+        _ => {
             return Err(Invalid(
-                "give --letor FILE, --queries/--qrels, --judgments FILE or --from-db".into(),
+                "give --letor FILE, --queries/--qrels, --judgments FILE, --from-db or --clicks"
+                    .into(),
             )
             .into())
         }
@@ -396,17 +446,52 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         valid,
         name,
         held_out,
+        clicks,
     } = source.load(&settings)?;
+    if let (Some(stats), false) = (&clicks, args.json) {
+        let shown: Vec<String> = stats
+            .propensities
+            .iter()
+            .map(|p| format!("{p:.3}"))
+            .collect();
+        eprintln!(
+            "{} logged pages of {} queries, {} clicks ({} past a document the window no longer \
+             holds, {} below the propensity clip) → {} training groups; propensities by rank \
+             (relative to rank 1): {}",
+            stats.pages,
+            stats.queries,
+            stats.clicks,
+            stats.clicks_outside_window,
+            stats.clipped,
+            stats.train_groups,
+            if shown.is_empty() {
+                "not used".into()
+            } else {
+                shown.join(" ")
+            }
+        );
+    }
+    if let Some(warning) = clicks.as_ref().and_then(|c| c.warning()) {
+        eprintln!("warning: {warning}");
+    }
     let config = settings.config(name, convention);
-    let (outcome, selection) = match args.select.grid(&settings)? {
-        None => (
-            run_training(&train, Some(&valid), &config, args.json)?,
+    let (outcome, selection) = match (args.select.grid(&settings)?, &valid) {
+        (None, valid) => (
+            run_training(&train, valid.as_ref(), &config, args.json)?,
             None,
         ),
-        Some(grid) => {
+        (Some(_), None) => {
+            return Err(Invalid(
+                "feature selection needs a validation set, and the validation queries drew no \
+                 click"
+                    .into(),
+            )
+            .into())
+        }
+        (Some(grid), Some(valid)) => {
             let (selection, outcome) = crate::rerank::select::select(
                 &train,
-                &valid,
+                valid,
                 &config,
                 &grid,
                 &mut |_| {},
@@ -476,7 +561,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             "id": m.id(),
             "objective": m.training.objective,
             "train_queries": train.queries.len(),
-            "valid_queries": valid.queries.len(),
+            "valid_queries": valid.as_ref().map_or(0, |v| v.queries.len()),
+            "clicks": clicks,
             "coverage": outcome.coverage,
             "best_epoch": m.training.best_epoch,
             "epochs_run": m.training.epochs_run,

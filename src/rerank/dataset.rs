@@ -187,6 +187,37 @@ impl RankSet {
         &self.x[rows.start * d..rows.end * d]
     }
 
+    /// The sets one after the other, as one set; their features must be the same, by name
+    /// and order. Document ids are kept when every set has them.
+    pub fn concat(sets: &[RankSet]) -> Result<RankSet, RerankError> {
+        let Some(first) = sets.first() else {
+            return Err(RerankError::invalid("no training data"));
+        };
+        let mut x = Vec::new();
+        let mut labels = Vec::new();
+        let mut queries = Vec::new();
+        let mut doc_ids = sets.iter().all(|s| s.doc_ids.is_some()).then(Vec::new);
+        for set in sets {
+            if set.feature_names != first.feature_names {
+                return Err(RerankError::invalid(
+                    "the sets to join have different features",
+                ));
+            }
+            let offset = labels.len();
+            x.extend_from_slice(&set.x);
+            labels.extend_from_slice(&set.labels);
+            queries.extend(set.queries.iter().map(|q| QueryGroup {
+                qid: q.qid.clone(),
+                rows: q.rows.start + offset..q.rows.end + offset,
+                weight: q.weight,
+            }));
+            if let (Some(out), Some(ids)) = (doc_ids.as_mut(), &set.doc_ids) {
+                out.extend_from_slice(ids);
+            }
+        }
+        RankSet::new(first.feature_names.clone(), x, labels, queries, doc_ids)
+    }
+
     /// The subset made of the queries at `indices`, in that order.
     pub fn subset(&self, indices: &[usize]) -> RankSet {
         let d = self.num_features();

@@ -99,9 +99,15 @@ pub fn evaluate_scores(
         if !weighted {
             return report.mean(name).unwrap_or(0.0);
         }
+        // Per query, MAP and MRR are a query's AP and RR.
+        let per_query = match name {
+            "map" => "ap",
+            "mrr" => "rr",
+            other => other,
+        };
         let (mut sum, mut total) = (0.0, 0.0);
         for (qid, values) in &report.per_query {
-            if let Some(v) = values.get(name) {
+            if let Some(v) = values.get(per_query) {
                 let w = weights.get(qid.as_str()).copied().unwrap_or(1.0);
                 sum += w * v;
                 total += w;
@@ -248,6 +254,29 @@ mod tests {
         assert!((t.ndcg3 - ndcg3).abs() < 1e-12);
         assert_eq!(t.ndcg1, 0.0);
         assert!(evaluate_scores(&set, &scores[..4], MetricConvention::Trec).is_err());
+    }
+
+    /// Weighted queries (click groups) weigh every mean, MAP and MRR included: each query's
+    /// AP and RR count by its weight.
+    #[test]
+    fn weighted_queries_weigh_every_mean() {
+        // a: the relevant row first (AP = RR = 1); b: second (AP = RR = 1/2), weighing 3.
+        let mut b = QueryGroup::new("b", 2..4);
+        b.weight = 3.0;
+        let set = RankSet::new(
+            vec!["f1".into()],
+            vec![0.0; 4],
+            vec![1, 0, 0, 1],
+            vec![QueryGroup::new("a", 0..2), b],
+            None,
+        )
+        .unwrap();
+        let m = evaluate_scores(&set, &[2.0, 1.0, 2.0, 1.0], MetricConvention::Trec).unwrap();
+        let mean = (1.0 + 3.0 * 0.5) / 4.0;
+        assert!((m.map - mean).abs() < 1e-12, "{m:?}");
+        assert!((m.mrr - mean).abs() < 1e-12, "{m:?}");
+        let ndcg = (1.0 + 3.0 / 3f64.log2()) / 4.0;
+        assert!((m.ndcg10 - ndcg).abs() < 1e-12, "{m:?}");
     }
 
     #[test]

@@ -472,3 +472,163 @@ fn hostile_tree_models_are_refused_and_deep_ones_explained() {
     }
     assert_eq!(get(&format!("{b}/livez"), None).status, 200);
 }
+
+/// `POST /admin/train {"source": "clicks"}` trains on the server's own log: the first pages
+/// `/search` logged and the clicks posted to `/events`, the guard holding out click queries;
+/// `source` takes both sources as an array; click options without clicks, an unknown source
+/// and a log without clicks are 400s naming the field.
+#[test]
+fn train_on_the_servers_click_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_data, _db, server) = topic_server(dir.path(), false);
+    let b = &server.base;
+    let t = Some(TOKEN);
+    for (body, field, says) in [
+        (
+            r#"{"source":"clicks"}"#,
+            "source",
+            "logged first pages with clicks",
+        ),
+        (
+            r#"{"debias":"none"}"#,
+            "debias",
+            "applies to training on clicks",
+        ),
+        (r#"{"source":"bogus"}"#, "source", "source must be"),
+        (r#"{"source":[]}"#, "source", "nothing to learn from"),
+        (r#"{"source":"clicks","debias":"maybe"}"#, "debias", "ips"),
+        (
+            r#"{"source":"clicks","propensity_clip":0}"#,
+            "propensity_clip",
+            "(0, 1]",
+        ),
+    ] {
+        assert_error(
+            &post_json(&format!("{b}/admin/train"), t, body),
+            400,
+            Some(field),
+            says,
+        );
+    }
+    // Users search each topic in twenty wordings and click the hits whose title names it.
+    let topics = ["vector", "iterator", "thread", "socket", "parser", "matrix"];
+    let wordings = [
+        "basics",
+        "notes",
+        "guide",
+        "tutorial",
+        "intro",
+        "reference",
+        "examples",
+        "howto",
+        "faq",
+        "tips",
+        "overview",
+        "primer",
+        "manual",
+        "cookbook",
+        "recipes",
+        "patterns",
+        "errors",
+        "tricks",
+        "usage",
+        "design",
+    ];
+    let mut clicks = Vec::new();
+    for wording in wordings {
+        for (q, topic) in topics.iter().enumerate() {
+            let text = format!("{topic} {wording}");
+            let answer = search_body(b, "k=10", &text);
+            let query_id = answer["query_id"].as_str().unwrap().to_string();
+            for (k, hit) in answer["hits"].as_array().unwrap().iter().enumerate() {
+                let id = hit["id"].as_str().unwrap();
+                let i: usize = id[1..].parse().unwrap();
+                if topic_relevant(q, i) && k < 6 {
+                    clicks.push(serde_json::json!({"action_name": "click",
+                        "query_id": query_id, "object_id": id, "position": k + 1,
+                        "timestamp": 1_795_845_600_000i64}));
+                }
+            }
+        }
+    }
+    let clicked: std::collections::HashSet<String> =
+        clicks.iter().map(|c| c["query_id"].to_string()).collect();
+    let body = serde_json::Value::Array(clicks).to_string();
+    // The impressions are written in batches: wait until their query ids are known.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let a = post_json(&format!("{b}/events"), None, &body);
+        if a.status == 200 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", a.body);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let a = post_json(
+        &format!("{b}/admin/train"),
+        t,
+        r#"{"source":"clicks","model":"linear","epochs":10}"#,
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let data = &job["result"]["data"];
+    // A fifth of the clicked queries is the guard's; the rest, and the pages without a
+    // click, train.
+    let held = clicked.len() / 5;
+    assert!(held >= 10, "{} clicked queries", clicked.len());
+    assert_eq!(data["held_out"], held, "{data}");
+    let pages = topics.len() * wordings.len();
+    assert_eq!(data["clicks"]["pages"], pages - held, "{data}");
+    assert_eq!(data["clicks"]["queries"], pages - held, "{data}");
+    assert!(data["judged"].is_null(), "{data}");
+    let guard = &job["result"]["guard"]["classes"][0];
+    assert_eq!(
+        (&guard["class"], &guard["queries"]),
+        (&"clicks".into(), &held.into()),
+        "{job}"
+    );
+    // Every page showed the same ranking: the job says the propensities are not identified.
+    assert_eq!(data["clicks"]["pairs_at_several_ranks"], 0, "{data}");
+    let logs = job["logs"].to_string();
+    assert!(
+        logs.contains("cannot be told from the documents' attraction"),
+        "{logs}"
+    );
+    // The activation judges the model on the same held-out click queries.
+    let id = job["result"]["model"].as_str().unwrap();
+    let a = call(
+        "POST",
+        &format!("{b}/admin/models/{id}/activate?force=true"),
+        t,
+        None,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(
+        a.body["guard"]["classes"][0]["class"], "clicks",
+        "{}",
+        a.body
+    );
+    assert_eq!(a.body["guard"]["classes"][0]["queries"], held, "{}", a.body);
+
+    // Both sources: the stored judgments train beside the clicks.
+    let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = post_json(
+        &format!("{b}/admin/train"),
+        t,
+        r#"{"source":["judgments","clicks"],"debias":"none","model":"linear","epochs":5}"#,
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let data = &job["result"]["data"];
+    let judged = data["judged"]["queries"].as_u64().unwrap();
+    assert!((1..=12).contains(&judged), "{data}");
+    assert_eq!(data["clicks"]["debias"], "none", "{data}");
+    assert_eq!(
+        data["clicks"]["propensities"],
+        serde_json::json!([]),
+        "{data}"
+    );
+}

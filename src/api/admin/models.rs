@@ -140,7 +140,12 @@ pub async fn activate(
         return Err(ApiError::conflict(format!("model {id} is already active")));
     }
     let stored = db.all_judgments().await.map_err(ApiError::internal)?;
-    let held_out = guard_queries(&record, train::judged_queries(&stored));
+    let clicked = db.first_page_sessions().await.map_err(ApiError::internal)?;
+    let held_out = guard_queries(
+        &record,
+        train::judged_queries(&stored),
+        crate::training::clicks::click_queries(clicked),
+    );
     let path = std::path::PathBuf::from(&record.file_path);
     let worker = state.clone();
     let (candidate, comparison) = tokio::task::spawn_blocking(move || {
@@ -350,14 +355,14 @@ pub async fn upload(
     ))
 }
 
-/// Starts training a reranker on the stored judgments (SPEC §3.5); the model is registered
-/// inactive when the job succeeds.
+/// Starts training a reranker on the stored judgments, the logged clicks, or both (SPEC §3.5);
+/// the model is registered inactive when the job succeeds.
 #[utoipa::path(
     post, path = "/train", tag = "admin",
-    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; and first_phase (the model whose window is reranked). The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
+    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; first_phase (the model whose window is reranked); source (\"judgments\", the default, \"clicks\", or [\"judgments\", \"clicks\"]) and, with clicks, debias (ips|none) and propensity_clip. The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
-        (status = 400, description = "bad parameter (named), or no judged query to train on"),
+        (status = 400, description = "bad parameter (named), or no judged query (`judgments`) or clicked query (`source`) to train on"),
         (status = 409, description = "a training job is already queued or running"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -375,18 +380,38 @@ pub async fn start(
     let request = params
         .request()
         .map_err(|(field, message)| ApiError::bad_request(field, message))?;
-    let stored = state
-        .ops
-        .db
-        .all_judgments()
-        .await
-        .map_err(ApiError::internal)?;
-    let queries = train::judged_queries(&stored);
+    let db = &state.ops.db;
+    let queries = if request.source.judgments {
+        let stored = db.all_judgments().await.map_err(ApiError::internal)?;
+        train::judged_queries(&stored)
+    } else {
+        Vec::new()
+    };
+    let clicks = match request.source.clicks {
+        Some(options) => {
+            let pages = db.first_page_sessions().await.map_err(ApiError::internal)?;
+            let logged = crate::training::clicks::click_queries(pages);
+            let clicked = logged.iter().filter(|q| q.clicks() > 0).count();
+            if clicked < 2 {
+                return Err(ApiError::bad_request(
+                    "source",
+                    format!(
+                        "training on clicks needs logged first pages with clicks on at least \
+                         two queries; {clicked} of {} logged queries have one (serve searches \
+                         with [events] log_impressions on, and post their clicks to /events)",
+                        logged.len()
+                    ),
+                ));
+            }
+            Some((logged, options))
+        }
+        None => None,
+    };
     let usable = queries
         .iter()
         .filter(|q| q.grades.values().any(|&g| g >= 1))
         .count();
-    if usable < 2 {
+    if request.source.judgments && usable < 2 {
         return Err(ApiError::bad_request(
             "judgments",
             format!(
@@ -406,6 +431,7 @@ pub async fn start(
                 &worker.engine,
                 &worker.ops.db,
                 queries,
+                clicks,
                 request.settings,
                 request.first_phase,
                 ctx,
