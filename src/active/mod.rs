@@ -16,6 +16,7 @@
 //! `maxcos` is raised by one dot product with the new pick, O(n·d) per step and O(k·n·d) in all.
 //! [`replay`] is the offline check of the criterion on judged LETOR data (`rankd active-replay`).
 
+pub mod loss;
 pub mod replay;
 
 /// λ when a request does not give one: the value the offline replay on LETOR chose most often
@@ -43,6 +44,20 @@ pub struct Pick {
 /// its gap counts as the largest of the pool (it is the least uncertain). Gaps are divided by
 /// their maximum over the pool; when every gap is 0, all are 0.
 pub(crate) fn neighbor_gaps(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<f64> {
+    let raw = neighbor_margins(lists, pool);
+    let max = raw.iter().flatten().copied().fold(0.0f64, f64::max);
+    raw.into_iter()
+        .map(|g| match g {
+            Some(g) if max > 0.0 => g / max,
+            Some(_) => 0.0,
+            None => 1.0,
+        })
+        .collect()
+}
+
+/// The pool items' score gaps to their nearest neighbour in their list, not normalised;
+/// `None` for an item alone in its list.
+pub(crate) fn neighbor_margins(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<Option<f64>> {
     // Per list: sort once, then each item's gap is to its sorted predecessor or successor.
     let gaps_of_list = |scores: &[f32]| -> Vec<Option<f64>> {
         let mut order: Vec<usize> = (0..scores.len()).collect();
@@ -62,15 +77,7 @@ pub(crate) fn neighbor_gaps(lists: &[Vec<f32>], pool: &[(usize, usize)]) -> Vec<
         gap
     };
     let per_list: Vec<Vec<Option<f64>>> = lists.iter().map(|l| gaps_of_list(l)).collect();
-    let raw: Vec<Option<f64>> = pool.iter().map(|&(l, p)| per_list[l][p]).collect();
-    let max = raw.iter().flatten().copied().fold(0.0f64, f64::max);
-    raw.into_iter()
-        .map(|g| match g {
-            Some(g) if max > 0.0 => g / max,
-            Some(_) => 0.0,
-            None => 1.0,
-        })
-        .collect()
+    pool.iter().map(|&(l, p)| per_list[l][p]).collect()
 }
 
 /// The rows of `x` (`n × d`, row-major) z-scored per column over the rows themselves (a
@@ -119,6 +126,8 @@ pub(crate) fn unit_rows(x: &[f32], d: usize) -> Vec<f64> {
 pub(crate) enum SelectError {
     #[error("lambda must be in [0, 1], got {0}")]
     Lambda(f64),
+    #[error("{0}")]
+    Loss(String),
     #[error("{rows} feature values for {n} items of {d} features")]
     Shape { rows: usize, n: usize, d: usize },
 }

@@ -9,8 +9,9 @@
 //! (`crate::rerank::train`, early stopping on the validation fold), scores the test fold,
 //! then picks `batch` pool rows by the strategy and reveals their labels, `rounds` times.
 //!
-//! Strategies: random (seeded), plain margin (λ = 1) and the angle-diverse batch for each λ
-//! of a grid; the "angle (λ tuned)" line takes, per fold, the λ whose validation MAP averaged
+//! Strategies: random (seeded), plain margin (λ = 1), the angle-diverse batch for each λ
+//! of a grid, and the loss-based batch of chapter 4 (`super::loss`, default parameters); the
+//! "angle (λ tuned)" line takes, per fold, the λ whose validation MAP averaged
 //! over the rounds after the first selection is best — the test fold never chooses anything.
 
 use std::sync::atomic::AtomicBool;
@@ -20,7 +21,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::{neighbor_gaps, select_batch, unit_rows};
+use super::loss::{labelled_pairs, select_loss_batch, LossParams};
+use super::{neighbor_gaps, neighbor_margins, select_batch, unit_rows};
 use crate::rerank::{evaluate_scores, MetricConvention, RankSet, RerankError, TrainConfig};
 
 /// What a replay runs (the model each round trains is a [`TrainConfig`] of its own).
@@ -62,6 +64,8 @@ pub enum Strategy {
     Angle {
         lambda: f64,
     },
+    /// The loss-based batch (seed 002 ch. 4) with its default parameters.
+    Loss,
 }
 
 impl Strategy {
@@ -70,6 +74,7 @@ impl Strategy {
             Strategy::Random => "random".into(),
             Strategy::Angle { lambda } if *lambda == 1.0 => "margin (λ=1)".into(),
             Strategy::Angle { lambda } => format!("angle λ={lambda}"),
+            Strategy::Loss => "loss-based (ch. 4)".into(),
         }
     }
 }
@@ -166,27 +171,7 @@ fn run_fold(
                 p
             }
             Strategy::Angle { lambda } => {
-                // q's list: every training row of the query, labelled or not.
-                let scores = score(fold.train)?;
-                let lists: Vec<Vec<f32>> = fold
-                    .train
-                    .queries
-                    .iter()
-                    .map(|q| scores[q.rows.clone()].to_vec())
-                    .collect();
-                let mut query_of = vec![0; fold.train.num_rows()];
-                for (qi, q) in fold.train.queries.iter().enumerate() {
-                    for r in q.rows.clone() {
-                        query_of[r] = qi;
-                    }
-                }
-                let at: Vec<(usize, usize)> = pool
-                    .iter()
-                    .map(|&r| {
-                        let qi = query_of[r];
-                        (qi, r - fold.train.queries[qi].rows.start)
-                    })
-                    .collect();
+                let (lists, at) = pool_lists(fold, &pool, &score(fold.train)?);
                 let gaps = neighbor_gaps(&lists, &at);
                 let mut x = Vec::with_capacity(pool.len() * d);
                 for &r in &pool {
@@ -199,12 +184,58 @@ fn run_fold(
                     .map(|p| pool[p.item])
                     .collect()
             }
+            Strategy::Loss => {
+                let (lists, at) = pool_lists(fold, &pool, &score(fold.train)?);
+                let margins: Vec<f64> = neighbor_margins(&lists, &at)
+                    .into_iter()
+                    .map(|m| m.unwrap_or(f64::INFINITY))
+                    .collect();
+                let mut labelled = Vec::new();
+                for (qi, q) in fold.train.queries.iter().enumerate() {
+                    let grades: Vec<Option<i32>> = q
+                        .rows
+                        .clone()
+                        .map(|r| fold.labelled[r].then_some(fold.train.labels[r]))
+                        .collect();
+                    labelled.extend(labelled_pairs(&lists[qi], &grades));
+                }
+                select_loss_batch(&margins, &labelled, config.batch, &LossParams::default())
+                    .map_err(|e| RerankError::invalid(e.to_string()))?
+                    .into_iter()
+                    .map(|p| pool[p.item])
+                    .collect()
+            }
         };
         for r in picked {
             fold.labelled[r] = true;
         }
     }
     Ok(rounds)
+}
+
+/// Each training query's scores (every row, labelled or not: a neighbour does not need to be
+/// unlabelled to make a pair uncertain), and each pool row's (query, position in its list).
+fn pool_lists(fold: &Fold, pool: &[usize], scores: &[f32]) -> (Vec<Vec<f32>>, Vec<(usize, usize)>) {
+    let lists: Vec<Vec<f32>> = fold
+        .train
+        .queries
+        .iter()
+        .map(|q| scores[q.rows.clone()].to_vec())
+        .collect();
+    let mut query_of = vec![0; fold.train.num_rows()];
+    for (qi, q) in fold.train.queries.iter().enumerate() {
+        for r in q.rows.clone() {
+            query_of[r] = qi;
+        }
+    }
+    let at = pool
+        .iter()
+        .map(|&r| {
+            let qi = query_of[r];
+            (qi, r - fold.train.queries[qi].rows.start)
+        })
+        .collect();
+    (lists, at)
 }
 
 /// Mean and population standard deviation.
@@ -247,7 +278,7 @@ pub(crate) struct ReplayReport {
     pub batch: usize,
     pub rounds: usize,
     pub lambdas: Vec<f64>,
-    /// random, margin (λ=1), each λ of the grid, then "angle (λ tuned)".
+    /// random, margin (λ=1), each λ of the grid, loss-based, then "angle (λ tuned)".
     pub curves: Vec<Curve>,
     /// The λ the validation folds chose, per seed and fold.
     pub tuned_lambdas: Vec<Vec<f64>>,
@@ -255,7 +286,7 @@ pub(crate) struct ReplayReport {
 
 /// The number of trainings a replay runs (for a progress bar).
 pub(crate) fn trainings(config: &ReplayConfig) -> u64 {
-    ((2 + config.lambdas.len()) * config.folds * (config.rounds + 1) * config.seeds.len()) as u64
+    ((3 + config.lambdas.len()) * config.folds * (config.rounds + 1) * config.seeds.len()) as u64
 }
 
 /// Runs the replay over `all` (every judged query) for each seed, training `train_config`
@@ -280,6 +311,7 @@ pub(crate) fn replay(
             .iter()
             .map(|&lambda| Strategy::Angle { lambda }),
     );
+    strategies.push(Strategy::Loss);
     let rounds = config.rounds + 1;
     // [strategy][seed][round] fold means, and the tuned line.
     let mut map = vec![vec![vec![0.0; rounds]; seeds.len()]; strategies.len() + 1];
@@ -423,6 +455,7 @@ mod tests {
                 "random",
                 "margin (λ=1)",
                 "angle λ=0.5",
+                "loss-based (ch. 4)",
                 "angle (λ tuned on validation)"
             ]
         );

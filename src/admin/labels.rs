@@ -1,11 +1,13 @@
 //! The next batch to label (SPEC §5) over the index: the pool is every unjudged, unreserved
 //! (query, document) pair among the first-phase windows of the stored queries, scored by the
 //! active reranker when there is one (else by the first-phase score); [`crate::active`] picks
-//! the batch. Features are the serving features (SPEC §3.1), extracted per window as
+//! the batch, by the angle-diverse criterion or the loss-based one (seed 002 ch. 4, which
+//! also reads the judged pairs of each window: they fit its pairwise probabilities). Features are the serving features (SPEC §3.1), extracted per window as
 //! `crate::judgments` does for training.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use crate::active::loss::{labelled_pairs, select_loss_batch, LossParams, LossPick};
 use crate::active::{self, Pick};
 use crate::features::{self, FeatureSet};
 use crate::search::model::ActiveModel;
@@ -23,7 +25,25 @@ pub struct PoolSpec<'a> {
     pub first_phase: ModelKind,
     pub window: usize,
     pub k: usize,
-    pub lambda: f64,
+    pub strategy: BatchStrategy,
+    /// Stored grades by (query id, document id): the loss-based batch's labelled pairs.
+    pub grades: &'a HashMap<(String, String), i32>,
+}
+
+/// How the batch is picked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BatchStrategy {
+    /// SPEC §5's angle-diverse batch with this λ.
+    Angle { lambda: f64 },
+    /// The loss-based batch (`crate::active::loss`).
+    Loss(LossParams),
+}
+
+/// What a pick was chosen on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Picked {
+    Angle(Pick),
+    Loss(LossPick),
 }
 
 /// One chosen pair.
@@ -36,7 +56,7 @@ pub struct Chosen {
     pub score: f32,
     /// 1-based rank in the query's first-phase window.
     pub first_phase_rank: usize,
-    pub pick: Pick,
+    pub pick: Picked,
 }
 
 /// A selection and what it was drawn from.
@@ -66,6 +86,7 @@ pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError
     let mut meta: Vec<(usize, String)> = Vec::new();
     let mut skipped = Vec::new();
     let mut searched = 0;
+    let mut labelled = Vec::new();
     for (qi, (qid, text)) in spec.queries.iter().enumerate() {
         let prf = reranker.map_or(features::Prf::Skip, ActiveModel::prf);
         let window = match engine.window(&searcher, text, spec.first_phase, spec.window, prf) {
@@ -90,6 +111,11 @@ pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError
             None => candidates.iter().map(|c| c.score).collect(),
         };
         let list = lists.len();
+        let grades: Vec<Option<i32>> = ids
+            .iter()
+            .map(|id| spec.grades.get(&(qid.clone(), id.clone())).copied())
+            .collect();
+        labelled.extend(labelled_pairs(&scores, &grades));
         for (pos, id) in ids.into_iter().enumerate() {
             if spec.unavailable.contains(&(qid.clone(), id.clone())) {
                 continue;
@@ -100,15 +126,33 @@ pub fn select(engine: &Engine, spec: &PoolSpec) -> Result<Selection, SearchError
         }
         lists.push(scores);
     }
-    let gaps = active::neighbor_gaps(&lists, &pool);
-    let unit = active::unit_rows(&x, d);
-    let picks = active::select_batch(&unit, d, &gaps, spec.k, spec.lambda)
-        .map_err(|e| SearchError::Internal(e.into()))?;
+    let picks: Vec<(usize, Picked)> = match spec.strategy {
+        BatchStrategy::Angle { lambda } => {
+            let gaps = active::neighbor_gaps(&lists, &pool);
+            let unit = active::unit_rows(&x, d);
+            active::select_batch(&unit, d, &gaps, spec.k, lambda)
+                .map_err(|e| SearchError::Internal(e.into()))?
+                .into_iter()
+                .map(|p| (p.item, Picked::Angle(p)))
+                .collect()
+        }
+        BatchStrategy::Loss(params) => {
+            let margins: Vec<f64> = active::neighbor_margins(&lists, &pool)
+                .into_iter()
+                .map(|m| m.unwrap_or(f64::INFINITY))
+                .collect();
+            select_loss_batch(&margins, &labelled, spec.k, &params)
+                .map_err(|e| SearchError::Internal(e.into()))?
+                .into_iter()
+                .map(|p| (p.item, Picked::Loss(p)))
+                .collect()
+        }
+    };
     let items = picks
         .into_iter()
-        .map(|pick| {
-            let (list, pos) = pool[pick.item];
-            let (qi, doc_id) = &meta[pick.item];
+        .map(|(item, pick)| {
+            let (list, pos) = pool[item];
+            let (qi, doc_id) = &meta[item];
             let (query_id, query) = &spec.queries[*qi];
             Chosen {
                 query_id: query_id.clone(),

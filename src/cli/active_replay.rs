@@ -8,7 +8,7 @@ use super::learn::{rank_sets, read_letor, LearnArgs};
 use super::progress;
 use crate::active::replay::{self, ReplayConfig};
 use crate::error::Invalid;
-use crate::rerank::{QueryGroup, RankSet};
+use crate::rerank::RankSet;
 use crate::training::TrainSettings;
 
 #[derive(clap::Args, Debug)]
@@ -101,28 +101,22 @@ pub fn run(args: ActiveReplayArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The queries of several sets (same features) as one set, in order.
+/// The queries of several sets (same features) as one set, in order; query ids are prefixed
+/// with their file's number, since files number their queries independently.
 fn concat(sets: Vec<RankSet>) -> anyhow::Result<RankSet> {
-    let mut it = sets.into_iter();
-    let mut all = it.next().ok_or_else(|| Invalid("no LETOR file".into()))?;
-    for (i, s) in it.enumerate() {
-        let offset = all.num_rows();
-        all.x.extend_from_slice(&s.x);
-        all.labels.extend_from_slice(&s.labels);
-        all.queries
-            .extend(s.queries.into_iter().map(|q| QueryGroup {
-                // Files number their queries independently: keep them apart.
-                qid: format!("{}:{}", i + 1, q.qid),
-                rows: q.rows.start + offset..q.rows.end + offset,
-                weight: q.weight,
-            }));
+    if sets.is_empty() {
+        return Err(Invalid("no LETOR file".into()).into());
     }
-    all.doc_ids = None;
-    Ok(RankSet::new(
-        all.feature_names,
-        all.x,
-        all.labels,
-        all.queries,
-        None,
-    )?)
+    let renamed: Vec<RankSet> = sets
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            for q in &mut s.queries {
+                q.qid = format!("{}:{}", i + 1, q.qid);
+            }
+            s.doc_ids = None;
+            s
+        })
+        .collect();
+    Ok(RankSet::concat(&renamed)?)
 }

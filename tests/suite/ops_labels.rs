@@ -101,6 +101,31 @@ fn batches_reserve_pairs_until_judged_released_or_expired() {
             "no stored text",
         ),
         (r#"{"assessor":"ann","size":5}"#, "size", "unknown field"),
+        (
+            r#"{"assessor":"ann","strategy":"greedy"}"#,
+            "strategy",
+            "strategy must be \"angle\" or \"loss\", got \"greedy\"",
+        ),
+        (
+            r#"{"assessor":"ann","alpha":2}"#,
+            "alpha",
+            "alpha applies to strategy \"loss\"",
+        ),
+        (
+            r#"{"assessor":"ann","strategy":"loss","lambda":0.5}"#,
+            "lambda",
+            "lambda applies to strategy \"angle\"",
+        ),
+        (
+            r#"{"assessor":"ann","strategy":"loss","balance":0.7}"#,
+            "balance",
+            "balance must be in [0, 0.5], got 0.7",
+        ),
+        (
+            r#"{"assessor":"ann","strategy":"loss","beta":-1}"#,
+            "beta",
+            "beta must be in [0, ∞), got -1",
+        ),
         (r#"{"k":5}"#, "body", "missing field `assessor`"),
         (r#"{"assessor":"  "}"#, "assessor", "empty"),
         (r#""ann""#, "body", "invalid type"),
@@ -318,4 +343,56 @@ fn an_active_reranker_scores_the_pool() {
     // The judged queries' windows are fully judged: only u1 has unjudged pairs.
     assert!(pairs(&a.body).iter().all(|(q, _)| q == "u1"), "{}", a.body);
     assert_eq!(a.body["items"].as_array().unwrap().len(), 4);
+}
+
+/// `strategy: "loss"` picks by the loss-based criterion (seed 002 ch. 4): the judged pairs of
+/// the windows fit its pairwise probabilities, each item says what it was picked on, the
+/// batch is reserved like any other and never offers a judged pair.
+#[test]
+fn the_loss_based_batch_fits_on_the_judged_pairs() {
+    let (_dir, _db, server) = setup();
+    let b = &server.base;
+    let t = Some(TOKEN);
+    // Half of each topic's documents judged: the rest of the windows is the pool.
+    let mut rows = Vec::new();
+    for (q, topic) in ["vector", "thread", "parser"].iter().enumerate() {
+        for i in (0..24).filter(|i| i % 2 == 0) {
+            rows.push(serde_json::json!({
+                "query_id": format!("t{q}"), "query": format!("{topic} basics"),
+                "doc_id": format!("d{i}"), "grade": i32::from(topic_relevant(q * 2, i)),
+            }));
+        }
+    }
+    let a = post_json(
+        &format!("{b}/admin/judgments"),
+        t,
+        &Value::Array(rows).to_string(),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    let a = post_json(
+        &format!("{b}/admin/label-batch"),
+        t,
+        r#"{"assessor":"ann","k":6,"strategy":"loss","alpha":2}"#,
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["strategy"], "loss");
+    assert_eq!(
+        (a.body["alpha"].as_f64(), a.body["beta"].as_f64()),
+        (Some(2.0), Some(1.0))
+    );
+    let items = a.body["items"].as_array().unwrap();
+    assert_eq!(items.len(), 6, "{}", a.body);
+    for item in items {
+        let doc: usize = item["doc_id"].as_str().unwrap()[1..].parse().unwrap();
+        assert!(doc % 2 == 1, "a judged pair was offered: {item}");
+        let p = item["p_correct"].as_f64().unwrap();
+        assert!(p > 0.0 && p < 1.0, "{item}");
+        let h = item["entropy"].as_f64().unwrap();
+        assert!(
+            (h + p * p.ln() + (1.0 - p) * (1.0 - p).ln()).abs() < 1e-9,
+            "{item}"
+        );
+        assert!(item["margin"].is_null(), "{item}");
+    }
+    assert!(a.body["batch_id"].as_str().is_some());
 }

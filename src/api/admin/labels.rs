@@ -2,6 +2,7 @@
 //! `GET /admin/reservations` lists live reservations, `DELETE /admin/label-batch/{id}`
 //! releases what is left of a batch. Storing a judgment of a reserved pair releases it.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -12,8 +13,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
+use crate::active::loss::LossParams;
 use crate::active::DEFAULT_LAMBDA;
-use crate::admin::labels::{self, PoolSpec};
+use crate::admin::labels::{self, BatchStrategy, Picked, PoolSpec};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::labels::{NewBatch, Reservation, ReservationFilter, ReservationView, Reserved};
@@ -33,7 +35,13 @@ struct LabelBatchIn {
     /// Stored query ids whose windows form the pool (default: every stored query).
     query_ids: Option<Vec<String>>,
     k: Option<u64>,
+    /// "angle" (default) or "loss".
+    strategy: Option<String>,
     lambda: Option<f64>,
+    /// The loss-based batch's α, β and ε.
+    alpha: Option<f64>,
+    beta: Option<f64>,
+    balance: Option<f64>,
     window: Option<u64>,
     first_phase: Option<String>,
     assessor: String,
@@ -92,6 +100,73 @@ pub async fn create(
             format!("lambda must be in [0, 1], got {lambda}"),
         ));
     }
+    let strategy = match request.strategy.as_deref().unwrap_or("angle") {
+        "angle" => {
+            let loss_fields = [
+                ("alpha", request.alpha),
+                ("beta", request.beta),
+                ("balance", request.balance),
+            ];
+            if let Some((field, _)) = loss_fields.iter().find(|(_, v)| v.is_some()) {
+                return Err(ApiError::bad_request(
+                    *field,
+                    format!("{field} applies to strategy \"loss\""),
+                ));
+            }
+            BatchStrategy::Angle { lambda }
+        }
+        "loss" => {
+            if request.lambda.is_some() {
+                return Err(ApiError::bad_request(
+                    "lambda",
+                    "lambda applies to strategy \"angle\"",
+                ));
+            }
+            let defaults = LossParams::default();
+            let params = LossParams {
+                alpha: request.alpha.unwrap_or(defaults.alpha),
+                beta: request.beta.unwrap_or(defaults.beta),
+                balance: request.balance.unwrap_or(defaults.balance),
+                ..defaults
+            };
+            for (field, value, ok) in [
+                (
+                    "alpha",
+                    params.alpha,
+                    params.alpha >= 0.0 && params.alpha.is_finite(),
+                ),
+                (
+                    "beta",
+                    params.beta,
+                    params.beta >= 0.0 && params.beta.is_finite(),
+                ),
+                (
+                    "balance",
+                    params.balance,
+                    (0.0..=0.5).contains(&params.balance),
+                ),
+            ] {
+                if !ok {
+                    let range = if field == "balance" {
+                        "[0, 0.5]"
+                    } else {
+                        "[0, ∞)"
+                    };
+                    return Err(ApiError::bad_request(
+                        field,
+                        format!("{field} must be in {range}, got {value}"),
+                    ));
+                }
+            }
+            BatchStrategy::Loss(params)
+        }
+        other => {
+            return Err(ApiError::bad_request(
+                "strategy",
+                format!("strategy must be \"angle\" or \"loss\", got {other:?}"),
+            ))
+        }
+    };
     let first_phase: ModelKind = request
         .first_phase
         .as_deref()
@@ -142,6 +217,16 @@ pub async fn create(
         ));
     }
     let unavailable = db.unavailable_pairs().await.map_err(ApiError::internal)?;
+    let grades: HashMap<(String, String), i32> = match strategy {
+        BatchStrategy::Loss(_) => db
+            .all_judgments()
+            .await
+            .map_err(ApiError::internal)?
+            .into_iter()
+            .map(|s| ((s.judgment.query_id, s.judgment.doc_id), s.judgment.grade))
+            .collect(),
+        BatchStrategy::Angle { .. } => HashMap::new(),
+    };
     let worker = state.clone();
     let selection = tokio::task::spawn_blocking(move || {
         let spec = PoolSpec {
@@ -150,7 +235,8 @@ pub async fn create(
             first_phase,
             window,
             k,
-            lambda,
+            strategy,
+            grades: &grades,
         };
         labels::select(&worker.engine, &spec)
     })
@@ -158,10 +244,19 @@ pub async fn create(
     .map_err(ApiError::internal)??;
 
     let expires_at = now_ms() + (ttl_secs as i64) * 1000;
-    let params = json!({
-        "k": k, "lambda": lambda, "window": window, "first_phase": first_phase.to_string(),
+    let strategy_json = match strategy {
+        BatchStrategy::Angle { lambda } => json!({"strategy": "angle", "lambda": lambda}),
+        BatchStrategy::Loss(p) => json!({
+            "strategy": "loss", "alpha": p.alpha, "beta": p.beta, "balance": p.balance,
+        }),
+    };
+    let mut params = json!({
+        "k": k, "window": window, "first_phase": first_phase.to_string(),
         "ttl_secs": ttl_secs, "query_ids": request.query_ids,
     });
+    for (key, value) in strategy_json.as_object().into_iter().flatten() {
+        params[key] = value.clone();
+    }
     let batch_id = if selection.items.is_empty() {
         None
     } else {
@@ -193,17 +288,27 @@ pub async fn create(
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            json!({
+            let mut item = json!({
                 "pos": i + 1,
                 "query_id": c.query_id,
                 "query": c.query,
                 "doc_id": c.doc_id,
                 "score": c.score,
                 "first_phase_rank": c.first_phase_rank,
-                "margin": c.pick.margin,
-                "max_cos": c.pick.max_cos,
-                "objective": c.pick.objective,
-            })
+            });
+            match c.pick {
+                Picked::Angle(p) => {
+                    item["margin"] = json!(p.margin);
+                    item["max_cos"] = json!(p.max_cos);
+                    item["objective"] = json!(p.objective);
+                }
+                Picked::Loss(p) => {
+                    item["weight"] = json!(p.weight);
+                    item["p_correct"] = json!(p.p_correct);
+                    item["entropy"] = json!(p.entropy);
+                }
+            }
+            item
         })
         .collect();
     let scored_by = if selection.model.is_some() {
@@ -211,12 +316,11 @@ pub async fn create(
     } else {
         "first_phase"
     };
-    Ok(Json(json!({
+    let mut out = json!({
         "batch_id": batch_id,
         "assessor": assessor,
         "expires_at": batch_id.as_ref().map(|_| rfc3339(expires_at)),
         "k": k,
-        "lambda": lambda,
         "window": window,
         "first_phase": first_phase.to_string(),
         "scored_by": scored_by,
@@ -225,7 +329,11 @@ pub async fn create(
         "queries": selection.queries,
         "skipped_queries": selection.skipped_queries,
         "items": items,
-    })))
+    });
+    for (key, value) in strategy_json.as_object().into_iter().flatten() {
+        out[key] = value.clone();
+    }
+    Ok(Json(out))
 }
 
 /// `GET /admin/reservations`'s parameters.
