@@ -151,15 +151,24 @@ pub fn progress(len: u64, what: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
-/// The server's logged first pages and their clicks, from the database at `url`.
-pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
+/// Runs `work` on the database at `url`, on a runtime of its own (the commands are
+/// synchronous).
+pub(crate) fn on_database<T, F>(
+    url: &str,
+    work: impl FnOnce(crate::db::Db) -> F,
+) -> anyhow::Result<T>
+where
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let pages = runtime.block_on(async {
-        let db = crate::db::Db::open(url).await?;
-        anyhow::Ok(db.first_page_sessions().await?)
-    })?;
+    runtime.block_on(async { work(crate::db::Db::open(url).await?).await })
+}
+
+/// The server's logged first pages and their clicks, from the database at `url`.
+pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
+    let pages = on_database(url, |db| async move { Ok(db.first_page_sessions().await?) })?;
     if pages.is_empty() {
         return Err(crate::error::Invalid(format!(
             "the database ({}) holds no logged first page: serve searches with \

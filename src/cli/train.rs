@@ -158,13 +158,8 @@ impl Judged {
                 Ok((queries, path.display().to_string()))
             }
             Judged::Database(url) => {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                let stored = runtime.block_on(async {
-                    let db = crate::db::Db::open(url).await?;
-                    anyhow::Ok(db.all_judgments().await?)
-                })?;
+                let stored =
+                    super::on_database(url, |db| async move { Ok(db.all_judgments().await?) })?;
                 let queries = crate::admin::train::judged_queries(&stored);
                 if queries.is_empty() {
                     return Err(Invalid(format!(

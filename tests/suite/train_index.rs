@@ -82,6 +82,18 @@ fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `rankd eval --json` of BM25F alone.
+fn eval_first_phase(data: &str, q: &str, qrels: &str) -> serde_json::Value {
+    let out = ok(on_index(
+        "eval",
+        data,
+        q,
+        qrels,
+        &["--model", "bm25f", "--json"],
+    ));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// `rankd CMD --queries Q --qrels QRELS --data-dir DATA`, then `extra`.
 fn on_index(cmd: &str, data: &str, q: &str, qrels: &str, extra: &[&str]) -> Output {
     let mut args = vec![cmd, "--queries", q, "--qrels", qrels, "--data-dir", data];
@@ -461,17 +473,7 @@ fn trees_train_on_the_index_and_cross_validate() {
     assert_eq!(m.kind(), "gbdt");
     assert_eq!(m.training.epochs_run, 30);
     let reranked = eval_reranked(&data, &q, &qrels, &model);
-    let first = serde_json::from_slice::<serde_json::Value>(
-        &ok(on_index(
-            "eval",
-            &data,
-            &q,
-            &qrels,
-            &["--model", "bm25f", "--json"],
-        ))
-        .stdout,
-    )
-    .unwrap();
+    let first = eval_first_phase(&data, &q, &qrels);
     assert!(
         reranked["map"].as_f64().unwrap() > first["map"].as_f64().unwrap(),
         "trees {reranked} vs first phase {first}"
@@ -684,17 +686,7 @@ fn train_from_logged_clicks() {
         stats["pairs_at_several_ranks"].as_u64().unwrap() > 200,
         "{stats}"
     );
-    let first_phase: serde_json::Value = serde_json::from_slice(
-        &ok(on_index(
-            "eval",
-            &data,
-            &q,
-            &qrels,
-            &["--model", "bm25f", "--json"],
-        ))
-        .stdout,
-    )
-    .unwrap();
+    let first_phase = eval_first_phase(&data, &q, &qrels);
     let reranked = eval_reranked(&data, &q, &qrels, &model);
     let (before, after) = (
         first_phase["map"].as_f64().unwrap(),
