@@ -353,6 +353,9 @@ pub struct SearchResponse {
     /// Seconds per phase, for the metrics.
     #[serde(skip)]
     pub times: PhaseTimes,
+    /// For an interleaved answer ([`Engine::search_interleaved`]): the team of each hit.
+    #[serde(skip)]
+    pub teams: Option<Vec<crate::interleave::Team>>,
 }
 
 impl SearchResponse {
@@ -373,6 +376,7 @@ impl SearchResponse {
                 .iter()
                 .map(|h| (h.id.clone(), h.rank as i64))
                 .collect(),
+            interleaved: None,
         }
     }
 }
@@ -523,6 +527,43 @@ struct Ranked {
     first_rank: usize,
     boost: Option<BoostExplanation>,
     collapsed: Option<usize>,
+    /// In an interleaved answer, the ranker that put it there.
+    team: Option<crate::interleave::Team>,
+}
+
+/// A candidate reranker to interleave with the active one, and the seed of the coins.
+#[derive(Clone, Copy)]
+struct Interleave<'a> {
+    candidate: &'a ActiveModel,
+    seed: u64,
+}
+
+impl Interleave<'_> {
+    /// Whether `q` is interleaved: a reranked first page, not collapsed (a later page would
+    /// be drawn afresh and repeat or skip documents; collapsing would hide one team's
+    /// documents behind the other's).
+    fn applies(q: &SearchQuery) -> bool {
+        matches!(q.ranking, Ranking::Rerank { .. }) && q.offset == 0 && q.collapse.is_empty()
+    }
+}
+
+/// The top `len` of team-draft interleaving `ranked` (the active reranker's order, team A)
+/// with the same window ordered by `candidate` scores (row = first-phase rank − 1; ties in
+/// first-phase order, as the active order breaks them), each marked with its team.
+fn interleaved(ranked: Vec<Ranked>, candidate: &[f32], len: usize, seed: u64) -> Vec<Ranked> {
+    let a: Vec<usize> = ranked.iter().map(|r| r.first_rank).collect();
+    let mut b = a.clone();
+    let score = |rank: usize| candidate[rank - 1];
+    b.sort_by(|&x, &y| score(y).total_cmp(&score(x)).then(x.cmp(&y)));
+    let mut slots: HashMap<usize, Ranked> = ranked.into_iter().map(|r| (r.first_rank, r)).collect();
+    crate::interleave::team_draft(&a, &b, len, seed)
+        .into_iter()
+        .map(|(rank, team)| {
+            let mut r = slots.remove(&rank).expect("each document is shown once");
+            r.team = Some(team);
+            r
+        })
+        .collect()
 }
 
 /// What the first phase found: the ranked candidates and what explains them.
@@ -732,8 +773,34 @@ impl Engine {
         q: &SearchQuery,
         deadline: Deadline,
     ) -> Result<SearchResponse, SearchError> {
+        self.search_with(q, deadline, None)
+    }
+
+    /// [`Engine::search_until`], the page interleaved (`crate::interleave::team_draft`) from
+    /// the active reranker's ranking of the window (team A) and `candidate`'s ranking of the
+    /// same window (team B), with the coins of `seed`; [`SearchResponse::teams`] says which
+    /// ranker put each hit there, and each hit keeps the active reranker's score. Only a
+    /// reranked first page without collapsing is interleaved ([`Interleave::applies`]);
+    /// another search is answered as by [`Engine::search_until`], without teams.
+    pub fn search_interleaved(
+        &self,
+        q: &SearchQuery,
+        deadline: Deadline,
+        candidate: &ActiveModel,
+        seed: u64,
+    ) -> Result<SearchResponse, SearchError> {
+        self.search_with(q, deadline, Some(Interleave { candidate, seed }))
+    }
+
+    fn search_with(
+        &self,
+        q: &SearchQuery,
+        deadline: Deadline,
+        interleave: Option<Interleave>,
+    ) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
         q.validate()?;
+        let interleave = interleave.filter(|_| Interleave::applies(q));
         let kind = match q.model {
             Some(m) => m,
             None => self.index.config.default_model,
@@ -768,6 +835,7 @@ impl Engine {
             partial: None,
             shards: None,
             times: PhaseTimes::default(),
+            teams: None,
         };
         let searcher = self.index.reader.searcher();
         let stats = Stats::new(&searcher);
@@ -804,10 +872,13 @@ impl Engine {
                 first_rank: skip + i + 1,
                 boost: None,
                 collapsed: None,
+                team: None,
             })
             .collect();
         // The reranker's inputs and scores, kept for the explanations.
         let mut reranked = None;
+        // The candidate's scores of the window, when interleaving.
+        let mut candidate_scores: Option<Vec<f32>> = None;
         match q.ranking {
             Ranking::FirstPhase | Ranking::Sort(_) => {}
             Ranking::Boost { weight, .. } => {
@@ -825,8 +896,12 @@ impl Engine {
             Ranking::Rerank { .. } => {
                 let active = model.as_deref().expect("checked above");
                 let t = Instant::now();
+                let prf = match interleave {
+                    Some(i) if i.candidate.prf() == features::Prf::Compute => i.candidate.prf(),
+                    _ => active.prf(),
+                };
                 let how = features::Extraction {
-                    prf: active.prf(),
+                    prf,
                     scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                     now,
                     rating: MeanRating::OfIndex,
@@ -840,6 +915,15 @@ impl Engine {
                 })?;
                 for (r, &s) in ranked.iter_mut().zip(&scores) {
                     r.score = s;
+                }
+                if let Some(i) = interleave {
+                    let candidate = i.candidate.score(&w.features).map_err(|e| {
+                        SearchError::Internal(anyhow::anyhow!(
+                            "candidate reranker {}: {e}",
+                            i.candidate.id()
+                        ))
+                    })?;
+                    candidate_scores = Some(candidate);
                 }
                 response.times.rerank = t.elapsed().as_secs_f64();
                 deadline.check("rerank")?;
@@ -855,6 +939,10 @@ impl Engine {
                     .then(a.first_rank.cmp(&b.first_rank))
             });
             response.times.rerank += t.elapsed().as_secs_f64();
+        }
+        if let (Some(i), Some(scores)) = (interleave, &candidate_scores) {
+            ranked = interleaved(ranked, scores, q.offset + q.k, i.seed);
+            response.teams = Some(Vec::new());
         }
         if !q.collapse.is_empty() {
             let t = Instant::now();
@@ -888,6 +976,9 @@ impl Engine {
             let row = r.first_rank - 1;
             Some(active.explain(features, row, scores[row]))
         };
+        if let Some(teams) = &mut response.teams {
+            teams.extend(ranked.iter().filter_map(|r| r.team));
+        }
         response.hits = self.hits(view, &first, q, &ranked, explain_rerank, deadline)?;
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
