@@ -32,6 +32,7 @@ mod suite {
     mod crash;
     mod demo_cli;
     mod events;
+    mod experiments;
     mod gbdt_cli;
     mod gbdt_import;
     mod gbdt_serving;

@@ -97,12 +97,11 @@ pub async fn search(
         .run(slot, is_heavy(lists), move || {
             let deadline = Deadline::at(deadline);
             let response = match (&experiment, seed) {
-                (Some(running), Some(seed)) => searching.engine.search_interleaved(
-                    &query,
-                    deadline,
-                    &running.candidate,
-                    seed,
-                ),
+                (Some(running), Some(seed)) => {
+                    searching
+                        .engine
+                        .search_interleaved(&query, deadline, &running.candidate, seed)
+                }
                 _ => searching.engine.search_until(&query, deadline),
             };
             (query, response, experiment)

@@ -124,12 +124,14 @@ impl Db {
 
     /// Every experiment, newest first.
     pub async fn experiments(&self) -> Result<Vec<Experiment>, sqlx::Error> {
-        sqlx::query(&format!("SELECT {COLUMNS} FROM experiments ORDER BY id DESC"))
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(experiment)
-            .collect()
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM experiments ORDER BY id DESC"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(experiment)
+        .collect()
     }
 
     pub async fn experiment(&self, id: i64) -> Result<Option<Experiment>, sqlx::Error> {
@@ -177,12 +179,11 @@ impl Db {
     /// Experiment `id`'s counts: each of its interleaved impressions credited with the click
     /// events stored against its query id (`crate::interleave::credit`).
     pub async fn experiment_tally(&self, id: i64) -> Result<Tally, sqlx::Error> {
-        let impressions = sqlx::query(
-            "SELECT query_id, shown FROM search_impressions WHERE experiment_id = $1",
-        )
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await?;
+        let impressions =
+            sqlx::query("SELECT query_id, shown FROM search_impressions WHERE experiment_id = $1")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
         let clicks = sqlx::query(
             "SELECT e.query_id, e.object_id FROM search_events e \
              JOIN search_impressions i ON i.query_id = e.query_id \

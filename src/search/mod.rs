@@ -519,6 +519,7 @@ pub struct FeatureWindow {
 }
 
 /// A first-phase candidate as the second phase ranks it.
+#[derive(Clone)]
 struct Ranked {
     /// What the first phase found (its score is the first-phase score).
     candidate: Candidate,
@@ -539,27 +540,32 @@ struct Interleave<'a> {
 }
 
 impl Interleave<'_> {
-    /// Whether `q` is interleaved: a reranked first page, not collapsed (a later page would
-    /// be drawn afresh and repeat or skip documents; collapsing would hide one team's
-    /// documents behind the other's).
+    /// Whether `q` is interleaved: a reranked first page (a later page would be drawn
+    /// afresh, and repeat or skip documents of the first).
     fn applies(q: &SearchQuery) -> bool {
-        matches!(q.ranking, Ranking::Rerank { .. }) && q.offset == 0 && q.collapse.is_empty()
+        matches!(q.ranking, Ranking::Rerank { .. }) && q.offset == 0
     }
 }
 
-/// The top `len` of team-draft interleaving `ranked` (the active reranker's order, team A)
-/// with the same window ordered by `candidate` scores (row = first-phase rank − 1; ties in
-/// first-phase order, as the active order breaks them), each marked with its team.
-fn interleaved(ranked: Vec<Ranked>, candidate: &[f32], len: usize, seed: u64) -> Vec<Ranked> {
-    let a: Vec<usize> = ranked.iter().map(|r| r.first_rank).collect();
-    let mut b = a.clone();
-    let score = |rank: usize| candidate[rank - 1];
-    b.sort_by(|&x, &y| score(y).total_cmp(&score(x)).then(x.cmp(&y)));
-    let mut slots: HashMap<usize, Ranked> = ranked.into_iter().map(|r| (r.first_rank, r)).collect();
-    crate::interleave::team_draft(&a, &b, len, seed)
+/// The top `len` of team-draft interleaving `a` (the active reranker's order, team A) with
+/// `b` (the candidate's order of the same window, team B; ties in first-phase order as in
+/// `a`), each hit marked with its team and carrying what the picking team's list said of
+/// it (its collapsed count).
+fn interleaved(a: Vec<Ranked>, b: Vec<Ranked>, len: usize, seed: u64) -> Vec<Ranked> {
+    let ids = |list: &[Ranked]| list.iter().map(|r| r.first_rank).collect::<Vec<_>>();
+    let drafted = crate::interleave::team_draft(&ids(&a), &ids(&b), len, seed);
+    let slots = |list: Vec<Ranked>| -> HashMap<usize, Ranked> {
+        list.into_iter().map(|r| (r.first_rank, r)).collect()
+    };
+    let (mut a, mut b) = (slots(a), slots(b));
+    drafted
         .into_iter()
         .map(|(rank, team)| {
-            let mut r = slots.remove(&rank).expect("each document is shown once");
+            let picked = match team {
+                crate::interleave::Team::A => a.remove(&rank),
+                crate::interleave::Team::B => b.remove(&rank),
+            };
+            let mut r = picked.expect("a team picks from its own list");
             r.team = Some(team);
             r
         })
@@ -779,8 +785,9 @@ impl Engine {
     /// [`Engine::search_until`], the page interleaved (`crate::interleave::team_draft`) from
     /// the active reranker's ranking of the window (team A) and `candidate`'s ranking of the
     /// same window (team B), with the coins of `seed`; [`SearchResponse::teams`] says which
-    /// ranker put each hit there, and each hit keeps the active reranker's score. Only a
-    /// reranked first page without collapsing is interleaved ([`Interleave::applies`]);
+    /// ranker put each hit there, and each hit keeps the active reranker's score. With
+    /// collapsing, each ranker's list is collapsed before the draft. Only a reranked first
+    /// page is interleaved ([`Interleave::applies`]);
     /// another search is answered as by [`Engine::search_until`], without teams.
     pub fn search_interleaved(
         &self,
@@ -940,27 +947,31 @@ impl Engine {
             });
             response.times.rerank += t.elapsed().as_secs_f64();
         }
+        let collapsing = !q.collapse.is_empty();
+        let t = Instant::now();
         if let (Some(i), Some(scores)) = (interleave, &candidate_scores) {
-            ranked = interleaved(ranked, scores, q.offset + q.k, i.seed);
+            // Each ranker's order collapsed on its own, then drafted; a group both lists
+            // show through different hits is shown once (the collapse of the drafted list).
+            let mut b = ranked.clone();
+            b.sort_by(|x, y| {
+                let score = |r: &Ranked| scores[r.first_rank - 1];
+                score(y)
+                    .total_cmp(&score(x))
+                    .then(x.first_rank.cmp(&y.first_rank))
+            });
+            if collapsing {
+                ranked = self.collapse(&searcher, q, ranked, true)?;
+                b = self.collapse(&searcher, q, b, true)?;
+            }
+            ranked = interleaved(ranked, b, q.offset + q.k, i.seed);
+            if collapsing {
+                ranked = self.collapse(&searcher, q, ranked, false)?;
+            }
             response.teams = Some(Vec::new());
+        } else if collapsing {
+            ranked = self.collapse(&searcher, q, ranked, true)?;
         }
-        if !q.collapse.is_empty() {
-            let t = Instant::now();
-            let columns = self.index.doc_columns(&searcher)?;
-            let keys: Vec<_> = ranked
-                .iter()
-                .map(|r| columns.collapse_keys(r.candidate.address))
-                .collect();
-            let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            let prefer = q.preferred_langs(&self.index.config);
-            ranked = collapse::collapse(&keys, &q.collapse, &prefer)
-                .into_iter()
-                .map(|(i, hidden)| {
-                    let mut r = slots[i].take().expect("each hit is kept at most once");
-                    r.collapsed = Some(hidden);
-                    r
-                })
-                .collect();
+        if collapsing {
             response.times.collapse = t.elapsed().as_secs_f64();
         }
         if windowed || !q.collapse.is_empty() {
@@ -983,6 +994,34 @@ impl Engine {
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
+    }
+
+    /// `ranked` collapsed by `q.collapse` (SPEC §8): the kept hits in group order, each with
+    /// the number of hits it hides when `count` (else keeping the count it had).
+    fn collapse(
+        &self,
+        searcher: &Searcher,
+        q: &SearchQuery,
+        ranked: Vec<Ranked>,
+        count: bool,
+    ) -> Result<Vec<Ranked>, SearchError> {
+        let columns = self.index.doc_columns(searcher)?;
+        let keys: Vec<_> = ranked
+            .iter()
+            .map(|r| columns.collapse_keys(r.candidate.address))
+            .collect();
+        let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
+        let prefer = q.preferred_langs(&self.index.config);
+        Ok(collapse::collapse(&keys, &q.collapse, &prefer)
+            .into_iter()
+            .map(|(i, hidden)| {
+                let mut r = slots[i].take().expect("each hit is kept at most once");
+                if count {
+                    r.collapsed = Some(hidden);
+                }
+                r
+            })
+            .collect())
     }
 
     /// The first phase of an unfused `q`: the top `limit` after `skip` of its model or its

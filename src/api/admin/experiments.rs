@@ -258,11 +258,16 @@ async fn load_candidate(
     ),
     security(("bearer" = []))
 )]
-pub(crate) async fn list(State(state): State<Arc<AppState>>) -> Result<Json<ExperimentList>, ApiError> {
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+) -> Result<Json<ExperimentList>, ApiError> {
     let db = &state.ops.db;
     let mut experiments = Vec::new();
     for e in db.experiments().await.map_err(ApiError::internal)? {
-        let tally = db.experiment_tally(e.id).await.map_err(ApiError::internal)?;
+        let tally = db
+            .experiment_tally(e.id)
+            .await
+            .map_err(ApiError::internal)?;
         experiments.push(ExperimentView::new(&e, &tally));
     }
     let running = experiments
@@ -399,7 +404,11 @@ async fn promote_if_won(state: &AppState, e: &Experiment, tally: &Tally) -> bool
         Err(err) => tracing::error!("experiment {}: cannot record the promotion: {err}", e.id),
     }
     stop_serving(state, e.id);
-    tracing::info!("experiment {}: model {} activated; {note}", e.id, s.candidate);
+    tracing::info!(
+        "experiment {}: model {} activated; {note}",
+        e.id,
+        s.candidate
+    );
     true
 }
 
@@ -445,10 +454,9 @@ pub async fn watch(state: Arc<AppState>) {
         };
         let db = &state.ops.db;
         let found = match db.experiment(id).await {
-            Ok(Some(e)) if e.settings.promote_on_win => db
-                .experiment_tally(id)
-                .await
-                .map(|t| Some((e, t))),
+            Ok(Some(e)) if e.settings.promote_on_win => {
+                db.experiment_tally(id).await.map(|t| Some((e, t)))
+            }
             Ok(_) => Ok(None),
             Err(err) => Err(err),
         };
