@@ -73,13 +73,23 @@ pub struct Run {
     pub leader: Option<Team>,
 }
 
-/// Runs `impressions` simulated impressions of `page` results each over `queries`, with the
-/// users of `users`, from `seed`.
+/// How long a simulated experiment runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Horizon {
+    /// Impressions at most.
+    pub impressions: u64,
+    /// Stop at the first impression after which p < alpha (how long a decision takes);
+    /// otherwise run all `impressions` (a fixed-horizon test, as an A/A test needs).
+    pub until_significant: bool,
+}
+
+/// Simulates impressions of `page` results each over `queries` with the users of `users`,
+/// from `seed`, for `horizon`.
 pub fn run(
     queries: &[JudgedRankings],
     users: &ClickModel,
     page: usize,
-    impressions: u64,
+    horizon: Horizon,
     alpha: f64,
     seed: u64,
 ) -> Run {
@@ -89,7 +99,7 @@ pub fn run(
     let mut first_significant = None;
     let mut teams = Vec::with_capacity(page);
     let mut clicked = Vec::with_capacity(page);
-    for i in 1..=impressions {
+    for i in 1..=horizon.impressions {
         let q = &queries[rng.random_range(0..queries.len())];
         let a: Vec<&str> = q.a.iter().map(String::as_str).collect();
         let b: Vec<&str> = q.b.iter().map(String::as_str).collect();
@@ -106,6 +116,9 @@ pub fn run(
         let decided = (tally.wins_a, tally.wins_b) != before;
         if first_significant.is_none() && decided && tally.p_value() < alpha {
             first_significant = Some(i);
+            if horizon.until_significant {
+                break;
+            }
         }
     }
     let leader = match tally.wins_a.cmp(&tally.wins_b) {
@@ -170,13 +183,23 @@ mod tests {
     fn the_better_ranker_wins_and_identical_ones_rarely_differ() {
         let (ab, aa) = queries();
         let users = ClickModel::pbm(1);
-        let r = run(&ab, &users, 10, 500, 0.05, 1);
+        let fixed = |impressions| Horizon {
+            impressions,
+            until_significant: false,
+        };
+        let r = run(&ab, &users, 10, fixed(500), 0.05, 1);
         assert_eq!(r.leader, Some(Team::B), "{r:?}");
         assert!(r.first_significant.is_some_and(|n| n < 200), "{r:?}");
+        let until = Horizon {
+            impressions: 500,
+            until_significant: true,
+        };
+        let early = run(&ab, &users, 10, until, 0.05, 1);
+        assert_eq!(early.tally.impressions, r.first_significant.unwrap());
         // Identical rankers: team draft shows the same list, split between the teams by
         // coin; the false-positive rate over 200 runs stays near alpha.
         let rejected = (0..200)
-            .filter(|&s| run(&aa, &users, 10, 200, 0.05, s).p_value < 0.05)
+            .filter(|&s| run(&aa, &users, 10, fixed(200), 0.05, s).p_value < 0.05)
             .count();
         assert!(rejected <= 20, "{rejected} of 200 A/A runs rejected");
     }
