@@ -42,6 +42,7 @@ mod suite {
     mod hardening_cli;
     mod hardening_server;
     mod index_hygiene;
+    mod interleave_users;
     mod layers;
     mod names;
     mod ops_admin;
