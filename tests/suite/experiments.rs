@@ -38,9 +38,12 @@ fn two_models(b: &str) -> (String, String) {
     (a, c)
 }
 
+/// A shown document as stored: object id, position, team.
+type Shown = (String, i64, Option<String>);
+
 /// The stored impression of `query_id` (waiting for the queue): its experiment id and its
-/// shown documents as (object id, position, team).
-fn impression(db: &str, query_id: &str) -> (Option<i64>, Vec<(String, i64, Option<String>)>) {
+/// shown documents.
+fn impression(db: &str, query_id: &str) -> (Option<i64>, Vec<Shown>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let rows = column(
@@ -89,7 +92,7 @@ fn click(b: &str, query_id: &str, object_id: &str, position: i64) {
 }
 
 /// Clicks the first shown document of `team` in an interleaved impression.
-fn click_team(b: &str, query_id: &str, shown: &[(String, i64, Option<String>)], team: &str) {
+fn click_team(b: &str, query_id: &str, shown: &[Shown], team: &str) {
     let (id, position, _) = shown
         .iter()
         .find(|s| s.2.as_deref() == Some(team))
@@ -354,4 +357,16 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
         c.as_str()
     );
     assert_eq!(get(&experiments, t).body["running"], Value::Null);
+
+    // The admin page lists experiments with their counts.
+    let text = |path: &str| {
+        get(&format!("{b}{path}"), None)
+            .body
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(text("/admin").contains("experiments-section"));
+    let script = text("/static/admin.js");
+    assert!(script.contains("/admin/experiments") && script.contains("wins_b"));
 }
