@@ -948,7 +948,7 @@ impl Engine {
             response.times.rerank += t.elapsed().as_secs_f64();
         }
         let collapsing = !q.collapse.is_empty();
-        let t = Instant::now();
+        let t = (collapsing || candidate_scores.is_some()).then(Instant::now);
         if let (Some(i), Some(scores)) = (interleave, &candidate_scores) {
             // Each ranker's order collapsed on its own, then drafted; a group both lists
             // show through different hits is shown once (the collapse of the drafted list).
@@ -971,7 +971,7 @@ impl Engine {
         } else if collapsing {
             ranked = self.collapse(&searcher, q, ranked, true)?;
         }
-        if collapsing {
+        if let Some(t) = t.filter(|_| collapsing) {
             response.times.collapse = t.elapsed().as_secs_f64();
         }
         if windowed || !q.collapse.is_empty() {
