@@ -370,3 +370,47 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
     let script = text("/static/admin.js");
     assert!(script.contains("/admin/experiments") && script.contains("wins_b"));
 }
+
+/// A running experiment survives a restart: the candidate is loaded again and searches are
+/// interleaved under the same experiment; one whose candidate file is gone is ended.
+#[test]
+fn a_running_experiment_resumes_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, db, server) = topic_server(dir.path(), false);
+    let t = Some(TOKEN);
+    let (_, candidate) = two_models(&server.base);
+    let a = post_json(
+        &format!("{}/admin/experiments", server.base),
+        t,
+        &json!({"candidate": candidate, "share": 1}).to_string(),
+    );
+    assert_eq!(a.status, 201, "{}", a.body);
+    let id = a.body["id"].as_i64().unwrap();
+    server.stop();
+
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let qid = search_id(b, "q=vector+basics");
+    assert_eq!(impression(&db, &qid).0, Some(id));
+    let e = get(&format!("{b}/admin/experiments/{id}"), t).body;
+    assert_eq!(e["status"], "running", "{e}");
+    assert_eq!(e["impressions"], 1, "{e}");
+    server.stop();
+
+    // The candidate's file is gone: the experiment ends at start-up, searches are plain.
+    let file = column(
+        &db,
+        &format!("SELECT file_path FROM models WHERE id = '{candidate}'"),
+    );
+    std::fs::remove_file(&file[0]).unwrap();
+    let server = start(&data, &db, Some(TOKEN));
+    let b = &server.base;
+    let e = get(&format!("{b}/admin/experiments/{id}"), t).body;
+    assert_eq!(e["status"], "stopped", "{e}");
+    assert!(
+        e["note"].as_str().unwrap().contains("cannot be served"),
+        "{e}"
+    );
+    let qid = search_id(b, "q=vector+basics");
+    assert_eq!(impression(&db, &qid).0, None);
+}
