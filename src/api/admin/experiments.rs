@@ -287,6 +287,7 @@ pub(crate) async fn list(
     params(("id" = i64, Path, description = "experiment id")),
     responses(
         (status = 200, description = "the experiment with its counts and verdict", body = ExperimentView),
+        (status = 400, description = "the id is not a positive integer"),
         (status = 404, description = "no such experiment"),
         (status = 401, description = "missing or wrong admin token"),
     ),
@@ -294,8 +295,9 @@ pub(crate) async fn list(
 )]
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<i64>,
+    Path(raw): Path<String>,
 ) -> Result<Json<ExperimentView>, ApiError> {
+    let id = experiment_id(&raw)?;
     let db = &state.ops.db;
     let e = db
         .experiment(id)
@@ -320,6 +322,7 @@ pub(crate) async fn get(
     params(("id" = i64, Path, description = "experiment id")),
     responses(
         (status = 200, description = "the experiment, stopped", body = ExperimentView),
+        (status = 400, description = "the id is not a positive integer"),
         (status = 404, description = "no such experiment"),
         (status = 409, description = "the experiment is not running"),
         (status = 401, description = "missing or wrong admin token"),
@@ -328,8 +331,9 @@ pub(crate) async fn get(
 )]
 pub(crate) async fn stop(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<i64>,
+    Path(raw): Path<String>,
 ) -> Result<Json<ExperimentView>, ApiError> {
+    let id = experiment_id(&raw)?;
     let db = &state.ops.db;
     let e = db
         .experiment(id)
@@ -355,6 +359,16 @@ pub(crate) async fn stop(
         .unwrap_or(e);
     let tally = db.experiment_tally(id).await.map_err(ApiError::internal)?;
     Ok(Json(ExperimentView::new(&e, &tally)))
+}
+
+/// An experiment id of the path: a positive integer, else a 400 naming `id`.
+fn experiment_id(raw: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>().ok().filter(|&id| id > 0).ok_or_else(|| {
+        ApiError::bad_request(
+            "id",
+            format!("experiment id {raw:?} is not a positive integer"),
+        )
+    })
 }
 
 /// Searches stop interleaving for experiment `id` (if it is the one served).
