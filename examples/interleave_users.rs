@@ -8,7 +8,8 @@
 //! impressions (the test's power), and an A/A test (the better ranker against itself, a
 //! fixed number of impressions per run): the share of runs that reject at alpha, and the
 //! share that would have rejected at some impression had the p-value been watched after
-//! each one (why a verdict needs a horizon fixed in advance: `min_impressions`).
+//! each one (why a verdict needs a horizon fixed in advance: `min_impressions`), against the
+//! same for the always-valid p-value that promotion on win watches.
 //!
 //! ```text
 //! cargo run --release --example interleave_users -- --data-dir DEMO_DATA \
@@ -199,6 +200,8 @@ fn main() -> anyhow::Result<()> {
         .filter(|r| r.first_significant.is_some() && r.leader == Some(Team::B))
         .count();
     decided.sort_unstable();
+    let mut sequential: Vec<u64> = ab_runs.iter().filter_map(|r| r.first_sequential).collect();
+    sequential.sort_unstable();
     let fixed = Horizon {
         impressions: args.aa_impressions,
         until_significant: false,
@@ -229,6 +232,10 @@ fn main() -> anyhow::Result<()> {
         .iter()
         .filter(|r| r.first_significant.is_some())
         .count();
+    let peeked_sequential = aa_runs
+        .iter()
+        .filter(|r| r.first_sequential.is_some())
+        .count();
     let mean = |f: &dyn Fn(&simulate::Run) -> u64, runs: &[simulate::Run]| {
         runs.iter().map(f).sum::<u64>() as f64 / runs.len().max(1) as f64
     };
@@ -249,6 +256,13 @@ fn main() -> anyhow::Result<()> {
                 "p75": quantile(&decided, 0.75),
                 "max": decided.last(),
             },
+            "always_valid_decided_runs": sequential.len(),
+            "impressions_to_always_valid_p_below_alpha": {
+                "median": simulate::median(&mut sequential.clone()),
+                "p25": quantile(&sequential, 0.25),
+                "p75": quantile(&sequential, 0.75),
+                "max": sequential.last(),
+            },
             "max_impressions": args.max_impressions,
             "power_at_fixed_impressions": power,
             "mean_wins_better_per_100_impressions": 100.0 * mean(&|r| r.tally.wins_b, &ab_runs)
@@ -261,6 +275,7 @@ fn main() -> anyhow::Result<()> {
             "rejected_at_alpha": rejected,
             "false_positive_rate": rejected as f64 / args.runs as f64,
             "rejected_at_any_impression_when_peeking": peeked,
+            "always_valid_rejected_at_any_impression": peeked_sequential,
         },
         "ranking_seconds": ranking_seconds,
         "simulation_seconds": t.elapsed().as_secs_f64(),

@@ -9,6 +9,10 @@
 //! ([`credit`]: the team with more clicked documents wins the impression, equal counts tie),
 //! and the two-sided sign test ([`sign_test`]) over the impressions one team won says
 //! whether the candidate is better, worse, or not distinguishable yet ([`Tally::decision`]).
+//! Read once, at a sample size fixed in advance, its error rate is alpha; watched after every
+//! impression it is not, so what acts on the counts as they come (promotion on win) uses the
+//! always-valid p-value of a mixture sequential test instead ([`always_valid_p`],
+//! [`Tally::sequential_decision`]).
 //!
 //! Everything random is a function of the query id ([`seed_of`]), so an interleaved answer
 //! can be recomputed from its impression, and a retried request with the same id draws the
@@ -29,7 +33,7 @@ use std::hash::Hash;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-pub use sign_test::sign_test;
+pub use sign_test::{always_valid_p, sign_test};
 
 /// Which ranker contributed a shown document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -200,11 +204,28 @@ impl Tally {
         sign_test(self.wins_a, self.wins_b)
     }
 
-    /// The verdict at significance level `alpha` once `min_impressions` are logged.
+    /// The always-valid p-value of the same counts ([`always_valid_p`]): what may be
+    /// watched after every impression, as promotion does.
+    pub fn sequential_p_value(&self) -> f64 {
+        always_valid_p(self.wins_a, self.wins_b)
+    }
+
+    /// The verdict at significance level `alpha` once `min_impressions` are logged, by the
+    /// fixed-horizon sign test: read it once, at a sample size planned in advance.
     pub fn decision(&self, alpha: f64, min_impressions: u64) -> Decision {
+        self.verdict(self.p_value(), alpha, min_impressions)
+    }
+
+    /// The verdict of the always-valid test: safe to act on at whatever impression it is
+    /// first reached (promotion on win).
+    pub fn sequential_decision(&self, alpha: f64, min_impressions: u64) -> Decision {
+        self.verdict(self.sequential_p_value(), alpha, min_impressions)
+    }
+
+    fn verdict(&self, p: f64, alpha: f64, min_impressions: u64) -> Decision {
         if self.impressions < min_impressions {
             Decision::Collecting
-        } else if self.p_value() < alpha {
+        } else if p < alpha {
             if self.wins_b > self.wins_a {
                 Decision::CandidateWins
             } else {

@@ -69,6 +69,9 @@ pub struct Run {
     pub p_value: f64,
     /// The first impression after which the p-value fell below alpha, if one did.
     pub first_significant: Option<u64>,
+    /// The first impression after which the always-valid p-value
+    /// ([`super::always_valid_p`]) fell below alpha, if one did.
+    pub first_sequential: Option<u64>,
     /// Which team the last decision favoured (the one with more wins), if any.
     pub leader: Option<Team>,
 }
@@ -78,8 +81,9 @@ pub struct Run {
 pub struct Horizon {
     /// Impressions at most.
     pub impressions: u64,
-    /// Stop at the first impression after which p < alpha (how long a decision takes);
-    /// otherwise run all `impressions` (a fixed-horizon test, as an A/A test needs).
+    /// Stop once both the sign test's and the always-valid p-value have fallen below alpha
+    /// (how long a decision takes); otherwise run all `impressions` (a fixed-horizon test, as
+    /// an A/A test needs).
     pub until_significant: bool,
 }
 
@@ -97,6 +101,7 @@ pub fn run(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut tally = Tally::default();
     let mut first_significant = None;
+    let mut first_sequential = None;
     let mut teams = Vec::with_capacity(page);
     let mut clicked = Vec::with_capacity(page);
     for i in 1..=horizon.impressions {
@@ -116,9 +121,12 @@ pub fn run(
         let decided = (tally.wins_a, tally.wins_b) != before;
         if first_significant.is_none() && decided && tally.p_value() < alpha {
             first_significant = Some(i);
-            if horizon.until_significant {
-                break;
-            }
+        }
+        if first_sequential.is_none() && decided && tally.sequential_p_value() < alpha {
+            first_sequential = Some(i);
+        }
+        if horizon.until_significant && first_significant.is_some() && first_sequential.is_some() {
+            break;
         }
     }
     let leader = match tally.wins_a.cmp(&tally.wins_b) {
@@ -130,6 +138,7 @@ pub fn run(
         p_value: tally.p_value(),
         tally,
         first_significant,
+        first_sequential,
         leader,
     }
 }
@@ -195,7 +204,13 @@ mod tests {
             until_significant: true,
         };
         let early = run(&ab, &users, 10, until, 0.05, 1);
-        assert_eq!(early.tally.impressions, r.first_significant.unwrap());
+        assert_eq!(early.first_significant, r.first_significant);
+        assert_eq!(
+            early.tally.impressions,
+            r.first_sequential
+                .unwrap()
+                .max(r.first_significant.unwrap())
+        );
         // Identical rankers: team draft shows the same list, split between the teams by
         // coin; the false-positive rate over 200 runs stays near alpha.
         let rejected = (0..200)

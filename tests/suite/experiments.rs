@@ -304,6 +304,11 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
         "no_difference_yet"
     };
     assert_eq!(e["decision"], verdict, "{e}");
+    let sequential = rankd::interleave::always_valid_p(3, n - 5);
+    assert!(
+        (e["sequential_p_value"].as_f64().unwrap() - sequential).abs() < 1e-12,
+        "{e}"
+    );
     // Not promoted without promote_on_win.
     assert_eq!(e["status"], "running");
     let list = get(&experiments, t).body;
@@ -331,9 +336,8 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
     let a = post_json(
         &experiments,
         t,
-        &json!({"candidate": c, "share": 1, "min_impressions": 8, "promote_on_win": true,
-                "alpha": 0.01})
-        .to_string(),
+        &json!({"candidate": c, "share": 1, "min_impressions": 10, "promote_on_win": true})
+            .to_string(),
     );
     assert_eq!(a.status, 201, "{}", a.body);
     let id2 = a.body["id"].as_i64().unwrap();
@@ -346,7 +350,7 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
         click_team(b, &qid, &shown, "B");
         wins.insert(qid, shown);
         if i == 6 {
-            // Seven wins of seven (p = 0.016 > alpha 0.01), under min_impressions: running.
+            // Seven wins of seven (always-valid p = 8/128), under min_impressions: running.
             let e = get(&format!("{experiments}/{id2}"), t).body;
             assert_eq!(e["status"], "running", "{e}");
             assert_eq!(e["decision"], "collecting", "{e}");
@@ -354,6 +358,8 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
     }
     let e = get(&format!("{experiments}/{id2}"), t).body;
     assert_eq!(e["wins_b"], 10, "{e}");
+    // Always-valid p = 11/1024 < 0.05.
+    assert_eq!(e["sequential_decision"], "candidate_wins", "{e}");
     assert_eq!(e["status"], "promoted", "{e}");
     assert!(e["note"].as_str().unwrap().contains("promoted"), "{e}");
     let models = get(&format!("{b}/admin/models"), t).body;

@@ -2,8 +2,9 @@
 //! reranker with the active one on a share of the searches, follow its counts, p-value and
 //! verdict, stop it. At most one runs at a time.
 //!
-//! With `promote_on_win`, a candidate that wins (sign test p < `alpha` after
-//! `min_impressions`) is activated through the same path as `POST /admin/models/{id}/
+//! With `promote_on_win`, a candidate that wins (the always-valid p-value below `alpha` after
+//! `min_impressions`: it is checked again and again, where the fixed-horizon sign test would
+//! err far more often than alpha) is activated through the same path as `POST /admin/models/{id}/
 //! activate` without the guard (the experiment is the evidence), the experiment ends as
 //! `promoted`, and the promotion is logged (tracing and the experiment's `note`). The check
 //! runs on every `GET` of the experiment and every [`WATCH_INTERVAL`] ([`watch`]).
@@ -97,9 +98,15 @@ pub(crate) struct ExperimentView {
     pub wins_b: u64,
     /// clicked impressions with as many clicks on each side
     pub ties: u64,
-    /// two-sided exact sign test over `wins_a` and `wins_b`
+    /// two-sided exact sign test over `wins_a` and `wins_b`: valid read once, at a sample
+    /// size fixed in advance (`min_impressions`)
     pub p_value: f64,
+    /// the fixed-horizon verdict: `p_value` against `alpha` once `min_impressions` are logged
     pub decision: Decision,
+    /// always-valid p-value (mixture sequential test), valid however often it is read
+    pub sequential_p_value: f64,
+    /// its verdict, which `promote_on_win` acts on
+    pub sequential_decision: Decision,
 }
 
 impl ExperimentView {
@@ -124,6 +131,8 @@ impl ExperimentView {
             ties: tally.ties,
             p_value: tally.p_value(),
             decision: tally.decision(s.alpha, s.min_impressions),
+            sequential_p_value: tally.sequential_p_value(),
+            sequential_decision: tally.sequential_decision(s.alpha, s.min_impressions),
         }
     }
 }
@@ -385,19 +394,20 @@ async fn promote_if_won(state: &AppState, e: &Experiment, tally: &Tally) -> bool
     let s = &e.settings;
     if e.status != ExperimentStatus::Running
         || !s.promote_on_win
-        || tally.decision(s.alpha, s.min_impressions) != Decision::CandidateWins
+        || tally.sequential_decision(s.alpha, s.min_impressions) != Decision::CandidateWins
     {
         return false;
     }
     let note = format!(
         "promoted: the candidate won {} of {} decided impressions ({} ties, {} impressions), \
-         p = {:.3e} < alpha {}",
+         always-valid p = {:.3e} < alpha {} (sign test p = {:.3e})",
         tally.wins_b,
         tally.wins_a + tally.wins_b,
         tally.ties,
         tally.impressions,
-        tally.p_value(),
-        s.alpha
+        tally.sequential_p_value(),
+        s.alpha,
+        tally.p_value()
     );
     if let Err(err) = super::models::activate_id(state, &s.candidate, None).await {
         tracing::warn!(
