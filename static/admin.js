@@ -524,6 +524,8 @@ const DECISIONS = {
   no_difference_yet: "no difference yet",
 };
 
+const pValue = (p) => (p < 1e-4 ? p.toExponential(2) : fmt(p));
+
 async function loadExperiments() {
   let data;
   try {
@@ -548,14 +550,16 @@ async function loadExperiments() {
       node("td", { class: "num" }, x.wins_a),
       node("td", { class: "num" }, x.wins_b),
       node("td", { class: "num" }, x.ties),
-      node("td", { class: "num" }, x.p_value < 1e-4 ? x.p_value.toExponential(2) : fmt(x.p_value)),
+      node("td", { class: "num" }, pValue(x.p_value)),
       node("td", {}, DECISIONS[x.decision] || x.decision),
+      node("td", { class: "num" }, pValue(x.sequential_p_value)),
+      node("td", {}, DECISIONS[x.sequential_decision] || x.sequential_decision),
       node("td", {}, when(x.created_at)),
       node("td", {}, stop),
     );
   });
   $("experiments").tBodies[0].replaceChildren(...rows);
-  if (list.length === 0) $("experiments").tBodies[0].append(node("tr", {}, node("td", { colspan: 13, class: "note" }, "no experiments yet")));
+  if (list.length === 0) $("experiments").tBodies[0].append(node("tr", {}, node("td", { colspan: 15, class: "note" }, "no experiments yet")));
 }
 
 async function startExperiment(ev) {
