@@ -28,6 +28,7 @@ pub mod eval;
 pub mod events;
 pub mod features;
 pub mod graph;
+pub mod interleave;
 pub mod judgments;
 pub mod links;
 pub mod metrics;

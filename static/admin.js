@@ -513,10 +513,89 @@ function summary(result) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Experiments
+
+let experimentRunning = false;
+
+const DECISIONS = {
+  collecting: "collecting (fewer than min. impressions)",
+  candidate_wins: "candidate wins",
+  active_wins: "active wins",
+  no_difference_yet: "no difference yet",
+};
+
+const pValue = (p) => (p < 1e-4 ? p.toExponential(2) : fmt(p));
+
+async function loadExperiments() {
+  let data;
+  try {
+    data = await api("GET", "/admin/experiments");
+  } catch (e) {
+    say("experiments-msg", e.message, "error");
+    return;
+  }
+  const list = data.experiments || [];
+  experimentRunning = data.running != null;
+  const rows = list.map((x) => {
+    const stop = x.status === "running" ? node("button", { type: "button", onclick: () => stopExperiment(x.id) }, "Stop") : "";
+    return node(
+      "tr",
+      { class: x.status === "running" ? "active" : "" },
+      node("td", {}, x.id),
+      node("td", { title: x.note || "" }, x.status),
+      node("td", {}, `${x.active || "–"} · ${x.candidate}`),
+      node("td", { class: "num" }, x.share),
+      node("td", { class: "num" }, x.impressions),
+      node("td", { class: "num" }, x.clicked_impressions),
+      node("td", { class: "num" }, x.wins_a),
+      node("td", { class: "num" }, x.wins_b),
+      node("td", { class: "num" }, x.ties),
+      node("td", { class: "num" }, pValue(x.p_value)),
+      node("td", {}, DECISIONS[x.decision] || x.decision),
+      node("td", { class: "num" }, pValue(x.sequential_p_value)),
+      node("td", {}, DECISIONS[x.sequential_decision] || x.sequential_decision),
+      node("td", {}, when(x.created_at)),
+      node("td", {}, stop),
+    );
+  });
+  $("experiments").tBodies[0].replaceChildren(...rows);
+  if (list.length === 0) $("experiments").tBodies[0].append(node("tr", {}, node("td", { colspan: 15, class: "note" }, "no experiments yet")));
+}
+
+async function startExperiment(ev) {
+  ev.preventDefault();
+  const body = {
+    candidate: $("experiment-candidate").value.trim(),
+    share: Number($("experiment-share").value),
+    promote_on_win: $("experiment-promote").checked,
+  };
+  if ($("experiment-min").value !== "") body.min_impressions = Number($("experiment-min").value);
+  if ($("experiment-alpha").value !== "") body.alpha = Number($("experiment-alpha").value);
+  try {
+    const x = await api("POST", "/admin/experiments", body);
+    say("experiments-msg", `experiment ${x.id} started: ${x.candidate} against ${x.active}`, "ok");
+  } catch (e) {
+    say("experiments-msg", e.message, "error");
+  }
+  loadExperiments();
+}
+
+async function stopExperiment(id) {
+  try {
+    await api("POST", `/admin/experiments/${id}/stop`);
+    say("experiments-msg", `experiment ${id} stopped`, "ok");
+  } catch (e) {
+    say("experiments-msg", e.message, "error");
+  }
+  loadExperiments();
+}
+
+// ---------------------------------------------------------------------------------------
 
 function refreshAll() {
   loadModels();
   loadJobs();
+  loadExperiments();
 }
 
 $("token-form").addEventListener("submit", useToken);
@@ -526,8 +605,12 @@ $("rollback").addEventListener("click", rollback);
 $("train-form").addEventListener("submit", startTraining);
 $("train-cancel").addEventListener("click", () => trainingJob && cancelJob(trainingJob, "train-msg"));
 $("jobs-refresh").addEventListener("click", loadJobs);
+$("experiment-form").addEventListener("submit", startExperiment);
+$("experiments-refresh").addEventListener("click", loadExperiments);
 setInterval(() => {
-  if (jobsRunning && document.visibilityState === "visible") loadJobs();
+  if (document.visibilityState !== "visible") return;
+  if (jobsRunning) loadJobs();
+  if (experimentRunning) loadExperiments();
 }, JOBS_REFRESH_MS);
 
 if (tokenSet()) {

@@ -32,6 +32,7 @@ mod suite {
     mod crash;
     mod demo_cli;
     mod events;
+    mod experiments;
     mod gbdt_cli;
     mod gbdt_import;
     mod gbdt_serving;
@@ -41,6 +42,7 @@ mod suite {
     mod hardening_cli;
     mod hardening_server;
     mod index_hygiene;
+    mod interleave_users;
     mod layers;
     mod names;
     mod ops_admin;

@@ -55,6 +55,8 @@ pub struct AppState {
     pub leaf: Option<crate::secret::Trust>,
     /// The impression log and `POST /events`' store (`crate::events`).
     pub events: crate::events::EventStore,
+    /// The running interleaving experiment (`admin::experiments`), read by every search.
+    pub experiment: arc_swap::ArcSwapOption<admin::experiments::Running>,
 }
 
 impl AsRef<crate::search::Engine> for AppState {

@@ -48,7 +48,10 @@ impl QueryParams for SearchParams {
 /// Ranked hits with snippets (INTERFACE.md): the parameters become a [`SearchQuery`] and
 /// [`crate::search::Engine::search_until`] does the rest on the [`SearchPool`], within
 /// `limits.request_timeout_secs`. The answer's impression is logged under its `query_id`
-/// (with the `X-Client-Id` header's value, if sent) without waiting.
+/// (with the `X-Client-Id` header's value, if sent) without waiting. While an interleaving
+/// experiment runs (`POST /admin/experiments`), its share of the reranked first pages is
+/// answered with the active reranker's and the candidate's rankings interleaved, and the
+/// impression records the experiment and each hit's team.
 #[utoipa::path(
     get, path = "/search", tag = "search",
     params(SearchParams,
@@ -77,20 +80,47 @@ pub async fn search(
         .ok_or(crate::search::SearchError::OverBudget(
             "waiting for a search thread",
         ))?;
+    // While an experiment runs, the query id is drawn first: it decides whether this search
+    // is interleaved, and seeds the interleaving. Without one, this is one atomic load.
+    let (query_id, experiment) = match &*state.experiment.load() {
+        Some(running) if state.events.settings.log_impressions => {
+            let id = crate::events::new_query_id();
+            let interleave = running.applies(&state.engine, &id);
+            let experiment = interleave.then(|| running.clone());
+            (Some(id), experiment)
+        }
+        _ => (None, None),
+    };
     let searching = state.clone();
-    let (query, response) = pool
+    let seed = query_id.as_deref().map(crate::interleave::seed_of);
+    let (query, response, experiment) = pool
         .run(slot, is_heavy(lists), move || {
-            let response = searching
-                .engine
-                .search_until(&query, Deadline::at(deadline));
-            (query, response)
+            let deadline = Deadline::at(deadline);
+            let response = match (&experiment, seed) {
+                (Some(running), Some(seed)) => {
+                    searching
+                        .engine
+                        .search_interleaved(&query, deadline, &running.candidate, seed)
+                }
+                _ => searching.engine.search_until(&query, deadline),
+            };
+            (query, response, experiment)
         })
         .await
         .ok_or_else(|| ApiError::internal("the search thread failed"))?;
     let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {
-        let impression = response.impression(&query, client_id(&headers));
+        let mut impression = response.impression(&query, client_id(&headers));
+        if let Some(id) = query_id {
+            impression.query_id = id;
+        }
+        if let (Some(running), Some(teams)) = (experiment, response.teams.take()) {
+            impression.interleaved = Some(crate::events::Interleaved {
+                experiment_id: running.id,
+                teams,
+            });
+        }
         response.query_id = Some(state.events.log_impression(impression));
     }
     Ok(Json(response))

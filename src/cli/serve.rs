@@ -451,7 +451,12 @@ fn serve_index_with(
             auth_failures,
             leaf,
             events,
+            experiment: arc_swap::ArcSwapOption::empty(),
         });
+        crate::api::admin::experiments::resume(&state)
+            .await
+            .context("cannot read the running experiment")?;
+        tokio::spawn(crate::api::admin::experiments::watch(state.clone()));
         if let Some(f) = following {
             tokio::spawn(crate::cluster::generation::follow(
                 f.store,

@@ -23,6 +23,16 @@ pub struct Impression {
     pub page_size: usize,
     /// `(object_id, position)` in the order shown; positions are the hits' 1-based ranks.
     pub shown: Vec<(String, i64)>,
+    /// For an interleaved answer: its experiment, and each shown document's team.
+    pub interleaved: Option<Interleaved>,
+}
+
+/// What an interleaved impression adds (`crate::interleave`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interleaved {
+    pub experiment_id: i64,
+    /// The team of each shown document, in the order of `Impression::shown`.
+    pub teams: Vec<crate::interleave::Team>,
 }
 
 impl Impression {
@@ -146,15 +156,21 @@ impl Db {
         for chunk in impressions.chunks(ROWS_PER_INSERT) {
             let mut sql = String::from(
                 "INSERT INTO search_impressions (query_id, created_at, query, model, reranker, \
-                 client_id, page_offset, page_size, shown) VALUES ",
+                 client_id, page_offset, page_size, shown, experiment_id) VALUES ",
             );
-            push_bind_marks(&mut sql, chunk.len(), 9);
+            push_bind_marks(&mut sql, chunk.len(), 10);
             let mut q = sqlx::query(&sql);
             for i in chunk {
+                let teams = i.interleaved.as_ref().map(|x| &x.teams);
                 let shown: Vec<serde_json::Value> = i
                     .shown
                     .iter()
-                    .map(|(id, p)| serde_json::json!({"object_id": id, "position": p}))
+                    .enumerate()
+                    .map(|(k, (id, p))| match teams.and_then(|t| t.get(k)) {
+                        Some(team) => serde_json::json!({"object_id": id, "position": p,
+                                                         "team": team.as_str()}),
+                        None => serde_json::json!({"object_id": id, "position": p}),
+                    })
                     .collect();
                 q = q
                     .bind(i.query_id.clone())
@@ -165,7 +181,8 @@ impl Db {
                     .bind(i.client_id.clone())
                     .bind(i.offset as i64)
                     .bind(i.page_size as i64)
-                    .bind(serde_json::Value::Array(shown).to_string());
+                    .bind(serde_json::Value::Array(shown).to_string())
+                    .bind(i.interleaved.as_ref().map(|x| x.experiment_id));
             }
             q.execute(&mut *tx).await?;
         }

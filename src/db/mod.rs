@@ -1,7 +1,7 @@
 //! The operational database: judgments, query texts, models and their activations, jobs and
-//! their logs, TrustRank seeds, label reservations, search impressions and user events. SQLite
-//! (a file in the data directory, nothing to install) by default, PostgreSQL when a
-//! `postgres://` URL is configured.
+//! their logs, TrustRank seeds, label reservations, search impressions and user events,
+//! interleaving experiments. SQLite (a file in the data directory, nothing to install) by
+//! default, PostgreSQL when a `postgres://` URL is configured.
 //!
 //! Queries are written once, in the SQL both backends understand, and run through sqlx's
 //! `Any` driver with runtime-checked queries (no database is needed to build rankd). Only the
@@ -9,6 +9,7 @@
 //! `migrations/sqlite/` and `migrations/postgres/`, applied at start-up.
 
 pub mod events;
+pub mod experiments;
 pub mod jobs;
 pub mod judgments;
 pub mod labels;

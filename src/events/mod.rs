@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-pub use crate::db::events::{Event, Impression, StoredClick};
+pub use crate::db::events::{Event, Impression, Interleaved, StoredClick};
 pub use budget::ClientBudget;
 pub use log::ImpressionLog;
 

@@ -353,6 +353,9 @@ pub struct SearchResponse {
     /// Seconds per phase, for the metrics.
     #[serde(skip)]
     pub times: PhaseTimes,
+    /// For an interleaved answer ([`Engine::search_interleaved`]): the team of each hit.
+    #[serde(skip)]
+    pub teams: Option<Vec<crate::interleave::Team>>,
 }
 
 impl SearchResponse {
@@ -373,6 +376,7 @@ impl SearchResponse {
                 .iter()
                 .map(|h| (h.id.clone(), h.rank as i64))
                 .collect(),
+            interleaved: None,
         }
     }
 }
@@ -515,6 +519,7 @@ pub struct FeatureWindow {
 }
 
 /// A first-phase candidate as the second phase ranks it.
+#[derive(Clone)]
 struct Ranked {
     /// What the first phase found (its score is the first-phase score).
     candidate: Candidate,
@@ -523,6 +528,48 @@ struct Ranked {
     first_rank: usize,
     boost: Option<BoostExplanation>,
     collapsed: Option<usize>,
+    /// In an interleaved answer, the ranker that put it there.
+    team: Option<crate::interleave::Team>,
+}
+
+/// A candidate reranker to interleave with the active one, and the seed of the coins.
+#[derive(Clone, Copy)]
+struct Interleave<'a> {
+    candidate: &'a ActiveModel,
+    seed: u64,
+}
+
+impl Interleave<'_> {
+    /// Whether `q` is interleaved: a reranked first page (a later page would be drawn
+    /// afresh, and repeat or skip documents of the first).
+    fn applies(q: &SearchQuery) -> bool {
+        matches!(q.ranking, Ranking::Rerank { .. }) && q.offset == 0
+    }
+}
+
+/// The top `len` of team-draft interleaving `a` (the active reranker's order, team A) with
+/// `b` (the candidate's order of the same window, team B; ties in first-phase order as in
+/// `a`), each hit marked with its team and carrying what the picking team's list said of
+/// it (its collapsed count).
+fn interleaved(a: Vec<Ranked>, b: Vec<Ranked>, len: usize, seed: u64) -> Vec<Ranked> {
+    let ids = |list: &[Ranked]| list.iter().map(|r| r.first_rank).collect::<Vec<_>>();
+    let drafted = crate::interleave::team_draft(&ids(&a), &ids(&b), len, seed);
+    let slots = |list: Vec<Ranked>| -> HashMap<usize, Ranked> {
+        list.into_iter().map(|r| (r.first_rank, r)).collect()
+    };
+    let (mut a, mut b) = (slots(a), slots(b));
+    drafted
+        .into_iter()
+        .map(|(rank, team)| {
+            let picked = match team {
+                crate::interleave::Team::A => a.remove(&rank),
+                crate::interleave::Team::B => b.remove(&rank),
+            };
+            let mut r = picked.expect("a team picks from its own list");
+            r.team = Some(team);
+            r
+        })
+        .collect()
 }
 
 /// What the first phase found: the ranked candidates and what explains them.
@@ -732,8 +779,35 @@ impl Engine {
         q: &SearchQuery,
         deadline: Deadline,
     ) -> Result<SearchResponse, SearchError> {
+        self.search_with(q, deadline, None)
+    }
+
+    /// [`Engine::search_until`], the page interleaved (`crate::interleave::team_draft`) from
+    /// the active reranker's ranking of the window (team A) and `candidate`'s ranking of the
+    /// same window (team B), with the coins of `seed`; [`SearchResponse::teams`] says which
+    /// ranker put each hit there, and each hit keeps the active reranker's score. With
+    /// collapsing, each ranker's list is collapsed before the draft. Only a reranked first
+    /// page is interleaved ([`Interleave::applies`]);
+    /// another search is answered as by [`Engine::search_until`], without teams.
+    pub fn search_interleaved(
+        &self,
+        q: &SearchQuery,
+        deadline: Deadline,
+        candidate: &ActiveModel,
+        seed: u64,
+    ) -> Result<SearchResponse, SearchError> {
+        self.search_with(q, deadline, Some(Interleave { candidate, seed }))
+    }
+
+    fn search_with(
+        &self,
+        q: &SearchQuery,
+        deadline: Deadline,
+        interleave: Option<Interleave>,
+    ) -> Result<SearchResponse, SearchError> {
         let start = Instant::now();
         q.validate()?;
+        let interleave = interleave.filter(|_| Interleave::applies(q));
         let kind = match q.model {
             Some(m) => m,
             None => self.index.config.default_model,
@@ -768,6 +842,7 @@ impl Engine {
             partial: None,
             shards: None,
             times: PhaseTimes::default(),
+            teams: None,
         };
         let searcher = self.index.reader.searcher();
         let stats = Stats::new(&searcher);
@@ -804,10 +879,13 @@ impl Engine {
                 first_rank: skip + i + 1,
                 boost: None,
                 collapsed: None,
+                team: None,
             })
             .collect();
         // The reranker's inputs and scores, kept for the explanations.
         let mut reranked = None;
+        // The candidate's scores of the window, when interleaving.
+        let mut candidate_scores: Option<Vec<f32>> = None;
         match q.ranking {
             Ranking::FirstPhase | Ranking::Sort(_) => {}
             Ranking::Boost { weight, .. } => {
@@ -825,8 +903,12 @@ impl Engine {
             Ranking::Rerank { .. } => {
                 let active = model.as_deref().expect("checked above");
                 let t = Instant::now();
+                let prf = match interleave {
+                    Some(i) if i.candidate.prf() == features::Prf::Compute => i.candidate.prf(),
+                    _ => active.prf(),
+                };
                 let how = features::Extraction {
-                    prf: active.prf(),
+                    prf,
                     scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
                     now,
                     rating: MeanRating::OfIndex,
@@ -840,6 +922,15 @@ impl Engine {
                 })?;
                 for (r, &s) in ranked.iter_mut().zip(&scores) {
                     r.score = s;
+                }
+                if let Some(i) = interleave {
+                    let candidate = i.candidate.score(&w.features).map_err(|e| {
+                        SearchError::Internal(anyhow::anyhow!(
+                            "candidate reranker {}: {e}",
+                            i.candidate.id()
+                        ))
+                    })?;
+                    candidate_scores = Some(candidate);
                 }
                 response.times.rerank = t.elapsed().as_secs_f64();
                 deadline.check("rerank")?;
@@ -856,23 +947,31 @@ impl Engine {
             });
             response.times.rerank += t.elapsed().as_secs_f64();
         }
-        if !q.collapse.is_empty() {
-            let t = Instant::now();
-            let columns = self.index.doc_columns(&searcher)?;
-            let keys: Vec<_> = ranked
-                .iter()
-                .map(|r| columns.collapse_keys(r.candidate.address))
-                .collect();
-            let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
-            let prefer = q.preferred_langs(&self.index.config);
-            ranked = collapse::collapse(&keys, &q.collapse, &prefer)
-                .into_iter()
-                .map(|(i, hidden)| {
-                    let mut r = slots[i].take().expect("each hit is kept at most once");
-                    r.collapsed = Some(hidden);
-                    r
-                })
-                .collect();
+        let collapsing = !q.collapse.is_empty();
+        let t = (collapsing || candidate_scores.is_some()).then(Instant::now);
+        if let (Some(i), Some(scores)) = (interleave, &candidate_scores) {
+            // Each ranker's order collapsed on its own, then drafted; a group both lists
+            // show through different hits is shown once (the collapse of the drafted list).
+            let mut b = ranked.clone();
+            b.sort_by(|x, y| {
+                let score = |r: &Ranked| scores[r.first_rank - 1];
+                score(y)
+                    .total_cmp(&score(x))
+                    .then(x.first_rank.cmp(&y.first_rank))
+            });
+            if collapsing {
+                ranked = self.collapse(&searcher, q, ranked, true)?;
+                b = self.collapse(&searcher, q, b, true)?;
+            }
+            ranked = interleaved(ranked, b, q.offset + q.k, i.seed);
+            if collapsing {
+                ranked = self.collapse(&searcher, q, ranked, false)?;
+            }
+            response.teams = Some(Vec::new());
+        } else if collapsing {
+            ranked = self.collapse(&searcher, q, ranked, true)?;
+        }
+        if let Some(t) = t.filter(|_| collapsing) {
             response.times.collapse = t.elapsed().as_secs_f64();
         }
         if windowed || !q.collapse.is_empty() {
@@ -888,10 +987,41 @@ impl Engine {
             let row = r.first_rank - 1;
             Some(active.explain(features, row, scores[row]))
         };
+        if let Some(teams) = &mut response.teams {
+            teams.extend(ranked.iter().filter_map(|r| r.team));
+        }
         response.hits = self.hits(view, &first, q, &ranked, explain_rerank, deadline)?;
         response.times.hits = t.elapsed().as_secs_f64();
         response.took_ms = start.elapsed().as_secs_f64() * 1e3;
         Ok(response)
+    }
+
+    /// `ranked` collapsed by `q.collapse` (SPEC §8): the kept hits in group order, each with
+    /// the number of hits it hides when `count` (else keeping the count it had).
+    fn collapse(
+        &self,
+        searcher: &Searcher,
+        q: &SearchQuery,
+        ranked: Vec<Ranked>,
+        count: bool,
+    ) -> Result<Vec<Ranked>, SearchError> {
+        let columns = self.index.doc_columns(searcher)?;
+        let keys: Vec<_> = ranked
+            .iter()
+            .map(|r| columns.collapse_keys(r.candidate.address))
+            .collect();
+        let mut slots: Vec<Option<Ranked>> = ranked.into_iter().map(Some).collect();
+        let prefer = q.preferred_langs(&self.index.config);
+        Ok(collapse::collapse(&keys, &q.collapse, &prefer)
+            .into_iter()
+            .map(|(i, hidden)| {
+                let mut r = slots[i].take().expect("each hit is kept at most once");
+                if count {
+                    r.collapsed = Some(hidden);
+                }
+                r
+            })
+            .collect())
     }
 
     /// The first phase of an unfused `q`: the top `limit` after `skip` of its model or its

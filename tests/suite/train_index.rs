@@ -603,6 +603,7 @@ fn log_clicks(data: &str, q: &str, qrels: &str, sessions: usize, dir: &Path) -> 
                 offset: 0,
                 page_size: 10,
                 shown: (1..).zip(&shown).map(|(k, d)| (d.to_string(), k)).collect(),
+                interleaved: None,
             });
             for (k, d) in (1..).zip(&shown) {
                 let p = if relevant.contains(&(qid.clone(), d.to_string())) {

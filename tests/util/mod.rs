@@ -44,6 +44,7 @@ pub const TABLES: &[&str] = &[
     "cluster_nodes",
     "cluster_replicas",
     "cluster_generations",
+    "experiments",
 ];
 
 pub fn runtime() -> tokio::runtime::Runtime {

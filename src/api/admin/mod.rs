@@ -1,5 +1,5 @@
 //! The admin API under `/admin/` (INTERFACE.md): documents, judgments and query texts, jobs,
-//! the graph job, TrustRank seeds, evaluation, label batches (SPEC §5). Every route, and every unknown path under
+//! the graph job, TrustRank seeds, evaluation, label batches (SPEC §5), interleaving experiments. Every route, and every unknown path under
 //! `/admin/`, passes the bearer-token check first (`auth.rs`).
 //!
 //! Routes are registered through utoipa's `OpenApiRouter`, so `/openapi.json` lists exactly
@@ -9,6 +9,7 @@ pub(super) mod auth;
 pub(super) mod body;
 pub(super) mod documents;
 mod evaluate;
+pub mod experiments;
 pub(super) mod jobs;
 pub(super) mod judgments;
 pub(super) mod labels;
@@ -44,6 +45,9 @@ pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(models::rollback))
         .routes(routes!(models::delete))
         .routes(routes!(models::start))
+        .routes(routes!(experiments::list, experiments::create))
+        .routes(routes!(experiments::get))
+        .routes(routes!(experiments::stop))
         .routes(routes!(labels::create))
         .routes(routes!(labels::release))
         .routes(routes!(labels::reservations))

@@ -177,7 +177,7 @@ pub async fn activate(
 }
 
 /// Activates a registered model (`loaded`: its file, when the caller loaded it already).
-async fn activate_id(
+pub(super) async fn activate_id(
     state: &AppState,
     id: &str,
     loaded: Option<ActiveModel>,

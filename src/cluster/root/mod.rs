@@ -1020,6 +1020,7 @@ impl Root {
             partial: None,
             shards: None,
             times,
+            teams: None,
         })
     }
 
