@@ -102,17 +102,14 @@ fn build(dir: &str, leaf: Option<rankd::secret::Trust>, bearer: &'static str) ->
         let db = rankd::db::Db::open(&url).await.expect("open the database");
         let limits = rankd::config::Limits::default();
         let events = rankd::events::EventStore::start(db.clone(), Default::default());
-        let state = AppState {
-            engine: rankd::search::Engine::new(index).with_links(links),
-            ready: AtomicBool::new(true),
-            ops: rankd::admin::Ops::new(db, Some(TOKEN), limits.clone()),
+        let state = AppState::new(
+            rankd::search::Engine::new(index).with_links(links),
+            rankd::admin::Ops::new(db, Some(TOKEN), limits),
             events,
-            reranker_error: Mutex::new(None),
-            auth_failures: rankd::admin::auth::FailureThrottle::new(
-                limits.admin_auth_failures_per_minute,
-            ),
             leaf,
-        };
+            None,
+        );
+        state.ready.store(true, std::sync::atomic::Ordering::SeqCst);
         Arc::new(state)
     });
     let server = Server {

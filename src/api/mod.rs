@@ -59,6 +59,32 @@ pub struct AppState {
     pub experiment: arc_swap::ArcSwapOption<admin::experiments::Running>,
 }
 
+impl AppState {
+    /// The state of a server that is not ready yet (`ready` false), with no experiment
+    /// running and the admin-token throttle its limits set; `reranker_error` says why the
+    /// registry's active model is not served, if it is not.
+    pub fn new(
+        engine: crate::search::Engine,
+        ops: crate::admin::Ops,
+        events: crate::events::EventStore,
+        leaf: Option<crate::secret::Trust>,
+        reranker_error: Option<String>,
+    ) -> AppState {
+        let auth_failures =
+            crate::admin::auth::FailureThrottle::new(ops.limits.admin_auth_failures_per_minute);
+        AppState {
+            engine,
+            ready: AtomicBool::new(false),
+            ops,
+            reranker_error: Mutex::new(reranker_error),
+            auth_failures,
+            leaf,
+            events,
+            experiment: arc_swap::ArcSwapOption::empty(),
+        }
+    }
+}
+
 impl AsRef<crate::search::Engine> for AppState {
     fn as_ref(&self) -> &crate::search::Engine {
         &self.engine

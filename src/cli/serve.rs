@@ -5,12 +5,11 @@ use crate::sync::Recover;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::admin::auth::FailureThrottle;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
@@ -419,7 +418,6 @@ fn serve_index_with(
             config.events.retention_days,
         ));
         let ops = Ops::new(db, config.admin_token.as_deref(), config.limits.clone());
-        let auth_failures = FailureThrottle::new(config.limits.admin_auth_failures_per_minute);
         ops.link_freshness.locked().stale_at_start = links_stale;
         if ops.token.is_none() {
             eprintln!("note: the admin API is disabled; set RANKD_ADMIN_TOKEN to enable it");
@@ -443,16 +441,7 @@ fn serve_index_with(
             let held = crate::cluster::generation::local_generation(&engine.index.dir)?;
             engine.set_store_generation(held.map_or(0, |m| m.generation));
         }
-        let state = Arc::new(AppState {
-            engine,
-            ready: AtomicBool::new(false),
-            ops,
-            reranker_error: Mutex::new(loaded.error),
-            auth_failures,
-            leaf,
-            events,
-            experiment: arc_swap::ArcSwapOption::empty(),
-        });
+        let state = Arc::new(AppState::new(engine, ops, events, leaf, loaded.error));
         crate::api::admin::experiments::resume(&state)
             .await
             .context("cannot read the running experiment")?;
