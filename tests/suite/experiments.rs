@@ -315,6 +315,14 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
     assert_eq!(list["running"], id);
     assert_eq!(list["experiments"][0]["wins_b"], n - 5);
 
+    // The running experiment's candidate cannot be deleted.
+    assert_error(
+        &call("DELETE", &format!("{b}/admin/models/{candidate}"), t, None),
+        409,
+        None,
+        "candidate of the running experiment",
+    );
+
     // Stopped: no interleaving; the counts stay.
     let a = post_json(&format!("{experiments}/{id}/stop"), t, "");
     assert_eq!(a.status, 200, "{}", a.body);

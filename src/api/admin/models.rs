@@ -233,14 +233,15 @@ pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>,
     }
 }
 
-/// Deletes an inactive model (its file too; the activation history keeps its id).
+/// Deletes an inactive model (its file too; the activation history keeps its id) that is not
+/// the running interleaving experiment's candidate.
 #[utoipa::path(
     delete, path = "/models/{id}", tag = "admin",
     params(("id" = String, Path, description = "model id")),
     responses(
         (status = 204, description = "deleted"),
         (status = 404, description = "no such model"),
-        (status = 409, description = "the model is active"),
+        (status = 409, description = "the model is active, or the candidate of the running interleaving experiment"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -249,6 +250,15 @@ pub async fn delete(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
+    if let Some(running) = &*state.experiment.load() {
+        if running.candidate.id() == id {
+            return Err(ApiError::conflict(format!(
+                "model {id} is the candidate of the running experiment {}; stop it first \
+                 (POST /admin/experiments/{}/stop)",
+                running.id, running.id
+            )));
+        }
+    }
     match state
         .ops
         .db
