@@ -58,8 +58,8 @@ impl TrainParams {
                 }
                 "debias" => {
                     clicks.debias = match value.as_str() {
-                        Some("ips") => crate::clicks::ips::Debias::Ips,
-                        Some("none") => crate::clicks::ips::Debias::None,
+                        Some("ips") => crate::user_clicks::ips::Debias::Ips,
+                        Some("none") => crate::user_clicks::ips::Debias::None,
                         _ => {
                             return Err((
                                 field.clone(),

@@ -1,4 +1,4 @@
-//! `rankd click-model`: fits click models (SPEC §11; `crate::clicks`) to a sessions file and
+//! `rankd click-model`: fits click models (SPEC §11; `crate::user_clicks`) to a sessions file and
 //! compares them on held-out sessions by log-likelihood and perplexity.
 //!
 //! The sessions are those `rankd simulate-clicks` writes (README, "Learning from clicks"), a
@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::learn::{rank_sets, read_letor};
-use crate::clicks::sessions::{self, RowSession};
-use crate::clicks::{fit_and_evaluate, pbm, BetaPrior, Features, ModelKind, ModelReport, Session};
 use crate::error::Invalid;
 use crate::rerank::RankSet;
+use crate::user_clicks::sessions::{self, RowSession};
+use crate::user_clicks::{
+    fit_and_evaluate, pbm, BetaPrior, Features, ModelKind, ModelReport, Session,
+};
 
 #[derive(clap::Args, Debug)]
 #[command(group(clap::ArgGroup::new("source").required(true).args(["sessions", "from_db"])))]

@@ -11,17 +11,17 @@ use serde::Serialize;
 
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
-use crate::clicks::ips::{
-    click_set, estimate_propensities, Debias, PropensityModel, DEFAULT_PROPENSITY_CLIP,
-    PROPENSITY_ITERATIONS,
-};
-use crate::clicks::sessions;
 use crate::error::Invalid;
 use crate::rerank::gbdt::train::GbdtParams;
 use crate::rerank::{
     evaluate_scores, EpochLog, MetricConvention, Objective, PairCoverage, RankMetrics,
 };
 use crate::training::{ModelChoice, TrainSettings};
+use crate::user_clicks::ips::{
+    click_set, estimate_propensities, Debias, PropensityModel, DEFAULT_PROPENSITY_CLIP,
+    PROPENSITY_ITERATIONS,
+};
+use crate::user_clicks::sessions;
 
 #[derive(clap::Args, Debug)]
 pub struct EvalLetorArgs {
@@ -165,7 +165,7 @@ pub fn run(args: EvalLetorArgs) -> anyhow::Result<()> {
     report(&args, &metrics, trained)
 }
 
-/// `--train-clicks`: the training set is built from the sessions (`crate::clicks::ips`), the
+/// `--train-clicks`: the training set is built from the sessions (`crate::user_clicks::ips`), the
 /// validation split from the held-out queries' sessions, and the test set keeps its labels.
 fn from_clicks(
     args: &EvalLetorArgs,

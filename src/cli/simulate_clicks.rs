@@ -1,5 +1,5 @@
 //! `rankd simulate-clicks`: sessions drawn from a LETOR file's labels by the semi-synthetic
-//! protocol (SPEC §11, `crate::clicks::semi_synthetic`), for `rankd eval-letor --train-clicks`.
+//! protocol (SPEC §11, `crate::user_clicks::semi_synthetic`), for `rankd eval-letor --train-clicks`.
 //!
 //! The logging ranker is trained here, on a small share of the training queries' labels (a
 //! weak ranker, as the protocol asks), with the linear model and its LETOR defaults.
@@ -12,11 +12,11 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::learn::{rank_sets, read_letor, run_training};
-use crate::clicks::semi_synthetic::{simulate, Behaviour, Protocol};
-use crate::clicks::sessions;
 use crate::error::Invalid;
 use crate::rerank::MetricConvention;
 use crate::training::{ModelChoice, TrainSettings};
+use crate::user_clicks::semi_synthetic::{simulate, Behaviour, Protocol};
+use crate::user_clicks::sessions;
 
 #[derive(clap::Args, Debug)]
 pub struct SimulateClicksArgs {

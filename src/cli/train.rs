@@ -49,10 +49,10 @@ pub struct TrainArgs {
     /// With --clicks: `ips` divides each click by its rank's examination probability, which
     /// the position-based model estimates from the logged pages; `none` counts each click
     /// once (biased towards what was ranked high).
-    #[arg(long, value_enum, default_value_t = crate::clicks::ips::Debias::Ips, requires = "clicks")]
-    pub debias: crate::clicks::ips::Debias,
+    #[arg(long, value_enum, default_value_t = crate::user_clicks::ips::Debias::Ips, requires = "clicks")]
+    pub debias: crate::user_clicks::ips::Debias,
     /// With --clicks: the smallest propensity a click is divided by.
-    #[arg(long, default_value_t = crate::clicks::ips::DEFAULT_PROPENSITY_CLIP, requires = "clicks")]
+    #[arg(long, default_value_t = crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP, requires = "clicks")]
     pub propensity_clip: f64,
     /// The database for `--from-db` and `--clicks` (default: `RANKD_DATABASE_URL`,
     /// `DATABASE_URL`, else the SQLite file in the data directory).

@@ -1,7 +1,7 @@
 //! Training data from the server's own click log: the first pages `/search` logged and the
 //! clicks `POST /events` reported on them (`Db::first_page_sessions`) become inverse-propensity
 //! weighted training groups over the index's first-phase windows, the construction
-//! `rankd eval-letor --train-clicks` measures on LETOR data (`crate::clicks::ips`; the weighting
+//! `rankd eval-letor --train-clicks` measures on LETOR data (`crate::user_clicks::ips`; the weighting
 //! in SPEC terms: docs/EVALUATION.md, "Learning from clicks").
 //!
 //! - **Queries** are the logged query texts, with case and runs of white space folded (the
@@ -14,7 +14,7 @@
 //!   ranks before it are the ranks the user saw, the ones after it would be shifted. The clicks
 //!   cut off that way are counted ([`ClickStats::clicks_outside_window`]).
 //! - **Propensities** come from the position-based model fitted to the kept pages by EM
-//!   (`crate::clicks::ips::estimate_propensities`), relative to rank 1: no simulator's truth is
+//!   (`crate::user_clicks::ips::estimate_propensities`), relative to rank 1: no simulator's truth is
 //!   needed, and it is what measured best on LETOR (docs/EVALUATION.md). The model can only
 //!   tell examination from attraction when documents were shown at more than one rank (a
 //!   ranking that changed, a second model, interleaving, a randomised share of traffic): from
@@ -34,14 +34,14 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::{judged_windows, rank_set_columns, JudgedQuery, Window};
-use crate::clicks::ips::{
-    click_set, estimate_propensities, ClickSet, Debias, PropensityModel, PROPENSITY_ITERATIONS,
-};
-use crate::clicks::sessions::RowSession;
 use crate::db::events::ClickedPage;
 use crate::error::Invalid;
 use crate::search::Engine;
 use crate::text::ModelKind;
+use crate::user_clicks::ips::{
+    click_set, estimate_propensities, ClickSet, Debias, PropensityModel, PROPENSITY_ITERATIONS,
+};
+use crate::user_clicks::sessions::RowSession;
 
 /// The prefix of a click query's id, which keeps click queries apart from judged ones when both
 /// train one model.
@@ -127,7 +127,7 @@ impl Default for ClickOptions {
     fn default() -> Self {
         ClickOptions {
             debias: Debias::Ips,
-            propensity_clip: crate::clicks::ips::DEFAULT_PROPENSITY_CLIP,
+            propensity_clip: crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP,
         }
     }
 }
