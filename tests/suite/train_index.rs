@@ -82,6 +82,18 @@ fn eval_reranked(data: &str, q: &str, qrels: &str, model: &Path) -> serde_json::
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The `qid text` lines of a queries file, by query id.
+fn query_texts(path: &str) -> std::collections::HashMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (id, text) = l.split_once(' ').unwrap();
+            (id.to_string(), text.to_string())
+        })
+        .collect()
+}
+
 /// `rankd eval --json` of BM25F alone.
 fn eval_first_phase(data: &str, q: &str, qrels: &str) -> serde_json::Value {
     let out = ok(on_index(
@@ -249,14 +261,7 @@ fn judgments_file_and_database_train_the_same_model_as_qrels() {
     train(&["--queries", &q, "--qrels", &qrels], &from_qrels);
 
     // The same judgments as JSON lines, a query's text on its first line only.
-    let texts: std::collections::HashMap<String, String> = std::fs::read_to_string(&q)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (id, text) = l.split_once(' ').unwrap();
-            (id.to_string(), text.to_string())
-        })
-        .collect();
+    let texts = query_texts(&q);
     let mut lines = String::new();
     let mut seen = std::collections::HashSet::new();
     let mut stored = Vec::new();
@@ -571,14 +576,7 @@ fn log_clicks(data: &str, q: &str, qrels: &str, sessions: usize, dir: &Path) -> 
             (f[3] != "0").then(|| (f[0].to_string(), f[2].to_string()))
         })
         .collect();
-    let texts: std::collections::HashMap<String, String> = std::fs::read_to_string(q)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (id, text) = l.split_once(' ').unwrap();
-            (id.to_string(), text.to_string())
-        })
-        .collect();
+    let texts = query_texts(q);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
