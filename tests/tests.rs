@@ -33,6 +33,7 @@ mod suite {
     mod demo_cli;
     mod events;
     mod experiments;
+    mod fuzz_corpus;
     mod gbdt_cli;
     mod gbdt_import;
     mod gbdt_serving;

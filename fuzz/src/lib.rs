@@ -16,6 +16,8 @@ use tower::ServiceExt;
 use rankd::api::AppState;
 use rankd::text::TextIndex;
 
+pub mod targets;
+
 pub const TOKEN: &str = "fuzz-admin-token-0123456789";
 
 /// A directory for this process's scratch files, removed never (the fuzzer is killed, not
