@@ -6,7 +6,6 @@
 //! 5xx for any input, and every error answer is the documented JSON error object.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::Body;
