@@ -14,6 +14,15 @@ responses and socket errors count as failed searches. With `--replace`, each bat
 existing documents (ids of the starting corpus in turn) instead of adding new ones, so the
 index keeps its size and RSS growth after warm-up measures the server, not the data.
 
+With `--hostile` (issue 30's soak), a second client address, 127.0.0.2, adds the requests of
+the hardening findings beside that load: heavy searches (310 distinct words over six fused
+models, explanations on), idle and slowloris connections held past the connection cap (so
+eviction runs), malformed request heads (a bad request line, a 70 KB URI, 300 headers), wrong
+tokens, gzip bodies, bad JSON, bodies over the limit, a 20,000-deep RankLib model, training
+settings over their bounds and searches over the cost cap. The searches may be answered 503
+or 408 by the request budget (counted apart, as "budget"); a hostile request must get its
+4xx; every other 5xx, or a 2xx a hostile request should not get, is a failure.
+
 Exit status 1 if any request failed or an acknowledged document is missing.
 """
 
@@ -24,6 +33,7 @@ import os
 import random
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -54,18 +64,21 @@ def corpus(n, prefix="d"):
 class Client:
     """One keep-alive connection; reconnects after an error."""
 
-    def __init__(self, host, port):
-        self.host, self.port = host, port
+    def __init__(self, host, port, source=None):
+        self.host, self.port, self.source = host, port, source
         self.conn = None
 
-    def request(self, method, path, body=None, content_type="application/json", admin=False):
-        headers = {"Content-Type": content_type}
+    def request(self, method, path, body=None, content_type="application/json", admin=False,
+                headers=None):
+        headers = {"Content-Type": content_type, **(headers or {})}
         if admin:
             headers["Authorization"] = f"Bearer {TOKEN}"
         for attempt in (0, 1):
             try:
                 if self.conn is None:
-                    self.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+                    self.conn = http.client.HTTPConnection(
+                        self.host, self.port, timeout=60,
+                        source_address=(self.source, 0) if self.source else None)
                 self.conn.request(method, path, body=body, headers=headers)
                 resp = self.conn.getresponse()
                 data = resp.read()
@@ -86,6 +99,71 @@ def proc_stats(pid):
     return mb("VmRSS"), mb("RssAnon"), mb("RssFile"), len(os.listdir(f"/proc/{pid}/fd"))
 
 
+HOG = "127.0.0.2"  # the hostile client's address (any 127/8 address reaches loopback)
+
+
+def raw_status(port, data, timeout=10):
+    """Sends raw bytes from the hostile address and returns the answer's status, or None
+    when the server closed the connection without one."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                      source_address=(HOG, 0)) as sock:
+            sock.sendall(data)
+            head = sock.recv(64)
+    except OSError:
+        return None
+    m = re.match(rb"HTTP/1\.[01] (\d{3})", head)
+    return int(m.group(1)) if m else None
+
+
+def deep_ranklib(depth):
+    """A RankLib model whose one tree is a chain `depth` splits deep (over the bound)."""
+    parts = ["## LambdaMART\n<ensemble>\n<tree id=\"1\" weight=\"0.5\">\n<split>\n"]
+    for k in range(depth):
+        parts.append(f"<feature> 1 </feature><threshold> {k} </threshold><split pos=\"left\">"
+                     f"<output> {k} </output></split><split pos=\"right\">\n")
+    parts.append("<output> 1 </output>\n" + "</split>\n" * (depth + 1) + "</tree>\n</ensemble>\n")
+    return "".join(parts).encode()
+
+
+def hostile_requests(port):
+    """(name, function returning the status) of each hostile request; each expects a 4xx
+    (or, for a malformed head, a closed connection)."""
+    c = Client("127.0.0.1", port, source=HOG)
+    heavy_words = " ".join(TOPICS + ["guide", "and"] + [str(i) for i in range(300)])
+    too_many = " ".join(f"w{i}" for i in range(3000))
+    deep = deep_ranklib(20_000)
+    over = b"[" + b" " * (16 << 20) + b"]"
+    q = urllib.parse.quote
+    def get(path, **kw):
+        return lambda: c.request("GET", path, **kw)[0]
+    def post(path, body, ctype="application/json", **kw):
+        return lambda: c.request("POST", path, body, ctype, **kw)[0]
+    return [
+        ("bad_request_line", lambda: raw_status(port, b"GARBAGE / HTTP/9\r\n\r\n")),
+        ("uri_70k", lambda: raw_status(
+            port, b"GET /search?q=a&x=" + b"y" * 70_000 + b" HTTP/1.1\r\nhost: x\r\n\r\n")),
+        ("headers_300", lambda: raw_status(
+            port, b"GET /search?q=a HTTP/1.1\r\n"
+            + b"".join(b"x-h%d: v\r\n" % i for i in range(300)) + b"\r\n")),
+        ("wrong_token", lambda: c.request("POST", "/admin/judgments", b"[]", "application/json",
+                                          headers={"Authorization": "Bearer wrong"})[0]),
+        ("gzip_body", lambda: c.request("POST", "/admin/documents", b"\x1f\x8b\x08\x00",
+                                        "application/x-ndjson", admin=True,
+                                        headers={"Content-Encoding": "gzip"})[0]),
+        ("bad_json", post("/admin/judgments", b"{", admin=True)),
+        ("deep_model", post("/admin/models?format=ranklib", deep, "application/octet-stream",
+                            admin=True)),
+        ("huge_mlp", post("/admin/train", b'{"model":"mlp","hidden":[1000000000]}', admin=True)),
+        ("huge_ensemble", post("/admin/train", b'{"ensemble":1000000000}', admin=True)),
+        ("fusion_k", get("/search?q=vector&model=fusion&inputs=bm25f,lm&fusion_k=1e308")),
+        ("cost_cap", get(f"/search?q={q(too_many)}&model=fusion&inputs=bm25,bm25f,lm")),
+        ("body_over_limit", post("/admin/judgments", over, admin=True)),
+        ("heavy_search", get(f"/search?q={q(heavy_words)}&k=100&explain=true&model=fusion"
+                             "&inputs=bm25,bm25f,tfidf,lm,f2exp,bm25prox&fusion=condorcet")),
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rankd", required=True, help="the rankd binary")
@@ -102,6 +180,12 @@ def main():
     ap.add_argument("--connections", type=int, default=16, help="wrk's connections")
     ap.add_argument("--replace", action="store_true",
                     help="batches rewrite existing documents (the index keeps its size)")
+    ap.add_argument("--hostile", action="store_true",
+                    help="add heavy and hostile requests from a second address (issue 30)")
+    ap.add_argument("--idle", type=int, default=560,
+                    help="--hostile: idle connections held (above limits.max_connections)")
+    ap.add_argument("--slowloris", type=int, default=40,
+                    help="--hostile: connections sending their head a line every 3 s")
     ap.add_argument("--out", help="write the summary as JSON here")
     args = ap.parse_args()
     if args.wrk and shutil.which("wrk") is None:
@@ -162,7 +246,10 @@ def main():
     stop = threading.Event()
     lock = threading.Lock()
     counts = {"search": 0, "search_errors": 0, "batches": 0, "batch_errors": 0, "swaps": 0,
-              "swap_errors": 0, "graph_jobs": 0, "graph_busy": 0, "graph_errors": 0}
+              "swap_errors": 0, "graph_jobs": 0, "graph_busy": 0, "graph_errors": 0,
+              "hostile": 0, "hostile_errors": 0, "budget": 0, "heavy_search_200": 0,
+              "evicted_or_closed": 0}
+    hostile_statuses = {}
     latencies = []
     errors = []
     acknowledged = []
@@ -189,7 +276,9 @@ def main():
             with lock:
                 latencies.append(elapsed)
             count("search")
-            if status != 200:
+            if status in (408, 503) and args.hostile:
+                count("budget")
+            elif status != 200:
                 count("search_errors", f"search: {status}")
 
     def every(seconds, action):
@@ -224,7 +313,9 @@ def main():
         status, out = c.request("POST", f"/admin/models/{models[(n + 1) % 2]}/activate", b"",
                                 admin=True)
         count("swaps")
-        if status != 200:
+        if status in (408, 503) and args.hostile:
+            count("budget")
+        elif status != 200:
             count("swap_errors", f"swap: {status} {out[:200]!r}")
 
     def graph(_):
@@ -242,6 +333,81 @@ def main():
             samples.append({"t": round(time.time() - start, 1), "rss_mb": round(rss, 1),
                             "anon_mb": round(anon, 1), "file_mb": round(mapped, 1),
                             "fds": fds, "searches": counts["search"]})
+
+    def hostile():
+        requests = hostile_requests(port)
+        n = 0
+        while not stop.is_set():
+            name, send = requests[n % len(requests)]
+            n += 1
+            # The big bodies (16 MB, 1.5 MB) one round in ten.
+            if name in ("body_over_limit", "deep_model") and (n // len(requests)) % 10:
+                continue
+            try:
+                status = send()
+            except OSError:
+                status = None
+            count("hostile")
+            with lock:
+                hostile_statuses.setdefault(name, {})
+                hostile_statuses[name][str(status)] = hostile_statuses[name].get(str(status), 0) + 1
+            if name == "heavy_search":
+                if status == 200:
+                    count("heavy_search_200")
+                elif status in (408, 503):
+                    count("budget")
+                else:
+                    count("hostile_errors", f"{name}: {status}")
+            elif status is None and name in ("bad_request_line", "uri_70k", "headers_300",
+                                             "body_over_limit"):
+                # hyper may close a connection whose head it cannot read, and one whose body
+                # is refused (413) before the client has sent it all.
+                count("evicted_or_closed")
+            elif status is None or not 400 <= status < 500:
+                count("hostile_errors", f"{name}: {status}")
+            stop.wait(0.2)
+
+    def holder(n, slowloris):
+        """Keeps n connections open from the hostile address: idle, or sending a header
+        line every 3 s; one the server closes (evicted at the cap, or timed out) is opened
+        again a second later."""
+        socks = [None] * n
+        while not stop.is_set():
+            for i in range(n):
+                if stop.is_set():
+                    break
+                s = socks[i]
+                if s is not None:
+                    try:
+                        if slowloris:
+                            s.sendall(b"x-slow: 1\r\n")
+                        else:
+                            s.setblocking(False)
+                            try:
+                                closed = s.recv(1024) == b""
+                            except BlockingIOError:
+                                closed = False
+                            s.setblocking(True)
+                            if closed:
+                                raise OSError("closed")
+                    except OSError:
+                        s.close()
+                        socks[i] = None
+                        count("evicted_or_closed")
+                        continue
+                else:
+                    try:
+                        s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                                     source_address=(HOG, 0))
+                        if slowloris:
+                            s.sendall(b"GET /search?q=slow HTTP/1.1\r\nhost: x\r\n")
+                        socks[i] = s
+                    except OSError:
+                        pass
+            stop.wait(3 if slowloris else 1)
+        for s in socks:
+            if s is not None:
+                s.close()
 
     wrk_report = {}
 
@@ -263,7 +429,10 @@ def main():
         wrk_report.update(report)
         with lock:
             counts["search"] += report["requests"]
-            failed = report["non2xx"] + sum(report["socket_errors"].values())
+            by_status = {int(k): v for k, v in report["non2xx_by_status"].items()}
+            budget = sum(by_status.get(b, 0) for b in (408, 503)) if args.hostile else 0
+            counts["budget"] += budget
+            failed = report["non2xx"] - budget + sum(report["socket_errors"].values())
             counts["search_errors"] += failed
             if failed and len(errors) < 20:
                 errors.append(f"wrk: {report['non2xx_by_status']} {report['socket_errors']}")
@@ -276,6 +445,10 @@ def main():
                 threading.Thread(target=every, args=(args.swap_every, swap)),
                 threading.Thread(target=every, args=(args.graph_every, graph)),
                 threading.Thread(target=every, args=(args.sample_every, sample))]
+    if args.hostile:
+        threads += [threading.Thread(target=hostile), threading.Thread(target=hostile),
+                    threading.Thread(target=holder, args=(args.idle, False)),
+                    threading.Thread(target=holder, args=(args.slowloris, True))]
     sample(0)
     for t in threads:
         t.start()
@@ -305,7 +478,7 @@ def main():
         p99 = round(1000 * lat[int(0.99 * (len(lat) - 1))], 2) if lat else None
     summary = {
         "minutes": args.minutes, "load": f"wrk, {args.connections} connections" if args.wrk
-        else f"{args.searchers} Python searchers", "docs": args.docs, "replace": args.replace,
+        else f"{args.searchers} Python searchers", "hostile": args.hostile, "docs": args.docs, "replace": args.replace,
         **counts,
         "search_per_second": round(counts["search"] / (args.minutes * 60), 1),
         "search_p50_ms": p50,
@@ -317,6 +490,7 @@ def main():
         "anon_mb_after_warmup": warm[0]["anon_mb"], "anon_mb_end": samples[-1]["anon_mb"],
         "anon_growth_after_warmup": round(samples[-1]["anon_mb"] / warm[0]["anon_mb"] - 1, 4),
         "fds_min": min(s["fds"] for s in samples), "fds_max": max(s["fds"] for s in samples),
+        "hostile_statuses": hostile_statuses,
         "server_alive_at_end": alive, "errors": errors, "samples": samples,
     }
     text = json.dumps(summary, indent=1)
@@ -326,7 +500,8 @@ def main():
             f.write(text)
     print(json.dumps({k: v for k, v in summary.items() if k != "samples"}, indent=1))
     failed = (counts["search_errors"] + counts["batch_errors"] + counts["swap_errors"]
-              + counts["graph_errors"] + len(missing)) > 0 or not alive
+              + counts["graph_errors"] + counts["hostile_errors"] + len(missing)) > 0 \
+        or not alive
     sys.exit(1 if failed else 0)
 
 

@@ -12,7 +12,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use tower_http::timeout::TimeoutLayer;
 
 use super::admin::auth::{require_bearer, Bearer};
 use super::error::ApiError;
@@ -202,11 +201,17 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
             }),
         )
         .fallback(|| async { ApiError::not_found("no such route") })
-        .layer(axum::middleware::from_fn(super::guard::identity_bodies))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            request_timeout,
-        ))
+        .layer(
+            // Outermost first; the single node's own, so a root's 408 likewise means nothing
+            // was written (a write that began is answered with its result).
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(super::guard::json_errors))
+                .layer(axum::middleware::from_fn(super::guard::identity_bodies))
+                .layer(axum::middleware::from_fn_with_state(
+                    request_timeout,
+                    super::guard::time_limit,
+                )),
+        )
         .with_state(state)
 }
 
@@ -243,10 +248,12 @@ fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<(), 
 /// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
 async fn root_documents(
     State(state): State<Arc<RootState>>,
+    commitment: Option<axum::Extension<super::guard::Commitment>>,
     headers: axum::http::HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
     root_token(&state, &headers)?;
+    super::guard::begin_write(commitment)?;
     Ok(Json(state.root.upsert(&body).await?))
 }
 
@@ -255,6 +262,7 @@ async fn root_documents(
 /// shard's ids deleted on every replica.
 async fn root_delete(
     State(state): State<Arc<RootState>>,
+    commitment: Option<axum::Extension<super::guard::Commitment>>,
     headers: axum::http::HeaderMap,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
@@ -267,6 +275,7 @@ async fn root_delete(
         e.field = Some(format!("ids[{i}]"));
         return Err(e);
     }
+    super::guard::begin_write(commitment)?;
     let deleted = state.root.delete(&ids).await?;
     Ok(Json(serde_json::json!({ "deleted": deleted })))
 }

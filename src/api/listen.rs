@@ -11,13 +11,17 @@
 //! or incomplete one (no request being answered: a keep-alive connection between requests,
 //! or one still sending its head), which is closed: one of the address holding the most
 //! connections among those that have one idle. When none is idle, the new connection gets a
-//! JSON 503 and is closed at once. So one client holding every connection cannot lock
+//! JSON 503 and is closed at once. Eviction and the start of a request exclude each other
+//! (`begin_request`, `try_evict`): a request that arrives as its connection is evicted is
+//! answered 503 without running, never cut off halfway through. So one client holding every connection cannot lock
 //! another out, and no address has a fixed share below the cap: behind a proxy, every
 //! connection comes from one address.
 //! The client's address is added to every request as `ConnectInfo<SocketAddr>` (the admin
 //! authentication throttle reads it).
 //! Shutdown follows `axum::serve`: stop accepting, let open connections finish their
-//! requests (hyper's graceful shutdown), bounded by the request timeout.
+//! requests (hyper's graceful shutdown, told through a `watch` channel whose receivers the
+//! connections hold, as hyper-util's `GracefulShutdown` does; its wrapper would hide the
+//! connection that eviction also shuts down), bounded by the request timeout.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -26,10 +30,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ConnectInfo;
+use axum::response::IntoResponse;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -57,7 +61,7 @@ pub async fn run(
         .max_buf_size(MAX_BUF_BYTES)
         .max_headers(HYPER_MAX_HEADERS);
     let connections = Arc::new(Connections::new(limits.max_connections));
-    let graceful = GracefulShutdown::new();
+    let (stop, stopping) = tokio::sync::watch::channel(());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let (tcp, remote) = tokio::select! {
@@ -80,39 +84,109 @@ pub async fn run(
             tokio::spawn(refuse(tcp, limits.max_connections));
             continue;
         };
-        let (started, answered) = (open.busy.clone(), open.busy.clone());
-        let service = app
-            .clone()
-            .map_request(move |mut request: hyper::Request<Incoming>| {
-                started.fetch_add(1, Ordering::SeqCst);
+        let (app, busy) = (app.clone(), open.busy.clone());
+        let service = tower::service_fn(move |request: hyper::Request<Incoming>| {
+            let (app, busy) = (app.clone(), busy.clone());
+            async move {
+                if !begin_request(&busy) {
+                    return Ok::<_, std::convert::Infallible>(closing(&request));
+                }
+                let mut request = request.map(axum::body::Body::new);
                 request.extensions_mut().insert(ConnectInfo(remote));
-                request.map(axum::body::Body::new)
-            })
-            .map_response(move |response| {
-                answered.fetch_sub(1, Ordering::SeqCst);
+                let response = app.oneshot(request).await;
+                busy.fetch_sub(1, Ordering::SeqCst);
                 response
-            });
-        let connection = graceful
-            .watch(http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service)));
+            }
+        });
+        let connection =
+            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
+        let mut told_to_stop = stopping.clone();
         tokio::spawn(async move {
-            tokio::select! {
-                result = connection => if let Err(e) = result {
-                    tracing::debug!("connection from {remote}: {e}");
-                },
-                // Dropping the connection closes it: it had no request in progress.
-                _ = open.evict.notified() => tracing::debug!("connection from {remote} evicted at the cap"),
+            let mut connection = std::pin::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => Some(result),
+                _ = open.evict.notified() => {
+                    tracing::debug!("connection from {remote} evicted at the cap");
+                    // Closed at once when idle between requests; a connection that never
+                    // sent a whole request is still "busy" to hyper and is dropped below.
+                    connection.as_mut().graceful_shutdown();
+                    tokio::time::timeout(EVICTED_GRACE, connection.as_mut()).await.ok()
+                }
+                _ = told_to_stop.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    Some(connection.as_mut().await)
+                }
+            };
+            if let Some(Err(e)) = result {
+                tracing::debug!("connection from {remote}: {e}");
             }
             drop(open);
+            drop(told_to_stop);
         });
     }
     drop(listener);
+    // Every connection task holds a receiver: told to stop, each finishes its request in
+    // progress and closes; `closed` resolves when the last one has.
+    drop(stopping);
+    let _ = stop.send(());
     let drain = Duration::from_secs(limits.request_timeout_secs + 5);
-    if tokio::time::timeout(drain, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(drain, stop.closed()).await.is_err() {
         tracing::warn!("connections still open after {drain:?} of draining; closing them");
     }
+}
+
+/// How long an evicted connection may take to close after hyper's graceful shutdown: time
+/// to write the answer to a request that arrived as it was evicted ([`closing`]).
+const EVICTED_GRACE: Duration = Duration::from_secs(1);
+
+/// The value of a connection's `busy` count once it is evicted: far above any count of
+/// requests in progress, so a request that begins afterwards sees it.
+const EVICTED: usize = 1 << 40;
+
+/// Counts a request as begun on its connection, unless the connection was evicted first:
+/// then the request must not run (false). Together with [`try_evict`] this makes eviction
+/// and a request's start exclusive: a request either began before the eviction (and the
+/// connection is not idle, so it is not evicted) or is refused unseen by the handlers, so an
+/// evicted connection never drops a request halfway (a write done, its answer lost).
+fn begin_request(busy: &AtomicUsize) -> bool {
+    busy.fetch_add(1, Ordering::SeqCst) < EVICTED
+}
+
+/// Marks an idle connection (no request begun and unanswered) as evicted; false when it is
+/// busy or evicted already.
+fn try_evict(busy: &AtomicUsize) -> bool {
+    busy.compare_exchange(0, EVICTED, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok()
+}
+
+/// The answer to a request that arrived on a connection evicted at the cap: nothing of it
+/// ran; a JSON 503 that closes the connection, so the client retries on a new one.
+fn closing<B>(request: &hyper::Request<B>) -> axum::response::Response {
+    tracing::debug!(
+        "{} {} refused: its connection was evicted",
+        request.method(),
+        request.uri()
+    );
+    let body = serde_json::json!({"error": {
+        "code": "overloaded",
+        "message": "this connection was closed to make room at the connection cap \
+                    (limits.max_connections) as the request arrived; nothing of it ran; retry",
+        "field": null,
+    }});
+    let mut response = (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (axum::http::header::RETRY_AFTER, "0"),
+            (axum::http::header::CONNECTION, "close"),
+        ],
+        axum::Json(body),
+    )
+        .into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Answers a connection over the cap with a JSON 503 and closes it.
@@ -209,19 +283,23 @@ impl Open {
     /// among those that have one; false when no connection is idle.
     fn evict_one(&mut self) -> bool {
         let idle = |s: &Slot| !s.evicted && s.busy.load(Ordering::SeqCst) == 0;
-        let slot = self
+        let mut addresses: Vec<&mut Vec<Slot>> = self
             .by_address
             .values_mut()
             .filter(|slots| slots.iter().any(idle))
-            .max_by_key(|slots| slots.iter().filter(|s| !s.evicted).count())
-            .and_then(|slots| slots.iter_mut().find(|s| idle(s)));
-        let Some(slot) = slot else {
-            return false;
-        };
-        slot.evicted = true;
-        slot.evict.notify_one();
-        self.live -= 1;
-        true
+            .collect();
+        addresses
+            .sort_by_key(|slots| std::cmp::Reverse(slots.iter().filter(|s| !s.evicted).count()));
+        // A connection seen idle may begin a request before it is marked: then the next.
+        for slot in addresses.into_iter().flat_map(|slots| slots.iter_mut()) {
+            if !slot.evicted && try_evict(&slot.busy) {
+                slot.evicted = true;
+                slot.evict.notify_one();
+                self.live -= 1;
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -284,5 +362,33 @@ mod tests {
         let open = connections.open.lock().unwrap();
         assert_eq!(open.live, 0, "every place is given back");
         assert!(open.by_address.is_empty());
+    }
+
+    #[test]
+    fn a_request_and_the_eviction_of_its_connection_exclude_each_other() {
+        // Evicted first: the request that then arrives does not run.
+        let busy = AtomicUsize::new(0);
+        assert!(try_evict(&busy));
+        assert!(
+            !begin_request(&busy),
+            "a request on an evicted connection is refused"
+        );
+        assert!(!try_evict(&busy), "evicted once");
+        // Begun first: the connection is not idle and is not evicted.
+        let busy = AtomicUsize::new(0);
+        assert!(begin_request(&busy));
+        assert!(!try_evict(&busy));
+        busy.fetch_sub(1, Ordering::SeqCst);
+        assert!(try_evict(&busy), "idle again once answered");
+
+        // Raced on threads: each round, exactly one of the two wins.
+        for _ in 0..2_000 {
+            let busy = Arc::new(AtomicUsize::new(0));
+            let other = busy.clone();
+            let request = std::thread::spawn(move || begin_request(&other));
+            let evicted = try_evict(&busy);
+            let began = request.join().unwrap();
+            assert!(evicted != began, "evicted {evicted}, began {began}");
+        }
     }
 }

@@ -706,3 +706,62 @@ fn a_batch_is_not_written_behind_a_timeout() {
     }
     panic!("no batch's write crossed the time limit: the test did not test it");
 }
+
+/// Issue 30, N11 for the other admin writes: judgments (as queries, seeds, label batches,
+/// activations and jobs) begin their write through the request's `Commitment` too, so a 408
+/// means none was stored and a write that began is answered with its result. Batches of
+/// growing size (1 s limit) are sent until one is answered 200 after the limit: before the
+/// fix, the limit cut such a request off with a 408 whatever its write had done.
+#[test]
+fn judgments_are_not_stored_behind_a_timeout() {
+    let (_dir, server) = server(&[("RANKD_REQUEST_TIMEOUT_SECS", "1")]);
+    let b = &server.base;
+    let total = || {
+        let a = get(&format!("{b}/admin/judgments?limit=1"), Some(TOKEN));
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body["total"].as_u64().expect("a total")
+    };
+    let docs = ["vec", "iter", "map"];
+    let mut n = 5_000;
+    for round in 0..12 {
+        let batch: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                serde_json::json!({
+                    "query_id": format!("r{round}q{}", i / docs.len()),
+                    "query": format!("query {i}"),
+                    "doc_id": docs[i % docs.len()],
+                    "grade": i % 3,
+                })
+            })
+            .collect();
+        let before = total();
+        let started = Instant::now();
+        let a = call(
+            "POST",
+            &format!("{b}/admin/judgments"),
+            Some(TOKEN),
+            Some((
+                "application/json",
+                serde_json::to_string(&batch).unwrap().as_bytes(),
+            )),
+        );
+        let took = started.elapsed();
+        // A write left running behind a 408 would commit within a few seconds.
+        std::thread::sleep(Duration::from_secs(2));
+        let stored = total() - before;
+        eprintln!(
+            "{n} judgments: {} after {took:?}; {stored} stored",
+            a.status
+        );
+        match a.status {
+            200 => assert_eq!(stored, n as u64, "{}", a.body),
+            408 => assert_eq!(stored, 0, "a 408 was answered and the judgments stored"),
+            other => panic!("{other}: {}", a.body),
+        }
+        if a.status == 200 && took > Duration::from_millis(1100) {
+            return;
+        }
+        n = n * 3 / 2;
+    }
+    panic!("no write of judgments crossed the time limit: the test did not test it");
+}

@@ -22,6 +22,7 @@ use super::body;
 use crate::api::guard::{begin_write, Commitment};
 use crate::api::{ApiError, AppState};
 use crate::db::experiments::{Experiment, ExperimentStatus, NewExperiment};
+use crate::db::Db;
 use crate::interleave::{Decision, Tally};
 use crate::search::model::ActiveModel;
 use crate::search::Engine;
@@ -308,18 +309,10 @@ pub(crate) async fn get(
 ) -> Result<Json<ExperimentView>, ApiError> {
     let id = experiment_id(&raw)?;
     let db = &state.ops.db;
-    let e = db
-        .experiment(id)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::not_found(format!("no experiment with id {id}")))?;
+    let e = stored(db, id).await?;
     let tally = db.experiment_tally(id).await.map_err(ApiError::internal)?;
     let e = match promote_if_won(&state, &e, &tally).await {
-        true => db
-            .experiment(id)
-            .await
-            .map_err(ApiError::internal)?
-            .unwrap_or(e),
+        true => reread(db, e).await?,
         false => e,
     };
     Ok(Json(ExperimentView::new(&e, &tally)))
@@ -340,15 +333,13 @@ pub(crate) async fn get(
 )]
 pub(crate) async fn stop(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(raw): Path<String>,
 ) -> Result<Json<ExperimentView>, ApiError> {
     let id = experiment_id(&raw)?;
     let db = &state.ops.db;
-    let e = db
-        .experiment(id)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::not_found(format!("no experiment with id {id}")))?;
+    let e = stored(db, id).await?;
+    begin_write(commitment)?;
     if !db
         .end_experiment(id, ExperimentStatus::Stopped, "stopped by the admin API")
         .await
@@ -361,13 +352,26 @@ pub(crate) async fn stop(
     }
     stop_serving(&state, id);
     tracing::info!("experiment {id} stopped");
-    let e = db
-        .experiment(id)
-        .await
-        .map_err(ApiError::internal)?
-        .unwrap_or(e);
+    let e = reread(db, e).await?;
     let tally = db.experiment_tally(id).await.map_err(ApiError::internal)?;
     Ok(Json(ExperimentView::new(&e, &tally)))
+}
+
+/// The stored experiment `id`, else a 404.
+async fn stored(db: &Db, id: i64) -> Result<Experiment, ApiError> {
+    db.experiment(id)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found(format!("no experiment with id {id}")))
+}
+
+/// `e` as stored now (after a change of its status), or as it was if it is gone meanwhile.
+async fn reread(db: &Db, e: Experiment) -> Result<Experiment, ApiError> {
+    Ok(db
+        .experiment(e.id)
+        .await
+        .map_err(ApiError::internal)?
+        .unwrap_or(e))
 }
 
 /// An experiment id of the path: a positive integer, else a 400 naming `id`.

@@ -1,12 +1,13 @@
 //! Background jobs: list, one job with its log, cancel; and `POST /admin/graph`, which starts
 //! the link-score recomputation as a job.
 
+use crate::api::guard::{begin_write, Commitment};
 use crate::sync::Recover;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use serde_json::{json, Value};
 
 use super::body;
@@ -149,9 +150,11 @@ pub async fn get(
 )]
 pub async fn cancel(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(raw): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let id = job_id(&raw)?;
+    begin_write(commitment)?;
     match state
         .ops
         .jobs
@@ -191,7 +194,9 @@ pub async fn cancel(
 )]
 pub(crate) async fn start_graph(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    begin_write(commitment)?;
     let id = start_graph_job(&state).await.map_err(create_error)?;
     Ok((StatusCode::ACCEPTED, Json(json!({"job": id}))))
 }

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::exists;
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::judgments::{JudgmentView, StoredJudgment};
@@ -48,6 +49,7 @@ struct JudgmentIn {
 )]
 pub async fn add(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let raw = body::bytes(raw)?;
@@ -140,6 +142,7 @@ pub async fn add(
             source,
         });
     }
+    begin_write(commitment)?;
     state
         .ops
         .db
@@ -177,6 +180,7 @@ impl QueryParams for QrelsParams {
 )]
 pub(crate) async fn import_qrels(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Query(p): Query<QrelsParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
@@ -216,6 +220,7 @@ pub(crate) async fn import_qrels(
             });
         }
     }
+    begin_write(commitment)?;
     state
         .ops
         .db
@@ -313,6 +318,7 @@ pub async fn list(
 )]
 pub(crate) async fn set_queries(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let raw = body::bytes(raw)?;
@@ -334,6 +340,7 @@ pub(crate) async fn set_queries(
     if queries.is_empty() {
         return Err(ApiError::bad_request("body", "the body holds no queries"));
     }
+    begin_write(commitment)?;
     state
         .ops
         .db

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -16,6 +16,7 @@ use super::body;
 use crate::active::loss::LossParams;
 use crate::active::DEFAULT_LAMBDA;
 use crate::admin::labels::{self, BatchStrategy, Picked, PoolSpec};
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::params::{Query, QueryParams};
 use crate::api::{ApiError, AppState};
 use crate::db::labels::{NewBatch, Reservation, ReservationFilter, ReservationView, Reserved};
@@ -74,6 +75,7 @@ fn in_range(field: &str, value: Option<u64>, default: u64, max: u64) -> Result<u
 )]
 pub async fn create(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let raw = body::bytes(raw)?;
@@ -273,6 +275,7 @@ pub async fn create(
                 .map(|c| (c.query_id.clone(), c.doc_id.clone()))
                 .collect(),
         };
+        begin_write(commitment)?;
         match db.reserve_batch(&batch).await.map_err(ApiError::internal)? {
             Reserved::Done => Some(batch.batch_id),
             Reserved::Conflict => {
@@ -409,8 +412,10 @@ pub async fn reservations(
 )]
 pub async fn release(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(batch_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    begin_write(commitment)?;
     match state
         .ops
         .db

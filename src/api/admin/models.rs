@@ -126,6 +126,7 @@ impl QueryParams for ActivateParams {
 )]
 pub async fn activate(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(id): Path<String>,
     Query(params): Query<ActivateParams>,
 ) -> Result<Response, ApiError> {
@@ -171,6 +172,7 @@ pub async fn activate(
         }
         tracing::warn!("model {id} activated with force despite the activation guard: {reason}");
     }
+    begin_write(commitment)?;
     let Json(mut out) = activate_id(&state, &id, Some(candidate)).await?;
     out["guard"] = json!(comparison);
     Ok(Json(out).into_response())
@@ -220,7 +222,10 @@ pub(super) async fn activate_id(
     ),
     security(("bearer" = []))
 )]
-pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>, ApiError> {
+pub async fn rollback(
+    State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
+) -> Result<Json<Value>, ApiError> {
     let target = state
         .ops
         .db
@@ -228,7 +233,10 @@ pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>,
         .await
         .map_err(ApiError::internal)?;
     match target {
-        Some(id) => activate_id(&state, &id, None).await,
+        Some(id) => {
+            begin_write(commitment)?;
+            activate_id(&state, &id, None).await
+        }
         None => Err(ApiError::conflict("no earlier model to roll back to")),
     }
 }
@@ -248,6 +256,7 @@ pub async fn rollback(State(state): State<Arc<AppState>>) -> Result<Json<Value>,
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     if let Some(running) = &*state.experiment.load() {
@@ -259,6 +268,7 @@ pub async fn delete(
             )));
         }
     }
+    begin_write(commitment)?;
     match state
         .ops
         .db
@@ -380,6 +390,7 @@ pub async fn upload(
 )]
 pub async fn start(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     raw: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let params: TrainParams = if raw.is_empty() {
@@ -433,6 +444,7 @@ pub async fn start(
     }
     let worker = state.clone();
     let params_json = serde_json::to_value(&params).map_err(ApiError::internal)?;
+    begin_write(commitment)?;
     let id = state
         .ops
         .jobs

@@ -5,12 +5,13 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::body;
 use crate::admin::documents::first_missing;
+use crate::api::guard::{begin_write, Commitment};
 use crate::api::{ApiError, AppState};
 
 /// One TrustRank seed.
@@ -66,6 +67,7 @@ pub(crate) struct AddSeeds {
 )]
 pub async fn add(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let raw = body::bytes(raw)?;
@@ -88,6 +90,7 @@ pub async fn add(
         ));
     }
     let db = &state.ops.db;
+    begin_write(commitment)?;
     let added = db.add_seeds(&ids).await.map_err(ApiError::internal)?;
     let total = db.seeds().await.map_err(ApiError::internal)?.len();
     Ok(Json(json!({"added": added, "seeds": total})))
@@ -105,8 +108,10 @@ pub async fn add(
 )]
 pub async fn delete(
     State(state): State<Arc<AppState>>,
+    commitment: Option<Extension<Commitment>>,
     Path(doc_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
+    begin_write(commitment)?;
     if !state
         .ops
         .db
