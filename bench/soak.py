@@ -373,6 +373,9 @@ def main():
         again a second later."""
         socks = [None] * n
         while not stop.is_set():
+            # At most 20 new connections a pass: at the cap each one evicts another of this
+            # address's, which would otherwise be reopened at once, round after round.
+            opened = 0
             for i in range(n):
                 if stop.is_set():
                     break
@@ -395,7 +398,8 @@ def main():
                         socks[i] = None
                         count("evicted_or_closed")
                         continue
-                else:
+                elif opened < 20:
+                    opened += 1
                     try:
                         s = socket.create_connection(("127.0.0.1", port), timeout=5,
                                                      source_address=(HOG, 0))

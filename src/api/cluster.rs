@@ -202,10 +202,9 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
         )
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(
-            // Outermost first; the single node's own, so a root's 408 likewise means nothing
-            // was written (a write that began is answered with its result).
+            // Outermost first. The single node's time limit, so a root's 408 likewise means
+            // nothing was written (a write that began is answered with its result).
             tower::ServiceBuilder::new()
-                .layer(axum::middleware::from_fn(super::guard::json_errors))
                 .layer(axum::middleware::from_fn(super::guard::identity_bodies))
                 .layer(axum::middleware::from_fn_with_state(
                     request_timeout,

@@ -12,8 +12,8 @@
 //! or one still sending its head), which is closed: one of the address holding the most
 //! connections among those that have one idle. When none is idle, the new connection gets a
 //! JSON 503 and is closed at once. Eviction and the start of a request exclude each other
-//! (`begin_request`, `try_evict`): a request that arrives as its connection is evicted is
-//! answered 503 without running, never cut off halfway through. So one client holding every connection cannot lock
+//! (`begin_request`, `try_evict`): a request that arrives as its connection is evicted does
+//! not run, and none is ever cut off halfway through. So one client holding every connection cannot lock
 //! another out, and no address has a fixed share below the cap: behind a proxy, every
 //! connection comes from one address.
 //! The client's address is added to every request as `ConnectInfo<SocketAddr>` (the admin
@@ -105,12 +105,12 @@ pub async fn run(
             let mut connection = std::pin::pin!(connection);
             let result = tokio::select! {
                 result = connection.as_mut() => Some(result),
+                // Dropping the connection closes it: no request of it has begun or will
+                // (`try_evict`), and hyper's graceful shutdown would not close one that has
+                // not finished its first request head (a half-sent one) until its timeout.
                 _ = open.evict.notified() => {
                     tracing::debug!("connection from {remote} evicted at the cap");
-                    // Closed at once when idle between requests; a connection that never
-                    // sent a whole request is still "busy" to hyper and is dropped below.
-                    connection.as_mut().graceful_shutdown();
-                    tokio::time::timeout(EVICTED_GRACE, connection.as_mut()).await.ok()
+                    None
                 }
                 _ = told_to_stop.changed() => {
                     connection.as_mut().graceful_shutdown();
@@ -135,10 +135,6 @@ pub async fn run(
     }
 }
 
-/// How long an evicted connection may take to close after hyper's graceful shutdown: time
-/// to write the answer to a request that arrived as it was evicted ([`closing`]).
-const EVICTED_GRACE: Duration = Duration::from_secs(1);
-
 /// The value of a connection's `busy` count once it is evicted: far above any count of
 /// requests in progress, so a request that begins afterwards sees it.
 const EVICTED: usize = 1 << 40;
@@ -160,7 +156,9 @@ fn try_evict(busy: &AtomicUsize) -> bool {
 }
 
 /// The answer to a request that arrived on a connection evicted at the cap: nothing of it
-/// ran; a JSON 503 that closes the connection, so the client retries on a new one.
+/// ran. A JSON 503 that closes the connection, though the connection is usually closed first
+/// and the client sees what it sees when an idle keep-alive connection is closed under it:
+/// no answer, nothing done, retry on a new one (RFC 9112 §9.3.1).
 fn closing<B>(request: &hyper::Request<B>) -> axum::response::Response {
     tracing::debug!(
         "{} {} refused: its connection was evicted",
