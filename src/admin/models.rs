@@ -105,6 +105,20 @@ pub(crate) fn attach_guard(record: &mut ModelRecord, comparison: &Comparison, he
     }
 }
 
+/// Whether the model held out click queries for the activation guard (a model trained on
+/// clicks), so that activating it needs the click log.
+pub(crate) fn held_out_clicks(record: &ModelRecord) -> bool {
+    record
+        .metrics
+        .get("held_out")
+        .and_then(|v| v.as_array())
+        .is_some_and(|ids| {
+            ids.iter()
+                .filter_map(|v| v.as_str())
+                .any(|id| id.starts_with(crate::training::clicks::CLICK_QID_PREFIX))
+        })
+}
+
 /// The queries to judge a registered model on before activating it: the queries its training
 /// held out when it recorded them (a model trained by `POST /admin/train`: judged queries, and
 /// click queries labelled by their clicks), else every stored judged query (an uploaded or
@@ -273,5 +287,26 @@ mod tests {
             e.contains(&format!("bytes; at most {}", size - slack)),
             "{e}"
         );
+    }
+
+    /// Activating a model reads the click log only when the model held out click queries:
+    /// a soak with a judgments-trained model read every logged impression on each activation.
+    #[test]
+    fn only_a_model_holding_out_click_queries_needs_the_click_log() {
+        let record = |metrics: serde_json::Value| ModelRecord {
+            id: "m".into(),
+            file_path: "m.json".into(),
+            objective: "sap".into(),
+            model_kind: "linear".into(),
+            metrics,
+            created_at: 0,
+            parent: None,
+            status: "inactive".into(),
+        };
+        assert!(!held_out_clicks(&record(json!({}))));
+        assert!(!held_out_clicks(&record(json!({"held_out": ["q1", "q7"]}))));
+        assert!(held_out_clicks(&record(
+            json!({"held_out": ["q1", "clicks:vec push"]})
+        )));
     }
 }

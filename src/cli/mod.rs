@@ -168,7 +168,11 @@ where
 
 /// The server's logged first pages and their clicks, from the database at `url`.
 pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
-    let pages = on_database(url, |db| async move { Ok(db.first_page_sessions().await?) })?;
+    let pages = on_database(url, |db| async move {
+        Ok(db
+            .first_page_sessions(crate::db::events::Pages::All)
+            .await?)
+    })?;
     if pages.is_empty() {
         return Err(crate::error::Invalid(format!(
             "the database ({}) holds no logged first page: serve searches with \

@@ -86,6 +86,17 @@ pub struct ClickedPage {
     pub clicked: Vec<bool>,
 }
 
+/// Which logged first pages [`Db::first_page_sessions`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pages {
+    /// Every page: what a click model and its propensities learn from (a page without a
+    /// click says its documents were not attractive enough where they were shown).
+    All,
+    /// The pages with at least one click: what the activation guard's click labels are made
+    /// of (a query's clicked documents).
+    Clicked,
+}
+
 /// What an event needs of its impression.
 const IMPRESSION_LOOKUP: &str =
     "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1";
@@ -95,33 +106,43 @@ const IMPRESSION_LOOKUP: &str =
 const ROWS_PER_INSERT: usize = 50;
 
 impl Db {
-    /// Every logged first page (`offset` 0), oldest first, with the clicks its events
-    /// reported on the objects it showed. Later pages are left out: their ranks do not start
-    /// at 1, and a click model's position parameters would mix them with the first page's.
-    pub async fn first_page_sessions(&self) -> Result<Vec<ClickedPage>, sqlx::Error> {
-        let rows = sqlx::query(
-            "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
-             ORDER BY created_at, query_id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        let clicks = sqlx::query(
-            "SELECT query_id, object_id FROM search_events \
-             WHERE action_name = 'click' AND object_id IS NOT NULL",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+    /// The logged first pages (`offset` 0), oldest first, with the clicks its events
+    /// reported on the objects it showed; `which` chooses every page or only the pages with a
+    /// click. Later pages are left out: their ranks do not start at 1, and a click model's
+    /// position parameters would mix them with the first page's.
+    ///
+    /// The rows are decoded one at a time as they arrive (the log can hold millions of
+    /// impressions; a soak's activation that fetched them all at once peaked at 3 GB).
+    pub async fn first_page_sessions(&self, which: Pages) -> Result<Vec<ClickedPage>, sqlx::Error> {
+        use futures_util::TryStreamExt;
         // query id → the object ids clicked on its page.
         let mut clicked: std::collections::HashMap<String, std::collections::HashSet<String>> =
             Default::default();
-        for r in &clicks {
+        let mut clicks = sqlx::query(
+            "SELECT query_id, object_id FROM search_events \
+             WHERE action_name = 'click' AND object_id IS NOT NULL",
+        )
+        .fetch(&self.pool);
+        while let Some(r) = clicks.try_next().await? {
             clicked
                 .entry(r.try_get(0)?)
                 .or_default()
                 .insert(r.try_get(1)?);
         }
-        let mut pages = Vec::with_capacity(rows.len());
-        for r in &rows {
+        drop(clicks);
+        let sql = match which {
+            Pages::All => {
+                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
+                 ORDER BY created_at, query_id"
+            }
+            Pages::Clicked => {
+                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
+                 AND best_click IS NOT NULL ORDER BY created_at, query_id"
+            }
+        };
+        let mut rows = sqlx::query(sql).fetch(&self.pool);
+        let mut pages = Vec::new();
+        while let Some(r) = rows.try_next().await? {
             let query_id: String = r.try_get(0)?;
             let shown: String = r.try_get(2)?;
             let mut shown: Vec<(i64, String)> = serde_json::from_str::<Vec<Value>>(&shown)

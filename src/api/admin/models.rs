@@ -7,6 +7,7 @@
 //! could not be loaded at start-up: `GET /admin/models` then shows `serving: null` and the
 //! `load_error`, and activating that same model again (after fixing its file) reloads it.
 
+use crate::db::events::Pages;
 use crate::sync::Recover;
 use std::sync::Arc;
 
@@ -141,7 +142,15 @@ pub async fn activate(
         return Err(ApiError::conflict(format!("model {id} is already active")));
     }
     let stored = db.all_judgments().await.map_err(ApiError::internal)?;
-    let clicked = db.first_page_sessions().await.map_err(ApiError::internal)?;
+    // The click log is read only for a model that held out click queries, and only its
+    // clicked pages: the guard's labels are a query's clicked documents.
+    let clicked = if crate::admin::models::held_out_clicks(&record) {
+        db.first_page_sessions(Pages::Clicked)
+            .await
+            .map_err(ApiError::internal)?
+    } else {
+        Vec::new()
+    };
     let held_out = guard_queries(
         &record,
         train::judged_queries(&stored),
@@ -410,7 +419,10 @@ pub async fn start(
     };
     let clicks = match request.source.clicks {
         Some(options) => {
-            let pages = db.first_page_sessions().await.map_err(ApiError::internal)?;
+            let pages = db
+                .first_page_sessions(Pages::All)
+                .await
+                .map_err(ApiError::internal)?;
             let logged = crate::training::clicks::click_queries(pages);
             let clicked = logged.iter().filter(|q| q.clicks() > 0).count();
             if clicked < 2 {
