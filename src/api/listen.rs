@@ -171,7 +171,7 @@ fn closing<B>(request: &hyper::Request<B>) -> axum::response::Response {
                     (limits.max_connections) as the request arrived; nothing of it ran; retry",
         "field": null,
     }});
-    let mut response = (
+    (
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
         [
             (axum::http::header::RETRY_AFTER, "0"),
@@ -179,12 +179,7 @@ fn closing<B>(request: &hyper::Request<B>) -> axum::response::Response {
         ],
         axum::Json(body),
     )
-        .into_response();
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
-    response
+        .into_response()
 }
 
 /// Answers a connection over the cap with a JSON 503 and closes it.
