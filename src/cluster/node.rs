@@ -23,6 +23,8 @@ use crate::search::ActiveModel;
 pub(crate) const METASTORE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How often a root reads the metastore again.
 pub(crate) const METASTORE_REFRESH: Duration = Duration::from_secs(5);
+/// The longest pause between a leaf's attempts to register in the metastore.
+const REGISTER_RETRY_MAX: Duration = Duration::from_secs(30);
 /// How often a leaf looks for a new generation in its store, unless told otherwise.
 pub(crate) const DEFAULT_POLL: Duration = Duration::from_millis(2000);
 /// How long a gossip root waits at start for a live replica of every shard, unless told
@@ -114,6 +116,7 @@ pub(crate) trait LeafStatus: Send + Sync + 'static {
 }
 
 /// What a leaf announces by gossip, and where it registers.
+#[derive(Clone)]
 pub(crate) struct LeafGossip {
     options: ClusterOptions,
     shard: u32,
@@ -150,8 +153,8 @@ impl LeafGossip {
         })
     }
 
-    /// Joins the gossip once the HTTP address is known, registers in the metastore (a
-    /// failure there is logged and counted: the leaf serves without it), and mirrors
+    /// Joins the gossip once the HTTP address is known, registers in the metastore (in the
+    /// background, retried until it succeeds: the leaf serves meanwhile), and mirrors
     /// `status` into the `ready` and `generation` keys until the process ends.
     pub async fn run(
         self,
@@ -191,10 +194,8 @@ impl LeafGossip {
                 gossip_addr: gossip.to_string(),
                 registered_at: crate::db::now_ms(),
             };
-            if let Err(e) = self.register(url, &record).await {
-                crate::metrics::count_metastore_error("register");
-                eprintln!("warning: cannot register in the metastore (serving anyway): {e:#}");
-            }
+            let (leaf, url) = (self.clone(), url.clone());
+            tokio::spawn(async move { leaf.register_until_done(&url, &record).await });
         }
         // Readiness, and the store generation a following leaf serves, as they change.
         let mut ready = true;
@@ -215,6 +216,36 @@ impl LeafGossip {
                     membership.set(keys::GENERATION, &g.to_string()).await;
                 }
             }
+        }
+    }
+
+    /// Registers, retrying with a doubling pause (up to [`REGISTER_RETRY_MAX`]) until the
+    /// metastore takes it: a leaf started while the metastore is down or busy (leaves
+    /// starting together all apply its migrations) registers once it can, and serves
+    /// meanwhile. The first failure is a warning, each one is counted, and the success after
+    /// failures is said.
+    async fn register_until_done(&self, url: &str, record: &NodeRecord) {
+        let mut pause = Duration::from_millis(250);
+        for attempt in 1u32.. {
+            match self.register(url, record).await {
+                Ok(()) if attempt == 1 => return,
+                Ok(()) => {
+                    eprintln!("registered in the metastore at attempt {attempt}");
+                    return;
+                }
+                Err(e) => {
+                    crate::metrics::count_metastore_error("register");
+                    if attempt == 1 {
+                        eprintln!(
+                            "warning: cannot register in the metastore (serving meanwhile, \
+                             retrying up to every {} s): {e:#}",
+                            REGISTER_RETRY_MAX.as_secs()
+                        );
+                    }
+                }
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(REGISTER_RETRY_MAX);
         }
     }
 
