@@ -22,6 +22,7 @@
 //! max_per_second = 20000              # events per second per client address, then 429
 //! max_body_bytes = 1048576            # largest POST /events body
 //! max_per_request = 1000              # most events in one POST /events
+//! swap_share = 0.0                    # share of first pages with rank 1 swapped (RandPair)
 //! ```
 
 use std::net::SocketAddr;
@@ -247,6 +248,13 @@ impl Config {
             &env,
             &mut events.max_per_request,
         )?;
+        env_number("RANKD_EVENTS_SWAP_SHARE", &env, &mut events.swap_share)?;
+        if !(0.0..=1.0).contains(&events.swap_share) {
+            anyhow::bail!(
+                "events.swap_share must be between 0 and 1, got {}",
+                events.swap_share
+            );
+        }
         if events.retention_days == 0
             || events.queue_capacity == 0
             || events.max_per_second == 0

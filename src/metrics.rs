@@ -83,10 +83,14 @@ struct Metrics {
     metastore_errors: IntCounterVec,
     impressions: IntCounterVec,
     impressions_dropped: IntCounter,
+    impressions_swapped: IntCounter,
     clicks: IntCounterVec,
     clicked_within: IntCounterVec,
     ctr: GaugeVec,
     abandonment: GaugeVec,
+    interleaved: IntCounterVec,
+    experiment_impressions: IntGaugeVec,
+    experiment_p_value: GaugeVec,
     events_refused: IntCounterVec,
 }
 
@@ -239,6 +243,10 @@ impl Metrics {
             "rankd_impressions_dropped_total",
             "Impressions not logged: the queue was full (events.queue_capacity) or a write failed",
         )?;
+        let impressions_swapped = IntCounter::new(
+            "rankd_impressions_swapped_total",
+            "First pages shown with rank 1 swapped with a random lower rank (RandPair, events.swap_share)",
+        )?;
         let clicks = IntCounterVec::new(
             Opts::new("rankd_clicks_total", "Stored click events, by model"),
             &["model"],
@@ -264,6 +272,29 @@ impl Metrics {
             ),
             &["model"],
         )?;
+        let interleaved = IntCounterVec::new(
+            Opts::new(
+                "rankd_interleaved_impressions_total",
+                "Searches answered interleaved for an experiment, by experiment id",
+            ),
+            &["experiment"],
+        )?;
+        let experiment_impressions = IntGaugeVec::new(
+            Opts::new(
+                "rankd_experiment_impressions",
+                "An experiment's logged impressions at its last count, by outcome: won by the \
+                 active ranking (a), by the candidate (b), tied, or without a click",
+            ),
+            &["experiment", "outcome"],
+        )?;
+        let experiment_p_value = GaugeVec::new(
+            Opts::new(
+                "rankd_experiment_p_value",
+                "An experiment's p-value at its last count: the sign test's (test=\"sign\") and \
+                 the always-valid one promotion acts on (test=\"sequential\")",
+            ),
+            &["experiment", "test"],
+        )?;
         let events_refused = IntCounterVec::new(
             Opts::new(
                 "rankd_events_refused_total",
@@ -276,10 +307,14 @@ impl Metrics {
         }
         registry.register(Box::new(impressions.clone()))?;
         registry.register(Box::new(impressions_dropped.clone()))?;
+        registry.register(Box::new(impressions_swapped.clone()))?;
         registry.register(Box::new(clicks.clone()))?;
         registry.register(Box::new(clicked_within.clone()))?;
         registry.register(Box::new(ctr.clone()))?;
         registry.register(Box::new(abandonment.clone()))?;
+        registry.register(Box::new(interleaved.clone()))?;
+        registry.register(Box::new(experiment_impressions.clone()))?;
+        registry.register(Box::new(experiment_p_value.clone()))?;
         registry.register(Box::new(events_refused.clone()))?;
         registry.register(Box::new(generation.clone()))?;
         registry.register(Box::new(generation_events.clone()))?;
@@ -346,10 +381,14 @@ impl Metrics {
             metastore_errors,
             impressions,
             impressions_dropped,
+            impressions_swapped,
             clicks,
             clicked_within,
             ctr,
             abandonment,
+            interleaved,
+            experiment_impressions,
+            experiment_p_value,
             events_refused,
         })
     }
@@ -526,6 +565,43 @@ pub(crate) fn count_impression(model: &str) {
 /// Impressions not logged.
 pub(crate) fn count_dropped_impressions(n: usize) {
     METRICS.impressions_dropped.inc_by(n as u64);
+}
+
+/// One search answered interleaved for experiment `id`.
+pub(crate) fn count_interleaved(id: i64) {
+    METRICS
+        .interleaved
+        .with_label_values(&[&id.to_string()])
+        .inc();
+}
+
+/// Experiment `id`'s counts, as last computed (they come from the stored impressions and
+/// clicks, so a gauge: retention can lower them).
+pub(crate) fn observe_experiment(id: i64, tally: &crate::interleave::Tally) {
+    let m = &*METRICS;
+    let id = id.to_string();
+    let no_click = tally.impressions.saturating_sub(tally.clicked);
+    for (outcome, n) in [
+        ("a", tally.wins_a),
+        ("b", tally.wins_b),
+        ("tie", tally.ties),
+        ("no_click", no_click),
+    ] {
+        m.experiment_impressions
+            .with_label_values(&[&id, outcome])
+            .set(n as i64);
+    }
+    m.experiment_p_value
+        .with_label_values(&[&id, "sign"])
+        .set(tally.p_value());
+    m.experiment_p_value
+        .with_label_values(&[&id, "sequential"])
+        .set(tally.sequential_p_value());
+}
+
+/// One first page shown with RandPair's swap.
+pub(crate) fn count_swapped_impression() {
+    METRICS.impressions_swapped.inc();
 }
 
 /// One stored click at `position` of an impression whose best click so far was

@@ -51,7 +51,9 @@ impl QueryParams for SearchParams {
 /// (with the `X-Client-Id` header's value, if sent) without waiting. While an interleaving
 /// experiment runs (`POST /admin/experiments`), its share of the reranked first pages is
 /// answered with the active reranker's and the candidate's rankings interleaved, and the
-/// impression records the experiment and each hit's team.
+/// impression records the experiment and each hit's team. A share of the other logged first
+/// pages (`events.swap_share`) is shown with rank 1 and a random lower rank swapped
+/// (`crate::events::rand_pair`), which the answer's `swapped` names.
 #[utoipa::path(
     get, path = "/search", tag = "search",
     params(SearchParams,
@@ -111,11 +113,16 @@ pub async fn search(
     let mut response = response?;
     observe(&query, &response);
     if state.events.settings.log_impressions {
-        let mut impression = response.impression(&query, client_id(&headers));
-        if let Some(id) = query_id {
-            impression.query_id = id;
+        let query_id = query_id.unwrap_or_else(crate::events::new_query_id);
+        if response
+            .rand_pair(&query, &query_id, state.events.settings.swap_share)
+            .is_some()
+        {
+            crate::metrics::count_swapped_impression();
         }
+        let mut impression = response.impression(&query, query_id, client_id(&headers));
         if let (Some(running), Some(teams)) = (experiment, response.teams.take()) {
+            crate::metrics::count_interleaved(running.id);
             impression.interleaved = Some(crate::events::Interleaved {
                 experiment_id: running.id,
                 teams,

@@ -177,13 +177,10 @@ impl Db {
     }
 
     /// Experiment `id`'s counts: each of its interleaved impressions credited with the click
-    /// events stored against its query id (`crate::interleave::credit`).
+    /// events stored against its query id (`crate::interleave::credit`). The impressions are
+    /// read row by row: an experiment may have logged millions.
     pub async fn experiment_tally(&self, id: i64) -> Result<Tally, sqlx::Error> {
-        let impressions =
-            sqlx::query("SELECT query_id, shown FROM search_impressions WHERE experiment_id = $1")
-                .bind(id)
-                .fetch_all(&self.pool)
-                .await?;
+        use futures_util::TryStreamExt;
         let clicks = sqlx::query(
             "SELECT e.query_id, e.object_id FROM search_events e \
              JOIN search_impressions i ON i.query_id = e.query_id \
@@ -201,7 +198,11 @@ impl Db {
         }
         let mut tally = Tally::default();
         let (mut teams, mut flags) = (Vec::new(), Vec::new());
-        for r in &impressions {
+        let mut impressions =
+            sqlx::query("SELECT query_id, shown FROM search_impressions WHERE experiment_id = $1")
+                .bind(id)
+                .fetch(&self.pool);
+        while let Some(r) = impressions.try_next().await? {
             let query_id: String = r.try_get(0)?;
             let shown: String = r.try_get(1)?;
             let shown: Vec<Value> =

@@ -50,6 +50,11 @@ pub struct EventSettings {
     pub max_body_bytes: usize,
     /// Most events in one `POST /events` request.
     pub max_per_request: usize,
+    /// Share of logged first pages shown with RandPair's swap ([`rand_pair`]): what lets the
+    /// click model tell examination from attraction in the server's own log, so that
+    /// training on clicks can weight them (`POST /admin/train {"source":"clicks"}`). 0 turns
+    /// it off.
+    pub swap_share: f64,
 }
 
 impl Default for EventSettings {
@@ -61,9 +66,41 @@ impl Default for EventSettings {
             max_per_second: 20_000,
             max_body_bytes: 1 << 20,
             max_per_request: 1000,
+            swap_share: DEFAULT_SWAP_SHARE,
         }
     }
 }
+
+/// [`EventSettings::swap_share`] unless told otherwise: off. A swap costs the user whose page
+/// it is (docs/EVALUATION.md, "Randomised first pages", has both sides measured), and only a
+/// server that trains on its clicks gains from it, so the operator who does turns it on; the
+/// click training's warning says so when the log cannot identify the propensities.
+pub const DEFAULT_SWAP_SHARE: f64 = 0.0;
+
+/// RandPair (Joachims, Swaminathan & Schnabel, "Unbiased learning-to-rank with biased
+/// feedback", WSDM 2017, §5.1): whether the first page answered under `query_id`, of `shown`
+/// hits, is randomised — drawn with probability `share` — and if so the 0-based rank whose
+/// hit changes places with rank 1's, uniform over the lower ranks. A document clicked at
+/// rank 1 on some pages and at rank k on others is what separates rank k's examination from
+/// the document's attraction (the position-based model's EM, SPEC §11); a swap with rank 1
+/// costs a user less than shuffling the page, and identifies every rank's propensity
+/// relative to rank 1. A function of the query id (independent of the interleaving draw,
+/// `crate::interleave::sampled`), so the page can be recomputed from its impression.
+pub fn rand_pair(query_id: &str, share: f64, shown: usize) -> Option<usize> {
+    if shown < 2 {
+        return None;
+    }
+    let draw = crate::interleave::splitmix64(crate::interleave::seed_of(query_id) ^ RAND_PAIR_SALT);
+    // 53 bits: the uniform doubles in [0, 1).
+    let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
+    (u < share).then(|| {
+        let rank = crate::interleave::splitmix64(draw);
+        1 + (rank % (shown as u64 - 1)) as usize
+    })
+}
+
+/// Keeps [`rand_pair`]'s draw apart from the interleaving's.
+const RAND_PAIR_SALT: u64 = 0x5241_4e44_5041_4952;
 
 /// Longest query id, action name, object id or client id accepted.
 pub const MAX_ID_LEN: usize = 256;
@@ -356,6 +393,42 @@ impl EventStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rand_pair_swaps_its_share_with_a_uniform_lower_rank() {
+        let ids: Vec<String> = (0..20_000).map(|i| format!("q{i}")).collect();
+        assert!(ids.iter().all(|id| rand_pair(id, 0.0, 10).is_none()));
+        // Nothing to swap on a page of one hit, whatever the share.
+        assert!(ids.iter().all(|id| rand_pair(id, 1.0, 1).is_none()));
+        assert!(ids.iter().all(|id| rand_pair(id, 1.0, 0).is_none()));
+        // Share 1: every page, each lower rank about equally often (1 of 9 each: 2,222).
+        let mut at = [0usize; 10];
+        for id in &ids {
+            let k = rand_pair(id, 1.0, 10).expect("share 1 swaps every page");
+            assert!((1..10).contains(&k), "{k}");
+            at[k] += 1;
+        }
+        assert!(
+            at[1..].iter().all(|&n| (2_000..2_450).contains(&n)),
+            "{at:?}"
+        );
+        // Share 0.1: about 2,000 of 20,000 (σ ≈ 42).
+        let swapped = ids
+            .iter()
+            .filter(|id| rand_pair(id, 0.1, 10).is_some())
+            .count();
+        assert!((1_850..2_150).contains(&swapped), "{swapped}");
+        // A function of the id, and independent of the interleaving draw: at shares of one
+        // half each, a quarter of the pages are drawn by both (5,000, σ ≈ 61).
+        assert!(ids
+            .iter()
+            .all(|id| rand_pair(id, 0.3, 7) == rand_pair(id, 0.3, 7)));
+        let both = ids
+            .iter()
+            .filter(|id| rand_pair(id, 0.5, 10).is_some() && crate::interleave::sampled(id, 0.5))
+            .count();
+        assert!((4_750..5_250).contains(&both), "{both}");
+    }
 
     #[test]
     fn query_ids_are_ulid_shaped_and_distinct() {

@@ -356,14 +356,23 @@ pub struct SearchResponse {
     /// For an interleaved answer ([`Engine::search_interleaved`]): the team of each hit.
     #[serde(skip)]
     pub teams: Option<Vec<crate::interleave::Team>>,
+    /// On a randomised first page ([`SearchResponse::rand_pair`]): the rank whose hit
+    /// changed places with rank 1's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<usize>,
 }
 
 impl SearchResponse {
-    /// What the event log keeps of this answer to `q` (`crate::events`), under a new query
-    /// id: the hits in order, each at its 1-based rank in the whole list.
-    pub fn impression(&self, q: &SearchQuery, client_id: Option<String>) -> Impression {
+    /// What the event log keeps of this answer to `q` (`crate::events`), under `query_id`:
+    /// the hits in the order shown, each at its 1-based rank in the whole list.
+    pub fn impression(
+        &self,
+        q: &SearchQuery,
+        query_id: String,
+        client_id: Option<String>,
+    ) -> Impression {
         Impression {
-            query_id: crate::events::new_query_id(),
+            query_id,
             created_at: crate::db::now_ms(),
             query: self.query.clone(),
             model: self.model.clone(),
@@ -378,6 +387,23 @@ impl SearchResponse {
                 .collect(),
             interleaved: None,
         }
+    }
+
+    /// RandPair on a first page (`crate::events::rand_pair`): when the page of `q` answered
+    /// under `query_id` is drawn, with probability `share`, its hit at rank 1 and the one at
+    /// a uniformly drawn lower rank change places (their `rank`s follow the order shown;
+    /// scores stay with their documents), and [`SearchResponse::swapped`] says which rank.
+    /// Later pages, sorted answers and interleaved answers are left as ranked: a later page
+    /// would repeat or skip the first page's documents, a sort is an order the requester
+    /// asked for, and an interleaved page varies its ranks already. Returns the swapped rank.
+    pub fn rand_pair(&mut self, q: &SearchQuery, query_id: &str, share: f64) -> Option<usize> {
+        let page = q.offset == 0 && self.teams.is_none() && !matches!(q.ranking, Ranking::Sort(_));
+        let k = crate::events::rand_pair(query_id, share, self.hits.len()).filter(|_| page)?;
+        self.hits.swap(0, k);
+        self.hits[0].rank = 1;
+        self.hits[k].rank = k + 1;
+        self.swapped = Some(k + 1);
+        Some(k + 1)
     }
 }
 
@@ -843,6 +869,7 @@ impl Engine {
             shards: None,
             times: PhaseTimes::default(),
             teams: None,
+            swapped: None,
         };
         let searcher = self.index.reader.searcher();
         let stats = Stats::new(&searcher);

@@ -17,7 +17,8 @@
 //!   (`crate::user_clicks::ips::estimate_propensities`), relative to rank 1: no simulator's truth is
 //!   needed, and it is what measured best on LETOR (docs/EVALUATION.md). The model can only
 //!   tell examination from attraction when documents were shown at more than one rank (a
-//!   ranking that changed, a second model, interleaving, a randomised share of traffic): from
+//!   ranking that changed, a second model, interleaving, a randomised share of first pages:
+//!   `[events] swap_share`, `crate::events::rand_pair`): from
 //!   pages that never vary its examination estimates are arbitrary. How many (query,
 //!   document) pairs were seen at several ranks is reported
 //!   ([`ClickStats::pairs_at_several_ranks`]), and the front ends warn when none was. On a
@@ -161,9 +162,9 @@ impl ClickStats {
     pub fn warning(&self) -> Option<String> {
         (self.debias == Debias::Ips && self.pairs_at_several_ranks == 0).then(|| {
             "no logged document was shown at two different ranks, so the propensities cannot \
-             be told from the documents' attraction and are not reliable; log pages whose \
-             ranking varies (a second model, an interleaving experiment, a changed index) or \
-             train with debias none"
+             be told from the documents' attraction and are not reliable; randomise a share \
+             of the first pages (`[events] swap_share`, e.g. 0.05) and log more, or train with \
+             debias none"
                 .to_string()
         })
     }

@@ -99,6 +99,10 @@ fn search_answers_carry_a_query_id_and_their_impression_is_stored() {
         .map(|h| json!({"object_id": h["id"], "position": h["rank"]}))
         .collect();
     assert_eq!(shown[0]["position"], 2, "{answer}");
+    assert!(
+        answer.get("swapped").is_none(),
+        "swaps are off by default: {answer}"
+    );
     let row = impression(&db, &id);
     let fields: Vec<&str> = row.splitn(7, '|').collect();
     assert_eq!(
@@ -590,4 +594,127 @@ fn click_models_fit_the_servers_own_log() {
     assert!(!exam.is_empty() && exam[0] == 1.0, "{pbm}");
     let ll = pbm["test"]["log_likelihood"].as_f64().unwrap();
     assert!(ll < 0.0 && ll > -0.7, "{pbm}");
+}
+
+/// `[events] swap_share` (RandPair): a drawn first page is shown with rank 1 and a lower rank
+/// swapped, named by `swapped`, ranked 1.. in the order shown and logged in that order; later
+/// pages are never swapped; each swap is counted.
+#[test]
+fn randomised_first_pages_are_shown_and_logged_swapped() {
+    let (_dir, db, server) = server(&[("RANKD_EVENTS_SWAP_SHARE", "1")]);
+    let answer = search_body(&server.base, "k=3", "capacity");
+    let id = query_id(&answer);
+    let swapped = answer["swapped"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{answer}")) as usize;
+    let hits = answer["hits"].as_array().unwrap();
+    assert!((2..=hits.len()).contains(&swapped), "{answer}");
+    let ranks: Vec<u64> = hits.iter().map(|h| h["rank"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ranks,
+        (1..=hits.len() as u64).collect::<Vec<_>>(),
+        "{answer}"
+    );
+    // Swapped back, the scores are the ranking's: non-increasing.
+    let mut scores: Vec<f64> = hits.iter().map(|h| h["score"].as_f64().unwrap()).collect();
+    assert!(scores[0] <= scores[swapped - 1], "{answer}");
+    scores.swap(0, swapped - 1);
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{answer}");
+    let row = impression(&db, &id);
+    let stored: Vec<Value> = serde_json::from_str(row.splitn(7, '|').nth(6).unwrap()).unwrap();
+    let shown: Vec<Value> = hits
+        .iter()
+        .map(|h| json!({"object_id": h["id"], "position": h["rank"]}))
+        .collect();
+    assert_eq!(stored, shown, "{row}");
+    let later = search_body(&server.base, "k=1&offset=1", "capacity");
+    assert!(later.get("swapped").is_none(), "{later}");
+    assert_eq!(
+        metric(&server.base, "rankd_impressions_swapped_total", &[]),
+        Some(1.0)
+    );
+}
+
+/// The reason for RandPair: on a log whose pages never vary, training on clicks cannot tell
+/// examination from attraction (no document seen at two ranks); with a share of first pages
+/// swapped, simulated users who examine rank k with probability 1/k give propensities near
+/// 1/k to `rankd train --clicks`.
+#[test]
+fn swapped_pages_let_click_training_estimate_the_position_bias() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let docs = topic_corpus(false);
+    let data = ingest(
+        dir.path(),
+        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let db = fresh_database(dir.path());
+    let server = start_with_env(&data, &db, None, &[("RANKD_EVENTS_SWAP_SHARE", "0.5")]);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    // Each document's attraction, fixed: 0.15 to 0.95.
+    let attraction = |id: &str| {
+        let n: usize = id[1..].parse().unwrap();
+        0.15 + 0.8 * ((n * 7) % 11) as f64 / 10.0
+    };
+    let mut clicks = Vec::new();
+    for q in ["vector", "iterator", "thread", "socket", "parser", "matrix"]
+        .iter()
+        .cycle()
+        .take(1200)
+    {
+        let answer = search_body(&server.base, "k=5", q);
+        let id = query_id(&answer);
+        for h in answer["hits"].as_array().unwrap() {
+            let (doc, rank) = (h["id"].as_str().unwrap(), h["rank"].as_i64().unwrap());
+            if rng.random::<f64>() < attraction(doc).min(1.0) / rank as f64 {
+                clicks.push(click(&id, doc, rank));
+            }
+        }
+    }
+    for batch in clicks.chunks(500) {
+        let r = post_json(
+            &format!("{}/events", server.base),
+            None,
+            &Value::Array(batch.to_vec()).to_string(),
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let swaps = metric(&server.base, "rankd_impressions_swapped_total", &[]).unwrap();
+    assert!(
+        (480.0..720.0).contains(&swaps),
+        "{swaps} of 1200 pages swapped"
+    );
+    server.stop();
+    let out = rankd_ok([
+        "train",
+        "--clicks",
+        "--database-url",
+        &db,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--model",
+        "linear",
+        "--epochs",
+        "3",
+        "--out",
+        dir.path().join("m.json").to_str().unwrap(),
+        "--json",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stats = &report["clicks"];
+    assert!(
+        stats["pairs_at_several_ranks"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    let theta: Vec<f64> = stats["propensities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    println!("propensities from 1200 pages, half swapped: {theta:?}");
+    for (k, t) in theta.iter().enumerate().take(5) {
+        let truth = 1.0 / (k + 1) as f64;
+        assert!((t - truth).abs() < 0.12, "rank {}: {t} vs {truth}", k + 1);
+    }
 }

@@ -309,6 +309,32 @@ fn experiments_interleave_credit_clicks_stop_and_promote() {
         (e["sequential_p_value"].as_f64().unwrap() - sequential).abs() < 1e-12,
         "{e}"
     );
+    // The metrics: every interleaved search counted as it is answered; the counts and
+    // p-values as the GET computed them.
+    let label = format!("experiment=\"{id}\"");
+    assert_eq!(
+        metric(b, "rankd_interleaved_impressions_total", &[&label]),
+        Some(n as f64)
+    );
+    for (outcome, want) in [("a", 3), ("b", n - 5), ("tie", 1), ("no_click", 1)] {
+        let o = format!("outcome=\"{outcome}\"");
+        assert_eq!(
+            metric(b, "rankd_experiment_impressions", &[&label, &o]),
+            Some(want as f64),
+            "{outcome}"
+        );
+    }
+    for (test, want) in [("sign", expected), ("sequential", sequential)] {
+        let got = metric(
+            b,
+            "rankd_experiment_p_value",
+            &[&label, &format!("test=\"{test}\"")],
+        );
+        assert!(
+            (got.unwrap() - want).abs() < 1e-9,
+            "{test}: {got:?} vs {want}"
+        );
+    }
     // Not promoted without promote_on_win.
     assert_eq!(e["status"], "running");
     let list = get(&experiments, t).body;

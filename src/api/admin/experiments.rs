@@ -53,6 +53,8 @@ pub const DEFAULT_MIN_IMPRESSIONS: u64 = 100;
 pub const DEFAULT_ALPHA: f64 = 0.05;
 /// How often [`watch`] looks for a promotion.
 pub const WATCH_INTERVAL: Duration = Duration::from_secs(10);
+/// How often [`watch`] counts an experiment that cannot be promoted, for the metrics.
+pub const METRICS_INTERVAL: Duration = Duration::from_secs(60);
 
 /// `POST /admin/experiments`' body.
 #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
@@ -274,10 +276,7 @@ pub(crate) async fn list(
     let db = &state.ops.db;
     let mut experiments = Vec::new();
     for e in db.experiments().await.map_err(ApiError::internal)? {
-        let tally = db
-            .experiment_tally(e.id)
-            .await
-            .map_err(ApiError::internal)?;
+        let tally = tally(db, e.id).await.map_err(ApiError::internal)?;
         experiments.push(ExperimentView::new(&e, &tally));
     }
     let running = experiments
@@ -310,7 +309,7 @@ pub(crate) async fn get(
     let id = experiment_id(&raw)?;
     let db = &state.ops.db;
     let e = stored(db, id).await?;
-    let tally = db.experiment_tally(id).await.map_err(ApiError::internal)?;
+    let tally = tally(db, id).await.map_err(ApiError::internal)?;
     let e = match promote_if_won(&state, &e, &tally).await {
         true => reread(db, e).await?,
         false => e,
@@ -353,7 +352,7 @@ pub(crate) async fn stop(
     stop_serving(&state, id);
     tracing::info!("experiment {id} stopped");
     let e = reread(db, e).await?;
-    let tally = db.experiment_tally(id).await.map_err(ApiError::internal)?;
+    let tally = tally(db, id).await.map_err(ApiError::internal)?;
     Ok(Json(ExperimentView::new(&e, &tally)))
 }
 
@@ -472,28 +471,41 @@ pub async fn resume(state: &AppState) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks the running experiment for a promotion every [`WATCH_INTERVAL`].
+/// Checks the running experiment for a promotion every [`WATCH_INTERVAL`] (when it may be
+/// promoted), and counts it for the metrics every [`METRICS_INTERVAL`] otherwise: a count
+/// reads every impression of the experiment, too much to do every few seconds for nothing.
 pub async fn watch(state: Arc<AppState>) {
     let mut tick = tokio::time::interval(WATCH_INTERVAL);
+    let mut counted: Option<(i64, tokio::time::Instant)> = None;
     loop {
         tick.tick().await;
         let Some(id) = state.experiment.load().as_ref().map(|r| r.id) else {
             continue;
         };
         let db = &state.ops.db;
+        let due = counted.is_none_or(|(last, at)| last != id || at.elapsed() >= METRICS_INTERVAL);
         let found = match db.experiment(id).await {
-            Ok(Some(e)) if e.settings.promote_on_win => {
-                db.experiment_tally(id).await.map(|t| Some((e, t)))
+            Ok(Some(e)) if e.settings.promote_on_win || due => {
+                tally(db, id).await.map(|t| Some((e, t)))
             }
             Ok(_) => Ok(None),
             Err(err) => Err(err),
         };
         match found {
             Ok(Some((e, tally))) => {
+                counted = Some((id, tokio::time::Instant::now()));
                 promote_if_won(&state, &e, &tally).await;
             }
             Ok(None) => {}
             Err(err) => tracing::warn!("experiment {id}: cannot read its counts: {err}"),
         }
     }
+}
+
+/// Experiment `id`'s counts from the stored impressions and clicks, also set as its metrics
+/// (`rankd_experiment_impressions`, `rankd_experiment_p_value`).
+async fn tally(db: &Db, id: i64) -> Result<Tally, sqlx::Error> {
+    let tally = db.experiment_tally(id).await?;
+    crate::metrics::observe_experiment(id, &tally);
+    Ok(tally)
 }

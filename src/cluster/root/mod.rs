@@ -1021,6 +1021,7 @@ impl Root {
             shards: None,
             times,
             teams: None,
+            swapped: None,
         })
     }
 
