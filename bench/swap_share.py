@@ -5,7 +5,8 @@ simulate-clicks --swap-share S` draws sessions from the LightGBM LETOR example's
 (PBM examination (1/k)^η, ε⁻ 0.1, ε⁺ 1.0, top 10), and for each share and seed reports
 
 - what the users pay: the mean NDCG@10 of the pages they were shown (by the training file's
-  labels), against the same sessions' pages without the swap (share 0);
+  labels), and its change against share 0 under the same seed (the same logging ranker), as
+  a mean over the seeds (share 0 is always run first);
 - what it buys: the largest error of the propensities `rankd eval-letor --train-clicks`
   estimates from those sessions (ranks 2..10, against the truth (1/k)^η), and the test NDCG@10
   of the model trained on them with IPS (the default click training).
@@ -76,10 +77,14 @@ def main():
     labels = labels_by_query(train)
     truth = [(1 / (k + 1)) ** float(args.eta) for k in range(10)]
     tmp = tempfile.mkdtemp()
-    print(f"| swap share | shown NDCG@10 (users' cost) | propensity error, ranks 2..10 | "
+    print(f"| swap share | shown NDCG@10 | its change (users' cost) | propensity error, ranks 2..10 | "
           f"IPS test NDCG@10 |   (η {args.eta}, {args.sessions} sessions, {args.seeds} seeds)")
-    print("|---|---|---|---|")
-    for share in args.shares.split(","):
+    print("|---|---|---|---|---|")
+    shares = args.shares.split(",")
+    if float(shares[0]) != 0:
+        shares.insert(0, "0")
+    unswapped = []
+    for share in shares:
         shown, error, ndcg = [], [], []
         for seed in range(1, args.seeds + 1):
             s = os.path.join(tmp, f"{share}-{seed}.jsonl")
@@ -93,8 +98,11 @@ def main():
             error.append(max(abs(p[k] - truth[k]) for k in range(1, min(10, len(p)))))
             ndcg.append(r["test"]["ndcg@10"])
             os.remove(s)
-        print(f"| {share} | {spread(shown)} | {spread(error, '{:.3f}')} | {spread(ndcg)} |",
-              flush=True)
+        if not unswapped:
+            unswapped = shown
+        change = statistics.mean(a - b for a, b in zip(shown, unswapped))
+        print(f"| {share} | {spread(shown)} | {change:+.4f} | {spread(error, '{:.3f}')} | "
+              f"{spread(ndcg)} |", flush=True)
 
 
 if __name__ == "__main__":

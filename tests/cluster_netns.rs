@@ -221,7 +221,11 @@ impl Netns {
         // `ip netns exec` execs the command (it forks only in batch mode), so the child is
         // rankd itself and killing it (Server's drop) leaves nothing behind.
         let exe = std::fs::read_link(format!("/proc/{}/exe", child.id())).unwrap();
-        let server = Server { child, base };
+        let server = Server {
+            child,
+            base,
+            scratch: None,
+        };
         assert_eq!(
             exe.canonicalize().unwrap(),
             rankd_bin().canonicalize().unwrap(),

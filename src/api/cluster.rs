@@ -175,13 +175,17 @@ pub(crate) struct RootState {
     /// The admin token checked on the root's admin routes (`None`: they answer 503). It
     /// stays on the root: the writes go on to the leaves with the cluster key.
     pub token: Option<String>,
+    /// The root's impression log and `POST /events`, as a single node's: the answers users
+    /// see and click are the root's.
+    pub events: crate::events::EventStore,
 }
 
-/// A root's routes: `/search` with the single node's parameters and answers, `/livez`,
-/// `/readyz`, `/metrics`.
+/// A root's routes: `/search` with the single node's parameters and answers (and its
+/// impressions logged), `POST /events`, `/livez`, `/readyz`, `/metrics`.
 pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
     Router::new()
         .route("/search", get(root_search))
+        .route("/events", post(root_events))
         .route("/doc/{*id}", get(root_doc))
         .route("/similar", get(root_similar))
         .route("/admin/documents", post(root_documents))
@@ -221,9 +225,20 @@ async fn root_search(
 ) -> Result<Json<SearchResponse>, ApiError> {
     let mut query = p.into_query(state.root.model().is_some())?;
     query.requester_langs = super::search::requester_langs(&headers);
-    let response = state.root.search(&query).await?;
+    let mut response = state.root.search(&query).await?;
     observe(&query, &response);
+    let client = super::search::client_id(&headers);
+    response.log(&query, &state.events, None, None, client);
     Ok(Json(response))
+}
+
+/// `POST /events` on a root: the clicks on the root's answers, stored as a single node
+/// stores them.
+async fn root_events(
+    State(state): State<Arc<RootState>>,
+    request: axum::extract::Request,
+) -> Result<Json<super::events::EventsAccepted>, axum::response::Response> {
+    super::events::accept(&state.events, request).await
 }
 
 /// Whether the request carries the root's admin token.
@@ -344,6 +359,7 @@ pub(crate) async fn serve_root(
     on_bound(listener.local_addr()?);
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
+    let log = state.events.log.clone();
     let router = root_router(state, Duration::from_secs(limits.request_timeout_secs));
     super::listen::run(listener, router, limits, async move {
         shutdown.await;
@@ -351,5 +367,9 @@ pub(crate) async fn serve_root(
         tracing::info!("shutting down: draining requests");
     })
     .await;
+    // The impressions of the last answers are still queued: write them before exiting.
+    if !log.flush(Duration::from_secs(10)).await {
+        tracing::warn!("impressions still queued at exit were not written");
+    }
     Ok(())
 }

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 
 use super::{ApiError, AppState};
-use crate::events::{parse_events, StoreError};
+use crate::events::{parse_events, EventStore, StoreError};
 use crate::metrics::count_refused_events;
 
 /// What `POST /events` acknowledges.
@@ -43,7 +43,14 @@ pub async fn post_events(
     State(state): State<Arc<AppState>>,
     request: Request,
 ) -> Result<Json<EventsAccepted>, Response> {
-    let store = &state.events;
+    accept(&state.events, request).await
+}
+
+/// `POST /events` on `store`: a single node's, or a root's (`super::cluster`).
+pub(super) async fn accept(
+    store: &EventStore,
+    request: Request,
+) -> Result<Json<EventsAccepted>, Response> {
     let client = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()

@@ -112,24 +112,9 @@ pub async fn search(
         .ok_or_else(|| ApiError::internal("the search thread failed"))?;
     let mut response = response?;
     observe(&query, &response);
-    if state.events.settings.log_impressions {
-        let query_id = query_id.unwrap_or_else(crate::events::new_query_id);
-        if response
-            .rand_pair(&query, &query_id, state.events.settings.swap_share)
-            .is_some()
-        {
-            crate::metrics::count_swapped_impression();
-        }
-        let mut impression = response.impression(&query, query_id, client_id(&headers));
-        if let (Some(running), Some(teams)) = (experiment, response.teams.take()) {
-            crate::metrics::count_interleaved(running.id);
-            impression.interleaved = Some(crate::events::Interleaved {
-                experiment_id: running.id,
-                teams,
-            });
-        }
-        response.query_id = Some(state.events.log_impression(impression));
-    }
+    let experiment = experiment.map(|running| running.id);
+    let client = client_id(&headers);
+    response.log(&query, &state.events, query_id, experiment, client);
     Ok(Json(response))
 }
 

@@ -288,6 +288,27 @@ fn cluster_trust(config: &Config, insecure: bool) -> Result<Trust, Invalid> {
     }
 }
 
+/// A root's event store: the database of `config` (by default the SQLite file in the root's
+/// data directory, which is created), its impression writer and retention.
+async fn root_events(config: &Config) -> anyhow::Result<crate::events::EventStore> {
+    if config.database_url.is_none() {
+        std::fs::create_dir_all(&config.data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}",
+                config.data_dir.display()
+            )
+        })?;
+    }
+    let url = config.database_url();
+    let db = Db::open(&url).await?;
+    tracing::info!("database: {}", redact(&url));
+    tokio::spawn(crate::events::EventStore::run_retention(
+        db.clone(),
+        config.events.retention_days,
+    ));
+    Ok(crate::events::EventStore::start(db, config.events.clone()))
+}
+
 /// Serves a root whose shards' replicas come from the gossip ([`GossipRoot`]).
 fn serve_root_gossip(
     config: Config,
@@ -304,6 +325,7 @@ fn serve_root_gossip(
             root: node.root.clone(),
             ready: AtomicBool::new(false),
             token: config.admin_token.clone(),
+            events: root_events(&config).await?,
         });
         let (shards, collection) = (node.shards, &cluster.collection);
         let result = crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
@@ -337,6 +359,7 @@ fn serve_root(
             root: Arc::new(root),
             ready: AtomicBool::new(false),
             token: config.admin_token.clone(),
+            events: root_events(&config).await?,
         });
         crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
             eprintln!("rankd root is serving {n} shards on http://{bound}/")

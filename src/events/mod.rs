@@ -3,7 +3,7 @@
 //! shape of OpenSearch's User Behavior Insights (UBI) where it fits (docs/GUIDE.md says where
 //! it does not). They are the raw material of click models and unbiased training (issue 32).
 //!
-//! - [`Impression`] (made by `crate::search::SearchResponse::impression`) and
+//! - [`Impression`] (made by `crate::search::SearchResponse::log`) and
 //!   [`ImpressionLog`] (`log.rs`): a search hands its impression to a bounded queue and
 //!   returns; a background task writes the queue in batches. A full queue drops the
 //!   impression and counts it (`rankd_impressions_dropped_total`): logging never slows or
@@ -343,12 +343,10 @@ impl EventStore {
         }
     }
 
-    /// Logs the impression of an answered search (`SearchResponse::impression`); returns
-    /// its query id. Never waits.
-    pub fn log_impression(&self, impression: Impression) -> String {
-        let id = impression.query_id.clone();
+    /// Queues `impression` for writing (`crate::search::SearchResponse::log` makes it).
+    /// Never waits.
+    pub fn log_impression(&self, impression: Impression) {
         self.log.record(impression);
-        id
     }
 
     /// Stores `events` in one transaction, or nothing when one names an unknown query id.

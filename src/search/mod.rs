@@ -365,7 +365,7 @@ pub struct SearchResponse {
 impl SearchResponse {
     /// What the event log keeps of this answer to `q` (`crate::events`), under `query_id`:
     /// the hits in the order shown, each at its 1-based rank in the whole list.
-    pub fn impression(
+    fn impression(
         &self,
         q: &SearchQuery,
         query_id: String,
@@ -387,6 +387,41 @@ impl SearchResponse {
                 .collect(),
             interleaved: None,
         }
+    }
+
+    /// Logs this answer to `q` as an impression in `events` (unless `log_impressions` is
+    /// off), under `query_id` (drawn earlier when it decided an interleaving) or a new one,
+    /// which the answer then carries. A share of first pages is randomised first
+    /// (`swap_share`, [`SearchResponse::rand_pair`]); an answer interleaved for `experiment`
+    /// records each hit's team. Never waits. A single node and a root log through this.
+    pub fn log(
+        &mut self,
+        q: &SearchQuery,
+        events: &crate::events::EventStore,
+        query_id: Option<String>,
+        experiment: Option<i64>,
+        client_id: Option<String>,
+    ) {
+        if !events.settings.log_impressions {
+            return;
+        }
+        let query_id = query_id.unwrap_or_else(crate::events::new_query_id);
+        if self
+            .rand_pair(q, &query_id, events.settings.swap_share)
+            .is_some()
+        {
+            crate::metrics::count_swapped_impression();
+        }
+        let mut impression = self.impression(q, query_id.clone(), client_id);
+        if let (Some(experiment_id), Some(teams)) = (experiment, self.teams.take()) {
+            crate::metrics::count_interleaved(experiment_id);
+            impression.interleaved = Some(crate::events::Interleaved {
+                experiment_id,
+                teams,
+            });
+        }
+        events.log_impression(impression);
+        self.query_id = Some(query_id);
     }
 
     /// RandPair on a first page (`crate::events::rand_pair`): when the page of `q` answered

@@ -67,7 +67,14 @@ fn serve_with_output(args: &[&str]) -> Result<(Server, Vec<String>), String> {
         if let Some(rest) = line.split(" on http://").nth(1) {
             let base = format!("http://{}", rest.split('/').next().unwrap());
             std::thread::spawn(move || for _ in lines {});
-            return Ok((Server { child, base }, before));
+            return Ok((
+                Server {
+                    child,
+                    base,
+                    scratch: None,
+                },
+                before,
+            ));
         }
         before.push(line);
     }

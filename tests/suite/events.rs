@@ -718,3 +718,49 @@ fn swapped_pages_let_click_training_estimate_the_position_bias() {
         assert!((t - truth).abs() < 0.12, "rank {}: {t} vs {truth}", k + 1);
     }
 }
+
+/// A sharded root logs its answers as a single node does (query id, impression in its
+/// database, RandPair), and takes the clicks on them: the answers users see are the root's.
+#[test]
+fn a_root_logs_its_answers_and_takes_their_clicks() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs.jsonl");
+    std::fs::write(&input, topic_corpus(false).join("\n")).unwrap();
+    let sharded = dir.path().join("sharded");
+    ingest_into("jsonl", &input, &sharded, Some(3));
+    let leaves = start_leaves(&sharded);
+    let db = fresh_database(dir.path());
+    let mut args = vec!["--role", "root", "--database-url", &db];
+    for leaf in &leaves {
+        args.extend(["--shard", leaf.base.as_str()]);
+    }
+    let root = start_serve(&args, None, &[("RANKD_EVENTS_SWAP_SHARE", "1")]);
+    let answer = search_body(&root.base, "k=5", "vector");
+    let id = query_id(&answer);
+    assert!(answer["swapped"].as_u64().is_some(), "{answer}");
+    let hits = answer["hits"].as_array().unwrap();
+    let shown: Vec<Value> = hits
+        .iter()
+        .map(|h| json!({"object_id": h["id"], "position": h["rank"]}))
+        .collect();
+    let row = impression(&db, &id);
+    let stored: Vec<Value> = serde_json::from_str(row.splitn(7, '|').nth(6).unwrap()).unwrap();
+    assert_eq!(stored, shown, "{row}");
+    assert!(row.starts_with("vector|bm25f|"), "{row}");
+
+    let first = hits[0]["id"].as_str().unwrap();
+    let r = post_events(&root.base, &click(&id, first, 1).to_string());
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(count(&db, "search_events"), 1);
+    let unknown = post_events(
+        &root.base,
+        &click("01ZZZZZZZZZZZZZZZZZZZZZZZZ", first, 1).to_string(),
+    );
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert_eq!(count(&db, "search_events"), 1);
+    assert!(
+        metric(&root.base, "rankd_clicks_total", &["model=\"bm25f\""]) == Some(1.0),
+        "{:?}",
+        metric(&root.base, "rankd_clicks_total", &[])
+    );
+}

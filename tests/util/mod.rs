@@ -189,6 +189,9 @@ pub fn rankd_bin() -> PathBuf {
 pub struct Server {
     pub child: Child,
     pub base: String,
+    /// The data directory made for a server started without one (a root keeps its impression
+    /// log there), removed with the server.
+    pub scratch: Option<tempfile::TempDir>,
 }
 
 impl Drop for Server {
@@ -228,6 +231,12 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
     if !args.contains(&"--addr") {
         cmd.args(["--addr", "127.0.0.1:0"]);
     }
+    let scratch = (!args.contains(&"--data-dir")
+        && !env.iter().any(|(k, _)| *k == "RANKD_DATA_DIR"))
+    .then(|| tempfile::tempdir().unwrap());
+    if let Some(dir) = &scratch {
+        cmd.args(["--data-dir", dir.path().to_str().unwrap()]);
+    }
     cmd.args(args)
         .env("RANKD_LOG", "error")
         .env_remove("RANKD_ADMIN_TOKEN")
@@ -253,7 +262,11 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
         assert!(!line.starts_with("error"), "rankd serve failed: {line}");
     };
     std::thread::spawn(move || for _ in lines {});
-    Server { child, base }
+    Server {
+        child,
+        base,
+        scratch,
+    }
 }
 
 /// A leaf (`rankd serve --role leaf`) for each of the three shards of the sharded data
