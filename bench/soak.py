@@ -46,6 +46,39 @@ TOKEN = "soak-admin-token-0123456789"
 TOPICS = ["vector", "iterator", "thread", "socket", "parser", "matrix", "string", "buffer"]
 
 
+def impression_counts(port):
+    """The server's impressions queued and dropped so far (`/metrics`); {} if unreadable."""
+    try:
+        status, text = Client("127.0.0.1", port).request("GET", "/metrics")
+    except OSError:
+        return {}
+    if status != 200:
+        return {}
+    out = {"impressions": 0.0, "impressions_dropped": 0.0}
+    for line in text.decode().splitlines():
+        name = line.split("{")[0].split(" ")[0]
+        if name == "rankd_impressions_total":
+            out["impressions"] += float(line.rsplit(" ", 1)[1])
+        elif name == "rankd_impressions_dropped_total":
+            out["impressions_dropped"] += float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def rss_trend(samples):
+    """RSS after warm-up as a trend: least-squares slope (MB per minute) and the medians of its
+    first and last thirds (a single end sample is as noisy as any other)."""
+    t = [s["t"] for s in samples]
+    r = [s["rss_mb"] for s in samples]
+    if len(r) < 3:
+        return {}
+    mt, mr = statistics.mean(t), statistics.mean(r)
+    slope = sum((a - mt) * (b - mr) for a, b in zip(t, r)) / sum((a - mt) ** 2 for a in t)
+    k = len(r) // 3
+    return {"rss_mb_per_minute": round(60 * slope, 3),
+            "rss_mb_median_first_third": statistics.median(r[:k]),
+            "rss_mb_median_last_third": statistics.median(r[-k:])}
+
+
 def corpus(n, prefix="d"):
     """n linked documents about TOPICS, as JSON lines."""
     rng = random.Random(len(prefix) * 7919 + n)
@@ -333,10 +366,11 @@ def main():
 
     def sample(_):
         rss, anon, mapped, fds = proc_stats(server.pid)
+        logged = impression_counts(port)
         with lock:
             samples.append({"t": round(time.time() - start, 1), "rss_mb": round(rss, 1),
                             "anon_mb": round(anon, 1), "file_mb": round(mapped, 1),
-                            "fds": fds, "searches": counts["search"]})
+                            "fds": fds, "searches": counts["search"], **logged})
 
     def hostile():
         requests = hostile_requests(port)
@@ -499,6 +533,9 @@ def main():
         "anon_mb_after_warmup": warm[0]["anon_mb"], "anon_mb_end": samples[-1]["anon_mb"],
         "anon_growth_after_warmup": round(samples[-1]["anon_mb"] / warm[0]["anon_mb"] - 1, 4),
         "fds_min": min(s["fds"] for s in samples), "fds_max": max(s["fds"] for s in samples),
+        **rss_trend(warm),
+        "impressions_logged": samples[-1].get("impressions"),
+        "impressions_dropped": samples[-1].get("impressions_dropped"),
         "hostile_statuses": hostile_statuses,
         "server_alive_at_end": alive, "errors": errors, "samples": samples,
     }
