@@ -23,6 +23,7 @@
 //! max_body_bytes = 1048576            # largest POST /events body
 //! max_per_request = 1000              # most events in one POST /events
 //! swap_share = 0.0                    # share of first pages with rank 1 swapped (RandPair)
+//! max_training_pages = 200000         # newest first pages click training reads
 //! ```
 
 use std::net::SocketAddr;
@@ -249,6 +250,11 @@ impl Config {
             &mut events.max_per_request,
         )?;
         env_number("RANKD_EVENTS_SWAP_SHARE", &env, &mut events.swap_share)?;
+        env_number(
+            "RANKD_EVENTS_MAX_TRAINING_PAGES",
+            &env,
+            &mut events.max_training_pages,
+        )?;
         if !(0.0..=1.0).contains(&events.swap_share) {
             anyhow::bail!(
                 "events.swap_share must be between 0 and 1, got {}",
@@ -260,10 +266,11 @@ impl Config {
             || events.max_per_second == 0
             || events.max_body_bytes == 0
             || events.max_per_request == 0
+            || events.max_training_pages == 0
         {
             anyhow::bail!(
-                "events.retention_days, queue_capacity, max_per_second, max_body_bytes and \
-                 max_per_request must be > 0"
+                "events.retention_days, queue_capacity, max_per_second, max_body_bytes, \
+                 max_per_request and max_training_pages must be > 0"
             );
         }
         Ok(Config {

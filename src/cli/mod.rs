@@ -166,11 +166,26 @@ where
     runtime.block_on(async { work(crate::db::Db::open(url).await?).await })
 }
 
-/// The server's logged first pages and their clicks, from the database at `url`.
+/// The server's newest logged first pages and their clicks, from the database at `url`: as
+/// many as the server's `[events] max_training_pages` (`RANKD_EVENTS_MAX_TRAINING_PAGES`, else
+/// its default).
 pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
+    let newest = match std::env::var("RANKD_EVENTS_MAX_TRAINING_PAGES") {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&n: &usize| n > 0)
+            .ok_or_else(|| {
+                crate::error::Invalid(format!(
+                    "RANKD_EVENTS_MAX_TRAINING_PAGES must be a positive integer, got {v:?}"
+                ))
+            })?,
+        Err(_) => crate::events::DEFAULT_MAX_TRAINING_PAGES,
+    };
     let pages = on_database(url, |db| async move {
         Ok(db
-            .first_page_sessions(crate::db::events::Pages::All)
+            .first_page_sessions(crate::db::events::Pages::All, newest)
             .await?)
     })?;
     if pages.is_empty() {

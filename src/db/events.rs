@@ -106,23 +106,41 @@ const IMPRESSION_LOOKUP: &str =
 const ROWS_PER_INSERT: usize = 50;
 
 impl Db {
-    /// The logged first pages (`offset` 0), oldest first, with the clicks its events
-    /// reported on the objects it showed; `which` chooses every page or only the pages with a
-    /// click. Later pages are left out: their ranks do not start at 1, and a click model's
-    /// position parameters would mix them with the first page's.
+    /// The newest `newest` logged first pages (`offset` 0), oldest first, with the clicks
+    /// their events reported on the objects they showed; `which` chooses every page or only
+    /// the pages with a click. Later pages are left out: their ranks do not start at 1, and a
+    /// click model's position parameters would mix them with the first page's.
     ///
-    /// The rows are decoded one at a time as they arrive (the log can hold millions of
-    /// impressions; a soak's activation that fetched them all at once peaked at 3 GB).
-    pub async fn first_page_sessions(&self, which: Pages) -> Result<Vec<ClickedPage>, sqlx::Error> {
+    /// Bounded twice: at most `newest` pages (the log grows by every search; what learns
+    /// from it takes the newest part, `[events] max_training_pages`), and the rows decoded one
+    /// at a time as they arrive (a soak's activation that fetched them all at once peaked at
+    /// 3 GB). Only those pages' clicks are read.
+    pub async fn first_page_sessions(
+        &self,
+        which: Pages,
+        newest: usize,
+    ) -> Result<Vec<ClickedPage>, sqlx::Error> {
         use futures_util::TryStreamExt;
+        let pages = match which {
+            Pages::All => {
+                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
+                 ORDER BY created_at DESC, query_id DESC LIMIT $1"
+            }
+            Pages::Clicked => {
+                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
+                 AND best_click IS NOT NULL ORDER BY created_at DESC, query_id DESC LIMIT $1"
+            }
+        };
+        let newest = i64::try_from(newest).unwrap_or(i64::MAX);
         // query id → the object ids clicked on its page.
         let mut clicked: std::collections::HashMap<String, std::collections::HashSet<String>> =
             Default::default();
-        let mut clicks = sqlx::query(
-            "SELECT query_id, object_id FROM search_events \
-             WHERE action_name = 'click' AND object_id IS NOT NULL",
-        )
-        .fetch(&self.pool);
+        let clicks_sql = format!(
+            "SELECT e.query_id, e.object_id FROM search_events e \
+             JOIN ({pages}) p ON p.query_id = e.query_id \
+             WHERE e.action_name = 'click' AND e.object_id IS NOT NULL"
+        );
+        let mut clicks = sqlx::query(&clicks_sql).bind(newest).fetch(&self.pool);
         while let Some(r) = clicks.try_next().await? {
             clicked
                 .entry(r.try_get(0)?)
@@ -130,17 +148,8 @@ impl Db {
                 .insert(r.try_get(1)?);
         }
         drop(clicks);
-        let sql = match which {
-            Pages::All => {
-                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
-                 ORDER BY created_at, query_id"
-            }
-            Pages::Clicked => {
-                "SELECT query_id, query, shown FROM search_impressions WHERE page_offset = 0 \
-                 AND best_click IS NOT NULL ORDER BY created_at, query_id"
-            }
-        };
-        let mut rows = sqlx::query(sql).fetch(&self.pool);
+        let sql = pages;
+        let mut rows = sqlx::query(sql).bind(newest).fetch(&self.pool);
         let mut pages = Vec::new();
         while let Some(r) = rows.try_next().await? {
             let query_id: String = r.try_get(0)?;
@@ -168,6 +177,8 @@ impl Db {
                 clicked: flags,
             });
         }
+        // Read newest first (what the bound keeps); given oldest first.
+        pages.reverse();
         Ok(pages)
     }
 
@@ -329,5 +340,78 @@ fn push_bind_marks(sql: &mut String, rows: usize, columns: usize) {
             let _ = write!(sql, "{sep}${}", r * columns + c + 1);
         }
         sql.push(')');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(query_id: &str, created_at: i64, ids: &[&str]) -> Impression {
+        Impression {
+            query_id: query_id.into(),
+            created_at,
+            query: format!("q {query_id}"),
+            model: "bm25f".into(),
+            reranker: None,
+            client_id: None,
+            offset: 0,
+            page_size: ids.len(),
+            shown: (1..).zip(ids).map(|(k, id)| (id.to_string(), k)).collect(),
+            interleaved: None,
+        }
+    }
+
+    fn click(query_id: &str, object_id: &str) -> Event {
+        Event {
+            action_name: "click".into(),
+            query_id: query_id.into(),
+            object_id: Some(object_id.into()),
+            position: Some(1),
+            timestamp: 0,
+            dwell_ms: None,
+            client_id: None,
+            attributes: None,
+        }
+    }
+
+    /// The bound keeps the newest pages (oldest first in the answer), of every kind or only
+    /// the clicked ones, with exactly their clicks.
+    #[tokio::test]
+    async fn first_page_sessions_reads_the_newest_pages_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&crate::db::default_url(dir.path())).await.unwrap();
+        let pages: Vec<Impression> = (1..=5)
+            .map(|t| page(&format!("p{t}"), t, &["a", "b", "c"]))
+            .collect();
+        db.store_impressions(&pages).await.unwrap();
+        let events = [click("p1", "a"), click("p3", "b"), click("p5", "c")];
+        db.store_events(&events).await.unwrap().unwrap();
+        let all = db.first_page_sessions(Pages::All, 100).await.unwrap();
+        assert_eq!(all.len(), 5);
+        let newest = db.first_page_sessions(Pages::All, 2).await.unwrap();
+        let seen: Vec<(&str, &[bool])> = newest
+            .iter()
+            .map(|p| (p.query.as_str(), p.clicked.as_slice()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("q p4", &[false; 3][..]),
+                ("q p5", &[false, false, true][..])
+            ]
+        );
+        let clicked = db.first_page_sessions(Pages::Clicked, 2).await.unwrap();
+        let seen: Vec<(&str, &[bool])> = clicked
+            .iter()
+            .map(|p| (p.query.as_str(), p.clicked.as_slice()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("q p3", &[false, true, false][..]),
+                ("q p5", &[false, false, true][..])
+            ]
+        );
     }
 }

@@ -55,6 +55,9 @@ pub struct EventSettings {
     /// training on clicks can weight them (`POST /admin/train {"source":"clicks"}`). 0 turns
     /// it off.
     pub swap_share: f64,
+    /// Most logged first pages that training on clicks, the activation guard's click labels
+    /// and `click-model --from-db` read: the newest ones (the log grows with every search).
+    pub max_training_pages: usize,
 }
 
 impl Default for EventSettings {
@@ -67,6 +70,7 @@ impl Default for EventSettings {
             max_body_bytes: 1 << 20,
             max_per_request: 1000,
             swap_share: DEFAULT_SWAP_SHARE,
+            max_training_pages: DEFAULT_MAX_TRAINING_PAGES,
         }
     }
 }
@@ -76,6 +80,11 @@ impl Default for EventSettings {
 /// server that trains on its clicks gains from it, so the operator who does turns it on; the
 /// click training's warning says so when the log cannot identify the propensities.
 pub const DEFAULT_SWAP_SHARE: f64 = 0.0;
+
+/// [`EventSettings::max_training_pages`] unless told otherwise: at roughly 600 bytes per
+/// decoded page of ten ids, on the order of 100 MB, which a training job can hold beside the
+/// served index.
+pub const DEFAULT_MAX_TRAINING_PAGES: usize = 200_000;
 
 /// RandPair (Joachims, Swaminathan & Schnabel, "Unbiased learning-to-rank with biased
 /// feedback", WSDM 2017, §5.1): whether the first page answered under `query_id`, of `shown`

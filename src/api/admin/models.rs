@@ -145,7 +145,7 @@ pub async fn activate(
     // The click log is read only for a model that held out click queries, and only its
     // clicked pages: the guard's labels are a query's clicked documents.
     let clicked = if crate::admin::models::held_out_clicks(&record) {
-        db.first_page_sessions(Pages::Clicked)
+        db.first_page_sessions(Pages::Clicked, state.events.settings.max_training_pages)
             .await
             .map_err(ApiError::internal)?
     } else {
@@ -420,7 +420,7 @@ pub async fn start(
     let clicks = match request.source.clicks {
         Some(options) => {
             let pages = db
-                .first_page_sessions(Pages::All)
+                .first_page_sessions(Pages::All, state.events.settings.max_training_pages)
                 .await
                 .map_err(ApiError::internal)?;
             let logged = crate::training::clicks::click_queries(pages);
