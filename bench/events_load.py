@@ -126,15 +126,16 @@ def main():
 
     print("== POST /events, batches of 100 clicks")
     p = start(args.rankd, data)
-    ids = []
+    shown = []
     for q in ["vec", "hashmap", "iterator", "string", "option", "result", "thread", "mutex",
               "arc", "box"] * 10:
         url = f"{BASE}/search?q={urllib.parse.quote(q)}&k=10&fields="
-        ids.append(json.loads(urllib.request.urlopen(url, timeout=10).read())["query_id"])
+        answer = json.loads(urllib.request.urlopen(url, timeout=10).read())
+        shown += [f"{answer['query_id']}\t{h['id']}\t{h['rank']}" for h in answer["hits"]]
     time.sleep(1)
     ids_file = os.path.join(work, "ids.txt")
     with open(ids_file, "w") as f:
-        f.write("\n".join(ids) + "\n")
+        f.write("\n".join(shown) + "\n")
     before = count(data, "search_events")
     r = events_load(ids_file, args.duration)
     stored = count(data, "search_events") - before

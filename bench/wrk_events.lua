@@ -1,6 +1,8 @@
 -- wrk script for issue 32's event throughput: POSTs JSON arrays of WRK_BATCH click events
--- (default 100) to /events, cycling the query ids of the file WRK_QUERY_IDS (one per line),
--- and counts the 2xx answers (acknowledged batches) per thread.
+-- (default 100) to /events, cycling the shown hits of the file WRK_QUERY_IDS (one per line:
+-- query id, object id and position, tab-separated, as the answers showed them: the server
+-- refuses a click on what its answer did not show), and counts the 2xx answers (acknowledged
+-- batches) per thread.
 --
 --   WRK_QUERY_IDS=ids.txt wrk -t2 -c4 -d20s -s bench/wrk_events.lua http://127.0.0.1:8080
 --
@@ -22,20 +24,21 @@ non2xx = 0
 function init(args)
   local file = os.getenv("WRK_QUERY_IDS")
   local batch = tonumber(os.getenv("WRK_BATCH") or "100")
-  local ids = {}
+  local shown = {}
   for line in io.lines(file) do
-    if line ~= "" then table.insert(ids, line) end
+    local qid, object, position = line:match("^([^\t]+)\t([^\t]+)\t(%d+)$")
+    if qid then table.insert(shown, { qid, object, tonumber(position) }) end
   end
-  -- 50 distinct bodies, each `batch` clicks spread over the ids and the first 10 positions.
+  -- 50 distinct bodies, each `batch` clicks spread over the shown hits.
   local k = 0
   for b = 1, 50 do
     local events = {}
     for e = 1, batch do
       k = k + 1
-      local qid = ids[(k % #ids) + 1]
+      local hit = shown[(k * 7919 % #shown) + 1]
       table.insert(events, string.format(
-        '{"action_name":"click","query_id":"%s","object_id":"doc-%d","position":%d,"timestamp":%d}',
-        qid, k % 1000, (k % 10) + 1, 1795845600000 + k))
+        '{"action_name":"click","query_id":"%s","object_id":"%s","position":%d,"timestamp":%d}',
+        hit[1], hit[2], hit[3], 1795845600000 + k))
     end
     table.insert(bodies, wrk.format("POST", "/events",
       { ["Content-Type"] = "application/json" }, "[" .. table.concat(events, ",") .. "]"))

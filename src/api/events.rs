@@ -119,6 +119,10 @@ pub(super) async fn accept(
             field: Some("query_id".into()),
         }
         .into_response()),
+        Err(e @ StoreError::NotShown { field, .. }) => {
+            let message = format!("{e}; nothing stored");
+            Err(ApiError::bad_request(field, message).into_response())
+        }
         Err(StoreError::Database(e)) => Err(ApiError::internal(e).into_response()),
     }
 }

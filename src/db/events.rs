@@ -99,7 +99,21 @@ pub enum Pages {
 
 /// What an event needs of its impression.
 const IMPRESSION_LOOKUP: &str =
-    "SELECT model, reranker, best_click FROM search_impressions WHERE query_id = $1";
+    "SELECT model, reranker, best_click, shown FROM search_impressions WHERE query_id = $1";
+
+/// Why [`Db::store_events`] stored nothing of a request's events.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Query ids no impression was logged under (or whose impression was deleted).
+    UnknownQueryIds(Vec<String>),
+    /// A click that does not match what its impression showed: `event` is its 0-based index
+    /// in the request, `field` `object_id` (not shown) or `position` (shown elsewhere).
+    NotShown {
+        event: usize,
+        field: &'static str,
+        message: String,
+    },
+}
 
 /// Rows per multi-row INSERT: 10 columns × 50 rows stays under SQLite's oldest limit of 999
 /// bound parameters.
@@ -222,16 +236,20 @@ impl Db {
     }
 
     /// Stores `events` in one transaction and records each click as its impression's best
-    /// click when it is the highest-ranked so far. `Ok(Err(ids))`: query ids without an
-    /// impression; nothing was stored.
+    /// click when it is the highest-ranked so far. `Ok(Err(refusal))`: query ids without an
+    /// impression, or a click on an object its impression did not show at that position;
+    /// nothing was stored.
     pub async fn store_events(
         &self,
         events: &[Event],
-    ) -> Result<Result<Vec<StoredClick>, Vec<String>>, sqlx::Error> {
+    ) -> Result<Result<Vec<StoredClick>, Refusal>, sqlx::Error> {
         let received = now_ms();
         let mut tx = self.begin_write().await?;
         // query id → (metric label, best click)
         let mut known = std::collections::HashMap::new();
+        // query id → each shown object's position
+        let mut shown: std::collections::HashMap<&str, std::collections::HashMap<String, i64>> =
+            std::collections::HashMap::new();
         let mut unknown = Vec::new();
         // On PostgreSQL the impressions are locked until the commit, so that concurrent
         // clicks on one impression see each other's best click (SQLite's write transaction
@@ -251,12 +269,56 @@ impl Db {
                     let reranker: Option<String> = r.try_get("reranker")?;
                     let best: Option<i64> = r.try_get("best_click")?;
                     known.insert(id, (reranker.unwrap_or(model), best));
+                    let page: String = r.try_get("shown")?;
+                    let page: Vec<serde_json::Value> = serde_json::from_str(&page)
+                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                    let positions = page
+                        .iter()
+                        .filter_map(|v| {
+                            Some((
+                                v["object_id"].as_str()?.to_string(),
+                                v["position"].as_i64()?,
+                            ))
+                        })
+                        .collect();
+                    shown.insert(id, positions);
                 }
                 None => unknown.push(id.to_string()),
             }
         }
         if !unknown.is_empty() {
-            return Ok(Err(unknown));
+            return Ok(Err(Refusal::UnknownQueryIds(unknown)));
+        }
+        for (event, e) in events.iter().enumerate().filter(|(_, e)| e.is_click()) {
+            let (Some(object), Some(position)) = (&e.object_id, e.position) else {
+                continue;
+            };
+            let at = shown.get(e.query_id.as_str()).and_then(|p| p.get(object));
+            let refusal = match at {
+                None => Some((
+                    "object_id",
+                    format!(
+                        "object_id {object:?} was not shown in the answer of query_id {:?}",
+                        e.query_id
+                    ),
+                )),
+                Some(&at) if at != position => Some((
+                    "position",
+                    format!(
+                        "position {position}, but the answer of query_id {:?} showed \
+                         {object:?} at position {at} (positions are 1-based ranks)",
+                        e.query_id
+                    ),
+                )),
+                Some(_) => None,
+            };
+            if let Some((field, message)) = refusal {
+                return Ok(Err(Refusal::NotShown {
+                    event,
+                    field,
+                    message,
+                }));
+            }
         }
         for chunk in events.chunks(ROWS_PER_INSERT) {
             let mut sql = String::from(
@@ -362,12 +424,12 @@ mod tests {
         }
     }
 
-    fn click(query_id: &str, object_id: &str) -> Event {
+    fn click(query_id: &str, object_id: &str, position: i64) -> Event {
         Event {
             action_name: "click".into(),
             query_id: query_id.into(),
             object_id: Some(object_id.into()),
-            position: Some(1),
+            position: Some(position),
             timestamp: 0,
             dwell_ms: None,
             client_id: None,
@@ -385,7 +447,11 @@ mod tests {
             .map(|t| page(&format!("p{t}"), t, &["a", "b", "c"]))
             .collect();
         db.store_impressions(&pages).await.unwrap();
-        let events = [click("p1", "a"), click("p3", "b"), click("p5", "c")];
+        let events = [
+            click("p1", "a", 1),
+            click("p3", "b", 2),
+            click("p5", "c", 3),
+        ];
         db.store_events(&events).await.unwrap().unwrap();
         let all = db.first_page_sessions(Pages::All, 100).await.unwrap();
         assert_eq!(all.len(), 5);

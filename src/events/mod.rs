@@ -325,6 +325,14 @@ pub enum StoreError {
     /// Query ids no impression was logged under (or whose impression was deleted).
     #[error("unknown query_id {}", .0.join(", "))]
     UnknownQueryIds(Vec<String>),
+    /// A click on an object its impression did not show, or not at that position.
+    #[error("event {line}: {message}")]
+    NotShown {
+        /// 1-based, as [`EventError`]'s.
+        line: usize,
+        field: &'static str,
+        message: String,
+    },
     #[error(transparent)]
     Database(#[from] sqlx::Error),
 }
@@ -361,8 +369,11 @@ impl EventStore {
     /// Stores `events` in one transaction, or nothing when one names an unknown query id.
     /// A query id whose impression is still queued is waited for (up to [`FLUSH_WAIT`]).
     pub async fn store(&self, events: &[Event]) -> Result<(), StoreError> {
+        use crate::db::events::Refusal;
         let outcome = match self.db.store_events(events).await? {
-            Err(_) if self.log.flush(FLUSH_WAIT).await => self.db.store_events(events).await?,
+            Err(Refusal::UnknownQueryIds(_)) if self.log.flush(FLUSH_WAIT).await => {
+                self.db.store_events(events).await?
+            }
             other => other,
         };
         match outcome {
@@ -372,9 +383,21 @@ impl EventStore {
                 }
                 Ok(())
             }
-            Err(unknown) => {
+            Err(Refusal::UnknownQueryIds(unknown)) => {
                 crate::metrics::count_refused_events("unknown_query_id", events.len());
                 Err(StoreError::UnknownQueryIds(unknown))
+            }
+            Err(Refusal::NotShown {
+                event,
+                field,
+                message,
+            }) => {
+                crate::metrics::count_refused_events("invalid", 1);
+                Err(StoreError::NotShown {
+                    line: event + 1,
+                    field,
+                    message,
+                })
             }
         }
     }

@@ -74,6 +74,30 @@ fn query_id(answer: &Value) -> String {
     id.to_string()
 }
 
+/// Searches `q` (k=5): the answer's query id and a click on its first hit, at its rank.
+fn first_click(base: &str, q: &str) -> (String, Value) {
+    let answer = search_body(base, "k=5", q);
+    let id = query_id(&answer);
+    let (doc, rank) = hits_of(&answer).remove(0);
+    let event = click(&id, &doc, rank);
+    (id, event)
+}
+
+/// An answer's hits as (id, rank).
+fn hits_of(answer: &Value) -> Vec<(String, i64)> {
+    answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["id"].as_str().unwrap().to_string(),
+                h["rank"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn click(query_id: &str, object_id: &str, position: i64) -> Value {
     json!({"action_name": "click", "query_id": query_id, "object_id": object_id,
            "position": position, "timestamp": 1_795_845_600_000i64})
@@ -153,9 +177,10 @@ fn events_take_the_requests_client_id_when_they_name_none() {
     let (_dir, db, server) = server(&[]);
     let a = search_body(&server.base, "k=5", "capacity");
     let qa = query_id(&a);
-    let mut own = click(&qa, "x", 1);
+    let shown = hits_of(&a);
+    let mut own = click(&qa, &shown[0].0, shown[0].1);
     own["client_id"] = json!("own-7");
-    let body = json!([click(&qa, "y", 2), own]).to_string();
+    let body = json!([click(&qa, &shown[1].0, shown[1].1), own]).to_string();
     let r = ureq::post(&format!("{}/events", server.base))
         .header("X-Client-Id", "header-3")
         .header("Content-Type", "application/json")
@@ -190,10 +215,11 @@ fn ndjson_and_json_arrays_store_clicks() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["accepted"], 3);
     // A JSON array, one event in UBI's nested form.
+    let nested = hits_of(&b).pop().unwrap();
     let array = json!([
         click(&qb, &first(&b), 1),
         {"action_name": "click", "query_id": qb, "timestamp": "2026-11-28T06:00:00Z",
-         "event_attributes": {"object": {"object_id": "vec"}, "position": {"ordinal": 2}}},
+         "event_attributes": {"object": {"object_id": nested.0}, "position": {"ordinal": nested.1}}},
     ]);
     let r = post_json(&format!("{}/events", server.base), None, &array.to_string());
     assert_eq!(r.status, 200, "{}", r.body);
@@ -231,7 +257,10 @@ fn ndjson_and_json_arrays_store_clicks() {
         format!("{qb}|click|{fb}|1|1795845600000|NULL|NULL|NULL")
     );
     assert!(
-        rows[4].starts_with(&format!("{qb}|click|vec|2|1795845600000|NULL|NULL|")),
+        rows[4].starts_with(&format!(
+            "{qb}|click|{}|{}|1795845600000|NULL|NULL|",
+            nested.0, nested.1
+        )),
         "{}",
         rows[4]
     );
@@ -264,7 +293,8 @@ fn bad_events_are_refused_whole_naming_the_field() {
     let answer = search_body(&server.base, "k=5", "capacity");
     let q = query_id(&answer);
     impression(&db, &q);
-    let good = click(&q, "vec", 1).to_string();
+    let (first, _) = hits_of(&answer).remove(0);
+    let good = click(&q, &first, 1).to_string();
     let cases: Vec<(Value, &str)> = vec![
         (json!({"query_id": q}), "action_name"),
         (
@@ -333,6 +363,30 @@ fn bad_events_are_refused_whole_naming_the_field() {
         ["NULL"],
         "a refused click set the best click"
     );
+    // A click must name what the answer showed, where it showed it.
+    assert!(
+        hits_of(&answer).iter().all(|(id, _)| id != "iter"),
+        "{answer}"
+    );
+    let elsewhere = click(&q, &first, 2).to_string();
+    let r = post_events(
+        &server.base,
+        &format!(
+            "{good}
+{elsewhere}
+"
+        ),
+    );
+    assert_error(
+        &r,
+        400,
+        Some("position"),
+        "event 2: position 2, but the answer",
+    );
+    let unseen = click(&q, "iter", 1).to_string();
+    let r = post_events(&server.base, &format!("[{good},{unseen}]"));
+    assert_error(&r, 400, Some("object_id"), "\"iter\" was not shown");
+    assert_eq!(count(&db, "search_events"), 0);
     // The server still serves, and the good event alone is stored.
     let r = post_events(&server.base, &good);
     assert_eq!(r.status, 200, "{}", r.body);
@@ -342,8 +396,7 @@ fn bad_events_are_refused_whole_naming_the_field() {
 #[test]
 fn an_oversized_body_is_413_and_stores_nothing() {
     let (_dir, db, server) = server(&[("RANKD_EVENTS_MAX_BODY_BYTES", "2000")]);
-    let q = query_id(&search_body(&server.base, "k=5", "capacity"));
-    let line = click(&q, "vec", 1).to_string();
+    let line = first_click(&server.base, "capacity").1.to_string();
     let fits = vec![line.as_str(); 2000 / (line.len() + 1)].join("\n");
     let over = vec![line.as_str(); 2 * 2000 / (line.len() + 1)].join("\n");
     let r = post_events(&server.base, &over);
@@ -357,8 +410,7 @@ fn an_oversized_body_is_413_and_stores_nothing() {
 #[test]
 fn a_flood_from_one_client_is_429_and_the_server_keeps_serving() {
     let (_dir, db, server) = server(&[("RANKD_EVENTS_MAX_PER_SECOND", "50")]);
-    let q = query_id(&search_body(&server.base, "k=5", "capacity"));
-    let batch = vec![click(&q, "vec", 1).to_string(); 40].join("\n");
+    let batch = vec![first_click(&server.base, "capacity").1.to_string(); 40].join("\n");
     let (mut accepted, mut refused) = (0, 0);
     for _ in 0..10 {
         let r = post_events(&server.base, &batch);
@@ -432,11 +484,8 @@ fn retention_deletes_old_rows_at_start_up() {
     let data = ingest(dir.path(), DOCS);
     let db = fresh_database(dir.path());
     let server = start(&data, &db, None);
-    let q = query_id(&search_body(&server.base, "k=5", "capacity"));
-    assert_eq!(
-        post_events(&server.base, &click(&q, "vec", 1).to_string()).status,
-        200
-    );
+    let (q, event) = first_click(&server.base, "capacity");
+    assert_eq!(post_events(&server.base, &event.to_string()).status, 200);
     server.stop();
     let day = 86_400_000i64;
     let now = std::time::SystemTime::now()
@@ -484,12 +533,19 @@ fn acknowledged_events_survive_kill_9() {
     // No rate limit in the way: this test is about durability.
     let unlimited = [("RANKD_EVENTS_MAX_PER_SECOND", "100000000")];
     let mut server = start_with_env(&data, &db, None, &unlimited);
-    let ids: Vec<String> = ["capacity", "iterator", "hash"]
+    let answers: Vec<(String, Vec<(String, i64)>)> = ["capacity", "iterator", "hash"]
         .iter()
-        .map(|q| query_id(&search_body(&server.base, "k=5", q)))
+        .map(|q| {
+            let answer = search_body(&server.base, "k=5", q);
+            (query_id(&answer), hits_of(&answer))
+        })
         .collect();
     let batch: String = (0..100)
-        .map(|i| click(&ids[i % ids.len()], "vec", 1 + (i % 3) as i64).to_string() + "\n")
+        .map(|i| {
+            let (id, hits) = &answers[i % answers.len()];
+            let (doc, rank) = &hits[(i / answers.len()) % hits.len()];
+            click(id, doc, *rank).to_string() + "\n"
+        })
         .collect();
     let pid = server.child.id();
     let nanos = std::time::SystemTime::now()
@@ -528,7 +584,8 @@ fn acknowledged_events_survive_kill_9() {
         "{acknowledged} acknowledged, {stored} stored (killed after {delay:?})"
     );
     // The restarted server takes events for the impressions logged before the kill.
-    let r = post_events(&server.base, &click(&ids[0], "vec", 1).to_string());
+    let (id, hits) = &answers[0];
+    let r = post_events(&server.base, &click(id, &hits[0].0, hits[0].1).to_string());
     assert_eq!(r.status, 200, "{}", r.body);
 }
 
