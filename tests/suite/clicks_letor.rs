@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::util::{rankd, rankd_ok, shared_data, stderr};
+use crate::util::{numbers, rankd, rankd_ok, shared_data, stderr};
 
 fn eval(train: &str, test: &str, sessions: &str, debias: &str) -> Value {
     let o = rankd_ok([
@@ -53,12 +53,7 @@ fn ips_beats_naive_click_training_and_recovers_the_position_bias() {
     let ips = eval(train, test, sessions, "ips");
     let naive = eval(train, test, sessions, "none");
     // Examination (1/k)^η with η = 1, relative to rank 1.
-    let estimate: Vec<f64> = ips["propensities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let estimate = numbers(&ips["propensities"]);
     assert_eq!(estimate.len(), 10);
     for (k, p) in estimate.iter().enumerate().take(5) {
         let truth = 1.0 / (k + 1) as f64;
@@ -155,12 +150,7 @@ fn click_models_are_fitted_and_compared_on_held_out_sessions() {
     // PBM generated the clicks: it explains the held-out ones better than the cascade,
     // which cannot explain a second click.
     assert!(ll(&models[0]) > ll(&models[2]) + 0.05, "{models:?}");
-    let exam: Vec<f64> = models[0]["examination_relative"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let exam = numbers(&models[0]["examination_relative"]);
     assert!((exam[1] - 0.5).abs() < 0.15 && exam[9] < 0.3, "{exam:?}");
     let gamma = models[3]["continuation"].as_f64().unwrap();
     assert!(gamma > 0.5 && gamma < 1.0, "DBN perseverance {gamma}");

@@ -763,12 +763,7 @@ fn swapped_pages_let_click_training_estimate_the_position_bias() {
         stats["pairs_at_several_ranks"].as_u64().unwrap() > 0,
         "{stats}"
     );
-    let theta: Vec<f64> = stats["propensities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let theta = numbers(&stats["propensities"]);
     println!("propensities from 1200 pages, half swapped: {theta:?}");
     for (k, t) in theta.iter().enumerate().take(5) {
         let truth = 1.0 / (k + 1) as f64;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::util::rankd;
+use crate::util::{numbers, rankd};
 
 fn ok(out: Output) -> Output {
     assert!(
@@ -669,12 +669,7 @@ fn train_from_logged_clicks() {
     assert_eq!(stats["clicks"], clicks, "{stats}");
     assert_eq!(stats["queries"], 10, "{stats}");
     assert_eq!(stats["pages"], 2000, "{stats}");
-    let theta: Vec<f64> = stats["propensities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let theta = numbers(&stats["propensities"]);
     assert_eq!(theta[0], 1.0);
     // Measured: 1, 0.502, 0.335, 0.277, 0.207, 0.161, 0.144, 0.131, 0.112, 0.116.
     for (k, t) in theta.iter().enumerate() {

@@ -608,6 +608,15 @@ pub fn search_body(base: &str, params: &str, q: &str) -> Value {
     a.body
 }
 
+/// A JSON array of numbers.
+pub fn numbers(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_f64().unwrap_or_else(|| panic!("not a number: {x}")))
+        .collect()
+}
+
 /// The hits of a search answer as (id, score), in the answer's order.
 pub fn hit_scores(answer: &Value) -> Vec<(String, f64)> {
     answer["hits"]
