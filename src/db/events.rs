@@ -168,18 +168,9 @@ impl Db {
         while let Some(r) = rows.try_next().await? {
             let query_id: String = r.try_get(0)?;
             let shown: String = r.try_get(2)?;
-            let mut shown: Vec<(i64, String)> = serde_json::from_str::<Vec<Value>>(&shown)
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?
-                .iter()
-                .filter_map(|v| {
-                    Some((
-                        v["position"].as_i64()?,
-                        v["object_id"].as_str()?.to_string(),
-                    ))
-                })
-                .collect();
-            shown.sort();
-            let shown: Vec<String> = shown.into_iter().map(|(_, id)| id).collect();
+            let mut shown = shown_positions(&shown)?;
+            shown.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+            let shown: Vec<String> = shown.into_iter().map(|(id, _)| id).collect();
             let on_page = clicked.get(&query_id);
             let flags = shown
                 .iter()
@@ -270,18 +261,7 @@ impl Db {
                     let best: Option<i64> = r.try_get("best_click")?;
                     known.insert(id, (reranker.unwrap_or(model), best));
                     let page: String = r.try_get("shown")?;
-                    let page: Vec<serde_json::Value> = serde_json::from_str(&page)
-                        .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-                    let positions = page
-                        .iter()
-                        .filter_map(|v| {
-                            Some((
-                                v["object_id"].as_str()?.to_string(),
-                                v["position"].as_i64()?,
-                            ))
-                        })
-                        .collect();
-                    shown.insert(id, positions);
+                    shown.insert(id, shown_positions(&page)?.into_iter().collect());
                 }
                 None => unknown.push(id.to_string()),
             }
@@ -388,6 +368,22 @@ impl Db {
 }
 
 /// Distinct query ids of `events`, sorted.
+/// An impression's stored `shown` column: each shown object's id and position, in stored
+/// order.
+fn shown_positions(shown: &str) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    let entries: Vec<Value> =
+        serde_json::from_str(shown).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(entries
+        .iter()
+        .filter_map(|v| {
+            Some((
+                v["object_id"].as_str()?.to_string(),
+                v["position"].as_i64()?,
+            ))
+        })
+        .collect())
+}
+
 fn query_ids(events: &[Event]) -> std::collections::BTreeSet<&str> {
     events.iter().map(|e| e.query_id.as_str()).collect()
 }
