@@ -8,6 +8,7 @@
 
 use std::sync::LazyLock;
 
+use prometheus::core::Collector;
 use prometheus::{
     Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -559,7 +560,6 @@ const CTR_KS: [i64; 4] = [1, 3, 5, 10];
 /// One impression queued for logging.
 pub(crate) fn count_impression(model: &str) {
     METRICS.impressions.with_label_values(&[model]).inc();
-    update_ratios(model);
 }
 
 /// Impressions not logged.
@@ -620,7 +620,6 @@ pub(crate) fn count_click(model: &str, position: i64, previous_best: Option<i64>
                 .inc();
         }
     }
-    update_ratios(model);
 }
 
 /// Events refused by `POST /events` for `reason` (one of [`EVENT_REFUSALS`]).
@@ -631,8 +630,22 @@ pub(crate) fn count_refused_events(reason: &str, n: usize) {
         .inc_by(n as u64);
 }
 
+/// CTR@k and abandonment of every model from its counters, when the metrics are read: at
+/// each impression they would cost a search a dozen label lookups.
+fn update_ratios() {
+    for family in METRICS.impressions.collect() {
+        for metric in family.get_metric() {
+            for label in metric.get_label() {
+                if label.name() == "model" {
+                    update_ratios_of(label.value());
+                }
+            }
+        }
+    }
+}
+
 /// CTR@k and abandonment of `model` from its counters.
-fn update_ratios(model: &str) {
+fn update_ratios_of(model: &str) {
     let m = &*METRICS;
     let shown = m.impressions.with_label_values(&[model]).get() as f64;
     if shown == 0.0 {
@@ -651,6 +664,7 @@ fn update_ratios(model: &str) {
 
 /// Every metric in the Prometheus text format.
 pub fn render() -> String {
+    update_ratios();
     let mut out = Vec::new();
     // Encoding into a Vec fails only on invalid metric names, which are static here.
     if let Err(e) = TextEncoder::new().encode(&METRICS.registry.gather(), &mut out) {

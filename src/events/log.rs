@@ -11,8 +11,9 @@ use tokio::sync::{mpsc, watch};
 use super::Impression;
 use crate::db::Db;
 
-/// Most impressions written in one transaction.
-const MAX_BATCH: usize = 512;
+/// Most impressions written in one transaction (at one write per [`BATCH_WINDOW`], the
+/// writer keeps up with 80,000 impressions a second).
+const MAX_BATCH: usize = 4096;
 /// How long the writer gathers impressions before a commit (bench/events_load.py: with one
 /// commit per impression or two under load, logging added a fifth to the search p99).
 const BATCH_WINDOW: Duration = Duration::from_millis(50);
@@ -68,14 +69,17 @@ impl ImpressionLog {
 async fn write_batches(db: Db, mut rx: mpsc::Receiver<Impression>, done: watch::Sender<u64>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while rx.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // Gather for a moment, so that one commit (one fsync) carries many impressions rather
-        // than the one or two a busy server queues between two writes.
-        let deadline = tokio::time::Instant::now() + BATCH_WINDOW;
-        while batch.len() < MAX_BATCH {
-            let room = MAX_BATCH - batch.len();
-            match tokio::time::timeout_at(deadline, rx.recv_many(&mut batch, room)).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
+        // Gather for a moment, so that one commit (one fsync) carries many impressions. The
+        // writer sleeps through the window and then takes what queued: waiting on the queue
+        // instead would wake it for every impression, a task switch on the runtime's threads
+        // that the searches beside it pay for (docs/BENCHMARKS.md, "Events").
+        if batch.len() < MAX_BATCH {
+            tokio::time::sleep(BATCH_WINDOW).await;
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(impression) => batch.push(impression),
+                    Err(_) => break,
+                }
             }
         }
         if let Err(e) = db.store_impressions(&batch).await {
