@@ -52,6 +52,13 @@ def start(rankd, data, log_impressions=True):
     sys.exit("the server did not become ready")
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` (all its threads) so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(p):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=60)
@@ -95,6 +102,8 @@ def main():
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--duration", default="20s")
+    ap.add_argument("--search-only", action="store_true",
+                    help="measure the logging overhead only, not POST /events")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="rankd-events-")
     data = os.path.join(work, "data")
@@ -107,7 +116,9 @@ def main():
             p = start(args.rankd, data, log_impressions=(mode == "on"))
             before = count(data, "search_impressions") if os.path.exists(
                 os.path.join(data, "rankd.db")) else 0
+            cpu = cpu_seconds(p.pid)
             r = search_load(args.duration)
+            r["cpu_ms"] = (cpu_seconds(p.pid) - cpu) * 1000 / max(r["requests"], 1)
             answered = r["requests"] - r["non2xx"]
             dropped = metric("rankd_impressions_dropped_total")
             stop(p)  # SIGTERM writes what is queued
@@ -116,13 +127,20 @@ def main():
             extra = (f", impressions stored {stored} of {answered} answers, dropped {dropped:.0f}"
                      if mode == "on" else f", impressions stored {stored}")
             print(f"run {run + 1} logging {mode}: {r['rps']:.0f} req/s, p50 {r['p50_ms']:.2f} ms, "
-                  f"p99 {r['p99_ms']:.2f} ms, non-2xx {r['non2xx']}{extra}", flush=True)
-    med = {m: {k: statistics.median(x[k] for x in rows[m]) for k in ("rps", "p50_ms", "p99_ms")}
+                  f"p99 {r['p99_ms']:.2f} ms, server CPU {r['cpu_ms']:.3f} ms/search, non-2xx {r['non2xx']}{extra}", flush=True)
+    med = {m: {k: statistics.median(x[k] for x in rows[m])
+               for k in ("rps", "p50_ms", "p99_ms", "cpu_ms")}
            for m in rows}
+    pairs = [on["p99_ms"] / off["p99_ms"] for on, off in zip(rows["on"], rows["off"])]
     print(f"median off: {med['off']['rps']:.0f} req/s, p50 {med['off']['p50_ms']:.2f}, "
           f"p99 {med['off']['p99_ms']:.2f} ms; on: {med['on']['rps']:.0f} req/s, "
           f"p50 {med['on']['p50_ms']:.2f}, p99 {med['on']['p99_ms']:.2f} ms; "
-          f"p99 on/off {med['on']['p99_ms'] / med['off']['p99_ms']:.3f}")
+          f"p99 on/off {med['on']['p99_ms'] / med['off']['p99_ms']:.3f}; "
+          f"median of the pairs' p99 on/off {statistics.median(pairs):.3f}; "
+          f"server CPU per search on/off {med['on']['cpu_ms'] / med['off']['cpu_ms']:.3f}")
+    if args.search_only:
+        shutil.rmtree(work)
+        return 0
 
     print("== POST /events, batches of 100 clicks")
     p = start(args.rankd, data)
