@@ -55,6 +55,8 @@ pub struct TrainOutcome {
     pub cancelled: bool,
     /// Queries a binary objective can use, and those it skips (None for RankNet).
     pub coverage: Option<PairCoverage>,
+    /// Trees trained by unbiased LambdaMART: the learned position biases.
+    pub position_bias: Option<super::gbdt::train::unbiased::PositionBias>,
 }
 
 /// A set with its features normalised once, up front.
@@ -199,6 +201,7 @@ pub fn train(
         log,
         cancelled,
         coverage,
+        position_bias: None,
     })
 }
 
@@ -242,6 +245,7 @@ fn train_trees(
         log,
         cancelled: outcome.cancelled,
         coverage,
+        position_bias: outcome.position_bias,
     })
 }
 
@@ -579,6 +583,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            click_lists: None,
         }
     }
 

@@ -248,6 +248,34 @@ impl TrainSettings {
         Ok(())
     }
 
+    /// The settings for training from clicks debiased by `debias`: unbiased LambdaMART
+    /// ([`crate::user_clicks::ips::Debias::Pairwise`]) trains LambdaMART trees, so its
+    /// objective becomes lambda-ndcg unless `objective_chosen`; another chosen objective, or a
+    /// network, is an error naming the choice.
+    pub fn for_click_debias(
+        mut self,
+        debias: crate::user_clicks::ips::Debias,
+        objective_chosen: bool,
+    ) -> Result<Self, Invalid> {
+        if debias != crate::user_clicks::ips::Debias::Pairwise {
+            return Ok(self);
+        }
+        if self.model != ModelChoice::Gbdt {
+            return Err(Invalid(format!(
+                "debias pairwise (unbiased LambdaMART) trains trees, not model {}",
+                self.model
+            )));
+        }
+        if objective_chosen && self.objective != ObjectiveKind::LambdaNdcg {
+            return Err(Invalid(format!(
+                "debias pairwise (unbiased LambdaMART) trains objective lambda-ndcg, not {}",
+                crate::rerank::objective::ObjectiveName::Kind(self.objective).as_str()
+            )));
+        }
+        self.objective = ObjectiveKind::LambdaNdcg;
+        Ok(self)
+    }
+
     /// Whether training holds out validation queries: networks always early-stop; trees
     /// only with `early_stopping_rounds`.
     pub fn holds_out_validation(&self) -> bool {
@@ -328,6 +356,7 @@ impl TrainSettings {
             convention,
             source,
             parent: None,
+            click_lists: None,
         }
     }
 }
