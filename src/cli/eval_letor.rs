@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use crate::error::Invalid;
+use crate::rerank::gbdt::train::unbiased::PositionBias;
 use crate::rerank::gbdt::train::GbdtParams;
 use crate::rerank::{
     evaluate_scores, EpochLog, MetricConvention, Objective, PairCoverage, RankMetrics,
@@ -21,7 +22,6 @@ use crate::user_clicks::ips::{
     click_set, estimate_propensities, Debias, PropensityModel, DEFAULT_PROPENSITY_CLIP,
     PROPENSITY_ITERATIONS,
 };
-use crate::rerank::gbdt::train::unbiased::PositionBias;
 use crate::user_clicks::sessions;
 
 #[derive(clap::Args, Debug)]
@@ -196,7 +196,8 @@ fn from_clicks(
     } else {
         (all_train, None)
     };
-    let build = |part, debias| click_set(part, &logged, debias, &propensities, args.propensity_clip);
+    let build =
+        |part, debias| click_set(part, &logged, debias, &propensities, args.propensity_clip);
     let train = build(&train_part, args.debias)?;
     // Validation reads labels: unbiased LambdaMART's are validated on the clicked documents'
     // groups, unweighted.

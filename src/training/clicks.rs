@@ -37,9 +37,9 @@ use serde::Serialize;
 use super::{judged_windows, rank_set_columns, JudgedQuery, Window};
 use crate::db::events::ClickedPage;
 use crate::error::Invalid;
+use crate::rerank::gbdt::train::unbiased::ClickLists;
 use crate::search::Engine;
 use crate::text::ModelKind;
-use crate::rerank::gbdt::train::unbiased::ClickLists;
 use crate::user_clicks::ips::{
     click_set, estimate_propensities, ClickSet, Debias, PropensityModel, PROPENSITY_ITERATIONS,
 };

@@ -48,8 +48,14 @@ pub fn list_set(
             continue;
         }
         let q = &set.queries[qi];
-        let shown: BTreeSet<usize> = logged.iter().flat_map(|s| s.shown.iter().copied()).collect();
-        let clicked: BTreeSet<usize> = logged.iter().flat_map(|s| s.clicks.iter().copied()).collect();
+        let shown: BTreeSet<usize> = logged
+            .iter()
+            .flat_map(|s| s.shown.iter().copied())
+            .collect();
+        let clicked: BTreeSet<usize> = logged
+            .iter()
+            .flat_map(|s| s.clicks.iter().copied())
+            .collect();
         // Row of the query → row of the group.
         let at: HashMap<usize, usize> = shown.iter().enumerate().map(|(i, &r)| (r, i)).collect();
         let start = labels.len();
