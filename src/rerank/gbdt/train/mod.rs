@@ -77,6 +77,10 @@ pub(crate) struct TrainedForest {
     pub position_bias: Option<PositionBias>,
 }
 
+/// A group's unbiased LambdaMART pair costs by rank, of clicks and of non-clicks (the sums
+/// the position biases are re-estimated from, [`unbiased`]).
+type PairCosts = (Vec<f64>, Vec<f64>);
+
 /// One query's loss, per-row gradients and per-row hessians.
 struct QueryNewton {
     loss: f64,
@@ -265,7 +269,7 @@ pub(crate) fn train_forest(
     for round in 1..=params.trees {
         let started = Instant::now();
         // Gradients and hessians, query by query in parallel (each query writes its rows).
-        let per_query: Vec<(Option<QueryNewton>, Option<(Vec<f64>, Vec<f64>)>)> = train
+        let per_query: Vec<(Option<QueryNewton>, Option<PairCosts>)> = train
             .queries
             .par_iter()
             .zip(states.par_iter_mut())
