@@ -113,7 +113,12 @@ pub fn train(
         .objective
         .threshold()
         .map(|t| train_set.pair_coverage(t));
-    if coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0 {
+    // Groups with logged click lists (unbiased LambdaMART) learn from the lists, not from
+    // their labels ("ever clicked", all 1 once every shown row drew a click): the tree
+    // trainer refuses a set whose lists have no (clicked, unclicked) pair.
+    let labels_train = config.click_lists.is_none();
+    if labels_train && (coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0)
+    {
         return Err(RerankError::invalid(format!(
             "no training query has both relevant and non-relevant rows ({coverage:?}): \
              nothing to learn from"

@@ -262,7 +262,8 @@ impl TrainSettings {
         }
         if self.model != ModelChoice::Gbdt {
             return Err(Invalid(format!(
-                "debias pairwise (unbiased LambdaMART) trains trees, not model {}",
+                "debias pairwise (unbiased LambdaMART) trains trees, not model {}: train with \
+                 model gbdt, or debias ips",
                 self.model
             )));
         }
