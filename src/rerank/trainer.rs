@@ -117,8 +117,7 @@ pub fn train(
     // their labels ("ever clicked", all 1 once every shown row drew a click): the tree
     // trainer refuses a set whose lists have no (clicked, unclicked) pair.
     let labels_train = config.click_lists.is_none();
-    if labels_train && (coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0)
-    {
+    if labels_train && (coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0) {
         return Err(RerankError::invalid(format!(
             "no training query has both relevant and non-relevant rows ({coverage:?}): \
              nothing to learn from"

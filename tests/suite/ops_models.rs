@@ -498,6 +498,11 @@ fn train_on_the_servers_click_log() {
         (r#"{"source":[]}"#, "source", "nothing to learn from"),
         (r#"{"source":"clicks","debias":"maybe"}"#, "debias", "ips"),
         (
+            r#"{"source":"clicks","debias":"pairwise","model":"linear"}"#,
+            "debias",
+            "trains trees, not model linear",
+        ),
+        (
             r#"{"source":"clicks","propensity_clip":0}"#,
             "propensity_clip",
             "(0, 1]",
