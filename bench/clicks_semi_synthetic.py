@@ -72,6 +72,9 @@ def main():
     ap.add_argument("--no-pairwise", action="store_true",
                     help="leave out unbiased LambdaMART (--debias pairwise)")
     ap.add_argument("--folds", default="lightgbm,resplit")
+    ap.add_argument("--objective", default=None,
+                    help="the objective IPS and naive train (default: eval-letor's, stable AP "
+                         "trees); pairwise always trains lambda-ndcg trees")
     args = ap.parse_args()
     models = args.propensity_models.split(",")
     tmp = tempfile.mkdtemp()
@@ -95,11 +98,12 @@ def main():
                          "--eta", eta, "--seed", str(seed), "--json"])
                     base = [args.rankd, "eval-letor", "--train", train, "--test", test,
                             "--train-clicks", s, "--json"]
+                    chosen = ["--objective", args.objective] if args.objective else []
                     for model in models:
-                        r = run(base + ["--debias", "ips", "--propensity-model", model])
+                        r = run(base + chosen + ["--debias", "ips", "--propensity-model", model])
                         ips[model].append(r["test"]["ndcg@10"])
                         props[model].append(r["propensities"])
-                    naive.append(run(base + ["--debias", "none"])["test"]["ndcg@10"])
+                    naive.append(run(base + chosen + ["--debias", "none"])["test"]["ndcg@10"])
                     if not args.no_pairwise:
                         r = run(base + ["--debias", "pairwise"])
                         pairwise.append(r["test"]["ndcg@10"])
