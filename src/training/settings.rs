@@ -366,6 +366,34 @@ impl TrainSettings {
 mod tests {
     use super::*;
 
+    /// Unbiased LambdaMART trains lambda-ndcg trees: the objective follows unless one was
+    /// chosen, and a network or another chosen objective is refused naming it.
+    #[test]
+    fn pairwise_debias_trains_lambda_ndcg_trees_or_says_why_not() {
+        use crate::user_clicks::ips::Debias;
+        let trees = TrainSettings {
+            model: ModelChoice::Gbdt,
+            ..TrainSettings::on_index()
+        };
+        let s = trees
+            .clone()
+            .for_click_debias(Debias::Pairwise, false)
+            .unwrap();
+        assert_eq!(s.objective, ObjectiveKind::LambdaNdcg);
+        let e = trees
+            .clone()
+            .for_click_debias(Debias::Pairwise, true)
+            .unwrap_err();
+        assert!(e.0.contains("lambda-ndcg, not stable-ap"), "{}", e.0);
+        let e = TrainSettings::on_index()
+            .for_click_debias(Debias::Pairwise, false)
+            .unwrap_err();
+        assert!(e.0.contains("trains trees, not model linear"), "{}", e.0);
+        // IPS and naive leave the settings as they are.
+        let ips = TrainSettings::on_index().for_click_debias(Debias::Ips, false);
+        assert_eq!(ips.unwrap(), TrainSettings::on_index());
+    }
+
     #[test]
     fn presets_validate_and_differ_where_measured() {
         TrainSettings::letor().validate().unwrap();
