@@ -652,7 +652,7 @@ fn train_on_the_servers_click_log() {
     let t_plus = crate::util::numbers(&result["position_bias"]["t_plus"]);
     assert_eq!(t_plus.first(), Some(&1.0), "{result}");
     assert!(
-        t_plus.iter().all(|t| (0.0..=f64::MAX).contains(t)),
+        t_plus.iter().all(|t| t.is_finite() && *t >= 0.0),
         "{result}"
     );
 }
