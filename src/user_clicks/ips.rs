@@ -121,7 +121,14 @@ pub fn click_set(
         )));
     }
     if debias == Debias::Pairwise {
-        return super::pairwise::list_set(set, sessions, DEFAULT_BIAS_NORM);
+        let l = super::pairwise::list_set(set, sessions, DEFAULT_BIAS_NORM)?;
+        return Ok(ClickSet {
+            set: l.set,
+            clicks: l.clicks,
+            clipped: 0,
+            sessions: l.sessions,
+            lists: Some(l.lists),
+        });
     }
     let by_qid = set.query_index();
     // (query index, row within the query) → Σ c/θ̂, in a stable order.

@@ -10,11 +10,24 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use super::ips::ClickSet;
 use super::sessions::RowSession;
 use crate::error::Invalid;
 use crate::rerank::gbdt::train::unbiased::{ClickList, ClickLists};
 use crate::rerank::{QueryGroup, RankSet};
+
+/// A click training set for unbiased LambdaMART (what [`super::ips::click_set`] returns with
+/// [`super::ips::Debias::Pairwise`]).
+#[derive(Debug, Clone)]
+pub struct ListSet {
+    /// One group per query with a click, its shown rows labelled "ever clicked".
+    pub set: RankSet,
+    /// The groups' logged lists.
+    pub lists: ClickLists,
+    /// Clicks on the set's queries.
+    pub clicks: usize,
+    /// Sessions on the set's queries.
+    pub sessions: usize,
+}
 
 /// The groups and lists of `set`'s queries from `sessions` (checked against the training
 /// file; sessions of other queries are skipped), with bias norm `p` = `bias_norm`.
@@ -22,7 +35,7 @@ pub fn list_set(
     set: &RankSet,
     sessions: &[RowSession],
     bias_norm: f64,
-) -> Result<ClickSet, Invalid> {
+) -> Result<ListSet, Invalid> {
     let by_qid = set.query_index();
     let mut per_query: Vec<Vec<&RowSession>> = vec![Vec::new(); set.queries.len()];
     let (mut clicks, mut used) = (0, 0);
@@ -80,15 +93,14 @@ pub fn list_set(
     }
     let set = RankSet::new(set.feature_names.clone(), x, labels, groups, None)
         .map_err(|e| Invalid(format!("click training set: {e}")))?;
-    Ok(ClickSet {
+    Ok(ListSet {
         set,
         clicks,
-        clipped: 0,
         sessions: used,
-        lists: Some(ClickLists {
+        lists: ClickLists {
             by_group,
             bias_norm,
-        }),
+        },
     })
 }
 
@@ -121,12 +133,12 @@ mod tests {
             session("z", &[0], &[0]),   // another split's query
         ];
         let c = list_set(&set, &sessions, 2.0).unwrap();
-        assert_eq!((c.clicks, c.sessions, c.clipped), (1, 3, 0));
+        assert_eq!((c.clicks, c.sessions), (1, 3));
         assert_eq!(c.set.queries.len(), 1);
         // Rows 0 and 2 of "a" (row 1 never shown), row 0 clicked.
         assert_eq!(c.set.x, [0.0, 2.0]);
         assert_eq!(c.set.labels, [1, 0]);
-        let lists = &c.lists.unwrap().by_group["a"];
+        let lists = &c.lists.by_group["a"];
         assert_eq!(
             lists,
             &[
