@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Learning from clicks, the semi-synthetic test (SPEC §11; docs/EVALUATION.md, "Learning from
 clicks"): for each fold, η, session count and seed, `rankd simulate-clicks` draws sessions from
-the training labels and `rankd eval-letor --train-clicks` trains with IPS and naively; the
-full-information model trains on the labels. Prints a Markdown table of test NDCG@10 (mean ±
-standard deviation over seeds) and the propensity estimates against the truth.
+the training labels and `rankd eval-letor --train-clicks` trains with IPS, with unbiased
+LambdaMART (`--debias pairwise`, SPEC §11, Hu et al. 2019) and naively; the full-information
+model trains on the labels. Prints a Markdown table of test NDCG@10 (mean ± standard deviation
+over seeds), the propensity estimates, and pairwise's learned click biases t⁺ against the
+truth. t⁺ is learned as (L_k/L_1)^{1/(p+1)} with p = 2, so where the bias is identified t⁺ is
+(1/k^η)^{1/3}, not 1/k^η: both the cube of t⁺ and the truth are printed.
 
 Folds: `lightgbm` is the example's own split (rank.train / rank.test); `resplit` pools both
 files (251 queries) and holds out a seeded fifth of the queries (seed 7) as its test set.
@@ -66,30 +69,45 @@ def main():
     ap.add_argument("--sessions", default="10000,100000")
     ap.add_argument("--propensity-models", default="pbm,regression-em",
                     help="the click models IPS takes its propensities from, one column each")
+    ap.add_argument("--no-pairwise", action="store_true",
+                    help="leave out unbiased LambdaMART (--debias pairwise)")
+    ap.add_argument("--folds", default="lightgbm,resplit")
+    ap.add_argument("--objective", default=None,
+                    help="the objective IPS and naive train (default: eval-letor's, stable AP "
+                         "trees); pairwise always trains lambda-ndcg trees")
     args = ap.parse_args()
     models = args.propensity_models.split(",")
     tmp = tempfile.mkdtemp()
     ips_cols = " | ".join(f"IPS ({m}) | IPS ({m}) / full | propensities ({m}, rank 1..5)" for m in models)
-    print(f"| fold | η | sessions | full information | {ips_cols} | naive | truth (rank 1..5) |")
-    print("|---|---|---|---|" + "---|---|---|" * len(models) + "---|---|")
+    pw_cols = "" if args.no_pairwise else " pairwise | pairwise / full | t⁺ (rank 1..5) | (t⁺)³ (rank 1..5) |"
+    print(f"| fold | η | sessions | full information | {ips_cols} |{pw_cols} naive | truth (rank 1..5) |")
+    print("|---|---|---|---|" + "---|---|---|" * len(models) + ("" if args.no_pairwise else "---|---|---|---|")
+          + "---|---|")
     for fold, train, test in folds(tmp):
+        if fold not in args.folds.split(","):
+            continue
         full = run([args.rankd, "eval-letor", "--train", train, "--test", test, "--json"])["test"]["ndcg@10"]
         for eta in args.etas.split(","):
             for n in args.sessions.split(","):
                 ips = {m: [] for m in models}
                 props = {m: [] for m in models}
-                naive = []
+                naive, pairwise, t_plus = [], [], []
                 for seed in range(1, args.seeds + 1):
                     s = os.path.join(tmp, f"{fold}-{eta}-{n}-{seed}.jsonl")
                     run([args.rankd, "simulate-clicks", "--letor", train, "--out", s, "--sessions", n,
                          "--eta", eta, "--seed", str(seed), "--json"])
                     base = [args.rankd, "eval-letor", "--train", train, "--test", test,
                             "--train-clicks", s, "--json"]
+                    chosen = ["--objective", args.objective] if args.objective else []
                     for model in models:
-                        r = run(base + ["--debias", "ips", "--propensity-model", model])
+                        r = run(base + chosen + ["--debias", "ips", "--propensity-model", model])
                         ips[model].append(r["test"]["ndcg@10"])
                         props[model].append(r["propensities"])
-                    naive.append(run(base + ["--debias", "none"])["test"]["ndcg@10"])
+                    naive.append(run(base + chosen + ["--debias", "none"])["test"]["ndcg@10"])
+                    if not args.no_pairwise:
+                        r = run(base + ["--debias", "pairwise"])
+                        pairwise.append(r["test"]["ndcg@10"])
+                        t_plus.append(r["position_bias"]["t_plus"])
                     os.remove(s)
                 m = lambda v: f"{statistics.mean(v):.4f} ± {statistics.stdev(v) if len(v) > 1 else 0:.4f}"
                 truth = [(1 / (k + 1)) ** float(eta) for k in range(5)]
@@ -98,6 +116,11 @@ def main():
                     mean_props = [statistics.mean(p[k] for p in props[model]) for k in range(5)]
                     cols.append(f"{m(ips[model])} | {statistics.mean(ips[model]) / full:.3f} | "
                                 f"{' '.join(f'{p:.3f}' for p in mean_props)}")
+                if not args.no_pairwise:
+                    mean_t = [statistics.mean(t[k] for t in t_plus) for k in range(5)]
+                    cols.append(f"{m(pairwise)} | {statistics.mean(pairwise) / full:.3f} | "
+                                f"{' '.join(f'{t:.3f}' for t in mean_t)} | "
+                                f"{' '.join(f'{t ** 3:.3f}' for t in mean_t)}")
                 print(f"| {fold} | {eta} | {n} | {full:.4f} | {' | '.join(cols)} | {m(naive)} | "
                       f"{' '.join(f'{t:.3f}' for t in truth)} |", flush=True)
 

@@ -30,7 +30,8 @@ use crate::training::{guard, index_sets, JudgedQuery, SetOptions, Sources, Train
 /// window is reranked (default bm25f), `activate` (activate the model when the guard lets
 /// it), `force` (activate it even when the guard refuses; logged), `source` (what to learn
 /// from: `"judgments"`, the default, `"clicks"`, or both as `["judgments", "clicks"]`), and
-/// with clicks `debias` (`"ips"`, the default, or `"none"`) and `propensity_clip`.
+/// with clicks `debias` (`"ips"`, the default, `"pairwise"`, unbiased LambdaMART, which trains
+/// `model: "gbdt"` on the logged lists, or `"none"`) and `propensity_clip`.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct TrainParams(pub serde_json::Map<String, Value>);
@@ -59,11 +60,12 @@ impl TrainParams {
                 "debias" => {
                     clicks.debias = match value.as_str() {
                         Some("ips") => crate::user_clicks::ips::Debias::Ips,
+                        Some("pairwise") => crate::user_clicks::ips::Debias::Pairwise,
                         Some("none") => crate::user_clicks::ips::Debias::None,
                         _ => {
                             return Err((
                                 field.clone(),
-                                "debias must be \"ips\" or \"none\"".into(),
+                                "debias must be \"ips\", \"pairwise\" or \"none\"".into(),
                             ))
                         }
                     };
@@ -122,7 +124,7 @@ impl TrainParams {
             }
             merged.insert(field.clone(), value.clone());
         }
-        let settings: TrainSettings = serde_json::from_value(Value::Object(merged))
+        let mut settings: TrainSettings = serde_json::from_value(Value::Object(merged))
             .map_err(|e| ("body".to_string(), e.to_string()))?;
         settings.validate().map_err(|crate::error::Invalid(m)| {
             let field = m.split_whitespace().next().unwrap_or("").to_string();
@@ -140,6 +142,12 @@ impl TrainParams {
                 ))
             }
             (None, None) => {}
+        }
+        if let Some(options) = &source.clicks {
+            // Unbiased LambdaMART trains lambda-ndcg trees; anything else is refused here.
+            settings = settings
+                .for_click_debias(options.debias, self.0.contains_key("objective"))
+                .map_err(|crate::error::Invalid(m)| ("debias".to_string(), m))?;
         }
         Ok(TrainRequest {
             settings,
@@ -216,6 +224,10 @@ pub struct Trained {
     pub guard: guard::Comparison,
     /// What the training sets were built from.
     pub data: crate::training::SetsReport,
+    /// With debias pairwise: the position biases of clicks and non-clicks learned with the
+    /// trees, by rank, relative to rank 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position_bias: Option<crate::rerank::gbdt::train::unbiased::PositionBias>,
 }
 
 /// Judged queries from stored judgments: those with a stored query text.
@@ -255,7 +267,7 @@ pub fn run(
         (true, true) => "logged clicks",
         _ => "stored judgments",
     };
-    let config = settings.config(name.into(), MetricConvention::Trec);
+    let mut config = settings.config(name.into(), MetricConvention::Trec);
     ctx.log(&format!(
         "computing the {first_phase} windows of {} judged and {} click queries (a fifth of \
          each held out for the activation guard when enough)",
@@ -278,6 +290,8 @@ pub fn run(
         &|| {},
     )?;
     ctx.log(&serde_json::to_string(&sets.report)?);
+    // With debias pairwise the click groups learn from their logged lists.
+    config.click_lists = sets.click_lists.clone().map(std::sync::Arc::new);
     if let Some(warning) = sets.report.clicks.as_ref().and_then(|c| c.warning()) {
         ctx.log(&format!("warning: {warning}"));
     }
@@ -322,6 +336,7 @@ pub fn run(
         metrics: serde_json::to_value(&model.training.metrics)?,
         guard: comparison,
         data: sets.report,
+        position_bias: outcome.position_bias,
     })
 }
 

@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::gbdt::TreeFileArgs;
 use super::learn::{rank_sets, read_letor, run_training, LearnArgs};
 use crate::error::Invalid;
+use crate::rerank::gbdt::train::unbiased::PositionBias;
 use crate::rerank::gbdt::train::GbdtParams;
 use crate::rerank::{
     evaluate_scores, EpochLog, MetricConvention, Objective, PairCoverage, RankMetrics,
@@ -184,27 +185,29 @@ fn from_clicks(
             args.propensity_model,
             PROPENSITY_ITERATIONS,
         )?,
-        Debias::None => Vec::new(),
+        Debias::Pairwise | Debias::None => Vec::new(),
     };
+    let settings = &settings
+        .clone()
+        .for_click_debias(args.debias, args.learn.objective.is_some())?;
     let (train_part, valid_part) = if settings.holds_out_validation() {
         let (t, v) = all_train.split_validation(settings.valid_fraction, settings.seed)?;
         (t, Some(v))
     } else {
         (all_train, None)
     };
-    let build = |part| {
-        click_set(
-            part,
-            &logged,
-            args.debias,
-            &propensities,
-            args.propensity_clip,
-        )
+    let build =
+        |part, debias| click_set(part, &logged, debias, &propensities, args.propensity_clip);
+    let train = build(&train_part, args.debias)?;
+    // Validation reads labels: unbiased LambdaMART's are validated on the clicked documents'
+    // groups, unweighted.
+    let valid_debias = match args.debias {
+        Debias::Pairwise => Debias::None,
+        other => other,
     };
-    let train = build(&train_part)?;
     let valid = valid_part
         .as_ref()
-        .map(|v| build(v).map_err(|e| Invalid(format!("validation split: {}", e.0))))
+        .map(|v| build(v, valid_debias).map_err(|e| Invalid(format!("validation split: {}", e.0))))
         .transpose()?;
     // Both splits' clicks, counted once for the text line and the JSON report.
     let parts = || std::iter::once(&train).chain(valid.as_ref());
@@ -224,7 +227,8 @@ fn from_clicks(
             }
         );
     }
-    let config = settings.config(path.display().to_string(), MetricConvention::Letor);
+    let mut config = settings.config(path.display().to_string(), MetricConvention::Letor);
+    config.click_lists = train.lists.clone().map(std::sync::Arc::new);
     let outcome = run_training(
         &train.set,
         valid.as_ref().map(|v| &v.set),
@@ -242,6 +246,7 @@ fn from_clicks(
             propensity_model: (args.debias == Debias::Ips).then_some(args.propensity_model),
             propensities: &propensities,
             propensity_clip: args.propensity_clip,
+            position_bias: outcome.position_bias.as_ref(),
             clicks,
             clipped,
             train_groups: train.set.queries.len(),
@@ -264,6 +269,9 @@ struct FromClicks<'a> {
     /// Estimated examination probability per rank, relative to rank 1 (empty without IPS).
     propensities: &'a [f64],
     propensity_clip: f64,
+    /// With pairwise debiasing: the position biases of clicks and non-clicks learned with
+    /// the trees, by rank, relative to rank 1.
+    position_bias: Option<&'a PositionBias>,
     clicks: usize,
     clipped: usize,
     train_groups: usize,

@@ -133,6 +133,8 @@ pub(crate) struct Loaded {
     pub name: String,
     pub held_out: std::collections::BTreeMap<String, Vec<crate::training::Window>>,
     pub clicks: Option<crate::training::clicks::ClickStats>,
+    /// With `--debias pairwise`: the click groups' logged lists (unbiased LambdaMART).
+    pub click_lists: Option<crate::rerank::gbdt::train::unbiased::ClickLists>,
 }
 
 /// Where judgments on the index come from.
@@ -269,6 +271,7 @@ impl Source {
             name,
             held_out: Default::default(),
             clicks: None,
+            click_lists: None,
         };
         match self {
             Source::Letor {
@@ -360,6 +363,7 @@ impl Source {
                     name,
                     held_out,
                     clicks: sets.report.clicks,
+                    click_lists: sets.click_lists,
                 })
             }
         }
@@ -435,13 +439,19 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             crate::rerank::MetricConvention::Letor,
         ),
     };
-    let settings = args.learn.apply(preset)?;
+    let mut settings = args.learn.apply(preset)?;
+    if args.clicks {
+        // Unbiased LambdaMART trains lambda-ndcg trees: anything else is refused here, before
+        // the windows are computed.
+        settings = settings.for_click_debias(args.debias, args.learn.objective.is_some())?;
+    }
     let Loaded {
         train,
         valid,
         name,
         held_out,
         clicks,
+        click_lists,
     } = source.load(&settings)?;
     if let (Some(stats), false) = (&clicks, args.json) {
         let shown: Vec<String> = stats
@@ -469,7 +479,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if let Some(warning) = clicks.as_ref().and_then(|c| c.warning()) {
         eprintln!("warning: {warning}");
     }
-    let config = settings.config(name, convention);
+    let mut config = settings.config(name, convention);
+    config.click_lists = click_lists.map(std::sync::Arc::new);
     let (outcome, selection) = match (args.select.grid(&settings)?, &valid) {
         (None, valid) => (
             run_training(&train, valid.as_ref(), &config, args.json)?,
@@ -559,6 +570,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             "valid_queries": valid.as_ref().map_or(0, |v| v.queries.len()),
             "clicks": clicks,
             "coverage": outcome.coverage,
+            "position_bias": outcome.position_bias,
             "best_epoch": m.training.best_epoch,
             "epochs_run": m.training.epochs_run,
             "metrics": m.training.metrics,

@@ -167,6 +167,9 @@ pub struct TrainConfig {
     /// Where the data came from (stored in the model file).
     pub source: String,
     pub parent: Option<String>,
+    /// Trees only: the training groups that learn from their logged result lists by
+    /// unbiased LambdaMART instead of from their labels ([`super::gbdt::train::unbiased`]).
+    pub click_lists: Option<std::sync::Arc<super::gbdt::train::unbiased::ClickLists>>,
 }
 
 impl TrainConfig {

@@ -345,6 +345,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            click_lists: None,
         }
     }
 

@@ -55,6 +55,8 @@ pub struct TrainOutcome {
     pub cancelled: bool,
     /// Queries a binary objective can use, and those it skips (None for RankNet).
     pub coverage: Option<PairCoverage>,
+    /// Trees trained by unbiased LambdaMART: the learned position biases.
+    pub position_bias: Option<super::gbdt::train::unbiased::PositionBias>,
 }
 
 /// A set with its features normalised once, up front.
@@ -111,7 +113,11 @@ pub fn train(
         .objective
         .threshold()
         .map(|t| train_set.pair_coverage(t));
-    if coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0 {
+    // Groups with logged click lists (unbiased LambdaMART) learn from the lists, not from
+    // their labels ("ever clicked", all 1 once every shown row drew a click): the tree
+    // trainer refuses a set whose lists have no (clicked, unclicked) pair.
+    let labels_train = config.click_lists.is_none();
+    if labels_train && (coverage.is_some_and(|c| c.usable == 0) || train_set.graded_pairs() == 0) {
         return Err(RerankError::invalid(format!(
             "no training query has both relevant and non-relevant rows ({coverage:?}): \
              nothing to learn from"
@@ -199,6 +205,7 @@ pub fn train(
         log,
         cancelled,
         coverage,
+        position_bias: None,
     })
 }
 
@@ -242,6 +249,7 @@ fn train_trees(
         log,
         cancelled: outcome.cancelled,
         coverage,
+        position_bias: outcome.position_bias,
     })
 }
 
@@ -579,6 +587,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            click_lists: None,
         }
     }
 

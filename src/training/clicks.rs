@@ -37,6 +37,7 @@ use serde::Serialize;
 use super::{judged_windows, rank_set_columns, JudgedQuery, Window};
 use crate::db::events::ClickedPage;
 use crate::error::Invalid;
+use crate::rerank::gbdt::train::unbiased::ClickLists;
 use crate::search::Engine;
 use crate::text::ModelKind;
 use crate::user_clicks::ips::{
@@ -174,6 +175,8 @@ impl ClickStats {
 #[derive(Debug, Clone)]
 pub struct ClickSets {
     pub train: crate::rerank::RankSet,
+    /// With pairwise debiasing: the training groups' logged lists.
+    pub lists: Option<ClickLists>,
     /// `None` when the validation queries drew no click.
     pub valid: Option<crate::rerank::RankSet>,
     pub stats: ClickStats,
@@ -219,24 +222,30 @@ pub fn click_sets(
         Debias::Ips => {
             estimate_propensities(&sessions, &all, PropensityModel::Pbm, PROPENSITY_ITERATIONS)?
         }
-        Debias::None => Vec::new(),
+        Debias::Pairwise | Debias::None => Vec::new(),
     };
-    let build = |set| {
+    let build = |set, debias| {
         click_set(
             set,
             &sessions,
-            options.debias,
+            debias,
             &propensities,
             options.propensity_clip,
         )
+    };
+    // Validation reads labels: unbiased LambdaMART's are validated on the clicked documents'
+    // groups, unweighted.
+    let valid_debias = match options.debias {
+        Debias::Pairwise => Debias::None,
+        other => other,
     };
     let (train, valid) = if all.queries.len() >= 2 {
         let (t, v) = all.split_validation(valid_fraction, seed)?;
         // A validation part without a click has nothing to stop early on; training goes on
         // without one rather than failing.
-        (build(&t)?, build(&v).ok())
+        (build(&t, options.debias)?, build(&v, valid_debias).ok())
     } else {
-        (build(&all)?, None)
+        (build(&all, options.debias)?, None)
     };
     let parts = || std::iter::once(&train).chain(valid.as_ref());
     let stats = ClickStats {
@@ -252,6 +261,7 @@ pub fn click_sets(
         valid_groups: valid.as_ref().map_or(0, |v| v.set.queries.len()),
     };
     Ok(ClickSets {
+        lists: train.lists,
         train: train.set,
         valid: valid.map(|v| v.set),
         stats,

@@ -7,7 +7,9 @@
 //!   by their clicks (`ClickQuery::judged`).
 //! - Judged queries give their first-phase windows with graded labels, split by query into
 //!   training and validation.
-//! - Click queries give inverse-propensity weighted groups ([`super::clicks::click_sets`]).
+//! - Click queries give inverse-propensity weighted groups ([`super::clicks::click_sets`]), or
+//!   with pairwise debiasing groups that learn from their logged lists ([`IndexSets::click_lists`],
+//!   unbiased LambdaMART).
 //! - Both together: the two training sets one after the other, and the two validation sets.
 //!   A judged query weighs 1; a click group weighs its clicks divided by their propensities,
 //!   so the more the users clicked, the more the clicks count.
@@ -44,6 +46,10 @@ pub struct SetOptions<'a> {
 /// The sets, and what went into them.
 pub struct IndexSets {
     pub train: RankSet,
+    /// With pairwise debiasing: the click groups' logged lists (shown order and clicks per
+    /// page), by group qid, for [`crate::rerank::TrainConfig::click_lists`]; the trees learn
+    /// those groups from them instead of from their labels.
+    pub click_lists: Option<crate::rerank::gbdt::train::unbiased::ClickLists>,
     /// `None` only when clicks alone train and the validation queries drew no click.
     pub valid: Option<RankSet>,
     /// The guard's held-out queries by class (empty without `hold_out`).
@@ -104,6 +110,7 @@ pub fn index_sets(
         .filter(|q| !held.contains(q.qid.as_str()))
         .collect();
     let (mut train, mut valid) = (Vec::new(), Vec::new());
+    let mut click_lists = None;
     let mut report = SetsReport {
         judged: None,
         clicks: None,
@@ -140,12 +147,14 @@ pub fn index_sets(
         train.push(sets.train);
         valid.extend(sets.valid);
         report.clicks = Some(sets.stats);
+        click_lists = sets.lists;
     }
     Ok(IndexSets {
         train: RankSet::concat(&train)?,
         valid: (!valid.is_empty())
             .then(|| RankSet::concat(&valid))
             .transpose()?,
+        click_lists,
         held_out,
         report,
     })

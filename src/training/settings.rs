@@ -248,6 +248,35 @@ impl TrainSettings {
         Ok(())
     }
 
+    /// The settings for training from clicks debiased by `debias`: unbiased LambdaMART
+    /// ([`crate::user_clicks::ips::Debias::Pairwise`]) trains LambdaMART trees, so its
+    /// objective becomes lambda-ndcg unless `objective_chosen`; another chosen objective, or a
+    /// network, is an error naming the choice.
+    pub fn for_click_debias(
+        mut self,
+        debias: crate::user_clicks::ips::Debias,
+        objective_chosen: bool,
+    ) -> Result<Self, Invalid> {
+        if debias != crate::user_clicks::ips::Debias::Pairwise {
+            return Ok(self);
+        }
+        if self.model != ModelChoice::Gbdt {
+            return Err(Invalid(format!(
+                "debias pairwise (unbiased LambdaMART) trains trees, not model {}: train with \
+                 model gbdt, or debias ips",
+                self.model
+            )));
+        }
+        if objective_chosen && self.objective != ObjectiveKind::LambdaNdcg {
+            return Err(Invalid(format!(
+                "debias pairwise (unbiased LambdaMART) trains objective lambda-ndcg, not {}",
+                crate::rerank::objective::ObjectiveName::Kind(self.objective).as_str()
+            )));
+        }
+        self.objective = ObjectiveKind::LambdaNdcg;
+        Ok(self)
+    }
+
     /// Whether training holds out validation queries: networks always early-stop; trees
     /// only with `early_stopping_rounds`.
     pub fn holds_out_validation(&self) -> bool {
@@ -328,6 +357,7 @@ impl TrainSettings {
             convention,
             source,
             parent: None,
+            click_lists: None,
         }
     }
 }
@@ -335,6 +365,34 @@ impl TrainSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Unbiased LambdaMART trains lambda-ndcg trees: the objective follows unless one was
+    /// chosen, and a network or another chosen objective is refused naming it.
+    #[test]
+    fn pairwise_debias_trains_lambda_ndcg_trees_or_says_why_not() {
+        use crate::user_clicks::ips::Debias;
+        let trees = TrainSettings {
+            model: ModelChoice::Gbdt,
+            ..TrainSettings::on_index()
+        };
+        let s = trees
+            .clone()
+            .for_click_debias(Debias::Pairwise, false)
+            .unwrap();
+        assert_eq!(s.objective, ObjectiveKind::LambdaNdcg);
+        let e = trees
+            .clone()
+            .for_click_debias(Debias::Pairwise, true)
+            .unwrap_err();
+        assert!(e.0.contains("lambda-ndcg, not stable-ap"), "{}", e.0);
+        let e = TrainSettings::on_index()
+            .for_click_debias(Debias::Pairwise, false)
+            .unwrap_err();
+        assert!(e.0.contains("trains trees, not model linear"), "{}", e.0);
+        // IPS and naive leave the settings as they are.
+        let ips = TrainSettings::on_index().for_click_debias(Debias::Ips, false);
+        assert_eq!(ips.unwrap(), TrainSettings::on_index());
+    }
 
     #[test]
     fn presets_validate_and_differ_where_measured() {

@@ -30,6 +30,7 @@ use super::sessions::RowSession;
 use super::BetaPrior;
 use super::Session;
 use crate::error::Invalid;
+use crate::rerank::gbdt::train::unbiased::{ClickLists, DEFAULT_BIAS_NORM};
 use crate::rerank::{QueryGroup, RankSet};
 
 /// How clicks are weighted.
@@ -38,6 +39,10 @@ use crate::rerank::{QueryGroup, RankSet};
 pub enum Debias {
     /// Each click divided by its rank's estimated examination probability.
     Ips,
+    /// Unbiased LambdaMART (Hu et al. 2019): trees trained on the logged lists, each pair
+    /// (clicked, unclicked) divided by position biases of clicks and non-clicks learned
+    /// with the model ([`super::pairwise`]).
+    Pairwise,
     /// Each click counts 1: the naive baseline, biased towards what the logger ranked high.
     None,
 }
@@ -93,13 +98,16 @@ pub struct ClickSet {
     pub clipped: usize,
     /// Sessions on the set's queries.
     pub sessions: usize,
+    /// With [`Debias::Pairwise`]: the groups' logged lists, which the trees learn from
+    /// instead of the labels.
+    pub lists: Option<ClickLists>,
 }
 
 /// The training groups of `set`'s queries from `sessions` (already checked against the full
 /// training file with [`super::sessions::check`]; sessions of queries not in `set` are
 /// skipped, which is how a validation split gets its own groups). `propensity[k]` is rank
-/// k + 1's examination probability (ignored with [`Debias::None`]); ranks beyond it take the
-/// last value.
+/// k + 1's examination probability (used by [`Debias::Ips`] only); ranks beyond it take the
+/// last value. With [`Debias::Pairwise`] the groups are [`super::pairwise::list_set`]'s.
 pub fn click_set(
     set: &RankSet,
     sessions: &[RowSession],
@@ -111,6 +119,16 @@ pub fn click_set(
         return Err(Invalid(format!(
             "--propensity-clip must be in (0, 1], got {propensity_clip}"
         )));
+    }
+    if debias == Debias::Pairwise {
+        let l = super::pairwise::list_set(set, sessions, DEFAULT_BIAS_NORM)?;
+        return Ok(ClickSet {
+            set: l.set,
+            clicks: l.clicks,
+            clipped: 0,
+            sessions: l.sessions,
+            lists: Some(l.lists),
+        });
     }
     let by_qid = set.query_index();
     // (query index, row within the query) → Σ c/θ̂, in a stable order.
@@ -127,7 +145,7 @@ pub fn click_set(
         for (k, row) in s.clicked_ranks() {
             clicks += 1;
             let w = match debias {
-                Debias::None => 1.0,
+                Debias::None | Debias::Pairwise => 1.0,
                 Debias::Ips => {
                     let p = propensity
                         .get(k)
@@ -174,6 +192,7 @@ pub fn click_set(
         clicks,
         clipped,
         sessions: used,
+        lists: None,
     })
 }
 

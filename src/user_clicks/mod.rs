@@ -31,6 +31,7 @@
 pub mod cascade;
 pub mod dbn;
 pub mod ips;
+pub mod pairwise;
 pub mod pbm;
 pub mod regression_em;
 pub mod semi_synthetic;

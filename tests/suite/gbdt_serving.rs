@@ -48,6 +48,7 @@ fn tree_model_reranks_the_window() {
         convention: MetricConvention::Trec,
         source: "test".into(),
         parent: None,
+        click_lists: None,
     };
     let outcome = train::train(&set, None, &config, &mut |_| {}, &AtomicBool::new(false)).unwrap();
     // Through a model file, as a server loads it.

@@ -498,6 +498,11 @@ fn train_on_the_servers_click_log() {
         (r#"{"source":[]}"#, "source", "nothing to learn from"),
         (r#"{"source":"clicks","debias":"maybe"}"#, "debias", "ips"),
         (
+            r#"{"source":"clicks","debias":"pairwise","model":"linear"}"#,
+            "debias",
+            "trains trees, not model linear",
+        ),
+        (
             r#"{"source":"clicks","propensity_clip":0}"#,
             "propensity_clip",
             "(0, 1]",
@@ -630,5 +635,24 @@ fn train_on_the_servers_click_log() {
         data["clicks"]["propensities"],
         serde_json::json!([]),
         "{data}"
+    );
+
+    // Unbiased LambdaMART: the click groups' logged pages reach the tree trainer, which
+    // reports the position biases it learned beside the judged queries' lambda-ndcg groups.
+    let a = post_json(
+        &format!("{b}/admin/train"),
+        t,
+        r#"{"source":["judgments","clicks"],"debias":"pairwise","model":"gbdt"}"#,
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let result = &job["result"];
+    assert_eq!(result["data"]["clicks"]["debias"], "pairwise", "{result}");
+    let t_plus = crate::util::numbers(&result["position_bias"]["t_plus"]);
+    assert_eq!(t_plus.first(), Some(&1.0), "{result}");
+    assert!(
+        t_plus.iter().all(|t| t.is_finite() && *t >= 0.0),
+        "{result}"
     );
 }

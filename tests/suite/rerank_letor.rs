@@ -67,6 +67,7 @@ fn a_short_stable_ap_run_beats_file_order() {
         convention: MetricConvention::Letor,
         source: "rank.train".into(),
         parent: None,
+        click_lists: None,
     };
     let out = train(
         &train_set,

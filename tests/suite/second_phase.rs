@@ -31,6 +31,7 @@ fn config() -> TrainConfig {
         convention: MetricConvention::Trec,
         source: "test".into(),
         parent: None,
+        click_lists: None,
     }
 }
 

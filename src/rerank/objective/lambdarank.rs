@@ -122,6 +122,25 @@ impl ApSwap {
     }
 }
 
+/// Unbiased LambdaMART's position bias on one logged list (SPEC §11, "Unbiased
+/// LambdaMART"; Hu et al. 2019, XGBoost's `lambdarank_unbiased`). The list's rows are in the
+/// order they were shown, so a row's index is its 0-based rank: the pair (clicked `i`,
+/// unclicked `j`) has its lambda and hessian divided by `t⁺[i]·t⁻[j]`, and its cost
+/// `L_ij = |ΔZ|·ln(1 + e^{−σ(s_i − s_j)})` (the pairwise logistic loss weighted as the lambda
+/// is) is added to `loss_plus[i]` divided by `t⁻[j]` and to `loss_minus[j]` divided by `t⁺[i]`:
+/// the sums eq. 30 and 31 of the paper re-estimate the bias from. Pairs at a rank beyond the
+/// vectors, or where a bias is 0, are left unweighted and uncounted (as XGBoost does).
+pub struct PairDebias<'a> {
+    /// t⁺ by rank (index 0: rank 1).
+    pub t_plus: &'a [f64],
+    /// t⁻ by rank.
+    pub t_minus: &'a [f64],
+    /// Σ_j L_ij / t⁻_j by the clicked row's rank, added to.
+    pub loss_plus: &'a mut [f64],
+    /// Σ_i L_ij / t⁺_i by the unclicked row's rank, added to.
+    pub loss_minus: &'a mut [f64],
+}
+
 /// The lambdas and hessians of one query (see the module doc), written into `grad` and
 /// `hess` (overwritten). Returns the metric the lambdas follow (NDCG@truncation or AP of
 /// the current scores; `None` when the query has nothing to learn: no pair of different
@@ -131,6 +150,20 @@ pub fn lambda_grad_hess(
     labels: &[i32],
     metric: LambdaMetric,
     p: &LambdaParams,
+    grad: &mut [f64],
+    hess: &mut [f64],
+) -> Option<f64> {
+    debiased_lambda_grad_hess(scores, labels, metric, p, None, grad, hess)
+}
+
+/// [`lambda_grad_hess`] on a logged list whose pairs are divided by their position bias
+/// ([`PairDebias`]; `None`: every bias 1, the plain lambdas).
+pub fn debiased_lambda_grad_hess(
+    scores: &[f64],
+    labels: &[i32],
+    metric: LambdaMetric,
+    p: &LambdaParams,
+    mut debias: Option<&mut PairDebias>,
     grad: &mut [f64],
     hess: &mut [f64],
 ) -> Option<f64> {
@@ -213,8 +246,22 @@ pub fn lambda_grad_hess(
                 delta /= 0.01 + delta_score.abs();
             }
             let rho = 1.0 / (1.0 + (p.sigma * delta_score).exp());
-            let lambda = -p.sigma * delta * rho;
-            let h = p.sigma * p.sigma * delta * rho * (1.0 - rho);
+            let mut lambda = -p.sigma * delta * rho;
+            let mut h = p.sigma * p.sigma * delta * rho * (1.0 - rho);
+            if let Some(b) = debias.as_deref_mut() {
+                if high < b.t_plus.len() && low < b.t_minus.len() {
+                    let (t_plus, t_minus) = (b.t_plus[high], b.t_minus[low]);
+                    if t_plus > f64::EPSILON && t_minus > f64::EPSILON {
+                        // ln(1 + e^{−x}), x = σ(s_high − s_low), without overflow.
+                        let x = p.sigma * delta_score;
+                        let cost = delta * ((-x).max(0.0) + (-x.abs()).exp().ln_1p());
+                        b.loss_plus[high] += cost / t_minus;
+                        b.loss_minus[low] += cost / t_plus;
+                        lambda /= t_plus * t_minus;
+                        h /= t_plus * t_minus;
+                    }
+                }
+            }
             grad[low] -= lambda;
             grad[high] += lambda;
             hess[low] += h;

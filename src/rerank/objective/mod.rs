@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use lambdarank::{lambda_grad_hess, max_dcg_at, LambdaMetric, LambdaParams};
+pub use lambdarank::{
+    debiased_lambda_grad_hess, lambda_grad_hess, max_dcg_at, LambdaMetric, LambdaParams, PairDebias,
+};
 pub use ranknet::ranknet_loss_grad;
 pub use smooth_ap::smooth_ap_loss_grad;
 pub use soprc::Soprc;

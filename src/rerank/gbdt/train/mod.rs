@@ -18,6 +18,7 @@
 
 mod bins;
 mod grow;
+pub mod unbiased;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -30,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 pub use bins::{Binned, FeatureBins};
 use grow::grow;
+use unbiased::{lists_grad_hess, ClickList, PositionBias};
 
 pub use super::params::GbdtParams;
 
@@ -70,7 +72,14 @@ pub(crate) struct TrainedForest {
     pub metrics: ModelMetrics,
     pub log: Vec<RoundLog>,
     pub cancelled: bool,
+    /// The position biases learned with unbiased LambdaMART (training groups with logged
+    /// lists, [`unbiased`]), after the last round run.
+    pub position_bias: Option<PositionBias>,
 }
+
+/// A group's unbiased LambdaMART pair costs by rank, of clicks and of non-clicks (the sums
+/// the position biases are re-estimated from, [`unbiased`]).
+type PairCosts = (Vec<f64>, Vec<f64>);
 
 /// One query's loss, per-row gradients and per-row hessians.
 struct QueryNewton {
@@ -85,6 +94,8 @@ pub struct GbdtOutcome {
     pub log: Vec<RoundLog>,
     /// Stopped by the cancel flag (the model is the best round up to then).
     pub cancelled: bool,
+    /// Unbiased LambdaMART's position biases ([`unbiased`]), when the set had logged lists.
+    pub position_bias: Option<PositionBias>,
 }
 
 /// Trains a tree reranker ([`train_forest`]) and wraps it as a model file (format version
@@ -130,6 +141,7 @@ pub fn train(
         model,
         log: trained.log,
         cancelled: trained.cancelled,
+        position_bias: trained.position_bias,
     })
 }
 
@@ -231,15 +243,52 @@ pub(crate) fn train_forest(
     let mut log = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let mut cancelled = false;
+    // Unbiased LambdaMART on the groups that have logged lists (module `unbiased`).
+    let lists: Vec<Option<&[ClickList]>> = train
+        .queries
+        .iter()
+        .map(|q| {
+            config
+                .click_lists
+                .as_ref()
+                .and_then(|l| l.by_group.get(&q.qid))
+                .map(Vec::as_slice)
+        })
+        .collect();
+    let unbiased = match (&config.click_lists, objective) {
+        (None, _) => None,
+        (Some(l), Objective::LambdaNdcg(p)) => Some((l, p, PositionBias::ones(l.positions()))),
+        (Some(_), other) => {
+            return Err(RerankError::invalid(format!(
+                "unbiased LambdaMART (pairwise debiasing of clicks) trains lambda-ndcg, not {}",
+                other.kind().as_str()
+            )))
+        }
+    };
+    let mut unbiased = unbiased;
     for round in 1..=params.trees {
         let started = Instant::now();
         // Gradients and hessians, query by query in parallel (each query writes its rows).
-        let per_query: Vec<Option<QueryNewton>> = train
+        let per_query: Vec<(Option<QueryNewton>, Option<PairCosts>)> = train
             .queries
             .par_iter()
             .zip(states.par_iter_mut())
-            .map(|(q, state)| {
+            .zip(lists.par_iter())
+            .map(|((q, state), lists)| {
                 let rows = q.rows.clone();
+                if let (Some(lists), Some((_, p, bias))) = (lists, &unbiased) {
+                    return Ok(match lists_grad_hess(&scores[rows], lists, p, bias) {
+                        Some(r) => (
+                            Some(QueryNewton {
+                                loss: r.loss,
+                                grad: r.grad,
+                                hess: r.hess,
+                            }),
+                            Some((r.loss_plus, r.loss_minus)),
+                        ),
+                        None => (None, None),
+                    });
+                }
                 query_grad_hess(
                     objective,
                     params.stable_ap_hessian,
@@ -248,14 +297,25 @@ pub(crate) fn train_forest(
                     &train.labels[rows],
                     state,
                 )
+                .map(|r| (r, None))
             })
             .collect::<Result<_, _>>()?;
+        if let Some((l, _, bias)) = unbiased.as_mut() {
+            // Summed in query order, so that the biases do not depend on the threads.
+            let k = bias.t_plus.len();
+            let (mut loss_plus, mut loss_minus) = (vec![0.0; k], vec![0.0; k]);
+            for (lp, lm) in per_query.iter().filter_map(|r| r.1.as_ref()) {
+                loss_plus.iter_mut().zip(lp).for_each(|(a, b)| *a += b);
+                loss_minus.iter_mut().zip(lm).for_each(|(a, b)| *a += b);
+            }
+            bias.update(&loss_plus, &loss_minus, l.bias_norm);
+        }
         let mut grad = vec![0f64; n];
         let mut hess = vec![0f64; n];
         let mut loss_sum = 0.0;
         let mut weight_sum = 0.0;
         let mut used = 0usize;
-        for (q, result) in train.queries.iter().zip(per_query) {
+        for (q, (result, _)) in train.queries.iter().zip(per_query) {
             if let Some(r) = result {
                 // A query's weight (SPEC §11, inverse propensity scoring) scales its gradients and hessians, as
                 // LightGBM's and XGBoost's query weights do.
@@ -360,6 +420,7 @@ pub(crate) fn train_forest(
         metrics,
         log,
         cancelled,
+        position_bias: unbiased.map(|(_, _, bias)| bias),
     })
 }
 
@@ -551,6 +612,7 @@ mod tests {
             convention: MetricConvention::Letor,
             source: "synthetic".into(),
             parent: None,
+            click_lists: None,
         }
     }
 
