@@ -199,15 +199,8 @@ pub fn click_set(
 #[cfg(test)]
 mod tests {
     use super::super::semi_synthetic::{simulate, Protocol};
+    use super::super::sessions::test_session as session;
     use super::*;
-
-    fn session(qid: &str, shown: &[usize], clicks: &[usize]) -> RowSession {
-        RowSession {
-            qid: qid.into(),
-            shown: shown.to_vec(),
-            clicks: clicks.to_vec(),
-        }
-    }
 
     fn set() -> RankSet {
         RankSet::new(

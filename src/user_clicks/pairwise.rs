@@ -106,15 +106,8 @@ pub fn list_set(
 
 #[cfg(test)]
 mod tests {
+    use super::super::sessions::test_session as session;
     use super::*;
-
-    fn session(qid: &str, shown: &[usize], clicks: &[usize]) -> RowSession {
-        RowSession {
-            qid: qid.into(),
-            shown: shown.to_vec(),
-            clicks: clicks.to_vec(),
-        }
-    }
 
     #[test]
     fn a_query_is_one_group_and_each_session_one_list_in_shown_order() {

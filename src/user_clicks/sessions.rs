@@ -121,8 +121,19 @@ pub fn check(sessions: &[RowSession], set: &RankSet) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// A session for tests: `qid`'s rows `shown` in that order, `clicks` the rows clicked.
+#[cfg(test)]
+pub(crate) fn test_session(qid: &str, shown: &[usize], clicks: &[usize]) -> RowSession {
+    RowSession {
+        qid: qid.into(),
+        shown: shown.to_vec(),
+        clicks: clicks.to_vec(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_session as session;
     use super::*;
     use crate::rerank::QueryGroup;
 
@@ -135,14 +146,6 @@ mod tests {
             None,
         )
         .unwrap()
-    }
-
-    fn session(qid: &str, shown: &[usize], clicks: &[usize]) -> RowSession {
-        RowSession {
-            qid: qid.into(),
-            shown: shown.to_vec(),
-            clicks: clicks.to_vec(),
-        }
     }
 
     #[test]
