@@ -113,8 +113,8 @@ fn hold_out<T>(mut all: Vec<T>, holdout: f64, what: &str) -> anyhow::Result<(Vec
 
 /// The server's logged first pages and their clicks, as sessions.
 fn logged_sessions(args: &ClickModelArgs) -> anyhow::Result<Vec<Session>> {
-    let url = args.data.database_url(args.database_url.clone())?;
-    let pages = super::logged_first_pages(&url)?;
+    let config = args.data.server_config(args.database_url.clone())?;
+    let pages = super::logged_first_pages(&config)?;
     Ok(pages
         .into_iter()
         .map(|p| Session {

@@ -87,15 +87,24 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    /// The database URL by the precedence `rankd serve` uses: `flag`, the environment, the
-    /// configuration file, else the SQLite file in the data directory.
-    pub fn database_url(&self, flag: Option<String>) -> anyhow::Result<String> {
-        let config = crate::config::Config::load(crate::config::Flags {
+    /// The server's configuration, as `rankd serve` resolves it, with the database URL `flag`
+    /// (else the environment, the configuration file, the SQLite file in the data directory).
+    pub(crate) fn server_config(
+        &self,
+        flag: Option<String>,
+    ) -> anyhow::Result<crate::config::Config> {
+        crate::config::Config::load(crate::config::Flags {
             data_dir: Some(self.data_dir.clone()),
             database_url: flag,
             ..Default::default()
-        })?;
-        Ok(config.database_url())
+        })
+        .map_err(|e| crate::error::Invalid(format!("{e:#}")).into())
+    }
+
+    /// The database URL by the precedence `rankd serve` uses: `flag`, the environment, the
+    /// configuration file, else the SQLite file in the data directory.
+    pub fn database_url(&self, flag: Option<String>) -> anyhow::Result<String> {
+        Ok(self.server_config(flag)?.database_url())
     }
 
     pub fn config(&self) -> anyhow::Result<Option<crate::text::IndexConfig>> {
@@ -166,24 +175,14 @@ where
     runtime.block_on(async { work(crate::db::Db::open(url).await?).await })
 }
 
-/// The server's newest logged first pages and their clicks, from the database at `url`: as
-/// many as the server's `[events] max_training_pages` (`RANKD_EVENTS_MAX_TRAINING_PAGES`, else
-/// its default).
-pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
-    let newest = match std::env::var("RANKD_EVENTS_MAX_TRAINING_PAGES") {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .ok()
-            .filter(|&n: &usize| n > 0)
-            .ok_or_else(|| {
-                crate::error::Invalid(format!(
-                    "RANKD_EVENTS_MAX_TRAINING_PAGES must be a positive integer, got {v:?}"
-                ))
-            })?,
-        Err(_) => crate::events::DEFAULT_MAX_TRAINING_PAGES,
-    };
-    let pages = on_database(url, |db| async move {
+/// The server's newest logged first pages and their clicks, from its database: as many as
+/// its `[events] max_training_pages`.
+pub(crate) fn logged_first_pages(
+    config: &crate::config::Config,
+) -> anyhow::Result<Vec<crate::db::events::ClickedPage>> {
+    let url = config.database_url();
+    let newest = config.events.max_training_pages;
+    let pages = on_database(&url, |db| async move {
         Ok(db
             .first_page_sessions(crate::db::events::Pages::All, newest)
             .await?)
@@ -192,7 +191,7 @@ pub(crate) fn logged_first_pages(url: &str) -> anyhow::Result<Vec<crate::db::eve
         return Err(crate::error::Invalid(format!(
             "the database ({}) holds no logged first page: serve searches with \
              [events] log_impressions on, and post their clicks to /events",
-            crate::db::redact(url)
+            crate::db::redact(&url)
         ))
         .into());
     }

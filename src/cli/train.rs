@@ -112,8 +112,12 @@ pub(crate) enum Source {
     Index {
         /// At least one of `judged` and `clicks`.
         judged: Option<Judged>,
-        /// The database holding the click log, and how clicks are weighted.
-        clicks: Option<(String, crate::training::clicks::ClickOptions)>,
+        /// The server's configuration (its database holds the click log; `[events]
+        /// max_training_pages` bounds what is read of it), and how clicks are weighted.
+        clicks: Option<(
+            Box<crate::config::Config>,
+            crate::training::clicks::ClickOptions,
+        )>,
         data: super::DataArgs,
         first_phase: crate::text::ModelKind,
         window: usize,
@@ -312,8 +316,8 @@ impl Source {
                     None => (Vec::new(), String::new()),
                 };
                 let clicks = match clicks {
-                    Some((url, options)) => {
-                        let pages = super::logged_first_pages(url)?;
+                    Some((config, options)) => {
+                        let pages = super::logged_first_pages(config)?;
                         name = if name.is_empty() {
                             "logged clicks".into()
                         } else {
@@ -401,7 +405,10 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             debias: args.debias,
             propensity_clip: args.propensity_clip,
         };
-        Some((args.data.database_url(args.database_url.clone())?, options))
+        Some((
+            Box::new(args.data.server_config(args.database_url.clone())?),
+            options,
+        ))
     } else {
         None
     };

@@ -726,6 +726,30 @@ fn train_from_logged_clicks() {
     assert_eq!(stats["clicks"], clicks, "{stats}");
     assert_eq!(stats["queries"], 10, "{stats}");
     assert_eq!(stats["pages"], 2000, "{stats}");
+
+    // The server's `[events] max_training_pages`, from its configuration file or the
+    // environment, bounds what the command reads, as it bounds the server's own training.
+    let config = dir.path().join("rankd.toml");
+    std::fs::write(&config, "[events]\nmax_training_pages = 500\n").unwrap();
+    let bounded = |env: &[(&str, &str)]| {
+        crate::util::rankd_command()
+            .args(["train", "--clicks", "--data-dir", &data, "--json"])
+            .args(["--model", "linear", "--epochs", "2", "--out", "/dev/null"])
+            .env("RANKD_LOG", "error")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let from_file = bounded(&[("RANKD_CONFIG", config.to_str().unwrap())]);
+    let report: serde_json::Value = serde_json::from_slice(&ok(from_file).stdout).unwrap();
+    assert_eq!(report["clicks"]["pages"], 500, "{report}");
+    let bad = bounded(&[("RANKD_EVENTS_MAX_TRAINING_PAGES", "0")]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("max_training_pages"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
     let theta = numbers(&stats["propensities"]);
     assert_eq!(theta[0], 1.0);
     // Measured: 1, 0.502, 0.335, 0.277, 0.207, 0.161, 0.144, 0.131, 0.112, 0.116.
