@@ -36,6 +36,15 @@ pub(crate) fn write_atomic_with(
     path: &Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> anyhow::Result<()> {
+    // A device or a pipe (`--out /dev/null`, `/dev/stdout`, a FIFO) is written in place:
+    // renaming over it would replace the device with a regular file.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        return fill(&mut f).with_context(|| format!("cannot write {}", path.display()));
+    }
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -110,6 +119,40 @@ pub fn remove(path: &Path, removed: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pipe (as `/dev/null` or `/dev/stdout` would be) is written into, not replaced by a
+    /// regular file; a regular file is replaced.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_written_in_place_and_a_file_replaced() {
+        use std::io::Read;
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("out.fifo");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path and mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                let mut got = String::new();
+                std::fs::File::open(fifo)
+                    .unwrap()
+                    .read_to_string(&mut got)
+                    .unwrap();
+                got
+            })
+        };
+        write_atomic(&fifo, b"model").unwrap();
+        // Checked before joining: a replaced pipe would leave the reader waiting for ever.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), "model");
+
+        let file = dir.path().join("model.json");
+        std::fs::write(&file, "old").unwrap();
+        write_atomic(&file, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+    }
 
     #[test]
     fn temporary_files_of_dead_writers_go_and_live_ones_stay() {

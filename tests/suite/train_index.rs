@@ -734,7 +734,8 @@ fn train_from_logged_clicks() {
     let bounded = |env: &[(&str, &str)]| {
         crate::util::rankd_command()
             .args(["train", "--clicks", "--data-dir", &data, "--json"])
-            .args(["--model", "linear", "--epochs", "2", "--out", "/dev/null"])
+            .args(["--model", "linear", "--epochs", "2", "--out"])
+            .arg(dir.path().join("bounded.json"))
             .env("RANKD_LOG", "error")
             .envs(env.iter().copied())
             .output()
