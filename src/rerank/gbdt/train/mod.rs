@@ -255,7 +255,7 @@ pub(crate) fn train_forest(
                 .map(Vec::as_slice)
         })
         .collect();
-    let unbiased = match (&config.click_lists, objective) {
+    let mut unbiased = match (&config.click_lists, objective) {
         (None, _) => None,
         (Some(l), Objective::LambdaNdcg(p)) => Some((l, p, PositionBias::ones(l.positions()))),
         (Some(_), other) => {
@@ -265,7 +265,6 @@ pub(crate) fn train_forest(
             )))
         }
     };
-    let mut unbiased = unbiased;
     for round in 1..=params.trees {
         let started = Instant::now();
         // Gradients and hessians, query by query in parallel (each query writes its rows).
@@ -278,14 +277,7 @@ pub(crate) fn train_forest(
                 let rows = q.rows.clone();
                 if let (Some(lists), Some((_, p, bias))) = (lists, &unbiased) {
                     return Ok(match lists_grad_hess(&scores[rows], lists, p, bias) {
-                        Some(r) => (
-                            Some(QueryNewton {
-                                loss: r.loss,
-                                grad: r.grad,
-                                hess: r.hess,
-                            }),
-                            Some((r.loss_plus, r.loss_minus)),
-                        ),
+                        Some((newton, costs)) => (Some(newton), Some(costs)),
                         None => (None, None),
                     });
                 }

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::{PairCosts, QueryNewton};
 use crate::rerank::objective::{debiased_lambda_grad_hess, LambdaMetric, LambdaParams, PairDebias};
 
 /// XGBoost's `lambdarank_bias_norm` default: the `p` of the bias update's exponent
@@ -100,33 +101,23 @@ impl PositionBias {
     }
 }
 
-/// One group's gradients from its lists under `bias`.
-pub(super) struct ListsNewton {
-    /// Mean over the lists that have a pair of `1 − NDCG@truncation`.
-    pub loss: f64,
-    pub grad: Vec<f64>,
-    pub hess: Vec<f64>,
-    /// The group's pair costs by rank (see [`PairDebias`]).
-    pub loss_plus: Vec<f64>,
-    pub loss_minus: Vec<f64>,
-}
-
 /// The gradients and hessians of a group of `scores.len()` rows from its `lists` (module
-/// doc); `None` when no list has both a click and a row without one.
+/// doc; the loss the mean over the lists that have a pair of `1 − NDCG@truncation`), and the
+/// group's pair costs by rank ([`PairDebias`]); `None` when no list has both a click and a
+/// row without one.
 pub(super) fn lists_grad_hess(
     scores: &[f64],
     lists: &[ClickList],
     p: &LambdaParams,
     bias: &PositionBias,
-) -> Option<ListsNewton> {
+) -> Option<(QueryNewton, PairCosts)> {
     let positions = bias.t_plus.len();
-    let mut out = ListsNewton {
+    let mut out = QueryNewton {
         loss: 0.0,
         grad: vec![0.0; scores.len()],
         hess: vec![0.0; scores.len()],
-        loss_plus: vec![0.0; positions],
-        loss_minus: vec![0.0; positions],
     };
+    let (mut loss_plus, mut loss_minus) = (vec![0.0; positions], vec![0.0; positions]);
     let mut used = 0usize;
     let (mut s, mut g, mut h) = (Vec::new(), Vec::new(), Vec::new());
     for list in lists {
@@ -137,8 +128,8 @@ pub(super) fn lists_grad_hess(
         let mut debias = PairDebias {
             t_plus: &bias.t_plus,
             t_minus: &bias.t_minus,
-            loss_plus: &mut out.loss_plus,
-            loss_minus: &mut out.loss_minus,
+            loss_plus: &mut loss_plus,
+            loss_minus: &mut loss_minus,
         };
         let Some(ndcg) = debiased_lambda_grad_hess(
             &s,
@@ -158,10 +149,8 @@ pub(super) fn lists_grad_hess(
         out.loss += 1.0 - ndcg;
         used += 1;
     }
-    (used > 0).then(|| ListsNewton {
-        loss: out.loss / used as f64,
-        ..out
-    })
+    out.loss /= used.max(1) as f64;
+    (used > 0).then_some((out, (loss_plus, loss_minus)))
 }
 
 #[cfg(test)]
@@ -187,7 +176,7 @@ mod tests {
             list(&[1, 2], &[0, 0]), // no click: nothing to learn
         ];
         let p = LambdaParams::default();
-        let got = lists_grad_hess(&scores, &lists, &p, &PositionBias::ones(4)).unwrap();
+        let (got, _) = lists_grad_hess(&scores, &lists, &p, &PositionBias::ones(4)).unwrap();
         let (mut grad, mut hess, mut loss) = ([0.0; 5], [0.0; 5], 0.0);
         for l in &lists[..2] {
             let s: Vec<f64> = l.rows.iter().map(|&r| scores[r]).collect();
@@ -219,7 +208,7 @@ mod tests {
             t_plus: vec![1.0, 0.5, 0.25],
             t_minus: vec![1.0, 0.8, 0.4],
         };
-        let got = lists_grad_hess(&scores, &lists, &p, &bias).unwrap();
+        let (got, got_costs) = lists_grad_hess(&scores, &lists, &p, &bias).unwrap();
         // Ideal DCG: one gain of 1 at rank 1. The clicked row is at model position 2.
         let d = |i: f64| 1.0 / (2.0 + i).log2();
         let dz_1 = (d(0.0) - d(1.0)).abs(); // swapped with rank 1
@@ -240,11 +229,11 @@ mod tests {
         // Costs: |ΔZ|·ln(1 + e^{−(s_i − s_j)}).
         let cost_1 = dz_1 * (1.0 + 0.5f64.exp()).ln();
         let cost_3 = dz_3 * (1.0 + (-0.5f64).exp()).ln();
-        assert!(close(got.loss_plus[1], cost_1 / 1.0 + cost_3 / 0.4));
-        assert_eq!((got.loss_plus[0], got.loss_plus[2]), (0.0, 0.0));
-        assert!(close(got.loss_minus[0], cost_1 / 0.5));
-        assert!(close(got.loss_minus[2], cost_3 / 0.5));
-        assert_eq!(got.loss_minus[1], 0.0);
+        assert!(close(got_costs.0[1], cost_1 / 1.0 + cost_3 / 0.4));
+        assert_eq!((got_costs.0[0], got_costs.0[2]), (0.0, 0.0));
+        assert!(close(got_costs.1[0], cost_1 / 0.5));
+        assert!(close(got_costs.1[2], cost_3 / 0.5));
+        assert_eq!(got_costs.1[1], 0.0);
     }
 
     #[test]
