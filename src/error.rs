@@ -203,7 +203,8 @@ pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<Er
         ParseError,
         crate::eval::EvalError,
         crate::graph::GraphError,
-        crate::embed::EmbedError
+        crate::embed::EmbedError,
+        crate::dense::DenseError
     );
     None
 }

@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod config;
 pub mod corpus;
 pub mod db;
+pub mod dense;
 pub mod durable;
 pub mod embed;
 pub mod error;

@@ -1,11 +1,16 @@
-//! `rankd embed`: the vectors of the texts given on the command line, one line of numbers per
-//! text (or one JSON object with `--json`), from a sentence-transformers directory or the
-//! default model (fetched into the cache once, `crate::embed::default_model`).
+//! `rankd embed`: the documents' vectors of a data directory (what `model=dense` and
+//! `model=hybrid` search, `crate::dense`), or, given texts, the vectors of those texts, one
+//! line of numbers per text (or one JSON object with `--json`). The embedder is a
+//! sentence-transformers directory or the default model (fetched into the cache once,
+//! `crate::embed::default_model`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::{progress, DataArgs};
+use crate::dense::DocText;
 use crate::embed::Embedder;
+use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
 pub struct EmbedArgs {
@@ -14,15 +19,25 @@ pub struct EmbedArgs {
     /// $XDG_CACHE_HOME/rankd (else ~/.cache/rankd) through Python's pip.
     #[arg(long, env = "RANKD_EMBEDDER_DIR")]
     pub embedder: Option<PathBuf>,
-    /// Print `{"model":DIR,"dim":N,"vectors":[[..],..]}` instead of one line per text.
+    /// What text of a document is embedded: `title`, or `title+passagesN` (the title and the
+    /// first N passages of prose, each at most 200 characters).
+    #[arg(long, default_value_t = DocText::DEFAULT.name())]
+    pub text: String,
+    /// Print JSON: `{"model":DIR,"dim":N,"vectors":[[..],..]}` for texts, the job's report
+    /// for documents.
     #[arg(long)]
     pub json: bool,
-    /// The texts to embed.
-    #[arg(required = true)]
+    /// Texts to embed and print; without any, the documents of --data-dir are embedded.
     pub texts: Vec<String>,
+    #[command(flatten)]
+    pub data: DataArgs,
 }
 
 pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
+    let text: DocText = args.text.parse().map_err(crate::error::Invalid)?;
+    if args.texts.is_empty() {
+        return documents(&args, text);
+    }
     let embedder = Embedder::load_or_default(args.embedder.as_deref())?;
     let vectors = embedder.embed_batch(&args.texts)?;
     let mut out = std::io::stdout().lock();
@@ -40,4 +55,48 @@ pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The documents' vectors of the data directory, brought up to date.
+fn documents(args: &EmbedArgs, text: DocText) -> anyhow::Result<()> {
+    let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
+    let embedder = Embedder::load_or_default(args.embedder.as_deref())?;
+    let report = embed_documents(&index, &embedder, text, args.json)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        println!(
+            "{} documents have vectors in {} ({} embedded, {} kept, {} dropped)",
+            report.vectors,
+            crate::dense::store::path(&index.dir).display(),
+            report.embedded,
+            report.reused,
+            report.dropped
+        );
+    }
+    Ok(())
+}
+
+/// Brings the vectors of `index` up to date with a progress bar (hidden when `quiet`); shared
+/// with `rankd demo`.
+pub(super) fn embed_documents(
+    index: &TextIndex,
+    embedder: &Embedder,
+    text: DocText,
+    quiet: bool,
+) -> anyhow::Result<crate::dense::build::BuildReport> {
+    let bar = progress(0, "embedding", quiet);
+    let (_, report) = crate::dense::build::update(
+        &index.dir,
+        index,
+        embedder,
+        text,
+        &mut |warning| eprintln!("warning: {warning}"),
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )?;
+    bar.finish_and_clear();
+    Ok(report)
 }

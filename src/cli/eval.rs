@@ -2,6 +2,7 @@
 //! score the run under SPEC §4's conventions (numbers agree with trec_eval on the same files).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{progress, DataArgs};
 use crate::corpus::cranfield::{self, Judgments};
@@ -67,19 +68,25 @@ pub struct EvalArgs {
         default_value = "a"
     )]
     pub judgments: JudgmentVariant,
-    /// A model of SPEC §1, or `fusion` (with --inputs and --fusion).
+    /// A model of SPEC §1, `dense` or `hybrid` (SPEC §10; needs `rankd embed`), or `fusion`
+    /// (with --inputs and --fusion).
     #[arg(long, default_value = "bm25")]
     pub model: String,
     /// With --model fusion: the fused models, comma-separated (e.g. bm25f,lm,bm25prox).
     #[arg(long)]
     pub inputs: Option<String>,
-    /// With --model fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6).
+    /// With --model fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6); with
+    /// --model hybrid: rrf or linear.
     #[arg(long)]
     pub fusion: Option<String>,
+    /// With --model hybrid: the dense list's weight in [0, 1].
+    #[arg(long)]
+    pub hybrid_ratio: Option<f64>,
     /// RRF's k (default 60).
     #[arg(long)]
     pub fusion_k: Option<f64>,
-    /// How combsum and combmnz normalise scores: minmax (default) or zscore.
+    /// How combsum, combmnz and hybrid's linear fusion normalise scores: minmax (default),
+    /// zscore or l2.
     #[arg(long)]
     pub fusion_norm: Option<String>,
     /// One positive weight per input, comma-separated.
@@ -111,6 +118,10 @@ pub struct EvalArgs {
     /// `--window` and re-sort them, as `/search?boost=pagerank` does (needs `rankd graph`).
     #[arg(long)]
     pub boost_pagerank: Option<f32>,
+    /// The embedder of `--model dense|hybrid` (default: the one that computed the index's
+    /// vectors).
+    #[arg(long, env = "RANKD_EMBEDDER_DIR")]
+    pub embedder: Option<PathBuf>,
     /// Stop at the first query that cannot be run (default: report it and go on).
     #[arg(long)]
     pub strict: bool,
@@ -138,6 +149,7 @@ impl EvalArgs {
             model: self.model.clone(),
             inputs: self.inputs.clone(),
             fusion: self.fusion.clone(),
+            hybrid_ratio: self.hybrid_ratio,
             fusion_k: self.fusion_k,
             fusion_norm: self.fusion_norm.clone(),
             fusion_weights: self.fusion_weights.clone(),
@@ -162,7 +174,20 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         Some(path) => Some(ActiveModel::load(path)?),
         None => None,
     };
+    let dense = if query.dense || query.fusion.as_ref().is_some_and(|f| f.uses_dense()) {
+        let dense = crate::dense::load(&index, args.embedder.as_deref())?;
+        Some(dense.ok_or_else(|| {
+            crate::error::Invalid(format!(
+                "{} has no document vectors: run `rankd embed --data-dir {}` first",
+                args.data.data_dir.display(),
+                args.data.data_dir.display()
+            ))
+        })?)
+    } else {
+        None
+    };
     let engine = Engine::new(index).with_links(links).with_model(active);
+    engine.set_dense(dense.map(Arc::new));
     let name = ranked_by(&engine, &query);
     let bar = progress(queries.len() as u64, "queries", args.json);
     let (run, failed) = run_queries(&engine, &queries, &query, args.strict, &|| bar.inc(1))?;

@@ -54,7 +54,12 @@ impl Deadline {
 pub fn check_cost(q: &SearchQuery) -> Result<usize, SearchError> {
     // The plain analyzer keeps every word: stemming and stop words only lower the count.
     let words = QueryTerms::analyze(&q.text, Analyzer::Plain)?.terms.len();
-    let models = q.fusion.as_ref().map_or(1, |f| f.inputs.len());
+    // The dense input walks no posting list.
+    let models = match &q.fusion {
+        Some(f) => f.inputs.iter().filter(|r| r.text().is_some()).count(),
+        None if q.dense => 0,
+        None => 1,
+    };
     let lists = words.saturating_mul(models);
     if lists <= MAX_TERM_LISTS {
         return Ok(lists);
@@ -73,7 +78,7 @@ pub fn check_cost(q: &SearchQuery) -> Result<usize, SearchError> {
 mod tests {
     use super::*;
     use crate::search::fusion::Method;
-    use crate::search::{Fusion, FusionQuery};
+    use crate::search::{Fusion, FusionQuery, Retriever};
     use crate::text::ModelKind;
     use std::time::Duration;
 
@@ -92,12 +97,21 @@ mod tests {
         );
         let mut q = SearchQuery::new(words(1024), 10);
         q.fusion = Some(FusionQuery {
-            inputs: vec![ModelKind::Bm25, ModelKind::Bm25F],
-            fusion: Fusion::new(Method::Rrf, 2, None, None, None).unwrap(),
+            inputs: vec![
+                Retriever::Text(ModelKind::Bm25),
+                Retriever::Text(ModelKind::Bm25F),
+                Retriever::Dense,
+            ],
+            fusion: Fusion::new(Method::Rrf, 3, None, None, None).unwrap(),
             depth: 100,
+            hybrid: false,
         });
         assert_eq!(check_cost(&q).unwrap(), 2048);
-        q.fusion.as_mut().unwrap().inputs.push(ModelKind::Lm);
+        q.fusion
+            .as_mut()
+            .unwrap()
+            .inputs
+            .push(Retriever::Text(ModelKind::Lm));
         match check_cost(&q) {
             Err(SearchError::Param { field, message }) => {
                 assert_eq!(field, "inputs");

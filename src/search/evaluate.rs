@@ -80,10 +80,12 @@ pub(crate) fn run_queries(
 }
 
 /// The name of what `query` ranks by, for the report and the run's tag: its model, or
-/// `fusion-METHOD`.
+/// `fusion-METHOD` (`hybrid-METHOD`), or `dense`.
 pub(crate) fn ranked_by(engine: &Engine, query: &SearchQuery) -> String {
     match (&query.fusion, query.model) {
+        (Some(f), _) if f.hybrid => format!("hybrid-{}", f.fusion.method),
         (Some(f), _) => format!("fusion-{}", f.fusion.method),
+        (None, _) if query.dense => "dense".to_string(),
         (None, Some(model)) => model.to_string(),
         (None, None) => engine.index.config.default_model.to_string(),
     }

@@ -106,6 +106,8 @@ pub enum Norm {
     MinMax,
     /// `(s − mean) / max(σ, 1e-9)`, σ the population standard deviation.
     ZScore,
+    /// `s / max(√(Σ s²), 1e-9)` (SPEC §10; hybrid search's second normalisation).
+    L2,
 }
 
 impl std::str::FromStr for Norm {
@@ -114,6 +116,7 @@ impl std::str::FromStr for Norm {
         match s {
             "minmax" => Ok(Norm::MinMax),
             "zscore" => Ok(Norm::ZScore),
+            "l2" => Ok(Norm::L2),
             other => Err(FusionError::UnknownNorm(other.to_string())),
         }
     }
@@ -124,6 +127,7 @@ impl fmt::Display for Norm {
         f.write_str(match self {
             Norm::MinMax => "minmax",
             Norm::ZScore => "zscore",
+            Norm::L2 => "l2",
         })
     }
 }
@@ -133,7 +137,7 @@ impl fmt::Display for Norm {
 pub enum FusionError {
     #[error("unknown fusion method `{0}` (known: rrf, combsum, combmnz, borda, condorcet)")]
     UnknownMethod(String),
-    #[error("unknown normalisation `{0}` (known: minmax, zscore)")]
+    #[error("unknown normalisation `{0}` (known: minmax, zscore, l2)")]
     UnknownNorm(String),
     #[error("fusion needs at least two input lists, got {0}")]
     TooFewInputs(usize),
@@ -334,6 +338,10 @@ fn normalise<K>(norm: Norm, list: &[(K, f64)]) -> Vec<f64> {
             let variance = scores.clone().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n;
             let denominator = variance.sqrt().max(1e-9);
             scores.map(|s| (s - mean) / denominator).collect()
+        }
+        Norm::L2 => {
+            let denominator = scores.clone().map(|s| s * s).sum::<f64>().sqrt().max(1e-9);
+            scores.map(|s| s / denominator).collect()
         }
     }
 }

@@ -72,17 +72,66 @@ pub enum Ranking {
     Sort(SortMode),
 }
 
-/// A first phase fused from several models' lists (SPEC §6).
+/// What ranks one input list of a fusion: a text model, or the dense similarity of the
+/// query's and the documents' vectors (SPEC §10, `crate::dense`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retriever {
+    Text(ModelKind),
+    Dense,
+}
+
+impl Retriever {
+    /// The text model, for an input that is one.
+    pub fn text(self) -> Option<ModelKind> {
+        match self {
+            Retriever::Text(kind) => Some(kind),
+            Retriever::Dense => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Retriever {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Retriever::Text(kind) => f.write_str(kind.name()),
+            Retriever::Dense => f.write_str("dense"),
+        }
+    }
+}
+
+impl std::str::FromStr for Retriever {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dense" => Ok(Retriever::Dense),
+            _ => s.parse::<ModelKind>().map(Retriever::Text).map_err(|_| {
+                let mut names: Vec<&str> = ModelKind::ALL.iter().map(|k| k.name()).collect();
+                names.push("dense");
+                format!("unknown model `{s}` (known: {})", names.join(", "))
+            }),
+        }
+    }
+}
+
+/// A first phase fused from several models' lists (SPEC §6), or `model=hybrid`'s fusion of a
+/// text model's list with the dense one (SPEC §10).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FusionQuery {
     /// The models whose lists are fused, each at most once.
-    pub inputs: Vec<ModelKind>,
+    pub inputs: Vec<Retriever>,
     pub fusion: Fusion,
     /// How many of each model's top documents are fused.
     pub depth: usize,
+    /// Asked for as `model=hybrid` (which the answer says).
+    pub hybrid: bool,
 }
 
 impl FusionQuery {
+    /// Whether an input is the dense similarity.
+    pub fn uses_dense(&self) -> bool {
+        self.inputs.contains(&Retriever::Dense)
+    }
+
     /// Fuses one list per input (each in rank order, keyed by document), and reports each
     /// input's agreement with the fused list: one index's lists, or a root's lists merged over
     /// the shards.
@@ -149,6 +198,9 @@ pub struct SearchQuery {
     pub returns: Returns,
     /// Fuse several models instead of ranking by `model`.
     pub fusion: Option<FusionQuery>,
+    /// `model=dense`: the first phase is the documents nearest to the query's vector
+    /// (SPEC §10), not `model`'s ranking.
+    pub dense: bool,
     /// Keep one hit per group of these keys (empty: no collapsing; [`collapse`]).
     pub collapse: Vec<CollapseKey>,
     /// The window collapsing walks when neither a boost nor a reranker sets one.
@@ -177,6 +229,7 @@ impl SearchQuery {
             explain: false,
             returns: Returns::IDS,
             fusion: None,
+            dense: false,
             collapse: Vec::new(),
             collapse_window: DEFAULT_WINDOW,
             now: None,
@@ -254,6 +307,21 @@ impl SearchQuery {
                 return Err(param(
                     "sort",
                     "sort orders one model's matching documents; it does not apply to a fusion"
+                        .into(),
+                ));
+            }
+        }
+        if self.dense {
+            if self.fusion.is_some() {
+                return Err(param(
+                    "model",
+                    "model=dense is one first phase; it is not also a fusion".into(),
+                ));
+            }
+            if let Ranking::Sort(_) = self.ranking {
+                return Err(param(
+                    "sort",
+                    "sort orders a text model's matching documents; it does not apply to model=dense"
                         .into(),
                 ));
             }
@@ -633,6 +701,30 @@ fn interleaved(a: Vec<Ranked>, b: Vec<Ranked>, len: usize, seed: u64) -> Vec<Ran
         .collect()
 }
 
+/// What a dense or hybrid search holds for its whole run: the vectors, the searcher's row
+/// tables and the query's vector.
+struct DenseQuery {
+    dense: Arc<crate::dense::Dense>,
+    rows: Arc<crate::dense::Rows>,
+    vector: Vec<f32>,
+}
+
+impl DenseQuery {
+    /// The nearest `limit` documents after `skip` in `q`'s language, and how many were ranked.
+    fn nearest(&self, q: &SearchQuery, limit: usize, skip: usize) -> (Vec<Candidate>, usize) {
+        let lang = q.lang.as_deref().map(crate::corpus::lang::code);
+        let (top, ranked) = self
+            .dense
+            .index
+            .nearest(&self.rows, &self.vector, limit, skip, lang);
+        let top = top
+            .into_iter()
+            .map(|(address, score)| Candidate::new(address, score))
+            .collect();
+        (top, ranked)
+    }
+}
+
 /// What the first phase found: the ranked candidates and what explains them.
 struct FirstPhase {
     /// Best first.
@@ -647,7 +739,7 @@ struct FirstPhase {
 struct Fused {
     report: FusionReport,
     /// Per input: its model and each listed document's (rank, score).
-    inputs: Vec<(ModelKind, InputRanks)>,
+    inputs: Vec<(Retriever, InputRanks)>,
 }
 
 /// Each document an input listed: its 1-based rank and its score.
@@ -696,6 +788,10 @@ pub struct Engine {
     /// The generation from a store this index follows (`crate::cluster::generation`); 0
     /// when it follows none.
     store_generation: std::sync::atomic::AtomicU64,
+    /// The embedder and document vectors of dense and hybrid search, once computed.
+    dense: ArcSwapOption<crate::dense::Dense>,
+    /// Where the document vectors stand.
+    pub dense_status: crate::dense::Status,
 }
 
 /// The first-phase score of each document at `addresses`, term by term (tantivy's
@@ -733,7 +829,52 @@ impl Engine {
             model: ArcSwapOption::empty(),
             switching: std::sync::RwLock::new(()),
             store_generation: std::sync::atomic::AtomicU64::new(0),
+            dense: ArcSwapOption::empty(),
+            dense_status: crate::dense::Status::default(),
         }
+    }
+
+    /// The embedder and vectors dense and hybrid search use, if any.
+    pub fn dense(&self) -> Option<Arc<crate::dense::Dense>> {
+        self.dense.load_full()
+    }
+
+    /// Serves `dense` from the next search on.
+    pub fn set_dense(&self, dense: Option<Arc<crate::dense::Dense>>) {
+        self.dense.store(dense);
+    }
+
+    /// The query's vector and the vectors of `searcher`'s documents, for a search that
+    /// needs them; unavailable (503) while they are being computed or when there are none.
+    fn dense_query(&self, q: &SearchQuery, searcher: &Searcher) -> Result<DenseQuery, SearchError> {
+        let Some(dense) = self.dense() else {
+            let why = match self.dense_status.get() {
+                crate::dense::Progress::Off => {
+                    "dense and hybrid search need document vectors: run `rankd embed` on this \
+                     data directory (or start the server with --embed)"
+                        .to_string()
+                }
+                crate::dense::Progress::Loading => "the embedder is loading".to_string(),
+                crate::dense::Progress::Embedding { done, total } => format!(
+                    "the documents' vectors are being computed ({done} of {total}); text \
+                     models serve meanwhile"
+                ),
+                crate::dense::Progress::Ready { .. } => "no document vectors".to_string(),
+                crate::dense::Progress::Failed { message } => {
+                    format!("computing the documents' vectors failed: {message}")
+                }
+            };
+            return Err(SearchError::Unavailable(why));
+        };
+        let vector = dense
+            .embed_query(&q.text)
+            .map_err(|e| SearchError::Internal(anyhow::anyhow!("embedding the query: {e}")))?;
+        let rows = dense.index.rows(searcher)?;
+        Ok(DenseQuery {
+            dense,
+            rows,
+            vector,
+        })
     }
 
     /// The generation from a store being served, if the index follows one.
@@ -891,8 +1032,10 @@ impl Engine {
         let mut response = SearchResponse {
             query_id: None,
             query: q.text.clone(),
-            model: match q.fusion {
+            model: match &q.fusion {
+                Some(f) if f.hybrid => "hybrid".to_string(),
                 Some(_) => "fusion".to_string(),
+                None if q.dense => "dense".to_string(),
                 None => kind.to_string(),
             },
             reranker: model.as_ref().map(|m| m.id().to_string()),
@@ -919,9 +1062,17 @@ impl Engine {
         };
         let query = AnalyzedQuery::new(q.text.as_str());
         let view = self.view(&query, &searcher, &stats, links.as_deref());
-        let first = match &q.fusion {
-            Some(f) => self.fused_first_phase(view, q, f, limit, skip, deadline)?,
-            None => self.first_phase(view, q, kind, limit, skip, now)?,
+        let dense = match (&q.fusion, q.dense) {
+            (_, true) => Some(self.dense_query(q, &searcher)?),
+            (Some(f), _) if f.uses_dense() => Some(self.dense_query(q, &searcher)?),
+            _ => None,
+        };
+        let first = match (&q.fusion, &dense) {
+            (Some(f), _) => {
+                self.fused_first_phase(view, q, f, dense.as_ref(), limit, skip, deadline)?
+            }
+            (None, Some(d)) => Self::dense_first_phase(q, d, limit, skip),
+            (None, None) => self.first_phase(view, q, kind, limit, skip, now)?,
         };
         deadline.check("first phase")?;
         let Some(first) = first else {
@@ -971,7 +1122,7 @@ impl Engine {
                 };
                 let how = features::Extraction {
                     prf,
-                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
+                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none() && !q.dense,
                     now,
                     rating: MeanRating::OfIndex,
                 };
@@ -1137,12 +1288,35 @@ impl Engine {
         }))
     }
 
+    /// `model=dense`'s first phase: the nearest `limit` documents after `skip`. `None` for a
+    /// query with no text.
+    fn dense_first_phase(
+        q: &SearchQuery,
+        dense: &DenseQuery,
+        limit: usize,
+        skip: usize,
+    ) -> Option<FirstPhase> {
+        if q.text.trim().is_empty() {
+            return None;
+        }
+        let (top, ranked) = dense.nearest(q, limit, skip);
+        Some(FirstPhase {
+            top,
+            total_hits: ranked,
+            bound: None,
+            fused: None,
+        })
+    }
+
     /// A fused first phase (SPEC §6): each input's top `depth`, fused, then `skip`/`limit`.
+    /// The dense input's list is `dense`'s nearest documents.
+    #[allow(clippy::too_many_arguments)]
     fn fused_first_phase(
         &self,
         view: features::View,
         q: &SearchQuery,
         f: &FusionQuery,
+        dense: Option<&DenseQuery>,
         limit: usize,
         skip: usize,
         deadline: Deadline,
@@ -1150,7 +1324,22 @@ impl Engine {
         let mut lists: Vec<Vec<(DocAddress, f64)>> = Vec::with_capacity(f.inputs.len());
         let (searcher, stats) = (view.searcher, view.stats);
         let mut total_hits = None;
-        for &kind in &f.inputs {
+        let mut dense_ranked = None;
+        for &input in &f.inputs {
+            let kind = match (input, dense) {
+                (Retriever::Text(kind), _) => kind,
+                (Retriever::Dense, Some(d)) => {
+                    let Some(first) = Self::dense_first_phase(q, d, f.depth, 0) else {
+                        lists.push(Vec::new());
+                        continue;
+                    };
+                    dense_ranked = Some(first.total_hits);
+                    let list = first.top.into_iter();
+                    lists.push(list.map(|c| (c.address, f64::from(c.score))).collect());
+                    continue;
+                }
+                (Retriever::Dense, None) => unreachable!("a dense input has its query vector"),
+            };
             match q.bind(&view, kind)? {
                 Some(bound) => {
                     if total_hits.is_none() {
@@ -1170,7 +1359,8 @@ impl Engine {
             }
             deadline.check("first phase")?;
         }
-        let Some(total_hits) = total_hits else {
+        // A query whose words are all stopwords still has a meaning.
+        let Some(total_hits) = total_hits.or(dense_ranked) else {
             return Ok(None);
         };
         let (fused, report) = f.fuse(&lists)?;

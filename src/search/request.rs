@@ -8,6 +8,8 @@
 //! [`SearchQuery::validate`]'s. Errors name the parameter (`SearchError::Param`), which the
 //! HTTP API answers as a 400 and the command line as a usage error.
 
+use super::fusion::Method;
+use super::Retriever;
 use super::SearchError;
 use super::{
     check_window, CollapseKey, Fusion, FusionError, FusionQuery, Ranking, Returns, SearchQuery,
@@ -15,6 +17,12 @@ use super::{
 };
 use crate::text::config::TextField;
 use crate::text::ModelKind;
+
+/// `model=hybrid`'s fusion when the request does not say (docs/EVALUATION.md, "Dense and
+/// hybrid retrieval").
+pub(crate) const DEFAULT_HYBRID_FUSION: &str = "rrf";
+/// `model=hybrid`'s weight of the dense list when the request does not say (same section).
+pub(crate) const DEFAULT_HYBRID_RATIO: f64 = 0.5;
 
 /// Largest `k` one request may ask for.
 pub(crate) const MAX_K: usize = 1000;
@@ -70,16 +78,22 @@ pub struct SearchRequest {
     pub k: Option<usize>,
     /// hits to skip (default 0)
     pub offset: Option<usize>,
-    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, or fusion (with `inputs` and `fusion`;
+    /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, dense (the documents nearest in meaning,
+    /// SPEC §10), hybrid (bm25f fused with dense), or fusion (with `inputs` and `fusion`;
     /// default: the index's, bm25f)
     pub model: Option<String>,
-    /// with model=fusion: the fused models, comma-separated, each once (e.g. bm25f,lm,bm25prox)
+    /// with model=fusion: the fused models, comma-separated, each once (e.g. bm25f,lm,dense)
     pub inputs: Option<String>,
-    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6)
+    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6); with
+    /// model=hybrid: rrf or linear (a convex combination of normalised scores)
     pub fusion: Option<String>,
+    /// with model=hybrid: the dense list's weight α in [0, 1], the text model's 1 − α
+    /// (Meilisearch's `semanticRatio`)
+    pub hybrid_ratio: Option<f64>,
     /// RRF's k, in [0, 1e6] (default 60)
     pub fusion_k: Option<f64>,
-    /// how combsum and combmnz normalise scores: minmax (default) or zscore
+    /// how combsum, combmnz and hybrid's linear fusion normalise scores: minmax (default),
+    /// zscore or l2
     pub fusion_norm: Option<String>,
     /// one positive weight per input, comma-separated (default all 1)
     pub fusion_weights: Option<String>,
@@ -121,13 +135,16 @@ impl SearchRequest {
     /// reranking is on by default.
     pub fn into_query(self, reranker_active: bool) -> Result<SearchQuery, SearchError> {
         let p = self;
-        let (model, fusion) = match p.model.as_deref() {
-            Some("fusion") => (None, Some(fusion_query(&p)?)),
+        let (model, fusion, dense) = match p.model.as_deref() {
+            Some("fusion") => (None, Some(fusion_query(&p)?), false),
+            Some("hybrid") => (None, Some(hybrid_query(&p)?), false),
+            Some("dense") => (None, None, true),
             Some(m) => (
                 Some(m.parse::<ModelKind>().map_err(|e| bad("model", e))?),
                 None,
+                false,
             ),
-            None => (None, None),
+            None => (None, None, false),
         };
         if fusion.is_none() {
             for (name, given) in [
@@ -139,9 +156,15 @@ impl SearchRequest {
                 ("fusion_depth", p.fusion_depth.is_some()),
             ] {
                 if given {
-                    return Err(bad(name, format!("{name} applies to model=fusion")));
+                    return Err(bad(
+                        name,
+                        format!("{name} applies to model=fusion and model=hybrid"),
+                    ));
                 }
             }
+        }
+        if p.hybrid_ratio.is_some() && p.model.as_deref() != Some("hybrid") {
+            return Err(bad("hybrid_ratio", "hybrid_ratio applies to model=hybrid"));
         }
         if let Some(field) = &p.field {
             field.parse::<TextField>().map_err(|e| bad("field", e))?;
@@ -270,6 +293,7 @@ impl SearchRequest {
             explain: p.explain.unwrap_or(false),
             returns,
             fusion,
+            dense,
             collapse,
             collapse_window,
             now: None,
@@ -294,8 +318,11 @@ pub(crate) struct EvalRequest {
     pub model: String,
     /// with model=fusion: the fused models, comma-separated, each once
     pub inputs: Option<String>,
-    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6)
+    /// with model=fusion: rrf, combsum, combmnz, borda or condorcet (SPEC §6); with
+    /// model=hybrid: rrf or linear
     pub fusion: Option<String>,
+    /// with model=hybrid: the dense list's weight in [0, 1]
+    pub hybrid_ratio: Option<f64>,
     /// RRF's k (default 60)
     pub fusion_k: Option<f64>,
     /// how combsum and combmnz normalise scores: minmax (default) or zscore
@@ -330,7 +357,7 @@ impl EvalRequest {
             ));
         }
         let fusion_depth = match self.model.as_str() {
-            "fusion" => Some(self.fusion_depth.unwrap_or(depth.min(MAX_WINDOW))),
+            "fusion" | "hybrid" => Some(self.fusion_depth.unwrap_or(depth.min(MAX_WINDOW))),
             _ => self.fusion_depth,
         };
         // Asked for, the reranker reranks; without one at hand the engine refuses, as for a
@@ -343,6 +370,7 @@ impl EvalRequest {
             model: Some(self.model),
             inputs: self.inputs,
             fusion: self.fusion,
+            hybrid_ratio: self.hybrid_ratio,
             fusion_k: self.fusion_k,
             fusion_norm: self.fusion_norm,
             fusion_weights: self.fusion_weights,
@@ -376,14 +404,14 @@ impl EvalRequest {
 
 /// The fusion `model=fusion` asks for, checked.
 fn fusion_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
-    let inputs: Vec<ModelKind> = p
+    let inputs: Vec<Retriever> = p
         .inputs
         .as_deref()
         .ok_or_else(|| bad("inputs", "model=fusion needs inputs=MODEL,MODEL,..."))?
         .split(',')
         .map(str::trim)
         .filter(|m| !m.is_empty())
-        .map(|m| m.parse::<ModelKind>().map_err(|e| bad("inputs", e)))
+        .map(|m| m.parse::<Retriever>().map_err(|e| bad("inputs", e)))
         .collect::<Result<_, _>>()?;
     let method = p.fusion.as_deref().ok_or_else(|| {
         bad(
@@ -425,9 +453,77 @@ fn fusion_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
         bad(field, e.to_string())
     })?;
     Ok(FusionQuery {
-        inputs,
+        inputs: inputs.into_iter().collect(),
         fusion,
         depth: p.fusion_depth.unwrap_or(DEFAULT_FUSION_DEPTH),
+        hybrid: false,
+    })
+}
+
+/// `model=hybrid` (SPEC §10): BM25F's list and the dense list, fused by weighted RRF or by a
+/// convex combination of normalised scores (CombSUM with weights 1 − α and α), checked.
+fn hybrid_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
+    for (name, given) in [
+        ("inputs", p.inputs.is_some()),
+        ("fusion_weights", p.fusion_weights.is_some()),
+    ] {
+        if given {
+            return Err(bad(
+                name,
+                format!(
+                    "model=hybrid fuses bm25f with dense, weighted by hybrid_ratio; {name} applies to model=fusion"
+                ),
+            ));
+        }
+    }
+    let ratio = p.hybrid_ratio.unwrap_or(DEFAULT_HYBRID_RATIO);
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err(bad(
+            "hybrid_ratio",
+            format!("hybrid_ratio must be a number in [0, 1], got {ratio}"),
+        ));
+    }
+    let method = match p.fusion.as_deref().unwrap_or(DEFAULT_HYBRID_FUSION) {
+        "rrf" => Method::Rrf,
+        "linear" => Method::CombSum,
+        other => {
+            return Err(bad(
+                "fusion",
+                format!("model=hybrid fuses by rrf or linear, not `{other}`"),
+            ))
+        }
+    };
+    if method == Method::Rrf && p.fusion_norm.is_some() {
+        return Err(bad(
+            "fusion_norm",
+            "fusion_norm applies to fusion=linear, which reads scores; rrf reads ranks",
+        ));
+    }
+    if method == Method::CombSum && p.fusion_k.is_some() {
+        return Err(bad(
+            "fusion_k",
+            "fusion_k is RRF's k; it does not apply to fusion=linear",
+        ));
+    }
+    // Weights are checked as any fusion's (two positive ones), then set to 1 − α and α,
+    // which may be 0: the ends of the ratio are one list alone.
+    let mut fusion =
+        Fusion::from_names(method.name(), 2, p.fusion_k, p.fusion_norm.as_deref(), None).map_err(
+            |e| {
+                let field = match e {
+                    FusionError::BadK(_) => "fusion_k",
+                    FusionError::UnknownNorm(_) => "fusion_norm",
+                    _ => "fusion",
+                };
+                bad(field, e.to_string())
+            },
+        )?;
+    fusion.weights = vec![1.0 - ratio, ratio];
+    Ok(FusionQuery {
+        inputs: vec![Retriever::Text(ModelKind::Bm25F), Retriever::Dense],
+        fusion,
+        depth: p.fusion_depth.unwrap_or(DEFAULT_FUSION_DEPTH),
+        hybrid: true,
     })
 }
 

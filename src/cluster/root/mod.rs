@@ -188,7 +188,7 @@ struct FirstPhase {
 }
 
 /// Each input of a fusion and, by id, the rank and score of its listed documents.
-type FusionInputs = Vec<(ModelKind, HashMap<String, (usize, f32)>)>;
+type FusionInputs = Vec<(crate::search::Retriever, HashMap<String, (usize, f32)>)>;
 
 /// A document of a merged first phase: the target that holds it, its first-phase hit, and
 /// what its shard sent with it for the later rounds.
@@ -637,6 +637,14 @@ impl Root {
     /// Checks `q` and decides what every try of it does.
     fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
+        if q.dense || q.fusion.as_ref().is_some_and(|f| f.uses_dense()) {
+            return Err(SearchError::Param {
+                field: "model",
+                message: "dense and hybrid search are served by a single index; a cluster root \
+                          does not merge the shards' vectors yet"
+                    .into(),
+            });
+        }
         let kind = match q.model {
             Some(m) => m,
             None => self.config.default_model,
@@ -670,7 +678,7 @@ impl Root {
         } else {
             // The fields the first phase's models read (a fusion's inputs, or the one model).
             let kinds = match &q.fusion {
-                Some(f) => f.inputs.clone(),
+                Some(f) => f.inputs.iter().filter_map(|r| r.text()).collect(),
                 None => vec![kind],
             };
             let mut fields: Vec<&str> = Vec::new();
@@ -778,7 +786,7 @@ impl Root {
     ) -> Result<FirstPhase, CallError> {
         let (stats, generations, tables) = self.statistics(targets, &plan.stats).await?;
         let (kinds, depth) = match &q.fusion {
-            Some(f) => (f.inputs.clone(), f.depth),
+            Some(f) => (f.inputs.iter().filter_map(|r| r.text()).collect(), f.depth),
             None => (vec![plan.kind], plan.limit),
         };
         let boost = match q.ranking {

@@ -1,0 +1,392 @@
+//! Dense retrieval (SPEC §10): every document of an index gets a unit vector from a sentence
+//! embedder (`crate::embed`), and a query's nearest documents by dot product become a first
+//! phase of their own (`model=dense`) or one input of a fusion (`model=hybrid`,
+//! `crate::search`).
+//!
+//! - [`Vectors`] are the documents' vectors as stored ([`store`], `vectors.bin` beside the
+//!   index), keyed by document id with a hash of the text each embeds, so that updating the
+//!   vectors after documents change re-embeds only what changed ([`build`]).
+//! - [`DenseIndex`] serves them: for each searcher (index generation) it maps rows to document
+//!   addresses and back ([`Rows`], built once per set of segments, as `crate::text::columns`
+//!   caches its columns), so a deleted document is never a hit and a candidate of any first
+//!   phase finds its vector.
+//! - The nearest documents are found by an exact scan: every live row's dot product with the
+//!   query. On the demo's 32,900 × 384 vectors that is a few milliseconds on one core; the
+//!   approximate indexes measured for larger collections are in docs/BENCHMARKS.md. The dot
+//!   product is written here (eight independent sums the compiler turns into SIMD) because
+//!   the iterator form adds in order and cannot be vectorised.
+
+pub mod build;
+pub mod store;
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+use tantivy::index::SegmentId;
+use tantivy::{DocAddress, Searcher};
+
+use crate::sync::Recover;
+use crate::text::TextIndex;
+
+pub use build::DocText;
+
+/// Why vectors cannot be read, written or computed; every variant names the path at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DenseError {
+    #[error("{path}: {message}", path = path.display())]
+    Corrupt { path: PathBuf, message: String },
+    #[error("{path}: {message}", path = path.display())]
+    Io { path: PathBuf, message: String },
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
+    #[error("reading the index: {0}")]
+    Index(#[from] tantivy::TantivyError),
+}
+
+impl crate::error::Kinded for DenseError {
+    fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            DenseError::Embed(e) => e.kind(),
+            // A damaged vector file or an unreadable index is the machine's state, not the
+            // caller's request.
+            _ => crate::error::ErrorKind::Internal,
+        }
+    }
+}
+
+/// The documents' vectors as stored: rows in id order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vectors {
+    /// [`fingerprint`] of the embedder that computed them.
+    pub model: String,
+    pub model_dir: String,
+    /// [`DocText::name`] of what each vector embeds.
+    pub text: String,
+    pub dim: usize,
+    pub ids: Vec<String>,
+    /// [`text_hash`] of the text each row embeds.
+    pub text_hashes: Vec<u64>,
+    /// `ids.len() × dim` floats, row after row.
+    pub data: Vec<f32>,
+}
+
+impl Vectors {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Row `row`'s vector.
+    pub fn row(&self, row: usize) -> &[f32] {
+        &self.data[row * self.dim..(row + 1) * self.dim]
+    }
+
+    /// The row of document `id`.
+    pub fn row_of(&self, id: &str) -> Option<usize> {
+        self.ids.binary_search_by(|x| x.as_str().cmp(id)).ok()
+    }
+}
+
+/// The sha256 of an embedder's directory: every regular file's relative path and bytes, in
+/// path order. Stored vectors are used only with the embedder whose fingerprint they carry.
+pub fn fingerprint(dir: &Path) -> Result<String, DenseError> {
+    let io = |path: &Path, e: &dyn std::fmt::Display| DenseError::Io {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.map_err(|e| io(dir, &e))?;
+        if entry.file_type().is_file() {
+            files.push(entry.into_path());
+        }
+    }
+    let mut hasher = Sha256::new();
+    for path in files {
+        let relative = path.strip_prefix(dir).unwrap_or(&path);
+        hasher.update(relative.to_string_lossy().as_bytes());
+        hasher.update([0]);
+        let mut file = std::fs::File::open(&path).map_err(|e| io(&path, &e))?;
+        std::io::copy(&mut file, &mut hasher).map_err(|e| io(&path, &e))?;
+    }
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// The hash of a text a vector embeds (FNV-1a 64: fixed across releases, as it is stored).
+pub fn text_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// `a · b`, in eight independent sums (see the module doc).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut sums = [0.0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let tail: f32 = ca
+        .remainder()
+        .iter()
+        .zip(cb.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            sums[i] += x[i] * y[i];
+        }
+    }
+    sums.iter().sum::<f32>() + tail
+}
+
+/// Rows and document addresses of one searcher, both ways.
+pub struct Rows {
+    /// Per row: the live document with its id, if any.
+    address: Vec<Option<DocAddress>>,
+    /// Per segment, per document: its row, or `u32::MAX` (deleted, or no vector).
+    row: Vec<Vec<u32>>,
+    /// Per row: the document's language code (`crate::corpus::lang::code`), 0 for none.
+    lang: Vec<u64>,
+    /// Live documents with no vector (added since the vectors were computed).
+    missing: usize,
+}
+
+impl Rows {
+    fn new(vectors: &Vectors, searcher: &Searcher) -> tantivy::Result<Rows> {
+        let mut address = vec![None; vectors.len()];
+        let mut lang = vec![0u64; vectors.len()];
+        let mut rows = Vec::with_capacity(searcher.segment_readers().len());
+        let mut missing = 0usize;
+        for (segment, reader) in searcher.segment_readers().iter().enumerate() {
+            let mut row_of_doc = vec![u32::MAX; reader.max_doc() as usize];
+            let ff = reader.fast_fields();
+            let ids = ff.str("id")?;
+            let langs = ff.u64("lang").ok();
+            let Some(ids) = ids else {
+                rows.push(row_of_doc);
+                continue;
+            };
+            // The segment's dictionary and the rows are both in id order: one merge gives
+            // each ordinal its row.
+            let mut row_of_ord = vec![u32::MAX; ids.num_terms()];
+            let mut stream = ids.dictionary().stream()?;
+            let mut next = 0usize;
+            while stream.advance() {
+                let key = stream.key();
+                while next < vectors.len() && vectors.ids[next].as_bytes() < key {
+                    next += 1;
+                }
+                if next < vectors.len() && vectors.ids[next].as_bytes() == key {
+                    row_of_ord[stream.term_ord() as usize] = next as u32;
+                }
+            }
+            for doc in reader.doc_ids_alive() {
+                let Some(ord) = ids.term_ords(doc).next() else {
+                    continue;
+                };
+                let row = row_of_ord[ord as usize];
+                if row == u32::MAX {
+                    missing += 1;
+                    continue;
+                }
+                row_of_doc[doc as usize] = row;
+                address[row as usize] = Some(DocAddress::new(segment as u32, doc));
+                if let Some(l) = langs.as_ref().and_then(|c| c.first(doc)) {
+                    lang[row as usize] = l;
+                }
+            }
+            rows.push(row_of_doc);
+        }
+        Ok(Rows {
+            address,
+            row: rows,
+            lang,
+            missing,
+        })
+    }
+
+    /// The row of the document at `address`, if it has a vector.
+    pub fn row_of(&self, address: DocAddress) -> Option<usize> {
+        let row = *self
+            .row
+            .get(address.segment_ord as usize)?
+            .get(address.doc_id as usize)?;
+        (row != u32::MAX).then_some(row as usize)
+    }
+
+    /// Live documents without a vector.
+    pub fn missing(&self) -> usize {
+        self.missing
+    }
+
+    /// Live documents with a vector.
+    pub fn live(&self) -> usize {
+        self.address.iter().filter(|a| a.is_some()).count()
+    }
+}
+
+/// A searcher's segments in order, each with its deletion count.
+type SegmentsKey = Vec<(SegmentId, u32)>;
+
+/// Vectors being served, with the row tables of the searcher last asked for.
+pub struct DenseIndex {
+    pub vectors: Vectors,
+    rows: Mutex<Option<(SegmentsKey, Arc<Rows>)>>,
+}
+
+impl DenseIndex {
+    pub fn new(vectors: Vectors) -> Self {
+        DenseIndex {
+            vectors,
+            rows: Mutex::new(None),
+        }
+    }
+
+    /// The row tables of `searcher`, built when its segments differ from the last ones.
+    pub fn rows(&self, searcher: &Searcher) -> tantivy::Result<Arc<Rows>> {
+        let key: SegmentsKey = searcher
+            .segment_readers()
+            .iter()
+            .map(|r| (r.segment_id(), r.num_deleted_docs()))
+            .collect();
+        if let Some((k, rows)) = self.rows.locked().as_ref() {
+            if *k == key {
+                return Ok(rows.clone());
+            }
+        }
+        let rows = Arc::new(Rows::new(&self.vectors, searcher)?);
+        *self.rows.locked() = Some((key, rows.clone()));
+        Ok(rows)
+    }
+
+    /// The `limit` live documents nearest to `query` after the first `skip`, best first (ties
+    /// by id), with their dot products; only documents in language `lang` when given. Also
+    /// returns how many documents were ranked.
+    pub fn nearest(
+        &self,
+        rows: &Rows,
+        query: &[f32],
+        limit: usize,
+        skip: usize,
+        lang: Option<u64>,
+    ) -> (Vec<(DocAddress, f32)>, usize) {
+        let v = &self.vectors;
+        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(v.len());
+        for (row, address) in rows.address.iter().enumerate() {
+            if address.is_none() || lang.is_some_and(|l| rows.lang[row] != l) {
+                continue;
+            }
+            scored.push((dot(query, v.row(row)), row as u32));
+        }
+        let ranked = scored.len();
+        let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+        let want = (skip + limit).min(scored.len());
+        if want < scored.len() && want > 0 {
+            scored.select_nth_unstable_by(want - 1, order);
+        }
+        scored.truncate(want);
+        scored.sort_unstable_by(order);
+        let top = scored
+            .into_iter()
+            .skip(skip)
+            .map(|(s, row)| (rows.address[row as usize].expect("live rows only"), s))
+            .collect();
+        (top, ranked)
+    }
+
+    /// The dot product of `query` with the vector of each document at `addresses` (`None`
+    /// for a document without one).
+    pub fn similarities(
+        &self,
+        rows: &Rows,
+        query: &[f32],
+        addresses: &[DocAddress],
+    ) -> Vec<Option<f32>> {
+        addresses
+            .iter()
+            .map(|&a| rows.row_of(a).map(|row| dot(query, self.vectors.row(row))))
+            .collect()
+    }
+}
+
+/// Where the document vectors of a server stand (`GET /admin/embeddings`, `/readyz`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Progress {
+    /// No embedder is configured: dense and hybrid search are off.
+    Off,
+    /// Loading the embedder and the stored vectors.
+    Loading,
+    /// Embedding the documents that have no vector yet.
+    Embedding { done: usize, total: usize },
+    /// Every document the last run saw has a vector.
+    Ready { vectors: usize },
+    /// The last run failed; searches use the vectors served before it, if any.
+    Failed { message: String },
+}
+
+/// The embedder and vectors a server searches with, and the embedding job's progress.
+pub struct Dense {
+    pub embedder: Arc<crate::embed::Embedder>,
+    pub index: Arc<DenseIndex>,
+}
+
+impl Dense {
+    /// The unit vector of a query.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, DenseError> {
+        Ok(self.embedder.embed(text)?)
+    }
+}
+
+/// The progress of the embedding job, shared between the job and the front ends.
+#[derive(Default)]
+pub struct Status {
+    progress: Mutex<Option<Progress>>,
+}
+
+impl Status {
+    pub fn set(&self, p: Progress) {
+        *self.progress.locked() = Some(p);
+    }
+
+    pub fn get(&self) -> Progress {
+        self.progress.locked().clone().unwrap_or(Progress::Off)
+    }
+}
+
+/// The stored vectors of `index` with the embedder that computed them, for searching:
+/// `embedder` names its directory (else the one the vector file records). `Ok(None)` when
+/// the index has no vectors. Vectors from another embedder than the one given are refused:
+/// a query must be embedded by the model its documents were.
+pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>, DenseError> {
+    let path = store::path(&index.dir);
+    let Some(vectors) = store::read(&path)? else {
+        return Ok(None);
+    };
+    let dir = embedder.map_or_else(|| PathBuf::from(&vectors.model_dir), Path::to_path_buf);
+    let model = fingerprint(&dir)?;
+    if model != vectors.model {
+        return Err(DenseError::Corrupt {
+            path,
+            message: format!(
+                "the vectors were computed by the embedder in {} (another model than {}); run \
+                 `rankd embed --embedder {}` to compute them with it",
+                vectors.model_dir,
+                dir.display(),
+                dir.display()
+            ),
+        });
+    }
+    let embedder = crate::embed::Embedder::load(&dir)?;
+    Ok(Some(Dense {
+        embedder: Arc::new(embedder),
+        index: Arc::new(DenseIndex::new(vectors)),
+    }))
+}
