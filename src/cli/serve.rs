@@ -120,6 +120,15 @@ pub struct ServeArgs {
     /// Threads that serve requests (default: one per core).
     #[arg(long, env = "RANKD_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
+    /// The sentence-transformers directory of dense and hybrid search (default: the one that
+    /// computed the stored vectors, else all-MiniLM-L6-v2 when it is in the cache; a server
+    /// never downloads a model: `rankd embed` does).
+    #[arg(long, env = "RANKD_EMBEDDER_DIR")]
+    pub embedder: Option<PathBuf>,
+    /// Serve the stored document vectors only: do not embed documents added or changed
+    /// while serving (nor any, when none are stored).
+    #[arg(long)]
+    pub no_embed: bool,
 }
 
 /// The server's runtime: `threads` workers, or one per core.
@@ -249,6 +258,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let index = TextIndex::open(&config.data_dir, index_config)?;
+    // Dense search is a single index's for now (a root does not merge vectors).
+    let dense = (args.role == Role::Single).then(|| crate::dense::job::JobOptions {
+        embedder: args.embedder,
+        compute: !args.no_embed,
+        ..Default::default()
+    });
     serve_index_with(
         index,
         config,
@@ -256,6 +271,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         gossip,
         following,
         args.worker_threads,
+        dense,
     )
 }
 
@@ -375,12 +391,18 @@ pub(crate) fn serve_index(
     index: TextIndex,
     config: Config,
     leaf: Option<Trust>,
+    embed: bool,
 ) -> anyhow::Result<()> {
-    serve_index_with(index, config, leaf, None, None, None)
+    let dense = crate::dense::job::JobOptions {
+        compute: embed,
+        ..Default::default()
+    };
+    serve_index_with(index, config, leaf, None, None, None, Some(dense))
 }
 
-/// [`serve_index`], a leaf also joining the gossip when `gossip` says how, and following a
-/// store's generations when `following` says which.
+/// [`serve_index`], a leaf also joining the gossip when `gossip` says how, following a
+/// store's generations when `following` says which, and running the embedding job
+/// (`crate::dense::job`) when `dense` says how.
 fn serve_index_with(
     index: TextIndex,
     config: Config,
@@ -388,6 +410,7 @@ fn serve_index_with(
     gossip: Option<LeafGossip>,
     following: Option<Following>,
     threads: Option<u16>,
+    dense: Option<crate::dense::job::JobOptions>,
 ) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
@@ -465,6 +488,25 @@ fn serve_index_with(
             engine.set_store_generation(held.map_or(0, |m| m.generation));
         }
         let state = Arc::new(AppState::new(engine, ops, events, leaf, loaded.error));
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if let Some(options) = dense {
+            let (state, stopping) = (state.clone(), stopping.clone());
+            // The job's thread is not joined at exit: its writes are atomic, so stopping it
+            // mid-run loses only the run.
+            std::thread::Builder::new()
+                .name("embedding".into())
+                .spawn(move || {
+                    let engine = &state.engine;
+                    crate::dense::job::run(
+                        &engine.index,
+                        &engine.dense_status,
+                        &options,
+                        &|d| engine.set_dense(Some(d)),
+                        &|| stopping.load(std::sync::atomic::Ordering::Relaxed),
+                    )
+                })
+                .context("cannot start the embedding thread")?;
+        }
         crate::api::admin::experiments::resume(&state)
             .await
             .context("cannot read the running experiment")?;
@@ -497,6 +539,7 @@ fn serve_index_with(
             let _ = bound_tx.send(bound);
         })
         .await?;
+        stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         // The impressions of the last answers are still queued: write them before exiting.
         if !log.flush(std::time::Duration::from_secs(10)).await {
             tracing::warn!("impressions still queued at exit were not written");

@@ -17,6 +17,7 @@
 //!   the iterator form adds in order and cannot be vectorised.
 
 pub mod build;
+pub mod job;
 pub mod store;
 #[cfg(test)]
 mod tests;

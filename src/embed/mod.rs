@@ -27,7 +27,7 @@ pub mod directory;
 mod error;
 pub mod pooling;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::{Path, PathBuf};
 

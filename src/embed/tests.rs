@@ -16,7 +16,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer};
 
 use super::*;
 
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "[PAD]",
     "[UNK]",
     "[CLS]",
@@ -92,7 +92,7 @@ fn write_tokenizer(path: &Path, words: &[&str]) {
 }
 
 /// A complete tiny sentence-transformers directory with random weights.
-fn tiny_model() -> tempfile::TempDir {
+pub(crate) fn tiny_model() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let config = tiny_config(WORDS.len());
     write_json(&dir.path().join("config.json"), &config);

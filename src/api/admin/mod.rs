@@ -1,5 +1,5 @@
 //! The admin API under `/admin/` (INTERFACE.md): documents, judgments and query texts, jobs,
-//! the graph job, TrustRank seeds, evaluation, label batches (SPEC §5), interleaving experiments. Every route, and every unknown path under
+//! the graph job, the document vectors' progress, TrustRank seeds, evaluation, label batches (SPEC §5), interleaving experiments. Every route, and every unknown path under
 //! `/admin/`, passes the bearer-token check first (`auth.rs`).
 //!
 //! Routes are registered through utoipa's `OpenApiRouter`, so `/openapi.json` lists exactly
@@ -8,6 +8,7 @@
 pub(super) mod auth;
 pub(super) mod body;
 pub(super) mod documents;
+mod embeddings;
 mod evaluate;
 pub mod experiments;
 pub(super) mod jobs;
@@ -37,6 +38,7 @@ pub fn router(state: Arc<AppState>) -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(jobs::get))
         .routes(routes!(jobs::cancel))
         .routes(routes!(jobs::start_graph, jobs::graph_status))
+        .routes(routes!(embeddings::status))
         .routes(routes!(seeds::list, seeds::add))
         .routes(routes!(seeds::delete))
         .routes(routes!(evaluate::evaluate))

@@ -1,0 +1,178 @@
+//! The server's embedding job: serves the stored vectors as soon as they are loaded, embeds the
+//! documents that have none, and keeps the vectors up to date as documents are added, changed
+//! and deleted, while the text models serve every search ([`super::Status`] says how far it
+//! is; `/readyz` and `GET /admin/embeddings` show it).
+//!
+//! It runs on a thread of its own (embedding is seconds to minutes of CPU, which must not sit
+//! on the async workers) and watches the index: whenever the searcher's segments change it
+//! runs [`super::build::update`], which re-embeds only documents whose text changed, writes the
+//! vector file atomically and hands the new vectors to the engine (`install`). A search holds
+//! the vectors it started with; deleted documents never hit even before the job has run, as
+//! the row tables follow the searcher (`super::Rows`).
+//!
+//! The embedder is the one given (`--embedder`), else the one that computed the stored
+//! vectors, else the default model when it is already in the cache: a server never fetches a
+//! model (`rankd embed` and `rankd demo` do).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::build::DocText;
+use super::{Dense, DenseError, DenseIndex, Progress, Status};
+use crate::embed::Embedder;
+use crate::text::TextIndex;
+
+/// How the job runs.
+#[derive(Debug, Clone)]
+pub struct JobOptions {
+    /// The embedder's directory; `None`: the stored vectors', else the cached default model.
+    pub embedder: Option<PathBuf>,
+    /// Embed documents without a current vector (else only the stored vectors are served).
+    pub compute: bool,
+    pub text: DocText,
+    /// How often the index is checked for changes.
+    pub poll: Duration,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            embedder: None,
+            compute: true,
+            text: DocText::DEFAULT,
+            poll: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The segments of the index's current searcher, with their deletion counts: the job runs
+/// again when they change.
+fn generation(index: &TextIndex) -> Vec<(tantivy::index::SegmentId, u32)> {
+    index
+        .reader
+        .searcher()
+        .segment_readers()
+        .iter()
+        .map(|r| (r.segment_id(), r.num_deleted_docs()))
+        .collect()
+}
+
+/// Runs the job until `stop()` says so (checked between polls and runs); every outcome is
+/// reported through `status`, and each new set of vectors through `install`.
+pub fn run(
+    index: &TextIndex,
+    status: &Status,
+    options: &JobOptions,
+    install: &dyn Fn(Arc<Dense>),
+    stop: &dyn Fn() -> bool,
+) {
+    status.set(Progress::Loading);
+    let stored = match super::load(index, options.embedder.as_deref()) {
+        Ok(Some(dense)) => {
+            status.set(Progress::Ready {
+                vectors: dense.index.vectors.len(),
+            });
+            let embedder = dense.embedder.clone();
+            install(Arc::new(dense));
+            Some(embedder)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            // A damaged file or one from another embedder: recomputed below when allowed.
+            tracing::warn!("document vectors: {e}");
+            status.set(Progress::Failed {
+                message: e.to_string(),
+            });
+            None
+        }
+    };
+    if !options.compute {
+        if stored.is_none() && matches!(status.get(), Progress::Loading) {
+            status.set(Progress::Off);
+        }
+        return;
+    }
+    let embedder = match stored {
+        Some(e) => e,
+        None => {
+            let dir = options
+                .embedder
+                .clone()
+                .or_else(crate::embed::default_model::cached);
+            let Some(dir) = dir else {
+                if matches!(status.get(), Progress::Loading) {
+                    status.set(Progress::Off);
+                }
+                return;
+            };
+            match Embedder::load(&dir) {
+                Ok(e) => Arc::new(e),
+                Err(e) => {
+                    tracing::error!("document vectors: {e}");
+                    status.set(Progress::Failed {
+                        message: e.to_string(),
+                    });
+                    return;
+                }
+            }
+        }
+    };
+    let mut seen = None;
+    while !stop() {
+        let now = generation(index);
+        if seen.as_ref() != Some(&now) {
+            match keep_up(index, status, options, &embedder) {
+                Ok(dense) => {
+                    install(Arc::new(dense));
+                    seen = Some(now);
+                }
+                Err(e) => {
+                    tracing::error!("document vectors: {e}");
+                    status.set(Progress::Failed {
+                        message: e.to_string(),
+                    });
+                    // Tried again at the next change of the index.
+                    seen = Some(now);
+                }
+            }
+        }
+        std::thread::sleep(options.poll);
+    }
+}
+
+/// One run of [`super::build::update`], its progress in `status`.
+fn keep_up(
+    index: &TextIndex,
+    status: &Status,
+    options: &JobOptions,
+    embedder: &Arc<Embedder>,
+) -> Result<Dense, DenseError> {
+    let (vectors, report) = super::build::update(
+        &index.dir,
+        index,
+        embedder,
+        options.text,
+        &mut |warning| tracing::warn!("document vectors: {warning}"),
+        &mut |done, total| {
+            if total > 0 {
+                status.set(Progress::Embedding { done, total });
+            }
+        },
+    )?;
+    if report.embedded > 0 || report.dropped > 0 {
+        tracing::info!(
+            "document vectors: {} embedded, {} kept, {} dropped",
+            report.embedded,
+            report.reused,
+            report.dropped
+        );
+    }
+    status.set(Progress::Ready {
+        vectors: vectors.len(),
+    });
+    Ok(Dense {
+        embedder: embedder.clone(),
+        index: Arc::new(DenseIndex::new(vectors)),
+    })
+}
