@@ -27,6 +27,7 @@ impl QueryParams for SearchParams {
         "model",
         "inputs",
         "fusion",
+        "hybrid_ratio",
         "fusion_k",
         "fusion_norm",
         "fusion_weights",

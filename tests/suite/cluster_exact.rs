@@ -776,7 +776,7 @@ fn explanations_over_shards_equal_the_single_index() {
 /// index's ids, fused scores, fusion report and explanations.
 #[test]
 fn fusions_over_shards_equal_the_single_index() {
-    use rankd::search::{Fusion, FusionQuery};
+    use rankd::search::{Fusion, FusionQuery, Retriever};
     let (docs, queries) = cranfield();
     let f = build(&docs);
     let root = f.root();
@@ -814,9 +814,10 @@ fn fusions_over_shards_equal_the_single_index() {
         for (i, q) in queries[..30].iter().enumerate() {
             let mut query = SearchQuery::new(q, 10);
             query.fusion = Some(FusionQuery {
-                inputs: inputs.clone(),
+                inputs: inputs.iter().map(|&k| Retriever::Text(k)).collect(),
                 fusion: fusion.clone(),
                 depth: 50,
+                hybrid: false,
             });
             query.offset = i % 3;
             query.explain = i % 2 == 0;

@@ -82,6 +82,9 @@ fn demo_trains_serves_and_reuses_a_tree_reranker() {
         "--docs",
         docs.to_str().unwrap(),
         "--no-serve",
+        // Tests never download a model; the vectors' path is tested on a tiny one
+        // (`rankd::dense`'s tests).
+        "--no-embed",
         "--model",
         "gbdt",
         "--data-dir",

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use rankd::corpus::jsonl;
 use rankd::search::{
-    CollapseKey, Engine, Fusion, FusionQuery, Ranking, Returns, SearchQuery, SortMode,
+    CollapseKey, Engine, Fusion, FusionQuery, Ranking, Retriever, Returns, SearchQuery, SortMode,
 };
 use rankd::text::{IndexConfig, ModelKind, TextIndex};
 
@@ -363,9 +363,10 @@ fn a_fused_first_phase_is_rrf_of_the_inputs_rankings() {
     }
     let q = SearchQuery {
         fusion: Some(FusionQuery {
-            inputs: inputs.to_vec(),
+            inputs: inputs.iter().map(|&k| Retriever::Text(k)).collect(),
             fusion: Fusion::new(rankd::search::fusion::Method::Rrf, 3, None, None, None).unwrap(),
             depth,
+            hybrid: false,
         }),
         returns: Returns::IDS,
         ..SearchQuery::new("alpha beta", 40)
