@@ -139,7 +139,7 @@ function renderExplain(h) {
     panel.append(...featureTables(e));
   }
   if (Array.isArray(e.fusion_inputs)) {
-    panel.append(node("p", {}, "Fused (RRF) from: " + e.fusion_inputs
+    panel.append(node("p", {}, "Fused from: " + e.fusion_inputs
       .map((i) => `${i.model} ${i.rank ? `rank ${i.rank}` : "not in its top 100"}`).join(", ") + "."));
   }
   if (e.boost) {
