@@ -197,9 +197,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         },
     };
     if args.no_serve {
-        if let Some(dir) = embedder {
+        if let Some(dir) = &embedder {
             let started = std::time::Instant::now();
-            let embedder = crate::embed::Embedder::load(&dir)?;
+            let embedder = crate::embed::Embedder::load(dir)?;
             let report = super::embed::embed_documents(
                 &index,
                 &embedder,
@@ -227,7 +227,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         ..Default::default()
     })
     .map_err(|e| crate::error::Invalid(format!("{e:#}")))?;
-    super::serve::serve_index(index, config, None, !args.no_embed)
+    let dense = crate::dense::job::JobOptions {
+        embedder,
+        compute: !args.no_embed,
+        ..Default::default()
+    };
+    super::serve::serve_index(index, config, None, dense)
 }
 
 /// Derives judgments of every query class from the docs (docs/GUIDE.md, "How the demo

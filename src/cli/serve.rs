@@ -120,9 +120,10 @@ pub struct ServeArgs {
     /// Threads that serve requests (default: one per core).
     #[arg(long, env = "RANKD_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub worker_threads: Option<u16>,
-    /// The sentence-transformers directory of dense and hybrid search (default: the one that
-    /// computed the stored vectors, else all-MiniLM-L6-v2 when it is in the cache; a server
-    /// never downloads a model: `rankd embed` does).
+    /// The sentence-transformers directory of dense and hybrid search: given, the documents
+    /// without a vector are embedded in the background (default: the model that computed
+    /// the stored vectors, which are then kept up to date; without stored vectors, none: run
+    /// `rankd embed` once, or give this). A server never downloads a model.
     #[arg(long, env = "RANKD_EMBEDDER_DIR")]
     pub embedder: Option<PathBuf>,
     /// Serve the stored document vectors only: do not embed documents added or changed
@@ -258,8 +259,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let index = TextIndex::open(&config.data_dir, index_config)?;
-    // Dense search is a single index's for now (a root does not merge vectors).
-    let dense = (args.role == Role::Single).then(|| crate::dense::job::JobOptions {
+    // A single index and each leaf hold their documents' vectors; a root merges the
+    // leaves' nearest documents.
+    let dense = (args.role != Role::Root).then(|| crate::dense::job::JobOptions {
         embedder: args.embedder,
         compute: !args.no_embed,
         ..Default::default()
@@ -391,12 +393,8 @@ pub(crate) fn serve_index(
     index: TextIndex,
     config: Config,
     leaf: Option<Trust>,
-    embed: bool,
+    dense: crate::dense::job::JobOptions,
 ) -> anyhow::Result<()> {
-    let dense = crate::dense::job::JobOptions {
-        compute: embed,
-        ..Default::default()
-    };
     serve_index_with(index, config, leaf, None, None, None, Some(dense))
 }
 

@@ -17,7 +17,7 @@ use tantivy::{DocAddress, Searcher};
 use super::wire::*;
 use crate::features::{Extraction, Prf, FEATURE_SET_VERSION};
 use crate::links::LinkData;
-use crate::search::{Engine, Ranking, Returns, SearchError, SearchQuery, SortMode};
+use crate::search::{Engine, Ranking, Retriever, Returns, SearchError, SearchQuery, SortMode};
 use crate::text::columns::{CollapseKeys, MeanRating};
 use crate::text::query::AnalyzedQuery;
 use crate::text::stats::{GlobalStats, Stats};
@@ -294,13 +294,15 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     checked_stats(&call.stats)?;
     let (pinned, current) = pins.get_with_current(engine, call.generation)?;
     let searcher = &pinned.searcher;
-    let kind: ModelKind = call.model.parse().map_err(|e: String| SearchError::Param {
+    let retriever: Retriever = call.model.parse().map_err(|e: String| SearchError::Param {
         field: "model",
         message: e,
     })?;
     let schema = engine.index.index.schema();
     let source = call.stats.source(&schema);
-    let mut q = SearchQuery::new(call.text.clone(), 1).model(kind);
+    let mut q = SearchQuery::new(call.text.clone(), 1);
+    q.model = retriever.text();
+    q.dense = retriever == Retriever::Dense;
     q.field.clone_from(&call.field);
     q.now = call.now;
     q.lang.clone_from(&call.lang);
@@ -316,7 +318,19 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
     let view = engine.view(&query, searcher, &stats, pinned.links.as_deref());
-    let top = Engine::shard_top(view, &q, kind, call.limit, rating)?;
+    let top = match retriever {
+        Retriever::Text(kind) => Engine::shard_top(view, &q, kind, call.limit, rating)?,
+        Retriever::Dense => {
+            if call.sort.is_some() {
+                return Err(SearchError::Param {
+                    field: "sort",
+                    message: "sort orders a text model's matching documents; it does not apply to model=dense".into(),
+                }
+                .into());
+            }
+            engine.shard_dense_top(&q, searcher, call.limit)?
+        }
+    };
     let no_terms = top.is_none();
     let (total_hits, hits, sortable) = match top {
         Some(top) => (top.total_hits, top.hits, top.sortable),

@@ -11,8 +11,9 @@
 //! the row tables follow the searcher (`super::Rows`).
 //!
 //! The embedder is the one given (`--embedder`), else the one that computed the stored
-//! vectors, else the default model when it is already in the cache: a server never fetches a
-//! model (`rankd embed` and `rankd demo` do).
+//! vectors: a server never fetches a model (`rankd embed` and `rankd demo` do), and starts
+//! embedding a data directory without vectors only when told which model to use, since that
+//! is minutes of CPU per ten thousand documents.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ use crate::text::TextIndex;
 /// How the job runs.
 #[derive(Debug, Clone)]
 pub struct JobOptions {
-    /// The embedder's directory; `None`: the stored vectors', else the cached default model.
+    /// The embedder's directory; `None`: the stored vectors' (and none without them).
     pub embedder: Option<PathBuf>,
     /// Embed documents without a current vector (else only the stored vectors are served).
     pub compute: bool,
@@ -96,11 +97,7 @@ pub fn run(
     let embedder = match stored {
         Some(e) => e,
         None => {
-            let dir = options
-                .embedder
-                .clone()
-                .or_else(crate::embed::default_model::cached);
-            let Some(dir) = dir else {
+            let Some(dir) = options.embedder.clone() else {
                 if matches!(status.get(), Progress::Loading) {
                     status.set(Progress::Off);
                 }

@@ -1449,6 +1449,38 @@ impl Engine {
         }))
     }
 
+    /// The view's index as one shard of a collection, for `model=dense`: its `limit`
+    /// documents nearest to `q`'s vector in `searcher`, with their ids, in the canonical order
+    /// (similarity descending, then id ascending: the root merges the shards' lists as the
+    /// single index's scan orders them). `None` for a query with no text.
+    pub fn shard_dense_top(
+        &self,
+        q: &SearchQuery,
+        searcher: &Searcher,
+        limit: usize,
+    ) -> Result<Option<ShardTop>, SearchError> {
+        let dense = self.dense_query(q, searcher)?;
+        let Some(first) = Self::dense_first_phase(q, &dense, limit, 0) else {
+            return Ok(None);
+        };
+        let columns = self.index.doc_columns(searcher)?;
+        let hits = first
+            .top
+            .into_iter()
+            .map(|candidate| {
+                Ok(ShardHit {
+                    id: columns.head(candidate.address)?.id,
+                    candidate,
+                })
+            })
+            .collect::<tantivy::Result<_>>()?;
+        Ok(Some(ShardTop {
+            total_hits: first.total_hits,
+            hits,
+            sortable: false,
+        }))
+    }
+
     /// Feature rows of this shard's members of a sharded window: `docs` are (address,
     /// first-phase score, 1-based rank in the whole window), and the rows follow their order.
     /// Text features score with the collection's statistics `stats`, so each row equals the

@@ -74,7 +74,7 @@ use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
 use crate::search::SearchError;
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
-    Ranking, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport, SortMode,
+    Ranking, Retriever, Returns, SearchQuery, SearchResponse, ShardHit, ShardsReport, SortMode,
 };
 use crate::text::columns::CollapseKeys;
 use crate::text::config::TEXT_FIELDS;
@@ -637,14 +637,6 @@ impl Root {
     /// Checks `q` and decides what every try of it does.
     fn plan(&self, q: &SearchQuery) -> Result<Plan, SearchError> {
         q.validate()?;
-        if q.dense || q.fusion.as_ref().is_some_and(|f| f.uses_dense()) {
-            return Err(SearchError::Param {
-                field: "model",
-                message: "dense and hybrid search are served by a single index; a cluster root \
-                          does not merge the shards' vectors yet"
-                    .into(),
-            });
-        }
         let kind = match q.model {
             Some(m) => m,
             None => self.config.default_model,
@@ -786,8 +778,11 @@ impl Root {
     ) -> Result<FirstPhase, CallError> {
         let (stats, generations, tables) = self.statistics(targets, &plan.stats).await?;
         let (kinds, depth) = match &q.fusion {
-            Some(f) => (f.inputs.iter().filter_map(|r| r.text()).collect(), f.depth),
-            None => (vec![plan.kind], plan.limit),
+            Some(f) => (f.inputs.clone(), f.depth),
+            // Each shard's nearest documents by the same embedder's vectors: their dot
+            // products compare across shards, so the merge is the single index's scan.
+            None if q.dense => (vec![Retriever::Dense], plan.limit),
+            None => (vec![Retriever::Text(plan.kind)], plan.limit),
         };
         let boost = match q.ranking {
             Ranking::Boost { weight, .. } => Some(weight),
@@ -804,7 +799,7 @@ impl Root {
                         protocol: PROTOCOL,
                         generation: generations_ref[t],
                         text: q.text.clone(),
-                        model: kind.name().to_string(),
+                        model: kind.to_string(),
                         field: q.field.clone(),
                         limit: depth,
                         stats: stats_ref.clone(),
@@ -1016,8 +1011,10 @@ impl Root {
         Ok(SearchResponse {
             query_id: None,
             query: q.text.clone(),
-            model: match q.fusion {
+            model: match &q.fusion {
+                Some(f) if f.hybrid => "hybrid".to_string(),
                 Some(_) => "fusion".to_string(),
+                None if q.dense => "dense".to_string(),
                 None => kind.to_string(),
             },
             reranker: model.as_ref().map(|m| m.id().to_string()),
@@ -1140,7 +1137,7 @@ impl Root {
                     text: q.text.clone(),
                     stats: stats.clone(),
                     now,
-                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none(),
+                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none() && !q.dense,
                     docs: rows
                         .iter()
                         .map(|&i| {
@@ -1308,6 +1305,7 @@ impl Root {
                     explain: q.explain.then(|| ExplainCall {
                         model: match q.fusion {
                             Some(_) => None,
+                            None if q.dense => None,
                             None => Some(first.kind.name().to_string()),
                         },
                         field: q.field.clone(),

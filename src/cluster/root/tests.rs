@@ -414,3 +414,45 @@ async fn statistics_of_a_pinned_generation_ignore_later_commits() {
     assert_eq!(pinned.generation, before.generation);
     assert_eq!(pinned.stats, before.stats);
 }
+
+/// Dense and hybrid search through the root: each shard's nearest documents by its own
+/// vectors (the same tiny model's), merged, equal the single index's.
+#[tokio::test]
+async fn dense_and_hybrid_through_the_root_equal_the_single_index() {
+    let c = cluster(1);
+    let model = crate::embed::tests::tiny_model();
+    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let engines = std::iter::once(&c.single).chain(c.replicas.iter().map(|r| &r[0].1));
+    for e in engines {
+        crate::dense::build::update(
+            &e.index.dir,
+            &e.index,
+            &embedder,
+            crate::dense::DocText::DEFAULT,
+            &mut |w| panic!("{w}"),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let dense = crate::dense::load(&e.index, None).unwrap().unwrap();
+        e.set_dense(Some(Arc::new(dense)));
+    }
+    let root = c.root(options()).await;
+    for (text, model) in [
+        ("shock wave", "dense"),
+        ("how do i sort the string", "dense"),
+        ("heat transfer", "hybrid"),
+        ("boundary layer in order", "hybrid"),
+    ] {
+        let request: crate::search::request::SearchRequest = serde_json::from_value(
+            serde_json::json!({"q": text, "model": model, "k": 20, "collapse": "none"}),
+        )
+        .unwrap();
+        let q = request.into_query(false).unwrap();
+        let single = c.single.search(&q).unwrap();
+        let sharded = root.search(&q).await.unwrap();
+        assert_eq!(sharded.model, model);
+        assert_eq!(ids(&sharded), ids(&single), "{model} {text}");
+        assert_eq!(sharded.total_hits, single.total_hits, "{model} {text}");
+        assert_eq!(single.hits.len(), 20);
+    }
+}
