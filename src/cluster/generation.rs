@@ -2,8 +2,11 @@
 //! published by the process that writes it, and fetched by the replicas that serve it.
 //!
 //! A **generation** of shard `s` is a manifest listing every file a replica needs — tantivy's
-//! `meta.json` and the files of the segments it names, `index.toml`, rankd's `manifest.json`
-//! and the link scores — each with its SHA-256 and size. In the store ([`Store`]):
+//! `meta.json` and the files of the segments it names, `index.toml`, rankd's `manifest.json`,
+//! the link scores and the document vectors (`crate::dense`) — each with its SHA-256 and
+//! size. A generation without vectors leaves a replica's own (its embedding job keeps them
+//! up to date); one with vectors replaces them, and the job reuses every vector whose
+//! document text is unchanged. In the store ([`Store`]):
 //!
 //! ```text
 //! blobs/<sha256>                          file contents, written once, shared by generations
@@ -223,7 +226,12 @@ fn local_files(dir: &Path, previous: Option<&Manifest>) -> anyhow::Result<(Vec<F
             }
         }
     }
-    for name in ["index.toml", "manifest.json", crate::links::SIDECAR_NAME] {
+    for name in [
+        "index.toml",
+        "manifest.json",
+        crate::links::SIDECAR_NAME,
+        crate::dense::store::FILE_NAME,
+    ] {
         if dir.join(name).exists() {
             paths.push(name.to_string());
         }
@@ -612,6 +620,10 @@ fn check_staged(
         ),
         false => None,
     };
+    let vectors = crate::dense::store::path(staging);
+    if vectors.exists() {
+        crate::dense::store::read(&vectors).context("its document vectors do not load")?;
+    }
     let serving = dir.join("index.toml");
     if serving.exists() && std::fs::read(&serving)? != std::fs::read(staging.join("index.toml"))? {
         bail!(
@@ -847,5 +859,73 @@ mod tests {
         ] {
             assert!(!placeable(bad), "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod vector_tests {
+    use super::*;
+
+    /// A data directory with three documents and their vectors (a tiny model's).
+    fn source() -> (tempfile::TempDir, tempfile::TempDir) {
+        let model = crate::embed::tests::tiny_model();
+        let dir = tempfile::tempdir().unwrap();
+        let index = crate::text::TextIndex::open_or_create(dir.path(), None).unwrap();
+        index
+            .upsert((0..3).map(|i| crate::corpus::Document {
+                id: format!("d{i}"),
+                title: "sort the vector".into(),
+                body: format!("how do i iterate over a hash map {i}."),
+                ..Default::default()
+            }))
+            .unwrap();
+        let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+        crate::dense::build::update(
+            dir.path(),
+            &index,
+            &embedder,
+            crate::dense::DocText::DEFAULT,
+            &mut |w| panic!("{w}"),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        (model, dir)
+    }
+
+    #[tokio::test]
+    async fn vectors_ship_with_a_generation_and_a_damaged_one_is_refused() {
+        let (_model, src) = source();
+        let store_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", store_dir.path().display())).unwrap();
+        publish(&store, src.path(), 0, 1).await.unwrap();
+        let replica = tempfile::tempdir().unwrap();
+        bootstrap(&store, replica.path(), 0).await.unwrap().unwrap();
+        let shipped = crate::dense::store::read(&crate::dense::store::path(replica.path()))
+            .unwrap()
+            .unwrap();
+        let original = crate::dense::store::read(&crate::dense::store::path(src.path()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(shipped, original);
+        // The vectors' blob damaged in the store: the generation is refused, naming them.
+        let sha = format!(
+            "{:x}",
+            <sha2::Sha256 as sha2::Digest>::digest(
+                std::fs::read(crate::dense::store::path(src.path())).unwrap()
+            )
+        );
+        let blob = walkdir::WalkDir::new(store_dir.path())
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.file_name().to_string_lossy() == sha)
+            .unwrap()
+            .into_path();
+        let mut bytes = std::fs::read(&blob).unwrap();
+        let at = bytes.len() - 5;
+        bytes[at] ^= 1;
+        std::fs::write(&blob, &bytes).unwrap();
+        let other = tempfile::tempdir().unwrap();
+        let e = bootstrap(&store, other.path(), 0).await.unwrap_err();
+        assert!(format!("{e:#}").contains("vectors.bin"), "{e:#}");
     }
 }
