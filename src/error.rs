@@ -182,6 +182,17 @@ impl Kinded for crate::embed::EmbedError {
     }
 }
 
+impl Kinded for crate::dense::DenseError {
+    fn kind(&self) -> ErrorKind {
+        match self {
+            crate::dense::DenseError::Embed(e) => e.kind(),
+            // A damaged vector file or an unreadable index is the machine's state, not the
+            // caller's request.
+            _ => ErrorKind::Internal,
+        }
+    }
+}
+
 /// The kind of `cause` when its type is one of this layer's or below that knows its kind.
 pub(crate) fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<ErrorKind> {
     macro_rules! try_kind {

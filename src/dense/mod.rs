@@ -47,17 +47,6 @@ pub enum DenseError {
     Index(#[from] tantivy::TantivyError),
 }
 
-impl crate::error::Kinded for DenseError {
-    fn kind(&self) -> crate::error::ErrorKind {
-        match self {
-            DenseError::Embed(e) => e.kind(),
-            // A damaged vector file or an unreadable index is the machine's state, not the
-            // caller's request.
-            _ => crate::error::ErrorKind::Internal,
-        }
-    }
-}
-
 /// The documents' vectors as stored: rows in id order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vectors {

@@ -13,6 +13,8 @@
 
 pub mod budget;
 pub mod collapse;
+#[cfg(test)]
+mod dense_tests;
 pub mod document;
 pub mod error;
 pub mod evaluate;

@@ -1,0 +1,222 @@
+//! Dense and hybrid search end to end on a tiny random-weight model (`crate::dense`): the
+//! engine's ranking against brute force over the embedder, deletions, the fusion's inputs and
+//! explanations, a missing or damaged vector file, the embedding job.
+
+use std::sync::Arc;
+
+use crate::dense::{build, dot, job, load, store, DocText, Progress};
+use crate::text::TextIndex;
+
+/// An index of documents written in the tiny model's words, its vectors computed, served by
+/// an engine.
+fn served() -> (
+    tempfile::TempDir,
+    tempfile::TempDir,
+    crate::search::Engine,
+    Vec<(String, String)>,
+) {
+    use crate::corpus::Document;
+    let model = crate::embed::tests::tiny_model();
+    let data = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(data.path(), None).unwrap();
+    let words = &crate::embed::tests::WORDS[5..];
+    let docs: Vec<Document> = (0..30)
+        .map(|i| Document {
+            id: format!("d{i:02}"),
+            title: format!(
+                "{} {}",
+                words[i % words.len()],
+                words[(i * 7 + 3) % words.len()]
+            ),
+            body: format!(
+                "{} {} {}.",
+                words[(i * 3) % words.len()],
+                words[(i + 5) % words.len()],
+                words[(i * 11) % words.len()]
+            ),
+            ..Default::default()
+        })
+        .collect();
+    index.upsert(docs).unwrap();
+    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let (vectors, report) = build::update(
+        data.path(),
+        &index,
+        &embedder,
+        DocText::DEFAULT,
+        &mut |w| panic!("{w}"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!((report.vectors, report.embedded), (30, 30));
+    assert_eq!(vectors.len(), 30);
+    let searcher = index.reader.searcher();
+    let texts = build::documents(&index, &searcher, DocText::DEFAULT).unwrap();
+    let engine = crate::search::Engine::new(index);
+    engine.set_dense(Some(Arc::new(load(&engine.index, None).unwrap().unwrap())));
+    (model, data, engine, texts)
+}
+
+fn search(
+    engine: &crate::search::Engine,
+    params: serde_json::Value,
+) -> crate::search::SearchResponse {
+    let request: crate::search::request::SearchRequest = serde_json::from_value(params).unwrap();
+    engine.search(&request.into_query(false).unwrap()).unwrap()
+}
+
+#[test]
+fn dense_search_ranks_as_brute_force_over_the_embedder_and_follows_deletions() {
+    let (model, _data, engine, texts) = served();
+    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let query = "how do i sort a vector in descending order";
+    // The oracle: every document's text embedded anew, dot products sorted (ties by id).
+    let q = embedder.embed(query).unwrap();
+    let mut brute: Vec<(f32, String)> = texts
+        .iter()
+        .map(|(id, text)| (dot(&q, &embedder.embed(text).unwrap()), id.clone()))
+        .collect();
+    brute.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "model": "dense", "k": 10, "collapse": "none"}),
+    );
+    assert_eq!(r.model, "dense");
+    assert_eq!(r.total_hits, 30);
+    let got: Vec<&str> = r.hits.iter().map(|h| h.id.as_str()).collect();
+    let want: Vec<&str> = brute.iter().take(10).map(|(_, id)| id.as_str()).collect();
+    assert_eq!(got, want);
+    for (h, (s, _)) in r.hits.iter().zip(&brute) {
+        assert!((h.score - s).abs() < 1e-5, "{} vs {s}", h.score);
+    }
+    // A deleted document is never a hit, before the vectors are recomputed.
+    let gone = got[0].to_string();
+    engine.index.delete(std::slice::from_ref(&gone)).unwrap();
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "model": "dense", "k": 30, "collapse": "none"}),
+    );
+    assert_eq!(r.hits.len(), 29);
+    assert!(r.hits.iter().all(|h| h.id != gone));
+    // The next run drops its vector and embeds nothing else.
+    let (_, report) = build::update(
+        &engine.index.dir,
+        &engine.index,
+        &embedder,
+        DocText::DEFAULT,
+        &mut |w| panic!("{w}"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            report.vectors,
+            report.embedded,
+            report.reused,
+            report.dropped
+        ),
+        (29, 0, 29, 1)
+    );
+}
+
+#[test]
+fn hybrid_fuses_bm25f_and_dense_and_explains_both() {
+    let (_model, _data, engine, _) = served();
+    let r = search(
+        &engine,
+        serde_json::json!({"q": "hash map string", "model": "hybrid", "k": 5, "explain": true,
+                           "collapse": "none"}),
+    );
+    assert_eq!(r.model, "hybrid");
+    let report = r.fusion.as_ref().unwrap();
+    let inputs: Vec<&str> = report.inputs.iter().map(|i| i.model.as_str()).collect();
+    assert_eq!(inputs, ["bm25f", "dense"]);
+    let explained = r.hits[0].explain.as_ref().unwrap();
+    let listed = explained.fusion_inputs.as_ref().unwrap();
+    assert_eq!(listed[1].model, "dense");
+    assert!(listed[1].rank.is_some());
+    // hybrid_ratio 1 is the dense list alone; 0 is BM25F's order first.
+    let dense_only = search(
+        &engine,
+        serde_json::json!({"q": "hash map string", "model": "dense", "k": 5, "collapse": "none"}),
+    );
+    let all_dense = search(
+        &engine,
+        serde_json::json!({"q": "hash map string", "model": "hybrid", "hybrid_ratio": 1.0,
+                           "fusion": "linear", "k": 5, "collapse": "none"}),
+    );
+    let ids = |r: &crate::search::SearchResponse| -> Vec<String> {
+        r.hits.iter().map(|h| h.id.clone()).collect()
+    };
+    assert_eq!(ids(&dense_only), ids(&all_dense));
+    // A question of stop words only still has dense neighbours.
+    let r = search(
+        &engine,
+        serde_json::json!({"q": "how do i", "model": "hybrid", "k": 3, "collapse": "none"}),
+    );
+    assert_eq!(r.hits.len(), 3);
+}
+
+#[test]
+fn without_vectors_dense_is_unavailable_and_a_damaged_file_is_named_while_text_models_serve() {
+    let (_model, data, engine, _) = served();
+    let lexical = serde_json::json!({"q": "vector", "model": "bm25f", "k": 3});
+    engine.set_dense(None);
+    let request: crate::search::request::SearchRequest =
+        serde_json::from_value(serde_json::json!({"q": "vector", "model": "dense"})).unwrap();
+    match engine.search(&request.into_query(false).unwrap()) {
+        Err(crate::search::SearchError::Unavailable(m)) => {
+            assert!(m.contains("rankd embed"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let path = store::path(data.path());
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    let e = load(&engine.index, None).err().unwrap().to_string();
+    assert!(e.contains(&path.display().to_string()), "{e}");
+    assert!(!search(&engine, lexical).hits.is_empty());
+}
+
+#[test]
+fn the_job_serves_stored_vectors_and_embeds_added_documents() {
+    let (model, _data, engine, _) = served();
+    engine.set_dense(None);
+    engine
+        .index
+        .upsert([crate::corpus::Document {
+            id: "new".into(),
+            title: "descending string".into(),
+            body: "sort the strings.".into(),
+            ..Default::default()
+        }])
+        .unwrap();
+    let options = job::JobOptions {
+        embedder: Some(model.path().to_path_buf()),
+        poll: std::time::Duration::from_millis(1),
+        ..Default::default()
+    };
+    let installs = std::sync::atomic::AtomicUsize::new(0);
+    let polls = std::sync::atomic::AtomicUsize::new(0);
+    job::run(
+        &engine.index,
+        &engine.dense_status,
+        &options,
+        &|d| {
+            installs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            engine.set_dense(Some(d));
+        },
+        // Two looks at the index: the first run, then no change.
+        &|| polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2,
+    );
+    // The stored 30, then the 31 after the run that embedded the new document.
+    assert_eq!(installs.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(engine.dense_status.get(), Progress::Ready { vectors: 31 });
+    let r = search(
+        &engine,
+        serde_json::json!({"q": "descending string", "model": "dense", "k": 31, "collapse": "none"}),
+    );
+    assert!(r.hits.iter().any(|h| h.id == "new"));
+}
