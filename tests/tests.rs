@@ -31,6 +31,7 @@ mod suite {
     mod cluster_trust;
     mod crash;
     mod demo_cli;
+    mod dense_http;
     mod events;
     mod experiments;
     mod fuzz_corpus;
