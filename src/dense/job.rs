@@ -47,18 +47,6 @@ impl Default for JobOptions {
     }
 }
 
-/// The segments of the index's current searcher, with their deletion counts: the job runs
-/// again when they change.
-fn generation(index: &TextIndex) -> Vec<(tantivy::index::SegmentId, u32)> {
-    index
-        .reader
-        .searcher()
-        .segment_readers()
-        .iter()
-        .map(|r| (r.segment_id(), r.num_deleted_docs()))
-        .collect()
-}
-
 /// Runs the job until `stop()` says so (checked between polls and runs); every outcome is
 /// reported through `status`, and each new set of vectors through `install`.
 pub fn run(
@@ -117,7 +105,7 @@ pub fn run(
     };
     let mut seen = None;
     while !stop() {
-        let now = generation(index);
+        let now = crate::text::columns::segments_key(&index.reader.searcher());
         if seen.as_ref() != Some(&now) {
             match keep_up(index, status, options, &embedder) {
                 Ok(dense) => {

@@ -26,10 +26,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
-use tantivy::index::SegmentId;
 use tantivy::{DocAddress, Searcher};
 
 use crate::sync::Recover;
+use crate::text::columns::SearcherCache;
 use crate::text::TextIndex;
 
 pub use build::DocText;
@@ -222,38 +222,24 @@ impl Rows {
     }
 }
 
-/// A searcher's segments in order, each with its deletion count.
-type SegmentsKey = Vec<(SegmentId, u32)>;
-
 /// Vectors being served, with the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
-    rows: Mutex<Option<(SegmentsKey, Arc<Rows>)>>,
+    rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
     pub fn new(vectors: Vectors) -> Self {
         DenseIndex {
             vectors,
-            rows: Mutex::new(None),
+            rows: SearcherCache::default(),
         }
     }
 
     /// The row tables of `searcher`, built when its segments differ from the last ones.
     pub fn rows(&self, searcher: &Searcher) -> tantivy::Result<Arc<Rows>> {
-        let key: SegmentsKey = searcher
-            .segment_readers()
-            .iter()
-            .map(|r| (r.segment_id(), r.num_deleted_docs()))
-            .collect();
-        if let Some((k, rows)) = self.rows.locked().as_ref() {
-            if *k == key {
-                return Ok(rows.clone());
-            }
-        }
-        let rows = Arc::new(Rows::new(&self.vectors, searcher)?);
-        *self.rows.locked() = Some((key, rows.clone()));
-        Ok(rows)
+        self.rows
+            .get(searcher, || Rows::new(&self.vectors, searcher))
     }
 
     /// The `limit` live documents nearest to `query` after the first `skip`, best first (ties

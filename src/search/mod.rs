@@ -778,6 +778,23 @@ pub struct ShardHit {
     pub candidate: Candidate,
 }
 
+impl ShardHit {
+    /// `top` with each candidate's id.
+    fn of(
+        columns: &crate::text::columns::DocColumns,
+        top: Vec<Candidate>,
+    ) -> tantivy::Result<Vec<ShardHit>> {
+        top.into_iter()
+            .map(|candidate| {
+                Ok(ShardHit {
+                    id: columns.head(candidate.address)?.id,
+                    candidate,
+                })
+            })
+            .collect()
+    }
+}
+
 /// The index with what serves it: link scores and the active reranker, each swapped
 /// atomically while searches run (a search keeps the versions it started with).
 pub struct Engine {
@@ -1435,15 +1452,7 @@ impl Engine {
             }
             _ => (bound.top(searcher, &columns, stats, limit, 0)?, false),
         };
-        let hits = top
-            .into_iter()
-            .map(|candidate| {
-                Ok(ShardHit {
-                    id: columns.head(candidate.address)?.id,
-                    candidate,
-                })
-            })
-            .collect::<tantivy::Result<_>>()?;
+        let hits = ShardHit::of(&columns, top)?;
         Ok(Some(ShardTop {
             total_hits: bound.count(searcher)?,
             hits,
@@ -1465,17 +1474,7 @@ impl Engine {
         let Some(first) = Self::dense_first_phase(q, &dense, limit, 0) else {
             return Ok(None);
         };
-        let columns = self.index.doc_columns(searcher)?;
-        let hits = first
-            .top
-            .into_iter()
-            .map(|candidate| {
-                Ok(ShardHit {
-                    id: columns.head(candidate.address)?.id,
-                    candidate,
-                })
-            })
-            .collect::<tantivy::Result<_>>()?;
+        let hits = ShardHit::of(&*self.index.doc_columns(searcher)?, first.top)?;
         Ok(Some(ShardTop {
             total_hits: first.total_hits,
             hits,

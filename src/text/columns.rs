@@ -10,7 +10,7 @@
 //! the `hit` column holds one or two values.
 //!
 //! Opening the columns parses each segment's column directory, which cost ~3% of a default
-//! search when done per query, so [`ColumnCache`] keeps the columns of the searcher last
+//! search when done per query, so a [`SearcherCache`] keeps the columns of the searcher last
 //! asked for (segments are immutable: a searcher with the same segments reads the same
 //! columns).
 
@@ -30,32 +30,52 @@ pub struct DocColumns {
     id_ranks: std::sync::OnceLock<Result<Vec<Vec<u32>>, String>>,
 }
 
-/// The [`DocColumns`] of the most recent searcher, keyed by its segments in order and their
-/// deletion counts (the collection-wide rating changes with deletions).
-#[derive(Default)]
-pub(crate) struct ColumnCache {
-    current: Mutex<Option<(SegmentsKey, Arc<DocColumns>)>>,
+/// What was built for the most recent searcher asked about, keyed by its segments in order and
+/// their deletion counts: segments are immutable, so a searcher with the same segments and
+/// deletions would build the same value. [`DocColumns`] (whose collection-wide rating changes
+/// with deletions) and the dense vectors' row tables (`crate::dense::Rows`) are kept so.
+pub(crate) struct SearcherCache<T> {
+    current: Mutex<Option<(SegmentsKey, Arc<T>)>>,
 }
 
-/// A searcher's segments in order, each with its deletion count.
-type SegmentsKey = Vec<(SegmentId, u32)>;
+impl<T> Default for SearcherCache<T> {
+    fn default() -> Self {
+        SearcherCache {
+            current: Mutex::new(None),
+        }
+    }
+}
 
-impl ColumnCache {
-    /// The columns of `searcher`, opened only when its segments differ from the last ones.
-    pub fn get(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
-        let key: SegmentsKey = searcher
-            .segment_readers()
-            .iter()
-            .map(|r| (r.segment_id(), r.num_deleted_docs()))
-            .collect();
-        if let Some((k, columns)) = self.current.locked().as_ref() {
+/// A searcher's segments in order, each with its deletion count: what changes when documents
+/// are added, updated, deleted or merged.
+pub(crate) type SegmentsKey = Vec<(SegmentId, u32)>;
+
+/// The [`SegmentsKey`] of `searcher`.
+pub(crate) fn segments_key(searcher: &Searcher) -> SegmentsKey {
+    searcher
+        .segment_readers()
+        .iter()
+        .map(|r| (r.segment_id(), r.num_deleted_docs()))
+        .collect()
+}
+
+impl<T> SearcherCache<T> {
+    /// The value for `searcher`, built by `build` only when its segments differ from the last
+    /// ones.
+    pub fn get<E>(
+        &self,
+        searcher: &Searcher,
+        build: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        let key = segments_key(searcher);
+        if let Some((k, value)) = self.current.locked().as_ref() {
             if *k == key {
-                return Ok(columns.clone());
+                return Ok(value.clone());
             }
         }
-        let columns = Arc::new(DocColumns::new(searcher)?);
-        *self.current.locked() = Some((key, columns.clone()));
-        Ok(columns)
+        let value = Arc::new(build()?);
+        *self.current.locked() = Some((key, value.clone()));
+        Ok(value)
     }
 }
 

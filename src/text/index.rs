@@ -22,7 +22,7 @@ use tantivy::schema::{OwnedValue, Value};
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
-use super::columns::{ColumnCache, DocColumns};
+use super::columns::{DocColumns, SearcherCache};
 use super::config::IndexConfig;
 use super::schema::{build_schema, register_analyzers, Fields};
 use crate::corpus::Document;
@@ -60,7 +60,7 @@ pub struct TextIndex {
     pub reader: IndexReader,
     pub fields: Fields,
     pub config: IndexConfig,
-    columns: ColumnCache,
+    columns: SearcherCache<DocColumns>,
     /// The configuration's collapse page rules, compiled.
     page_rules: Vec<(regex::Regex, String)>,
 }
@@ -138,14 +138,14 @@ impl TextIndex {
             fields,
             page_rules: config.collapse.compile()?,
             config,
-            columns: ColumnCache::default(),
+            columns: SearcherCache::default(),
         })
     }
 
     /// The fast-field columns hits are built from, for `searcher` (cached while its segments
     /// stay the same).
     pub fn doc_columns(&self, searcher: &Searcher) -> tantivy::Result<Arc<DocColumns>> {
-        self.columns.get(searcher)
+        self.columns.get(searcher, || DocColumns::new(searcher))
     }
 
     pub fn num_docs(&self) -> u64 {
