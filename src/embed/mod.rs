@@ -24,8 +24,12 @@
 
 pub mod default_model;
 pub mod directory;
+pub mod distill;
 mod error;
 pub mod pooling;
+pub mod static_model;
+#[cfg(test)]
+mod static_tests;
 #[cfg(test)]
 mod tests;
 
@@ -37,8 +41,9 @@ use tokenizers::Tokenizer;
 
 pub use default_model::FetchError;
 use directory::ModelDirectory;
-pub use error::EmbedError;
+pub use error::{EmbedError, Layout};
 use pooling::Pooling;
+pub use static_model::StaticEmbedder;
 
 /// How many texts [`Embedder::embed_batch`] runs through the transformer at once
 /// (sentence-transformers' default batch size).

@@ -16,7 +16,7 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer};
 
 use super::*;
 
-const WORDS: &[&str] = &[
+pub(super) const WORDS: &[&str] = &[
     "[PAD]",
     "[UNK]",
     "[CLS]",
@@ -92,7 +92,7 @@ fn write_tokenizer(path: &Path, words: &[&str]) {
 }
 
 /// A complete tiny sentence-transformers directory with random weights.
-fn tiny_model() -> tempfile::TempDir {
+pub(super) fn tiny_model() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let config = tiny_config(WORDS.len());
     write_json(&dir.path().join("config.json"), &config);
@@ -121,7 +121,7 @@ fn tiny_model() -> tempfile::TempDir {
     dir
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
+pub(super) fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot = |x: &[f32], y: &[f32]| {
         x.iter()
             .zip(y)
@@ -281,7 +281,7 @@ struct Reference {
 
 /// The real model: RANKD_EMBEDDER_DIR, else the cache; with RANKD_TEST_EMBEDDER=fetch (CI), the
 /// default model is fetched into the cache when absent.
-fn real_model() -> Option<PathBuf> {
+pub(super) fn real_model() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("RANKD_EMBEDDER_DIR") {
         return Some(PathBuf::from(dir));
     }
