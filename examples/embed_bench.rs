@@ -26,7 +26,7 @@ struct Texts {
 
 /// The embedder under test.
 enum Engine {
-    Transformer(Embedder),
+    Transformer(Box<Embedder>),
     Static(StaticEmbedder),
 }
 
@@ -36,7 +36,7 @@ impl Engine {
             let dir = dir.ok_or_else(|| anyhow::anyhow!("--static needs MODEL_DIR"))?;
             Engine::Static(StaticEmbedder::load(dir)?)
         } else {
-            Engine::Transformer(Embedder::load_or_default(dir)?)
+            Engine::Transformer(Box::new(Embedder::load_or_default(dir)?))
         })
     }
 
