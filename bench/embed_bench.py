@@ -11,7 +11,7 @@ path order) of the documentation rustup installs. For 1 and then 2 threads: rank
 torch.set_num_threads(T). Query latency: each query encoded alone (`model.encode(q)`), 10
 rounds after a warm-up, p50/p99; documents: `model.encode(docs, batch_size=32)`, median of 3.
 The static models embed the documents --doc-repeat times (default 50) per timed run, a single
-pass over 200 short texts taking about a millisecond.
+pass over 200 short texts taking a few milliseconds.
 
 Agreement (--static only; a proxy, not a measure of search quality): for each query, how many
 of the transformer's 10 nearest documents (cosine) the static model also puts in its 10

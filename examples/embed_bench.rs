@@ -10,7 +10,7 @@
 //! TEXTS.json is `{"queries": [..], "docs": [..]}`. Each query is embedded alone (after one
 //! warm-up pass) `--rounds` times; p50/p99 over all of them. The documents are embedded with
 //! `embed_batch` (the transformer: batches of 32, sorted by length) three times, each time
-//! `--doc-repeat` times over (a static model embeds the 200 documents in about a millisecond);
+//! `--doc-repeat` times over (a static model embeds the 200 documents in a few milliseconds);
 //! the median run gives documents/s. Prints one JSON object.
 
 use std::path::{Path, PathBuf};
@@ -27,14 +27,14 @@ struct Texts {
 /// The embedder under test.
 enum Engine {
     Transformer(Box<Embedder>),
-    Static(StaticEmbedder),
+    Static(Box<StaticEmbedder>),
 }
 
 impl Engine {
     fn load(dir: Option<&Path>, is_static: bool) -> anyhow::Result<Engine> {
         Ok(if is_static {
             let dir = dir.ok_or_else(|| anyhow::anyhow!("--static needs MODEL_DIR"))?;
-            Engine::Static(StaticEmbedder::load(dir)?)
+            Engine::Static(Box::new(StaticEmbedder::load(dir)?))
         } else {
             Engine::Transformer(Box::new(Embedder::load_or_default(dir)?))
         })

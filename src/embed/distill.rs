@@ -37,7 +37,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
 use nalgebra::{DMatrix, SymmetricEigen};
 use tokenizers::{Encoding, Token};
 
@@ -317,23 +316,9 @@ fn token_vectors(
     let mut out = vec![0f32; sequences.len() * dim];
     let mut done = 0;
     for chunk in order.chunks(DISTILL_BATCH_SIZE) {
-        let longest = chunk.iter().map(|&i| sequences[i].len()).max().unwrap_or(0);
-        let mut input = Vec::with_capacity(chunk.len() * longest);
-        let mut mask = Vec::with_capacity(chunk.len() * longest);
-        for &i in chunk {
-            let ids = &sequences[i];
-            input.extend_from_slice(ids);
-            input.extend(std::iter::repeat_n(embedder.pad_id, longest - ids.len()));
-            mask.extend(std::iter::repeat_n(1u32, ids.len()));
-            mask.extend(std::iter::repeat_n(0u32, longest - ids.len()));
-        }
-        let shape = (chunk.len(), longest);
-        let input = Tensor::from_vec(input, shape, &Device::Cpu)?;
-        let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
-        let tokens = embedder
-            .model
-            .forward(&input, &input.zeros_like()?, Some(&mask))?;
-        let pooled = mean.pool(&tokens, &mask.to_dtype(DType::F32)?)?;
+        let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| sequences[i].clone()).collect();
+        let (tokens, mask) = embedder.token_states(&batch)?;
+        let pooled = mean.pool(&tokens, &mask)?;
         for (&i, row) in chunk.iter().zip(pooled.to_vec2::<f32>()?) {
             let dst = &mut out[i * dim..(i + 1) * dim];
             for (d, x) in dst.iter_mut().zip(row) {

@@ -28,7 +28,7 @@
 //!
 //! The arithmetic is float32 whatever the table's type: model2vec averages a float16 table in
 //! float16, so its vectors differ from these by float16 rounding (relative 1e-3), not more
-//! (`bench/static_embed_fixture.py` and the tests here check it).
+//! (`bench/static_embed_fixture.py` writes model2vec's vectors, `static_tests.rs` compares).
 //!
 //! Why not the `model2vec-rs` crate (MinishLab's own Rust implementation, maintained, 0.4.0):
 //! it depends on `tokenizers` 0.21 and `safetensors` 0.5 where rankd builds 0.23 and 0.8, so it
