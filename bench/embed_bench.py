@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Embedding speed: rankd's embedder against sentence-transformers, same texts, same threads,
-same run (docs/BENCHMARKS.md, "Sentence embeddings").
+same run (docs/BENCHMARKS.md, "Sentence embeddings"); with --static DIR also rankd's static
+embedder and the Python model2vec package on the Model2Vec directory DIR (distilled from the
+same transformer by `examples/embed_distill.rs`).
 
 Texts: 20 short natural-language queries, and ~200 Rust-docs-like documents: the title and the
 first paragraph of the std pages of items (struct, trait, fn, enum, macro; every k-th page in
@@ -8,10 +10,18 @@ path order) of the documentation rustup installs. For 1 and then 2 threads: rank
 `examples/embed_bench.rs` with RAYON_NUM_THREADS=T, sentence-transformers with
 torch.set_num_threads(T). Query latency: each query encoded alone (`model.encode(q)`), 10
 rounds after a warm-up, p50/p99; documents: `model.encode(docs, batch_size=32)`, median of 3.
+The static models embed the documents --doc-repeat times (default 50) per timed run, a single
+pass over 200 short texts taking a few milliseconds.
 
-    python3 -m venv /tmp/venv && /tmp/venv/bin/pip install torch sentence-transformers
-    cargo build --example embed_bench
-    /tmp/venv/bin/python bench/embed_bench.py [--model DIR] [--bin PATH] [--profile debug]
+Agreement (--static only; a proxy, not a measure of search quality): for each query, how many
+of the transformer's 10 nearest documents (cosine) the static model also puts in its 10
+nearest, and the Spearman correlation of the two models' query-document similarities,
+averaged over the queries.
+
+    python3 -m venv /tmp/venv-m2v && /tmp/venv-m2v/bin/pip install -r bench/requirements-model2vec.txt
+    cargo build --release --example embed_bench
+    /tmp/venv-m2v/bin/python bench/embed_bench.py --profile release [--model DIR] [--bin PATH] \
+        [--static DIR]
 """
 
 import argparse
@@ -102,6 +112,58 @@ def python_reference(model_dir, threads, queries, docs, rounds):
     }
 
 
+def model2vec_reference(static_dir, queries, docs, rounds, doc_repeat):
+    from model2vec import StaticModel
+
+    model = StaticModel.from_pretrained(static_dir)
+    for q in queries:
+        model.encode(q)
+    latencies = []
+    for _ in range(rounds):
+        for q in queries:
+            start = time.perf_counter()
+            model.encode(q)
+            latencies.append((time.perf_counter() - start) * 1e3)
+    latencies.sort()
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(doc_repeat):
+            model.encode(docs)
+        runs.append(time.perf_counter() - start)
+    pick = lambda p: latencies[round((len(latencies) - 1) * p)]  # noqa: E731
+    return {
+        "query_p50_ms": pick(0.5),
+        "query_p99_ms": pick(0.99),
+        "docs_per_s": len(docs) * doc_repeat / statistics.median(runs),
+    }
+
+
+def agreement(model_dir, static_dir, queries, docs, k=10):
+    """Top-k overlap and Spearman correlation of query-document cosines, static against the
+    transformer, averaged over the queries."""
+    import numpy as np
+    from model2vec import StaticModel
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+
+    def cosines(q, d):
+        q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+        d = d / np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+        return q @ d.T
+
+    transformer = SentenceTransformer(model_dir, device="cpu")
+    static = StaticModel.from_pretrained(static_dir)
+    dense = cosines(transformer.encode(queries), transformer.encode(docs))
+    light = cosines(static.encode(queries), static.encode(docs))
+    overlap, rho = [], []
+    for a, b in zip(dense, light):
+        top_a, top_b = set(np.argsort(-a)[:k]), set(np.argsort(-b)[:k])
+        overlap.append(len(top_a & top_b) / k)
+        rho.append(spearmanr(a, b).statistic)
+    return {"overlap_at_10": float(np.mean(overlap)), "spearman": float(np.mean(rho))}
+
+
 def main():
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
@@ -111,6 +173,8 @@ def main():
     parser.add_argument("--bin", default=None)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--static", default=None, help="a Model2Vec directory")
+    parser.add_argument("--doc-repeat", type=int, default=50)
     args = parser.parse_args()
     binary = args.bin or str(target / args.profile / "examples" / "embed_bench")
 
@@ -125,7 +189,16 @@ def main():
         )
         rankd = json.loads(out)
         python = python_reference(args.model, threads, QUERIES, docs, args.rounds)
-        rows.append((threads, rankd, python))
+        engines = [("rankd (candle)", rankd), ("sentence-transformers (torch)", python)]
+        if args.static:
+            out = subprocess.check_output(
+                [binary, f.name, args.static, "--static", "--rounds", str(args.rounds),
+                 "--doc-repeat", str(args.doc_repeat)], env=env, text=True
+            )
+            engines.append(("rankd static (Model2Vec)", json.loads(out)))
+            engines.append(("model2vec (Python)", model2vec_reference(
+                args.static, QUERIES, docs, args.rounds, args.doc_repeat)))
+        rows.append((threads, engines))
     os.unlink(f.name)
 
     import sentence_transformers
@@ -135,14 +208,25 @@ def main():
           f"{os.cpu_count()} CPUs; sentence-transformers {sentence_transformers.__version__}, "
           f"torch {torch.__version__}; rankd profile {args.profile}; {len(QUERIES)} queries x "
           f"{args.rounds} rounds; {len(docs)} documents, "
-          f"{rows[0][1]['doc_tokens_mean']:.1f} tokens on average")
+          f"{rows[0][1][0][1]['doc_tokens_mean']:.1f} tokens on average")
+    if args.static:
+        import model2vec
+
+        print(f"static model {args.static}, model2vec {model2vec.__version__}, documents "
+              f"embedded {args.doc_repeat} times a timed run")
     print()
     print("| threads | engine | query p50 (ms) | query p99 (ms) | documents/s |")
     print("|---|---|---|---|---|")
-    for threads, rankd, python in rows:
-        for name, r in (("rankd (candle)", rankd), ("sentence-transformers (torch)", python)):
-            print(f"| {threads} | {name} | {r['query_p50_ms']:.2f} | {r['query_p99_ms']:.2f} | "
+    for threads, engines in rows:
+        for name, r in engines:
+            print(f"| {threads} | {name} | {r['query_p50_ms']:.4f} | {r['query_p99_ms']:.4f} | "
                   f"{r['docs_per_s']:.1f} |")
+    if args.static:
+        a = agreement(args.model, args.static, QUERIES, docs)
+        print()
+        print(f"Agreement of the static model with the transformer (a proxy, not search quality): "
+              f"top-10 overlap {a['overlap_at_10']:.3f}, Spearman {a['spearman']:.3f} "
+              f"({len(QUERIES)} queries x {len(docs)} documents)")
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ impl Kinded for crate::embed::EmbedError {
             | E::Corrupt { .. }
             | E::TokenizerMismatch { .. }
             | E::Unsupported { .. } => ErrorKind::Invalid,
-            E::Inference(_) => ErrorKind::Internal,
+            E::Inference(_) | E::Write { .. } => ErrorKind::Internal,
             // No cache directory or no pip: the user's set-up, fixed by pointing at a directory.
             E::Fetch(F::NoCacheDir | F::NoPip { .. }) => ErrorKind::Invalid,
             E::Fetch(F::Download { .. }) => ErrorKind::Unavailable,

@@ -17,7 +17,7 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::error::EmbedError;
+use super::error::{EmbedError, Layout};
 use super::pooling::Pooling;
 
 /// What a model directory holds, read and checked, the weights and tokenizer not yet loaded.
@@ -36,10 +36,15 @@ impl ModelDirectory {
             return Err(EmbedError::Missing {
                 path: dir.to_path_buf(),
                 what: "not a directory",
+                layout: Layout::SentenceTransformers,
             });
         }
         let config_path = dir.join("config.json");
-        let config: Config = read_json(&config_path, "the transformer configuration")?;
+        let config: Config = read_json(
+            &config_path,
+            "the transformer configuration",
+            Layout::SentenceTransformers,
+        )?;
         if !config
             .hidden_size
             .is_multiple_of(config.num_attention_heads)
@@ -66,6 +71,7 @@ impl ModelDirectory {
                 return Err(EmbedError::Missing {
                     path: path.clone(),
                     what,
+                    layout: Layout::SentenceTransformers,
                 });
             }
         }
@@ -121,7 +127,11 @@ fn read_pooling(dir: &Path, hidden_size: usize) -> Result<Pooling, EmbedError> {
     }
     let modules_path = dir.join("modules.json");
     let pooling_dir = if modules_path.is_file() {
-        let modules: Vec<Module> = read_json(&modules_path, "the module list")?;
+        let modules: Vec<Module> = read_json(
+            &modules_path,
+            "the module list",
+            Layout::SentenceTransformers,
+        )?;
         let pooling = modules
             .into_iter()
             .find(|m| m.kind.ends_with(".Pooling"))
@@ -134,13 +144,15 @@ fn read_pooling(dir: &Path, hidden_size: usize) -> Result<Pooling, EmbedError> {
         "1_Pooling".to_string()
     };
     let path = dir.join(pooling_dir).join("config.json");
-    let pooling =
-        Pooling::from_config(&read_json(&path, "the pooling configuration")?).map_err(|what| {
-            EmbedError::Unsupported {
-                path: path.clone(),
-                what,
-            }
-        })?;
+    let pooling = Pooling::from_config(&read_json(
+        &path,
+        "the pooling configuration",
+        Layout::SentenceTransformers,
+    )?)
+    .map_err(|what| EmbedError::Unsupported {
+        path: path.clone(),
+        what,
+    })?;
     if let Some(d) = pooling.dim {
         if d != hidden_size {
             return Err(EmbedError::Corrupt {
@@ -164,18 +176,25 @@ fn read_max_seq_length(dir: &Path) -> Result<Option<usize>, EmbedError> {
     if !path.is_file() {
         return Ok(None);
     }
-    let config: SentenceBertConfig = read_json(&path, "the sentence-transformers configuration")?;
+    let config: SentenceBertConfig = read_json(
+        &path,
+        "the sentence-transformers configuration",
+        Layout::SentenceTransformers,
+    )?;
     Ok(config.max_seq_length)
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(
+/// The JSON file `path` of a model directory of the given layout.
+pub(super) fn read_json<T: serde::de::DeserializeOwned>(
     path: &Path,
     what: &'static str,
+    layout: Layout,
 ) -> Result<T, EmbedError> {
     let text = std::fs::read_to_string(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => EmbedError::Missing {
             path: path.to_path_buf(),
             what,
+            layout,
         },
         _ => EmbedError::Corrupt {
             path: path.to_path_buf(),

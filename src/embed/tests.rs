@@ -121,7 +121,7 @@ pub(crate) fn tiny_model() -> tempfile::TempDir {
     dir
 }
 
-fn cosine(a: &[f32], b: &[f32]) -> f64 {
+pub(super) fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let dot = |x: &[f32], y: &[f32]| {
         x.iter()
             .zip(y)
@@ -281,7 +281,7 @@ struct Reference {
 
 /// The real model: RANKD_EMBEDDER_DIR, else the cache; with RANKD_TEST_EMBEDDER=fetch (CI), the
 /// default model is fetched into the cache when absent.
-fn real_model() -> Option<PathBuf> {
+pub(super) fn real_model() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("RANKD_EMBEDDER_DIR") {
         return Some(PathBuf::from(dir));
     }
