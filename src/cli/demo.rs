@@ -199,7 +199,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     if args.no_serve {
         if let Some(dir) = &embedder {
             let started = std::time::Instant::now();
-            let embedder = crate::embed::Embedder::load(dir)?;
+            let embedder = crate::embed::AnyEmbedder::load(dir)?;
             let report = super::embed::embed_documents(
                 &index,
                 &embedder,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use super::{progress, DataArgs};
 use crate::dense::DocText;
-use crate::embed::Embedder;
+use crate::embed::AnyEmbedder;
 use crate::text::TextIndex;
 
 #[derive(clap::Args, Debug)]
@@ -38,7 +38,7 @@ pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
     if args.texts.is_empty() {
         return documents(&args, text);
     }
-    let embedder = Embedder::load_or_default(args.embedder.as_deref())?;
+    let embedder = AnyEmbedder::load_or_default(args.embedder.as_deref())?;
     let vectors = embedder.embed_batch(&args.texts)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -60,7 +60,7 @@ pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
 /// The documents' vectors of the data directory, brought up to date.
 fn documents(args: &EmbedArgs, text: DocText) -> anyhow::Result<()> {
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
-    let embedder = Embedder::load_or_default(args.embedder.as_deref())?;
+    let embedder = AnyEmbedder::load_or_default(args.embedder.as_deref())?;
     let report = embed_documents(&index, &embedder, text, args.json)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -81,7 +81,7 @@ fn documents(args: &EmbedArgs, text: DocText) -> anyhow::Result<()> {
 /// with `rankd demo`.
 pub(super) fn embed_documents(
     index: &TextIndex,
-    embedder: &Embedder,
+    embedder: &AnyEmbedder,
     text: DocText,
     quiet: bool,
 ) -> anyhow::Result<crate::dense::build::BuildReport> {

@@ -879,7 +879,7 @@ mod vector_tests {
                 ..Default::default()
             }))
             .unwrap();
-        let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+        let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
         crate::dense::build::update(
             dir.path(),
             &index,

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use tantivy::Searcher;
 
 use super::{DenseError, Vectors};
-use crate::embed::Embedder;
+use crate::embed::AnyEmbedder as Embedder;
 use crate::text::TextIndex;
 
 /// What text of a document its vector embeds.
@@ -154,14 +154,22 @@ pub fn build(
         done += chunk.len();
         progress(done, todo.len());
     }
+    // A static embedder gives a text with no token it knows the zero vector: such a
+    // document has no meaning to compare, so no vector (it is embedded again next run).
+    let keep: Vec<usize> = (0..docs.len())
+        .filter(|&i| data[i * dim..(i + 1) * dim].iter().any(|&x| x != 0.0))
+        .collect();
     let vectors = Vectors {
         model: model.to_string(),
         model_dir: embedder.dir().display().to_string(),
         text: text.name(),
         dim,
-        ids: docs.iter().map(|(id, _)| id.clone()).collect(),
-        text_hashes: hashes,
-        data,
+        ids: keep.iter().map(|&i| docs[i].0.clone()).collect(),
+        text_hashes: keep.iter().map(|&i| hashes[i]).collect(),
+        data: keep
+            .iter()
+            .flat_map(|&i| data[i * dim..(i + 1) * dim].iter().copied())
+            .collect(),
     };
     let report = BuildReport {
         vectors: vectors.len(),

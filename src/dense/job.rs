@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use super::build::DocText;
 use super::{Dense, DenseError, DenseIndex, Progress, Status};
-use crate::embed::Embedder;
+use crate::embed::AnyEmbedder as Embedder;
 use crate::text::TextIndex;
 
 /// How the job runs.

@@ -310,7 +310,7 @@ pub enum Progress {
 
 /// The embedder and vectors a server searches with, and the embedding job's progress.
 pub struct Dense {
-    pub embedder: Arc<crate::embed::Embedder>,
+    pub embedder: Arc<crate::embed::AnyEmbedder>,
     pub index: Arc<DenseIndex>,
 }
 
@@ -360,7 +360,7 @@ pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>,
             ),
         });
     }
-    let embedder = crate::embed::Embedder::load(&dir)?;
+    let embedder = crate::embed::AnyEmbedder::load(&dir)?;
     Ok(Some(Dense {
         embedder: Arc::new(embedder),
         index: Arc::new(DenseIndex::new(vectors)),

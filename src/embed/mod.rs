@@ -180,3 +180,73 @@ impl Embedder {
         Ok((tokens, mask.to_dtype(DType::F32)?))
     }
 }
+
+/// Either embedder, as its directory says: a Model2Vec directory (`config.json` with
+/// `"model_type": "model2vec"`) loads as a [`StaticEmbedder`], anything else as a
+/// sentence-transformer ([`Embedder`]). What dense search (`crate::dense`) embeds with, so a
+/// data directory's vectors can come from either and the numbers decide which.
+pub enum AnyEmbedder {
+    Transformer(Embedder),
+    Static(StaticEmbedder),
+}
+
+impl AnyEmbedder {
+    /// Loads `dir` as the embedder its `config.json` names; errors name the file at fault.
+    pub fn load(dir: &Path) -> Result<AnyEmbedder, EmbedError> {
+        let config = std::fs::read(dir.join("config.json")).ok();
+        let model_type = config
+            .as_deref()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
+            .and_then(|v| {
+                v.get("model_type")
+                    .and_then(|t| t.as_str().map(str::to_owned))
+            });
+        match model_type.as_deref() {
+            Some("model2vec") => Ok(AnyEmbedder::Static(StaticEmbedder::load(dir)?)),
+            _ => Ok(AnyEmbedder::Transformer(Embedder::load(dir)?)),
+        }
+    }
+
+    /// [`AnyEmbedder::load`] of `dir`, or the default sentence-transformer
+    /// ([`default_model::obtain`]) when no directory is given.
+    pub fn load_or_default(dir: Option<&Path>) -> Result<AnyEmbedder, EmbedError> {
+        match dir {
+            Some(dir) => AnyEmbedder::load(dir),
+            None => AnyEmbedder::load(&default_model::obtain()?),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        match self {
+            AnyEmbedder::Transformer(e) => e.dir(),
+            AnyEmbedder::Static(e) => e.dir(),
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        match self {
+            AnyEmbedder::Transformer(e) => e.dim(),
+            AnyEmbedder::Static(e) => e.dim(),
+        }
+    }
+
+    /// One text's vector: a unit vector, or (static embeddings of a text with no known token)
+    /// the zero vector.
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        match self {
+            AnyEmbedder::Transformer(e) => e.embed(text),
+            AnyEmbedder::Static(e) => e.embed(text),
+        }
+    }
+
+    /// The vectors of `texts`, in their order.
+    pub fn embed_batch<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self {
+            AnyEmbedder::Transformer(e) => e.embed_batch(texts),
+            AnyEmbedder::Static(e) => e.embed_batch(texts),
+        }
+    }
+}

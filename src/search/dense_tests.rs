@@ -38,7 +38,7 @@ fn served() -> (
         })
         .collect();
     index.upsert(docs).unwrap();
-    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
     let (vectors, report) = build::update(
         data.path(),
         &index,
@@ -68,7 +68,7 @@ fn search(
 #[test]
 fn dense_search_ranks_as_brute_force_over_the_embedder_and_follows_deletions() {
     let (model, _data, engine, texts) = served();
-    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
     let query = "how do i sort a vector in descending order";
     // The oracle: every document's text embedded anew, dot products sorted (ties by id).
     let q = embedder.embed(query).unwrap();
@@ -219,4 +219,66 @@ fn the_job_serves_stored_vectors_and_embeds_added_documents() {
         serde_json::json!({"q": "descending string", "model": "dense", "k": 31, "collapse": "none"}),
     );
     assert!(r.hits.iter().any(|h| h.id == "new"));
+}
+
+#[test]
+fn static_embeddings_serve_dense_search_and_a_text_without_known_words_has_no_vector() {
+    use crate::corpus::Document;
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/embed/model2vec/tiny-float32");
+    let embedder = crate::embed::AnyEmbedder::load(&model).unwrap();
+    assert!(matches!(embedder, crate::embed::AnyEmbedder::Static(_)));
+    let data = tempfile::tempdir().unwrap();
+    let index = TextIndex::open_or_create(data.path(), None).unwrap();
+    let texts = [
+        ("a", "sort vector", "sort the vector in descending order."),
+        ("b", "read file", "read a file line by line."),
+        ("c", "thread spawn", "spawn a thread and wait for it."),
+        ("d", "hash map", "iterate over a hash map."),
+        ("e", "∑ ∏", "∑∑∑ ∏∏∏"),
+    ];
+    index
+        .upsert(texts.iter().map(|(id, title, body)| Document {
+            id: id.to_string(),
+            title: title.to_string(),
+            body: body.to_string(),
+            ..Default::default()
+        }))
+        .unwrap();
+    let (vectors, report) = build::update(
+        data.path(),
+        &index,
+        &embedder,
+        DocText::DEFAULT,
+        &mut |w| panic!("{w}"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    // "e" has no word the model knows: no vector.
+    assert_eq!(vectors.ids, ["a", "b", "c", "d"]);
+    assert_eq!(report.vectors, 4);
+    let engine = crate::search::Engine::new(index);
+    engine.set_dense(Some(Arc::new(load(&engine.index, None).unwrap().unwrap())));
+    let query = "how do i sort a vector";
+    let q = embedder.embed(query).unwrap();
+    let mut brute: Vec<(f32, &str)> = vectors
+        .ids
+        .iter()
+        .enumerate()
+        .map(|(row, id)| (dot(&q, vectors.row(row)), id.as_str()))
+        .collect();
+    brute.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "model": "dense", "k": 4, "collapse": "none"}),
+    );
+    let got: Vec<&str> = r.hits.iter().map(|h| h.id.as_str()).collect();
+    let want: Vec<&str> = brute.iter().map(|(_, id)| *id).collect();
+    assert_eq!(got, want);
+    // A query of unknown words has no dense neighbours.
+    let r = search(
+        &engine,
+        serde_json::json!({"q": "∏∏ ∑", "model": "dense", "collapse": "none"}),
+    );
+    assert!(r.hits.is_empty());
 }

@@ -1308,14 +1308,15 @@ impl Engine {
     }
 
     /// `model=dense`'s first phase: the nearest `limit` documents after `skip`. `None` for a
-    /// query with no text.
+    /// query with no text or no known word.
     fn dense_first_phase(
         q: &SearchQuery,
         dense: &DenseQuery,
         limit: usize,
         skip: usize,
     ) -> Option<FirstPhase> {
-        if q.text.trim().is_empty() {
+        // No text, or (static embeddings) no word the embedder knows: nothing to compare.
+        if q.text.trim().is_empty() || dense.vector.iter().all(|&x| x == 0.0) {
             return None;
         }
         let (top, ranked) = dense.nearest(q, limit, skip);

@@ -421,7 +421,7 @@ async fn statistics_of_a_pinned_generation_ignore_later_commits() {
 async fn dense_and_hybrid_through_the_root_equal_the_single_index() {
     let c = cluster(1);
     let model = crate::embed::tests::tiny_model();
-    let embedder = crate::embed::Embedder::load(model.path()).unwrap();
+    let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
     let engines = std::iter::once(&c.single).chain(c.replicas.iter().map(|r| &r[0].1));
     for e in engines {
         crate::dense::build::update(
