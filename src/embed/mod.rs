@@ -186,8 +186,8 @@ impl Embedder {
 /// sentence-transformer ([`Embedder`]). What dense search (`crate::dense`) embeds with, so a
 /// data directory's vectors can come from either and the numbers decide which.
 pub enum AnyEmbedder {
-    Transformer(Embedder),
-    Static(StaticEmbedder),
+    Transformer(Box<Embedder>),
+    Static(Box<StaticEmbedder>),
 }
 
 impl AnyEmbedder {
@@ -202,8 +202,8 @@ impl AnyEmbedder {
                     .and_then(|t| t.as_str().map(str::to_owned))
             });
         match model_type.as_deref() {
-            Some("model2vec") => Ok(AnyEmbedder::Static(StaticEmbedder::load(dir)?)),
-            _ => Ok(AnyEmbedder::Transformer(Embedder::load(dir)?)),
+            Some("model2vec") => Ok(AnyEmbedder::Static(Box::new(StaticEmbedder::load(dir)?))),
+            _ => Ok(AnyEmbedder::Transformer(Box::new(Embedder::load(dir)?))),
         }
     }
 
