@@ -2,7 +2,7 @@
 """Embedding speed: rankd's embedder against sentence-transformers, same texts, same threads,
 same run (docs/BENCHMARKS.md, "Sentence embeddings"); with --static DIR also rankd's static
 embedder and the Python model2vec package on the Model2Vec directory DIR (distilled from the
-same transformer by `examples/embed_distill.rs`).
+same transformer by `rankd distill`).
 
 Texts: 20 short natural-language queries, and ~200 Rust-docs-like documents: the title and the
 first paragraph of the std pages of items (struct, trait, fn, enum, macro; every k-th page in

@@ -7,6 +7,7 @@ pub mod active_replay;
 pub mod click_model;
 pub mod cv;
 pub mod demo;
+pub mod distill;
 pub mod embed;
 pub mod eval;
 pub mod eval_letor;
@@ -43,9 +44,11 @@ pub enum Command {
     Graph(graph::GraphArgs),
     /// Run every query against the index and score the run (SPEC §4).
     Eval(eval::EvalArgs),
-    /// Print the sentence vectors of texts (a sentence-transformers model; default
-    /// all-MiniLM-L6-v2, fetched once into the cache).
+    /// Compute the documents' vectors of a data directory (dense and hybrid search), or print
+    /// the vectors of texts (default model all-MiniLM-L6-v2, fetched once into the cache).
     Embed(embed::EmbedArgs),
+    /// Distil a static embedding model (Model2Vec's method) from a sentence-transformer.
+    Distill(distill::DistillArgs),
     /// Fuse TREC run files into one (SPEC §6): RRF, CombSUM, CombMNZ, Borda, Condorcet.
     Fuse(fuse::FuseArgs),
     /// Serve the HTTP API.
@@ -124,6 +127,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Graph(a) => graph::run(a),
         Command::Eval(a) => eval::run(a),
         Command::Embed(a) => embed::run(a),
+        Command::Distill(a) => distill::run(a),
         Command::Fuse(a) => fuse::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Publish(a) => publish::run(a),
