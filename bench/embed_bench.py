@@ -90,25 +90,33 @@ def python_reference(model_dir, threads, queries, docs, rounds):
 
     torch.set_num_threads(threads)
     model = SentenceTransformer(model_dir, device="cpu")
+    return timed(
+        model.encode, lambda: model.encode(docs, batch_size=32), queries, len(docs), rounds
+    )
+
+
+def timed(encode, encode_docs, queries, n_docs, rounds):
+    """Query latency (each query encoded alone, `rounds` rounds after a warm-up; p50/p99 in
+    ms) and documents per second (`encode_docs()` encodes `n_docs` texts; median of 3)."""
     for q in queries:
-        model.encode(q)
+        encode(q)
     latencies = []
     for _ in range(rounds):
         for q in queries:
             start = time.perf_counter()
-            model.encode(q)
+            encode(q)
             latencies.append((time.perf_counter() - start) * 1e3)
     latencies.sort()
     runs = []
     for _ in range(3):
         start = time.perf_counter()
-        model.encode(docs, batch_size=32)
+        encode_docs()
         runs.append(time.perf_counter() - start)
     pick = lambda p: latencies[round((len(latencies) - 1) * p)]  # noqa: E731
     return {
         "query_p50_ms": pick(0.5),
         "query_p99_ms": pick(0.99),
-        "docs_per_s": len(docs) / statistics.median(runs),
+        "docs_per_s": n_docs / statistics.median(runs),
     }
 
 
@@ -116,27 +124,12 @@ def model2vec_reference(static_dir, queries, docs, rounds, doc_repeat):
     from model2vec import StaticModel
 
     model = StaticModel.from_pretrained(static_dir)
-    for q in queries:
-        model.encode(q)
-    latencies = []
-    for _ in range(rounds):
-        for q in queries:
-            start = time.perf_counter()
-            model.encode(q)
-            latencies.append((time.perf_counter() - start) * 1e3)
-    latencies.sort()
-    runs = []
-    for _ in range(3):
-        start = time.perf_counter()
+
+    def encode_docs():
         for _ in range(doc_repeat):
             model.encode(docs)
-        runs.append(time.perf_counter() - start)
-    pick = lambda p: latencies[round((len(latencies) - 1) * p)]  # noqa: E731
-    return {
-        "query_p50_ms": pick(0.5),
-        "query_p99_ms": pick(0.99),
-        "docs_per_s": len(docs) * doc_repeat / statistics.median(runs),
-    }
+
+    return timed(model.encode, encode_docs, queries, len(docs) * doc_repeat, rounds)
 
 
 def agreement(model_dir, static_dir, queries, docs, k=10):

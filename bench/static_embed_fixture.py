@@ -26,6 +26,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from embed_bench import QUERIES  # noqa: E402  (bench/ is the script's directory)
 import model2vec  # noqa: E402
 import numpy as np  # noqa: E402
 from model2vec import StaticModel  # noqa: E402
@@ -73,27 +74,8 @@ TINY_TEXTS = [
     "how do i sort the vector of strings in descending order by line " * 60,
 ]
 
-DISTILL_TEXTS = [
-    "how do I iterate over a hashmap",
-    "sort a vector in descending order",
-    "read a file line by line",
-    "convert a string to an integer",
-    "difference between String and str",
-    "spawn a thread and wait for it",
-    "remove duplicates from a vec",
-    "check if a file exists",
-    "join strings with a separator",
-    "reverse a string",
-    "share data between threads",
-    "parse command line arguments",
-    "get the current time",
-    "split a string by whitespace",
-    "count occurrences in a list",
-    "sleep for one second",
-    "find the maximum of an iterator",
-    "write bytes to a file",
-    "environment variable value",
-    "convert integer to float",
+# The benchmark's 20 questions (bench/embed_bench.py), then texts of other kinds.
+DISTILL_TEXTS = QUERIES + [
     "HashMap",
     "Vec::sort_by_key",
     "std::collections::BTreeMap - Rust. An ordered map based on a B-Tree.",

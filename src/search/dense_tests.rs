@@ -7,6 +7,23 @@ use std::sync::Arc;
 use crate::dense::{build, dot, job, load, store, DocText, Progress};
 use crate::text::TextIndex;
 
+/// The vectors of `index` (in `dir`) brought up to date by `embedder`, with no warning.
+fn update(
+    dir: &std::path::Path,
+    index: &TextIndex,
+    embedder: &crate::embed::AnyEmbedder,
+) -> (crate::dense::Vectors, build::BuildReport) {
+    build::update(
+        dir,
+        index,
+        embedder,
+        DocText::DEFAULT,
+        &mut |w| panic!("{w}"),
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
 /// An index of documents written in the tiny model's words, its vectors computed, served by
 /// an engine.
 fn served() -> (
@@ -39,15 +56,7 @@ fn served() -> (
         .collect();
     index.upsert(docs).unwrap();
     let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
-    let (vectors, report) = build::update(
-        data.path(),
-        &index,
-        &embedder,
-        DocText::DEFAULT,
-        &mut |w| panic!("{w}"),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (vectors, report) = update(data.path(), &index, &embedder);
     assert_eq!((report.vectors, report.embedded), (30, 30));
     assert_eq!(vectors.len(), 30);
     let searcher = index.reader.searcher();
@@ -99,15 +108,7 @@ fn dense_search_ranks_as_brute_force_over_the_embedder_and_follows_deletions() {
     assert_eq!(r.hits.len(), 29);
     assert!(r.hits.iter().all(|h| h.id != gone));
     // The next run drops its vector and embeds nothing else.
-    let (_, report) = build::update(
-        &engine.index.dir,
-        &engine.index,
-        &embedder,
-        DocText::DEFAULT,
-        &mut |w| panic!("{w}"),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (_, report) = update(&engine.index.dir, &engine.index, &embedder);
     assert_eq!(
         (
             report.vectors,
@@ -245,15 +246,7 @@ fn static_embeddings_serve_dense_search_and_a_text_without_known_words_has_no_ve
             ..Default::default()
         }))
         .unwrap();
-    let (vectors, report) = build::update(
-        data.path(),
-        &index,
-        &embedder,
-        DocText::DEFAULT,
-        &mut |w| panic!("{w}"),
-        &mut |_, _| {},
-    )
-    .unwrap();
+    let (vectors, report) = update(data.path(), &index, &embedder);
     // "e" has no word the model knows: no vector.
     assert_eq!(vectors.ids, ["a", "b", "c", "d"]);
     assert_eq!(report.vectors, 4);
