@@ -321,13 +321,8 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let top = match retriever {
         Retriever::Text(kind) => Engine::shard_top(view, &q, kind, call.limit, rating)?,
         Retriever::Dense => {
-            if call.sort.is_some() {
-                return Err(SearchError::Param {
-                    field: "sort",
-                    message: "sort orders a text model's matching documents; it does not apply to model=dense".into(),
-                }
-                .into());
-            }
+            // The rule book refuses a sort of the dense first phase, as on a single index.
+            q.validate()?;
             engine.shard_dense_top(&q, searcher, call.limit)?
         }
     };

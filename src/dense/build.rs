@@ -182,8 +182,7 @@ pub fn build(
 
 /// Brings the vector file of the index in `data_dir` up to date with the index's live
 /// documents and returns the vectors: reads the stored ones (a damaged file is recomputed
-/// whole, and said so through `warn`), embeds what changed, writes the file atomically when
-/// anything changed.
+/// whole, and said so through `warn`), then [`update_from`] them.
 pub fn update(
     data_dir: &std::path::Path,
     index: &TextIndex,
@@ -192,8 +191,7 @@ pub fn update(
     warn: &mut dyn FnMut(String),
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Vectors, BuildReport), DenseError> {
-    let path = super::store::path(data_dir);
-    let previous = match super::store::read(&path) {
+    let previous = match super::store::read(&super::store::path(data_dir)) {
         Ok(p) => p,
         Err(e @ DenseError::Corrupt { .. }) => {
             warn(format!("{e}; every document is embedded again"));
@@ -202,11 +200,36 @@ pub fn update(
         Err(e) => return Err(e),
     };
     let model = super::fingerprint(embedder.dir())?;
+    update_from(
+        data_dir,
+        index,
+        embedder,
+        &model,
+        text,
+        previous.as_ref(),
+        progress,
+    )
+}
+
+/// The vectors of the index's live documents from `previous` (what the vector file of
+/// `data_dir` holds, already in memory) and `embedder` (whose fingerprint is `model`), the
+/// file written atomically when anything changed. The server's job calls this with the
+/// vectors it serves, so a change of the index neither re-reads the file nor re-hashes the
+/// model.
+pub fn update_from(
+    data_dir: &std::path::Path,
+    index: &TextIndex,
+    embedder: &Embedder,
+    model: &str,
+    text: DocText,
+    previous: Option<&Vectors>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Vectors, BuildReport), DenseError> {
     let searcher = index.reader.searcher();
     let docs = documents(index, &searcher, text)?;
-    let (vectors, report) = build(&docs, embedder, &model, text, previous.as_ref(), progress)?;
-    if previous.as_ref() != Some(&vectors) {
-        super::store::write(&path, &vectors)?;
+    let (vectors, report) = build(&docs, embedder, model, text, previous, progress)?;
+    if previous != Some(&vectors) {
+        super::store::write(&super::store::path(data_dir), &vectors)?;
     }
     Ok((vectors, report))
 }

@@ -5,7 +5,7 @@
 //!
 //! It runs on a thread of its own (embedding is seconds to minutes of CPU, which must not sit
 //! on the async workers) and watches the index: whenever the searcher's segments change it
-//! runs [`super::build::update`], which re-embeds only documents whose text changed, writes the
+//! runs [`super::build::update_from`] from the vectors it serves, which re-embeds only documents whose text changed, writes the
 //! vector file atomically and hands the new vectors to the engine (`install`). A search holds
 //! the vectors it started with; deleted documents never hit even before the job has run, as
 //! the row tables follow the searcher (`super::Rows`).
@@ -57,14 +57,15 @@ pub fn run(
     stop: &dyn Fn() -> bool,
 ) {
     status.set(Progress::Loading);
-    let stored = match super::load(index, options.embedder.as_deref()) {
+    // The vectors served, which each run starts from (never re-read from the file).
+    let mut served: Option<Arc<Dense>> = match super::load(index, options.embedder.as_deref()) {
         Ok(Some(dense)) => {
             status.set(Progress::Ready {
                 vectors: dense.index.vectors.len(),
             });
-            let embedder = dense.embedder.clone();
-            install(Arc::new(dense));
-            Some(embedder)
+            let dense = Arc::new(dense);
+            install(dense.clone());
+            Some(dense)
         }
         Ok(None) => None,
         Err(e) => {
@@ -77,13 +78,15 @@ pub fn run(
         }
     };
     if !options.compute {
-        if stored.is_none() && matches!(status.get(), Progress::Loading) {
+        if served.is_none() && matches!(status.get(), Progress::Loading) {
             status.set(Progress::Off);
         }
         return;
     }
-    let embedder = match stored {
-        Some(e) => e,
+    // The embedder and its fingerprint, computed once: stored vectors carry the fingerprint
+    // `super::load` checked.
+    let (embedder, model) = match &served {
+        Some(d) => (d.embedder.clone(), d.index.vectors.model.clone()),
         None => {
             let Some(dir) = options.embedder.clone() else {
                 if matches!(status.get(), Progress::Loading) {
@@ -91,8 +94,13 @@ pub fn run(
                 }
                 return;
             };
-            match Embedder::load(&dir) {
-                Ok(e) => Arc::new(e),
+            match Embedder::load(&dir)
+                .map_err(DenseError::from)
+                .and_then(|e| {
+                    let model = super::fingerprint(&dir)?;
+                    Ok((Arc::new(e), model))
+                }) {
+                Ok(loaded) => loaded,
                 Err(e) => {
                     tracing::error!("document vectors: {e}");
                     status.set(Progress::Failed {
@@ -107,38 +115,44 @@ pub fn run(
     while !stop() {
         let now = crate::text::columns::segments_key(&index.reader.searcher());
         if seen.as_ref() != Some(&now) {
-            match keep_up(index, status, options, &embedder) {
+            let held = served.as_ref().map(|d| &d.index.vectors);
+            match keep_up(index, status, options, &embedder, &model, held) {
                 Ok(dense) => {
-                    install(Arc::new(dense));
-                    seen = Some(now);
+                    let dense = Arc::new(dense);
+                    install(dense.clone());
+                    served = Some(dense);
                 }
                 Err(e) => {
                     tracing::error!("document vectors: {e}");
                     status.set(Progress::Failed {
                         message: e.to_string(),
                     });
-                    // Tried again at the next change of the index.
-                    seen = Some(now);
                 }
             }
+            // After a failure, tried again at the next change of the index.
+            seen = Some(now);
         }
         std::thread::sleep(options.poll);
     }
 }
 
-/// One run of [`super::build::update`], its progress in `status`.
+/// One run of [`super::build::update_from`] from the vectors `held`, its progress in
+/// `status`.
 fn keep_up(
     index: &TextIndex,
     status: &Status,
     options: &JobOptions,
     embedder: &Arc<Embedder>,
+    model: &str,
+    held: Option<&super::Vectors>,
 ) -> Result<Dense, DenseError> {
-    let (vectors, report) = super::build::update(
+    let (vectors, report) = super::build::update_from(
         &index.dir,
         index,
         embedder,
+        model,
         options.text,
-        &mut |warning| tracing::warn!("document vectors: {warning}"),
+        held,
         &mut |done, total| {
             if total > 0 {
                 status.set(Progress::Embedding { done, total });

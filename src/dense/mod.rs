@@ -6,10 +6,9 @@
 //! - [`Vectors`] are the documents' vectors as stored ([`store`], `vectors.bin` beside the
 //!   index), keyed by document id with a hash of the text each embeds, so that updating the
 //!   vectors after documents change re-embeds only what changed ([`build`]).
-//! - [`DenseIndex`] serves them: for each searcher (index generation) it maps rows to document
-//!   addresses and back ([`Rows`], built once per set of segments, as `crate::text::columns`
-//!   caches its columns), so a deleted document is never a hit and a candidate of any first
-//!   phase finds its vector.
+//! - [`DenseIndex`] serves them: for each searcher (index generation) it maps rows to live
+//!   document addresses ([`Rows`], built once per set of segments, as `crate::text::columns`
+//!   caches its columns), so a deleted document is never a hit.
 //! - The nearest documents are found by an exact scan: every live row's dot product with the
 //!   query. On the demo's 32,900 × 384 vectors that is a few milliseconds on one core; the
 //!   approximate indexes measured for larger collections are in docs/BENCHMARKS.md. The dot
@@ -76,11 +75,6 @@ impl Vectors {
     pub fn row(&self, row: usize) -> &[f32] {
         &self.data[row * self.dim..(row + 1) * self.dim]
     }
-
-    /// The row of document `id`.
-    pub fn row_of(&self, id: &str) -> Option<usize> {
-        self.ids.binary_search_by(|x| x.as_str().cmp(id)).ok()
-    }
 }
 
 /// The sha256 of an embedder's directory: every regular file's relative path and bytes, in
@@ -136,12 +130,10 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
-/// Rows and document addresses of one searcher, both ways.
+/// The live document of each row in one searcher.
 pub struct Rows {
     /// Per row: the live document with its id, if any.
     address: Vec<Option<DocAddress>>,
-    /// Per segment, per document: its row, or `u32::MAX` (deleted, or no vector).
-    row: Vec<Vec<u32>>,
     /// Per row: the document's language code (`crate::corpus::lang::code`), 0 for none.
     lang: Vec<u64>,
     /// Live documents with no vector (added since the vectors were computed).
@@ -152,15 +144,12 @@ impl Rows {
     fn new(vectors: &Vectors, searcher: &Searcher) -> tantivy::Result<Rows> {
         let mut address = vec![None; vectors.len()];
         let mut lang = vec![0u64; vectors.len()];
-        let mut rows = Vec::with_capacity(searcher.segment_readers().len());
         let mut missing = 0usize;
         for (segment, reader) in searcher.segment_readers().iter().enumerate() {
-            let mut row_of_doc = vec![u32::MAX; reader.max_doc() as usize];
             let ff = reader.fast_fields();
             let ids = ff.str("id")?;
             let langs = ff.u64("lang").ok();
             let Some(ids) = ids else {
-                rows.push(row_of_doc);
                 continue;
             };
             // The segment's dictionary and the rows are both in id order: one merge gives
@@ -186,29 +175,17 @@ impl Rows {
                     missing += 1;
                     continue;
                 }
-                row_of_doc[doc as usize] = row;
                 address[row as usize] = Some(DocAddress::new(segment as u32, doc));
                 if let Some(l) = langs.as_ref().and_then(|c| c.first(doc)) {
                     lang[row as usize] = l;
                 }
             }
-            rows.push(row_of_doc);
         }
         Ok(Rows {
             address,
-            row: rows,
             lang,
             missing,
         })
-    }
-
-    /// The row of the document at `address`, if it has a vector.
-    pub fn row_of(&self, address: DocAddress) -> Option<usize> {
-        let row = *self
-            .row
-            .get(address.segment_ord as usize)?
-            .get(address.doc_id as usize)?;
-        (row != u32::MAX).then_some(row as usize)
     }
 
     /// Live documents without a vector.
@@ -275,20 +252,6 @@ impl DenseIndex {
             .map(|(s, row)| (rows.address[row as usize].expect("live rows only"), s))
             .collect();
         (top, ranked)
-    }
-
-    /// The dot product of `query` with the vector of each document at `addresses` (`None`
-    /// for a document without one).
-    pub fn similarities(
-        &self,
-        rows: &Rows,
-        query: &[f32],
-        addresses: &[DocAddress],
-    ) -> Vec<Option<f32>> {
-        addresses
-            .iter()
-            .map(|&a| rows.row_of(a).map(|row| dot(query, self.vectors.row(row))))
-            .collect()
     }
 }
 

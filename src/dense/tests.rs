@@ -74,7 +74,6 @@ fn the_scan_finds_the_brute_force_top_with_ties_by_id() {
     v.data[20 * 24..21 * 24].copy_from_slice(&copy);
     let rows = Rows {
         address: (0..300).map(|i| Some(DocAddress::new(0, i))).collect(),
-        row: vec![(0..300).collect()],
         lang: vec![0; 300],
         missing: 0,
     };

@@ -275,6 +275,23 @@ impl SearchQuery {
         Ok(bound.map(|b| b.only(filter)))
     }
 
+    /// The first phase an answer names: `hybrid`, `fusion`, `dense`, or the text model `kind`
+    /// (the request's, else the index's default); a single index and a root alike.
+    pub fn first_phase_name(&self, kind: ModelKind) -> String {
+        match &self.fusion {
+            Some(f) if f.hybrid => "hybrid".to_string(),
+            Some(_) => "fusion".to_string(),
+            None if self.dense => "dense".to_string(),
+            None => kind.to_string(),
+        }
+    }
+
+    /// Whether the first-phase scores are BM25F's own when `kind` ranks, so the features take
+    /// them instead of scoring BM25F again.
+    pub fn scores_are_bm25f(&self, kind: ModelKind) -> bool {
+        kind == ModelKind::Bm25F && self.fusion.is_none() && !self.dense
+    }
+
     pub fn model(mut self, model: ModelKind) -> Self {
         self.model = Some(model);
         self
@@ -1051,12 +1068,7 @@ impl Engine {
         let mut response = SearchResponse {
             query_id: None,
             query: q.text.clone(),
-            model: match &q.fusion {
-                Some(f) if f.hybrid => "hybrid".to_string(),
-                Some(_) => "fusion".to_string(),
-                None if q.dense => "dense".to_string(),
-                None => kind.to_string(),
-            },
+            model: q.first_phase_name(kind),
             reranker: model.as_ref().map(|m| m.id().to_string()),
             total_hits: 0,
             took_ms: 0.0,
@@ -1141,7 +1153,7 @@ impl Engine {
                 };
                 let how = features::Extraction {
                     prf,
-                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none() && !q.dense,
+                    scores_are_bm25f: q.scores_are_bm25f(kind),
                     now,
                     rating: MeanRating::OfIndex,
                 };

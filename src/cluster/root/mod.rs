@@ -1011,12 +1011,7 @@ impl Root {
         Ok(SearchResponse {
             query_id: None,
             query: q.text.clone(),
-            model: match &q.fusion {
-                Some(f) if f.hybrid => "hybrid".to_string(),
-                Some(_) => "fusion".to_string(),
-                None if q.dense => "dense".to_string(),
-                None => kind.to_string(),
-            },
+            model: q.first_phase_name(kind),
             reranker: model.as_ref().map(|m| m.id().to_string()),
             total_hits: first.total_hits,
             took_ms: start.elapsed().as_secs_f64() * 1e3,
@@ -1137,7 +1132,7 @@ impl Root {
                     text: q.text.clone(),
                     stats: stats.clone(),
                     now,
-                    scores_are_bm25f: kind == ModelKind::Bm25F && q.fusion.is_none() && !q.dense,
+                    scores_are_bm25f: q.scores_are_bm25f(kind),
                     docs: rows
                         .iter()
                         .map(|&i| {
