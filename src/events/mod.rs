@@ -366,6 +366,17 @@ impl EventStore {
         self.log.record(impression);
     }
 
+    /// Waits (up to [`FLUSH_WAIT`]) until every impression queued so far is written, so that
+    /// a reader of the log sees every search answered before the call: training on clicks
+    /// right after the searches must not miss the last batch.
+    pub async fn settle(&self) {
+        if !self.log.flush(FLUSH_WAIT).await {
+            tracing::warn!(
+                "impressions still queued after {FLUSH_WAIT:?}; reading the log without them"
+            );
+        }
+    }
+
     /// Stores `events` in one transaction, or nothing when one names an unknown query id.
     /// A query id whose impression is still queued is waited for (up to [`FLUSH_WAIT`]).
     pub async fn store(&self, events: &[Event]) -> Result<(), StoreError> {

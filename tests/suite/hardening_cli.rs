@@ -197,7 +197,8 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // The server: a batch that fills the disk is a 500 naming the path, and the server goes
+    // The server: a batch that fills the disk (45 MB of barely compressible text on 20 MB,
+    // so that it fails whether or not a merge runs during it) is a 500 naming the path, and the server goes
     // on serving and accepting batches.
     let db = format!("sqlite://{}?mode=rwc", data.join("rankd.db").display());
     let server = start_with_env(
@@ -211,7 +212,7 @@ fn a_full_disk_leaves_no_uncommitted_files_and_writes_recover() {
         "POST",
         &format!("{b}/admin/documents"),
         Some(TOKEN),
-        Some(("application/x-ndjson", bulky_docs("web", 30).as_bytes())),
+        Some(("application/x-ndjson", bulky_docs("web", 45).as_bytes())),
     );
     assert_eq!(a.status, 500, "{}", a.body);
     let message = a.body["error"]["message"].as_str().unwrap_or_default();

@@ -145,6 +145,7 @@ pub async fn activate(
     // The click log is read only for a model that held out click queries, and only its
     // clicked pages: the guard's labels are a query's clicked documents.
     let clicked = if crate::admin::models::held_out_clicks(&record) {
+        state.events.settle().await;
         db.first_page_sessions(Pages::Clicked, state.events.settings.max_training_pages)
             .await
             .map_err(ApiError::internal)?
@@ -419,6 +420,7 @@ pub async fn start(
     };
     let clicks = match request.source.clicks {
         Some(options) => {
+            state.events.settle().await;
             let pages = db
                 .first_page_sessions(Pages::All, state.events.settings.max_training_pages)
                 .await
