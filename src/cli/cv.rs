@@ -84,7 +84,9 @@ pub fn run(args: CvArgs) -> anyhow::Result<()> {
         .chain(single_features.iter().map(|&(_, c)| c))
         .collect();
     let prf = set.prf_for(&read);
-    let engine = crate::search::Engine::new(index).with_links(links);
+    let engine = crate::search::Engine::new(index)
+        .with_links(links)
+        .with_stored_vectors(None)?;
     let (windows, stats) =
         judged_windows(&engine, &queries, first_phase, args.window, prf, &|| {
             bar.inc(1)

@@ -158,6 +158,38 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             scores.n()
         );
     }
+    // The default embedder, fetched once; without it the demo goes on with text models only.
+    let embedder = match args.no_embed {
+        true => None,
+        false => match crate::embed::default_model::obtain() {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!("note: dense and hybrid search are off: {e}");
+                None
+            }
+        },
+    };
+    // Without a server the vectors are computed now, before the reranker trains, so that it
+    // learns from the dense similarity too; a server computes them in the background and
+    // the reranker trained first reads text features only.
+    if args.no_serve {
+        if let Some(dir) = &embedder {
+            let started = std::time::Instant::now();
+            let embedder = crate::embed::AnyEmbedder::load(dir)?;
+            let report = super::embed::embed_documents(
+                &index,
+                &embedder,
+                crate::dense::DocText::DEFAULT,
+                false,
+            )?;
+            eprintln!(
+                "document vectors: {} ({} embedded) in {:.0}s",
+                report.vectors,
+                report.embedded,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
     let models = crate::search::model::model_files(data_dir)?;
     let has_kind = |kind: crate::training::ModelChoice| {
         models
@@ -166,7 +198,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     let index = if models.is_empty() || args.model.is_some_and(|k| !has_kind(k)) {
         let links = crate::links::load(&index)?;
-        let engine = crate::search::Engine::new(index).with_links(links);
+        let engine = crate::search::Engine::new(index)
+            .with_links(links)
+            .with_stored_vectors(None)?;
         let mut excluded = std::collections::HashSet::new();
         for path in &args.exclude_qrels {
             let qrels = crate::eval::trec::read_qrels(path)
@@ -185,34 +219,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     } else {
         index
     };
-    // The default embedder, fetched once; without it the demo goes on with text models only.
-    let embedder = match args.no_embed {
-        true => None,
-        false => match crate::embed::default_model::obtain() {
-            Ok(dir) => Some(dir),
-            Err(e) => {
-                eprintln!("note: dense and hybrid search are off: {e}");
-                None
-            }
-        },
-    };
     if args.no_serve {
-        if let Some(dir) = &embedder {
-            let started = std::time::Instant::now();
-            let embedder = crate::embed::AnyEmbedder::load(dir)?;
-            let report = super::embed::embed_documents(
-                &index,
-                &embedder,
-                crate::dense::DocText::DEFAULT,
-                false,
-            )?;
-            eprintln!(
-                "document vectors: {} ({} embedded) in {:.0}s",
-                report.vectors,
-                report.embedded,
-                started.elapsed().as_secs_f64()
-            );
-        }
         return Ok(());
     }
     if embedder.is_some() {

@@ -174,6 +174,7 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
         Some(path) => Some(ActiveModel::load(path)?),
         None => None,
     };
+    let reads_dense = active.as_ref().is_some_and(ActiveModel::reads_dense);
     let dense = if query.dense || query.fusion.as_ref().is_some_and(|f| f.uses_dense()) {
         let dense = crate::dense::load(&index, args.embedder.as_deref())?;
         Some(dense.ok_or_else(|| {
@@ -183,6 +184,16 @@ pub fn run(args: EvalArgs) -> anyhow::Result<()> {
                 args.data.data_dir.display()
             ))
         })?)
+    } else if reads_dense {
+        let dense = crate::dense::load(&index, args.embedder.as_deref())?;
+        if dense.is_none() {
+            eprintln!(
+                "note: the reranker reads dense.similarity but {} has no document vectors: \
+                 the feature keeps its default (run `rankd embed` first)",
+                args.data.data_dir.display()
+            );
+        }
+        dense
     } else {
         None
     };

@@ -94,7 +94,9 @@ pub(crate) fn run_features(args: FeaturesArgs) -> anyhow::Result<()> {
     crate::search::check_window(args.window)?;
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
     let links = crate::links::load(&index)?;
-    let engine = crate::search::Engine::new(index).with_links(links);
+    let engine = crate::search::Engine::new(index)
+        .with_links(links)
+        .with_stored_vectors(None)?;
     let (queries, _) = args.judged.load()?;
     let bar = progress(queries.len() as u64, "features", args.json);
     let (windows, stats) = judged_windows(

@@ -310,7 +310,9 @@ impl Source {
                 crate::search::check_window(*window)?;
                 let index = crate::text::TextIndex::open(&data.data_dir, data.config()?)?;
                 let links = crate::links::load(&index)?;
-                let engine = crate::search::Engine::new(index).with_links(links);
+                let engine = crate::search::Engine::new(index)
+                    .with_links(links)
+                    .with_stored_vectors(None)?;
                 let (judged, mut name) = match judged {
                     Some(judged) => judged.load()?,
                     None => (Vec::new(), String::new()),

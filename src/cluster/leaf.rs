@@ -436,7 +436,14 @@ pub fn features(
     };
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
-    let view = engine.view(&query, searcher, &stats, pinned.links.as_deref());
+    let vector = match call.dense {
+        true => engine.query_vector(&call.text, searcher)?,
+        false => None,
+    };
+    let view = crate::features::View {
+        dense: vector.as_ref().map(|v| v.similarity()),
+        ..engine.view(&query, searcher, &stats, pinned.links.as_deref())
+    };
     let (m, out_links) =
         Engine::shard_features(view, &docs, &call.window_nodes, call.rm3.as_ref(), how)?;
     Ok(FeaturesReply {

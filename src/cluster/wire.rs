@@ -201,6 +201,10 @@ pub struct FeaturesCall {
     pub prf: bool,
     #[serde(default)]
     pub rm3: Option<Rm3Query>,
+    /// Whether to compute the dense similarity (the reranker reads it): the leaf embeds the
+    /// query when its index has vectors.
+    #[serde(default)]
+    pub dense: bool,
 }
 
 /// `POST /cluster/v1/feedback`: the term counts of this shard's feedback documents (RM3).

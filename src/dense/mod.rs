@@ -136,6 +136,8 @@ pub struct Rows {
     address: Vec<Option<DocAddress>>,
     /// Per row: the document's language code (`crate::corpus::lang::code`), 0 for none.
     lang: Vec<u64>,
+    /// Per segment, per document: its row, `u32::MAX` for none (the dense feature's lookup).
+    row_of: Vec<Vec<u32>>,
     /// Live documents with no vector (added since the vectors were computed).
     missing: usize,
 }
@@ -145,11 +147,14 @@ impl Rows {
         let mut address = vec![None; vectors.len()];
         let mut lang = vec![0u64; vectors.len()];
         let mut missing = 0usize;
+        let mut row_of = Vec::with_capacity(searcher.segment_readers().len());
         for (segment, reader) in searcher.segment_readers().iter().enumerate() {
+            let mut rows_of_docs = vec![u32::MAX; reader.max_doc() as usize];
             let ff = reader.fast_fields();
             let ids = ff.str("id")?;
             let langs = ff.u64("lang").ok();
             let Some(ids) = ids else {
+                row_of.push(rows_of_docs);
                 continue;
             };
             // The segment's dictionary and the rows are both in id order: one merge gives
@@ -176,16 +181,28 @@ impl Rows {
                     continue;
                 }
                 address[row as usize] = Some(DocAddress::new(segment as u32, doc));
+                rows_of_docs[doc as usize] = row;
                 if let Some(l) = langs.as_ref().and_then(|c| c.first(doc)) {
                     lang[row as usize] = l;
                 }
             }
+            row_of.push(rows_of_docs);
         }
         Ok(Rows {
             address,
             lang,
+            row_of,
             missing,
         })
+    }
+
+    /// The row of a live document, if it has a vector.
+    pub fn row_of(&self, address: DocAddress) -> Option<usize> {
+        let row = *self
+            .row_of
+            .get(address.segment_ord as usize)?
+            .get(address.doc_id as usize)?;
+        (row != u32::MAX).then_some(row as usize)
     }
 
     /// Live documents without a vector.
@@ -252,6 +269,25 @@ impl DenseIndex {
             .map(|(s, row)| (rows.address[row as usize].expect("live rows only"), s))
             .collect();
         (top, ranked)
+    }
+}
+
+/// A query's vector against one searcher's documents: the `dense.similarity` feature of the
+/// reranker (`crate::features`), the dot product of the query's and the document's unit
+/// vectors, the score `model=dense` ranks by.
+#[derive(Clone, Copy)]
+pub struct Similarity<'a> {
+    pub index: &'a DenseIndex,
+    pub rows: &'a Rows,
+    pub query: &'a [f32],
+}
+
+impl Similarity<'_> {
+    /// The similarity of a live document to the query; `None` for a document without a
+    /// vector (added since the vectors were computed).
+    pub fn of(&self, address: DocAddress) -> Option<f32> {
+        let row = self.rows.row_of(address)?;
+        Some(dot(self.query, self.index.vectors.row(row)))
     }
 }
 

@@ -75,6 +75,7 @@ fn the_scan_finds_the_brute_force_top_with_ties_by_id() {
     let rows = Rows {
         address: (0..300).map(|i| Some(DocAddress::new(0, i))).collect(),
         lang: vec![0; 300],
+        row_of: vec![(0..300).collect()],
         missing: 0,
     };
     let index = DenseIndex::new(v.clone());

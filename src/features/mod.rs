@@ -21,7 +21,7 @@ use crate::text::search::TextError;
 use crate::text::stats::Stats;
 use crate::text::TextIndex;
 
-pub use set::{FeatureSet, FEATURE_SET_VERSION};
+pub use set::{FeatureSet, DENSE_SIMILARITY, FEATURE_SET_VERSION};
 
 pub use crate::text::search::Candidate;
 
@@ -108,7 +108,9 @@ impl Extraction {
 /// One search's query and what it reads of the collection, passed whole to its steps: the
 /// query analysed once, the index, the searcher it pinned, the collection statistics its
 /// models score with (the searcher's own, or the whole collection's when the index is one
-/// shard of it) and the link scores of the searcher's generation.
+/// shard of it), the link scores of the searcher's generation, and the query's vector
+/// against the documents' when the search embedded it (else `dense.similarity` keeps its
+/// default).
 #[derive(Clone, Copy)]
 pub struct View<'a> {
     pub query: &'a AnalyzedQuery,
@@ -116,6 +118,7 @@ pub struct View<'a> {
     pub searcher: &'a Searcher,
     pub stats: &'a Stats<'a>,
     pub links: Option<&'a LinkData>,
+    pub dense: Option<crate::dense::Similarity<'a>>,
 }
 
 /// The feature rows of `candidates` (the whole window) for the view's query.
@@ -157,6 +160,7 @@ pub(crate) fn extract_part(
         searcher,
         stats,
         links,
+        dense,
     } = view;
     let mut m = FeatureMatrix {
         rows: candidates.len(),
@@ -183,6 +187,14 @@ pub(crate) fn extract_part(
         }
     } else {
         text::bm25f(index, searcher, stats, bm25f_col, q, candidates, &mut m)?;
+    }
+    if let Some(dense) = dense {
+        let col = set.col(DENSE_SIMILARITY);
+        for (row, c) in candidates.iter().enumerate() {
+            if let Some(similarity) = dense.of(c.address) {
+                m.set(row, col, similarity);
+            }
+        }
     }
     if how.prf == Prf::Compute {
         match rm3 {

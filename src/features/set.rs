@@ -11,8 +11,13 @@ use crate::text::config::TEXT_FIELDS;
 /// field's text features `name.*` and the name-match features (`name.rs`), and the
 /// identifier-aware `code` analysis of the default index configuration, which changes the
 /// text features of code-like text; v4 `name.exact_links`, the links to a page the query
-/// names exactly.
-pub const FEATURE_SET_VERSION: &str = "rankd-features-v4";
+/// names exactly; v5 `dense.similarity`, the query's and the document's embeddings' dot
+/// product (SPEC §10).
+pub const FEATURE_SET_VERSION: &str = "rankd-features-v5";
+
+/// The dense similarity `ê_q · ê_d` (SPEC §10), from the index's document vectors; 0 (no
+/// relation) where there are none, or for a document added since they were computed.
+pub const DENSE_SIMILARITY: &str = "dense.similarity";
 
 /// Per-field text models (SPEC §1.2, §1.3, §1.5, §1.6) and per-field counts.
 pub(super) const FIELD_FEATURES: [&str; 6] = ["tfidf", "bm25", "f2exp", "lm", "matched", "len"];
@@ -85,6 +90,7 @@ impl FeatureSet {
             }
         }
         add("bm25f", 0.0);
+        add(DENSE_SIMILARITY, 0.0);
         // Whether the query names the document's item (`name.rs`).
         for f in NAME_FEATURES {
             add(f, 0.0);
@@ -169,6 +175,12 @@ impl FeatureSet {
         RM3_FEATURES.contains(&self.names[col].as_str())
     }
 
+    /// Whether someone reading `cols` reads the dense similarity (serving then embeds the
+    /// query even when the first phase is lexical).
+    pub fn reads_dense(&self, cols: &[usize]) -> bool {
+        cols.iter().any(|&c| self.names[c] == DENSE_SIMILARITY)
+    }
+
     /// Whether extraction has to compute the RM3 features for someone reading `cols`.
     pub fn prf_for(&self, cols: &[usize]) -> super::Prf {
         if cols.iter().any(|&c| self.is_prf(c)) {
@@ -244,17 +256,21 @@ mod tests {
             "name.prefix",
             "name.coverage",
             "name.exact_links",
+            "dense.similarity",
         ] {
             assert!(set.get(name).is_some(), "{name} missing");
         }
     }
 
-    /// v3 and v4 only added features: every name of v2 (77) is still here, so a model
-    /// trained on v2 or v3 loads and reads its features by name.
+    /// v3 to v5 only added features: every name of v2 (77) is still here, so a model
+    /// trained on v2, v3 or v4 loads and reads its features by name.
     #[test]
-    fn v3_and_v4_add_the_name_features_to_v2() {
+    fn v3_to_v5_add_the_name_and_dense_features_to_v2() {
         let set = FeatureSet::current();
-        let v2 = set.names().iter().filter(|n| !n.starts_with("name."));
-        assert_eq!((v2.count(), set.len()), (77, 87), "{:?}", set.names());
+        let v2 = set
+            .names()
+            .iter()
+            .filter(|n| !n.starts_with("name.") && *n != DENSE_SIMILARITY);
+        assert_eq!((v2.count(), set.len()), (77, 88), "{:?}", set.names());
     }
 }

@@ -516,7 +516,7 @@ pub fn map_features(from: &[String], x: &[f32], to: &[String]) -> Result<Vec<f32
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rerank::{Activation, NormKind, ObjectiveKind};
+    use crate::rerank::{Activation, NormKind};
 
     pub(crate) fn tiny_model(hidden: &[usize]) -> Reranker {
         let x = [1.0f32, 10.0, 3.0, 30.0, 2.0, 20.0];
@@ -525,33 +525,7 @@ mod tests {
         if hidden.is_empty() {
             net.params = vec![0.5, -1.0, 0.25];
         }
-        let training = TrainingInfo {
-            objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
-            optimizer: Some(
-                crate::rerank::NetworkParams {
-                    lr: 0.01,
-                    ..Default::default()
-                }
-                .optimizer(),
-            ),
-            epochs: 1,
-            batch_queries: 1,
-            patience: 1,
-            seed: 1,
-            best_epoch: 1,
-            epochs_run: 1,
-            ensemble: 1,
-            average_epochs: 1,
-            lr_halve_after: 0,
-            sample_rows: None,
-            mixup: None,
-            member_best_epochs: vec![1],
-            metrics: ModelMetrics {
-                train: None,
-                valid: None,
-            },
-            source: "test".into(),
-        };
+        let training = crate::rerank::testutil::training_info();
         Reranker::new(
             vec!["bm25".into(), "pagerank".into()],
             norm,

@@ -1,11 +1,64 @@
-//! Shared test helpers of the reranker: random scores, hand-made and random trees, the
-//! LightGBM LETOR example and its parity fixtures, and finite-difference gradient checks.
+//! Shared test helpers of the reranker: hand-made models, random scores, hand-made and random
+//! trees, the LightGBM LETOR example and its parity fixtures, and finite-difference gradient
+//! checks.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::gbdt::{Node, Tree};
-use super::objective::{Objective, QueryInput, QueryState};
+use super::objective::{Objective, ObjectiveKind, QueryInput, QueryState};
+use super::{Activation, ModelMetrics, Net, NormKind, Normalizer, Reranker, TrainingInfo};
+
+// ---------------------------------------------------------------------------------------
+// Models
+
+/// The training record of a hand-made model (stable AP, one epoch).
+pub(crate) fn training_info() -> TrainingInfo {
+    TrainingInfo {
+        objective: Objective::with_defaults(ObjectiveKind::StableAp, 0.1, 1),
+        optimizer: Some(
+            crate::rerank::NetworkParams {
+                lr: 0.01,
+                ..Default::default()
+            }
+            .optimizer(),
+        ),
+        epochs: 1,
+        batch_queries: 1,
+        patience: 1,
+        seed: 1,
+        best_epoch: 1,
+        epochs_run: 1,
+        ensemble: 1,
+        average_epochs: 1,
+        lr_halve_after: 0,
+        sample_rows: None,
+        mixup: None,
+        member_best_epochs: vec![1],
+        metrics: ModelMetrics {
+            train: None,
+            valid: None,
+        },
+        source: "test".into(),
+    }
+}
+
+/// A linear model over `names` (z-score normalised on `fit`, rows of `names.len()` values)
+/// scoring `weights · x̂`: a reranker whose order a test can tell in advance.
+pub(crate) fn linear_model(names: &[&str], weights: &[f32], fit: &[f32]) -> Reranker {
+    let d = names.len();
+    let norm = Normalizer::fit(NormKind::ZScore, fit, d).unwrap();
+    let mut net = Net::new(d, &[], Activation::Tanh, 1).unwrap();
+    net.params = weights.iter().copied().chain([0.0]).collect();
+    Reranker::new(
+        names.iter().map(|n| n.to_string()).collect(),
+        norm,
+        vec![net],
+        training_info(),
+        None,
+    )
+    .unwrap()
+}
 
 // ---------------------------------------------------------------------------------------
 // Scores

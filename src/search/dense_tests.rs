@@ -71,7 +71,10 @@ fn search(
     params: serde_json::Value,
 ) -> crate::search::SearchResponse {
     let request: crate::search::request::SearchRequest = serde_json::from_value(params).unwrap();
-    engine.search(&request.into_query(false).unwrap()).unwrap()
+    let reranker_active = engine.model().is_some();
+    engine
+        .search(&request.into_query(reranker_active).unwrap())
+        .unwrap()
 }
 
 #[test]
@@ -274,4 +277,118 @@ fn static_embeddings_serve_dense_search_and_a_text_without_known_words_has_no_ve
         serde_json::json!({"q": "∏∏ ∑", "model": "dense", "collapse": "none"}),
     );
     assert!(r.hits.is_empty());
+}
+
+/// `dense.similarity` (SPEC §10, feature set v5) is the query's dot product with the
+/// document's vector, computed anew here from each document's text; a document added since
+/// the vectors were computed, or an index without vectors, keeps the default 0. A reranker
+/// that reads it has the query embedded after a lexical first phase, and ranks as the
+/// brute-force similarities say.
+#[test]
+fn the_dense_similarity_feature_is_the_dot_product_and_a_reranker_reading_it_gets_it() {
+    let (model, _data, engine, texts) = served();
+    let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
+    engine
+        .index
+        .upsert([crate::corpus::Document {
+            id: "new".into(),
+            title: "vector string".into(),
+            body: "sort the vector.".into(),
+            ..Default::default()
+        }])
+        .unwrap();
+    let query = "sort the vector string";
+    let q = embedder.embed(query).unwrap();
+    let oracle: std::collections::HashMap<&str, f32> = texts
+        .iter()
+        .map(|(id, text)| (id.as_str(), dot(&q, &embedder.embed(text).unwrap())))
+        .collect();
+    let set = crate::features::FeatureSet::current();
+    let col = set.get(crate::features::DENSE_SIMILARITY).unwrap();
+    let searcher = engine.index.reader.searcher();
+    let window = |engine: &crate::search::Engine| {
+        let w = engine
+            .window(
+                &searcher,
+                query,
+                crate::text::ModelKind::Bm25F,
+                50,
+                crate::features::Prf::Skip,
+            )
+            .unwrap()
+            .unwrap();
+        let ids = crate::features::candidate_ids(&searcher, &w.candidates).unwrap();
+        let values: Vec<f32> = (0..ids.len()).map(|r| w.features.row(r)[col]).collect();
+        (ids, values)
+    };
+    let (ids, values) = window(&engine);
+    assert!(ids.len() > 5 && ids.contains(&"new".to_string()), "{ids:?}");
+    for (id, v) in ids.iter().zip(&values) {
+        let want = oracle.get(id.as_str()).copied().unwrap_or(0.0);
+        assert!((v - want).abs() < 1e-5, "{id}: {v} vs {want}");
+    }
+    assert!(values.iter().any(|&v| v.abs() > 1e-3));
+    // A reranker of the similarity alone orders BM25F's candidates by it (the document
+    // without a vector at 0).
+    let fit: Vec<f32> = values.iter().flat_map(|&v| [v, 1.0]).collect();
+    let reranker = crate::rerank::testutil::linear_model(
+        &[crate::features::DENSE_SIMILARITY, "url.depth"],
+        &[1.0, 0.0],
+        &fit,
+    );
+    let active = crate::search::model::ActiveModel::new(reranker, Default::default()).unwrap();
+    assert!(active.reads_dense());
+    engine.set_model(Some(Arc::new(active)));
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "model": "bm25f", "k": 50, "window": 50,
+                           "collapse": "none"}),
+    );
+    assert_eq!(r.model, "bm25f");
+    let got: Vec<&str> = r.hits.iter().map(|h| h.id.as_str()).collect();
+    let mut want: Vec<(f32, usize, &str)> = ids
+        .iter()
+        .zip(&values)
+        .enumerate()
+        .map(|(rank, (id, &v))| (v, rank, id.as_str()))
+        .collect();
+    want.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let want: Vec<&str> = want.iter().map(|w| w.2).collect();
+    assert_eq!(got, want);
+    // A search that names no model has hybrid's first phase under such a reranker, as
+    // model=hybrid has.
+    let default = search(
+        &engine,
+        serde_json::json!({"q": query, "k": 10, "collapse": "none"}),
+    );
+    let hybrid = search(
+        &engine,
+        serde_json::json!({"q": query, "model": "hybrid", "k": 10, "collapse": "none"}),
+    );
+    assert_eq!(default.model, "hybrid");
+    let ids = |r: &crate::search::SearchResponse| -> Vec<String> {
+        r.hits.iter().map(|h| h.id.clone()).collect()
+    };
+    assert_eq!(ids(&default), ids(&hybrid));
+    // Without vectors the feature keeps its default, the first phase is the index's model,
+    // and the reranker still serves.
+    engine.set_dense(None);
+    let (_, values) = window(&engine);
+    assert!(values.iter().all(|&v| v == 0.0), "{values:?}");
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "k": 5, "collapse": "none"}),
+    );
+    assert_eq!((r.model.as_str(), r.hits.len()), ("bm25f", 5));
+    // Nor does a reranker reading text features alone change the default first phase.
+    engine.set_dense(Some(Arc::new(load(&engine.index, None).unwrap().unwrap())));
+    let text_only = crate::rerank::testutil::linear_model(&["bm25f"], &[1.0], &[1.0, 2.0]);
+    let active = crate::search::model::ActiveModel::new(text_only, Default::default()).unwrap();
+    assert!(!active.reads_dense());
+    engine.set_model(Some(Arc::new(active)));
+    let r = search(
+        &engine,
+        serde_json::json!({"q": query, "k": 5, "collapse": "none"}),
+    );
+    assert_eq!(r.model, "bm25f");
 }

@@ -720,15 +720,25 @@ fn interleaved(a: Vec<Ranked>, b: Vec<Ranked>, len: usize, seed: u64) -> Vec<Ran
         .collect()
 }
 
-/// What a dense or hybrid search holds for its whole run: the vectors, the searcher's row
-/// tables and the query's vector.
-struct DenseQuery {
+/// What a dense or hybrid search (or a reranker reading the dense similarity) holds for its
+/// whole run: the vectors, the searcher's row tables and the query's vector.
+pub struct DenseQuery {
     dense: Arc<crate::dense::Dense>,
     rows: Arc<crate::dense::Rows>,
     vector: Vec<f32>,
 }
 
 impl DenseQuery {
+    /// The query's similarity to any document of the searcher (the `dense.similarity`
+    /// feature).
+    pub fn similarity(&self) -> crate::dense::Similarity<'_> {
+        crate::dense::Similarity {
+            index: &self.dense.index,
+            rows: &self.rows,
+            query: &self.vector,
+        }
+    }
+
     /// The nearest `limit` documents after `skip` in `q`'s language, and how many were ranked.
     fn nearest(&self, q: &SearchQuery, limit: usize, skip: usize) -> (Vec<Candidate>, usize) {
         let lang = q.lang.as_deref().map(crate::corpus::lang::code);
@@ -876,6 +886,18 @@ impl Engine {
     }
 
     /// Serves `dense` from the next search on.
+    /// The engine with the index's stored vectors, searched with `embedder` (else the one
+    /// that computed them), when it has any: the command line's training and feature
+    /// extraction, where the dense similarity is a feature like any other.
+    pub fn with_stored_vectors(
+        self,
+        embedder: Option<&std::path::Path>,
+    ) -> Result<Self, crate::dense::DenseError> {
+        let dense = crate::dense::load(&self.index, embedder)?;
+        self.set_dense(dense.map(Arc::new));
+        Ok(self)
+    }
+
     pub fn set_dense(&self, dense: Option<Arc<crate::dense::Dense>>) {
         self.dense.store(dense);
     }
@@ -911,6 +933,21 @@ impl Engine {
             rows,
             vector,
         })
+    }
+
+    /// `text`'s vector against `searcher`'s documents when the index has vectors (for the
+    /// dense similarity feature), else `None`.
+    pub fn query_vector(
+        &self,
+        text: &str,
+        searcher: &Searcher,
+    ) -> Result<Option<DenseQuery>, SearchError> {
+        match self.dense() {
+            Some(_) => Ok(Some(
+                self.dense_query(&SearchQuery::new(text, 1), searcher)?,
+            )),
+            None => Ok(None),
+        }
     }
 
     /// The generation from a store being served, if the index follows one.
@@ -1002,6 +1039,7 @@ impl Engine {
             searcher,
             stats,
             links,
+            dense: None,
         }
     }
 
@@ -1037,6 +1075,27 @@ impl Engine {
         self.search_with(q, deadline, Some(Interleave { candidate, seed }))
     }
 
+    /// The query a search that names no first phase runs: `model=hybrid` when `model`, the
+    /// reranker that will rerank, reads the dense similarity and the index has vectors (on
+    /// the demo that ranks best on every development set: docs/EVALUATION.md, "The dense
+    /// similarity as a feature"); `None`: `q` as it is (the index's default model).
+    fn default_first_phase(
+        &self,
+        q: &SearchQuery,
+        model: Option<&ActiveModel>,
+    ) -> Option<SearchQuery> {
+        let names_none = q.model.is_none() && q.fusion.is_none() && !q.dense;
+        let reranks = matches!(q.ranking, Ranking::Rerank { .. });
+        (names_none
+            && reranks
+            && model.is_some_and(ActiveModel::reads_dense)
+            && self.dense().is_some())
+        .then(|| SearchQuery {
+            fusion: Some(request::default_hybrid()),
+            ..q.clone()
+        })
+    }
+
     fn search_with(
         &self,
         q: &SearchQuery,
@@ -1059,6 +1118,8 @@ impl Engine {
             })?),
             _ => None,
         };
+        let defaulted = self.default_first_phase(q, model.as_deref());
+        let q = defaulted.as_ref().unwrap_or(q);
         if let (Ranking::Boost { .. }, None) = (q.ranking, &links) {
             return Err(SearchError::Param {
                 field: "boost",
@@ -1092,18 +1153,29 @@ impl Engine {
             _ => (q.k, q.offset),
         };
         let query = AnalyzedQuery::new(q.text.as_str());
-        let view = self.view(&query, &searcher, &stats, links.as_deref());
+        // A reranker that reads the dense similarity has the query embedded even after a
+        // lexical first phase, when the index has vectors (else the feature keeps its
+        // default, as for a document without a vector).
+        let reads_dense = matches!(q.ranking, Ranking::Rerank { .. })
+            && (model.as_deref().is_some_and(ActiveModel::reads_dense)
+                || interleave.is_some_and(|i| i.candidate.reads_dense()))
+            && self.dense().is_some();
         let dense = match (&q.fusion, q.dense) {
             (_, true) => Some(self.dense_query(q, &searcher)?),
             (Some(f), _) if f.uses_dense() => Some(self.dense_query(q, &searcher)?),
+            _ if reads_dense => Some(self.dense_query(q, &searcher)?),
             _ => None,
+        };
+        let view = features::View {
+            dense: dense.as_ref().map(DenseQuery::similarity),
+            ..self.view(&query, &searcher, &stats, links.as_deref())
         };
         let first = match (&q.fusion, &dense) {
             (Some(f), _) => {
                 self.fused_first_phase(view, q, f, dense.as_ref(), limit, skip, deadline)?
             }
-            (None, Some(d)) => Self::dense_first_phase(q, d, limit, skip),
-            (None, None) => self.first_phase(view, q, kind, limit, skip, now)?,
+            (None, Some(d)) if q.dense => Self::dense_first_phase(q, d, limit, skip),
+            (None, _) => self.first_phase(view, q, kind, limit, skip, now)?,
         };
         deadline.check("first phase")?;
         let Some(first) = first else {
@@ -1570,7 +1642,12 @@ impl Engine {
             scores_are_bm25f: kind == ModelKind::Bm25F,
             ..features::Extraction::full(prf)
         };
-        let view = self.view(&query, searcher, &stats, links.as_deref());
+        // Every feature, the dense similarity too when the index has vectors.
+        let dense = self.query_vector(text, searcher)?;
+        let view = features::View {
+            dense: dense.as_ref().map(DenseQuery::similarity),
+            ..self.view(&query, searcher, &stats, links.as_deref())
+        };
         Self::features(view, &top, how).map(Some)
     }
 

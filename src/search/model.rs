@@ -24,6 +24,8 @@ pub struct ActiveModel {
     columns: Vec<usize>,
     /// Whether serving must compute the RM3 features for this model (it reads one).
     prf: features::Prf,
+    /// Whether the model reads `dense.similarity`: serving then embeds the query.
+    dense: bool,
 }
 
 impl ActiveModel {
@@ -43,6 +45,7 @@ impl ActiveModel {
         }
         Ok(ActiveModel {
             prf: set.prf_for(&columns),
+            dense: set.reads_dense(&columns),
             reranker,
             path,
             columns,
@@ -60,6 +63,12 @@ impl ActiveModel {
     /// Whether the model reads any RM3 feature, i.e. whether serving must compute them.
     pub fn prf(&self) -> features::Prf {
         self.prf
+    }
+
+    /// Whether the model reads the dense similarity, i.e. whether serving must embed the
+    /// query (when the index has vectors) even for a lexical first phase.
+    pub fn reads_dense(&self) -> bool {
+        self.dense
     }
 
     /// The rows of `m` in the model's feature order.

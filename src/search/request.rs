@@ -68,7 +68,7 @@ fn bad(field: &'static str, message: impl Into<String>) -> SearchError {
 
 /// A search as front ends receive it: `GET /search`'s parameters (and a root's), named and
 /// typed, each optional; [`SearchRequest::into_query`] applies the rules that bind them.
-#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct SearchRequest {
@@ -80,7 +80,8 @@ pub struct SearchRequest {
     pub offset: Option<usize>,
     /// bm25, bm25f, tfidf, f2exp, lm, bm25prox, dense (the documents nearest in meaning,
     /// SPEC §10), hybrid (bm25f fused with dense), or fusion (with `inputs` and `fusion`;
-    /// default: the index's, bm25f)
+    /// default: hybrid when the active reranker reads the dense similarity and the index has
+    /// document vectors, else the index's, bm25f)
     pub model: Option<String>,
     /// with model=fusion: the fused models, comma-separated, each once (e.g. bm25f,lm,dense)
     pub inputs: Option<String>,
@@ -458,6 +459,13 @@ fn fusion_query(p: &SearchRequest) -> Result<FusionQuery, SearchError> {
         depth: p.fusion_depth.unwrap_or(DEFAULT_FUSION_DEPTH),
         hybrid: false,
     })
+}
+
+/// `model=hybrid` with every default: the first phase of a search that names no model when
+/// the active reranker reads the dense similarity and the index has vectors
+/// (`crate::search::Engine`, docs/EVALUATION.md "The dense similarity as a feature").
+pub(crate) fn default_hybrid() -> FusionQuery {
+    hybrid_query(&SearchRequest::default()).expect("the defaults are valid")
 }
 
 /// `model=hybrid` (SPEC §10): BM25F's list and the dense list, fused by weighted RRF or by a

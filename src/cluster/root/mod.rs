@@ -622,7 +622,7 @@ impl Root {
         let answer = async {
             let first = self.first_phase(&q, &plan, &targets).await?;
             let features = self
-                .window_features(&q, &plan, prf, &first, &targets)
+                .window_features(&q, &plan, (prf, true), &first, &targets)
                 .await?;
             Ok((first.window, features))
         };
@@ -941,7 +941,13 @@ impl Root {
         if let Some(active) = model {
             let t = Instant::now();
             let features = self
-                .window_features(q, plan, active.prf(), &first, targets)
+                .window_features(
+                    q,
+                    plan,
+                    (active.prf(), active.reads_dense()),
+                    &first,
+                    targets,
+                )
                 .await?;
             times.features = t.elapsed().as_secs_f64();
             let t = Instant::now();
@@ -1096,12 +1102,13 @@ impl Root {
 
     /// The merged window's feature rows, in window order: each shard sends its documents'
     /// rows and their out-links within the window, and the window features are computed
-    /// here, where the window is whole.
+    /// here, where the window is whole. `(prf, dense)`: whether the leaves compute the RM3
+    /// features and the dense similarity (each embedding the query).
     async fn window_features(
         &self,
         q: &SearchQuery,
         plan: &Plan,
-        prf: Prf,
+        (prf, dense): (Prf, bool),
         first: &FirstPhase,
         targets: &[Target],
     ) -> Result<FeatureMatrix, CallError> {
@@ -1146,6 +1153,7 @@ impl Root {
                     window_nodes: window_nodes.clone(),
                     prf,
                     rm3: rm3.clone(),
+                    dense,
                 };
                 async move { within(t, timeout, targets[t].1.client.features(&call)).await }
             },
