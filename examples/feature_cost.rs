@@ -83,6 +83,7 @@ fn main() -> anyhow::Result<()> {
                     searcher: &searcher,
                     stats: &stats,
                     links: links.as_ref(),
+                    dense: None,
                 },
                 set,
                 &candidates,

@@ -87,6 +87,7 @@ fn tree_model_reranks_the_window() {
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
+                dense: None,
             },
             FeatureSet::current(),
             &cands,

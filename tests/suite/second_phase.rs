@@ -84,6 +84,7 @@ fn reranked_pages_follow_the_model_scores() {
                 searcher: &searcher,
                 stats: &rankd::text::stats::Stats::new(&searcher),
                 links: None,
+                dense: None,
             },
             FeatureSet::current(),
             &cands,
