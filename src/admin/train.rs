@@ -275,7 +275,8 @@ pub fn run(
         clicks.as_ref().map_or(0, |(logged, _)| logged.len()),
     ));
     // The model trains on the default columns, which leave RM3 out: no need to compute it.
-    let columns = crate::features::FeatureSet::current().default_training_columns();
+    let columns =
+        crate::features::FeatureSet::current().default_training_columns(engine.dense().is_some());
     let sets = index_sets(
         engine,
         Sources { judged, clicks },

@@ -261,10 +261,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let index = TextIndex::open(&config.data_dir, index_config)?;
     // A single index and each leaf hold their documents' vectors; a root merges the
     // leaves' nearest documents.
-    let dense = (args.role != Role::Root).then(|| crate::dense::job::JobOptions {
-        embedder: args.embedder,
-        compute: !args.no_embed,
-        ..Default::default()
+    let dense = (args.role != Role::Root).then(|| DenseJob {
+        options: crate::dense::job::JobOptions {
+            embedder: args.embedder,
+            compute: !args.no_embed,
+            ..Default::default()
+        },
+        retrain: None,
     });
     serve_index_with(
         index,
@@ -275,6 +278,31 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         args.worker_threads,
         dense,
     )
+}
+
+/// Runs `retrain` on the served engine, then serves the model the registry holds active
+/// (the one it trained, when the guard let it).
+fn retrain_and_serve(
+    state: &AppState,
+    runtime: &tokio::runtime::Handle,
+    retrain: Retrain,
+) -> anyhow::Result<()> {
+    let engine = &state.engine;
+    retrain(engine)?;
+    let loaded = runtime.block_on(crate::admin::models::sync_and_load(
+        &state.ops.db,
+        &engine.index.dir,
+    ))?;
+    if let Some(model) = loaded.model {
+        let id = model.id().to_string();
+        if engine.model().is_none_or(|m| m.id() != id) {
+            engine.set_model(Some(Arc::new(model)));
+            *state.reranker_error.locked() = None;
+            crate::metrics::set_active_model(Some(&id));
+            eprintln!("reranking with model {id}");
+        }
+    }
+    Ok(())
 }
 
 /// How a leaf or root trusts its peers: the configured cluster key, or none with
@@ -393,9 +421,23 @@ pub(crate) fn serve_index(
     index: TextIndex,
     config: Config,
     leaf: Option<Trust>,
-    dense: crate::dense::job::JobOptions,
+    dense: DenseJob,
 ) -> anyhow::Result<()> {
     serve_index_with(index, config, leaf, None, None, None, Some(dense))
+}
+
+/// Trains a reranker on the serving engine once its documents' vectors are ready, storing it
+/// and asking for its activation when the guard lets it (`crate::search::model`): the demo's,
+/// whose first reranker trained before the vectors existed.
+pub(crate) type Retrain = Box<dyn FnOnce(&crate::search::Engine) -> anyhow::Result<()> + Send>;
+
+/// The embedding job of a server (`crate::dense::job`), and what follows when its vectors are
+/// ready.
+pub(crate) struct DenseJob {
+    pub options: crate::dense::job::JobOptions,
+    /// Run once, the first time every document has a vector while the active reranker does
+    /// not read the dense similarity; the model it activates is then served.
+    pub retrain: Option<Retrain>,
 }
 
 /// [`serve_index`], a leaf also joining the gossip when `gossip` says how, following a
@@ -408,7 +450,7 @@ fn serve_index_with(
     gossip: Option<LeafGossip>,
     following: Option<Following>,
     threads: Option<u16>,
-    dense: Option<crate::dense::job::JobOptions>,
+    dense: Option<DenseJob>,
 ) -> anyhow::Result<()> {
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
@@ -487,8 +529,10 @@ fn serve_index_with(
         }
         let state = Arc::new(AppState::new(engine, ops, events, leaf, loaded.error));
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        if let Some(options) = dense {
+        if let Some(DenseJob { options, retrain }) = dense {
             let (state, stopping) = (state.clone(), stopping.clone());
+            let runtime = tokio::runtime::Handle::current();
+            let retrain = std::sync::Mutex::new(retrain);
             // The job's thread is not joined at exit: its writes are atomic, so stopping it
             // mid-run loses only the run.
             std::thread::Builder::new()
@@ -499,7 +543,19 @@ fn serve_index_with(
                         &engine.index,
                         &engine.dense_status,
                         &options,
-                        &|d| engine.set_dense(Some(d)),
+                        &|d| {
+                            engine.set_dense(Some(d));
+                            let ready = matches!(
+                                engine.dense_status.get(),
+                                crate::dense::Progress::Ready { .. }
+                            );
+                            let reads = engine.model().is_some_and(|m| m.reads_dense());
+                            if let Some(retrain) = retrain.locked().take_if(|_| ready && !reads) {
+                                if let Err(e) = retrain_and_serve(&state, &runtime, retrain) {
+                                    eprintln!("warning: retraining the reranker: {e:#}");
+                                }
+                            }
+                        },
                         &|| stopping.load(std::sync::atomic::Ordering::Relaxed),
                     )
                 })

@@ -331,7 +331,8 @@ impl Source {
                 };
                 let queries = judged.len() + clicks.as_ref().map_or(0, |(logged, _)| logged.len());
                 let columns = if features.is_empty() {
-                    crate::features::FeatureSet::current().default_training_columns()
+                    crate::features::FeatureSet::current()
+                        .default_training_columns(engine.dense().is_some())
                 } else {
                     features.clone()
                 };

@@ -203,9 +203,13 @@ impl FeatureSet {
 
     /// The columns a reranker trains on unless told otherwise: every feature but the RM3 ones,
     /// which a model must ask for by name (`--features`), since serving them costs
-    /// milliseconds per query (docs/BENCHMARKS.md "Reranking latency").
-    pub fn default_training_columns(&self) -> Vec<usize> {
-        (0..self.len()).filter(|&c| !self.is_prf(c)).collect()
+    /// milliseconds per query (docs/BENCHMARKS.md "Reranking latency"); the dense similarity
+    /// only with `dense`, when the index has vectors: without them the column is constant,
+    /// and a model that named it would have every query embedded for nothing.
+    pub fn default_training_columns(&self, dense: bool) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&c| !self.is_prf(c) && (dense || self.names[c] != DENSE_SIMILARITY))
+            .collect()
     }
 
     /// Column of a feature this set defines.

@@ -114,11 +114,18 @@ fn known_ids(
 }
 
 /// The windows as a training set for `crate::rerank` (feature names of the current set;
-/// windows without candidates are left out, as there is nothing to rank).
-/// The training set of the windows over the default training columns
-/// ([`FeatureSet::default_training_columns`]: every feature but RM3).
+/// windows without candidates are left out, as there is nothing to rank), over the default
+/// training columns ([`FeatureSet::default_training_columns`]: every feature but RM3, and
+/// the dense similarity when the windows have it, i.e. the index had vectors).
 pub fn rank_set(windows: &[Window]) -> Result<crate::rerank::RankSet, crate::rerank::RerankError> {
-    rank_set_columns(windows, &FeatureSet::current().default_training_columns())
+    let set = FeatureSet::current();
+    let col = set
+        .get(crate::features::DENSE_SIMILARITY)
+        .expect("in the set");
+    let dense = windows
+        .iter()
+        .any(|w| (0..w.features.rows).any(|r| w.features.row(r)[col] != 0.0));
+    rank_set_columns(windows, &set.default_training_columns(dense))
 }
 
 /// The training set of the windows over the feature-set columns `cols`, in that order.

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use rankd::rerank::Reranker;
 
-use crate::util::{rankd, stderr, Lcg};
+use crate::util::{rankd, rankd_command, search_body, stderr, Lcg};
 
 const WORDS: &[&str] = &[
     "buffer", "channel", "cursor", "digest", "encoder", "filter", "gauge", "handle", "iterator",
@@ -137,4 +137,97 @@ fn demo_trains_serves_and_reuses_a_tree_reranker() {
     assert!(log.contains("reusing the index of 240 documents"), "{log}");
     assert!(!log.contains("MRR on the held-out"), "{log}");
     assert_eq!(rankd::search::model::model_files(&data).unwrap().len(), 1);
+}
+
+/// A demo served before its documents had vectors trains its reranker on text features; once
+/// the vectors are there (here computed by a tiny static embedder, and served as stored with
+/// `--no-embed`), it trains the reranker again with the dense similarity, serves it when the
+/// guard lets it, and a search that names no model then runs hybrid's first phase.
+#[test]
+fn a_served_demo_trains_again_with_the_dense_similarity_once_vectors_are_ready() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let (docs, data) = (tmp.path().join("docs"), tmp.path().join("data"));
+    write_docs(&docs);
+    let (docs, data) = (docs.to_str().unwrap(), data.to_str().unwrap());
+    let out = rankd(&[
+        "demo",
+        "--docs",
+        docs,
+        "--no-serve",
+        "--no-embed",
+        "--data-dir",
+        data,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first =
+        Reranker::load(&rankd::search::model::model_files(data.as_ref()).unwrap()[0]).unwrap();
+    let dense = rankd::features::DENSE_SIMILARITY.to_string();
+    assert!(!first.feature_names().contains(&dense));
+    let embedder =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/embed/model2vec/tiny-float32");
+    let out = rankd(&[
+        "embed",
+        "--data-dir",
+        data,
+        "--embedder",
+        embedder.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let mut child = rankd_command()
+        .args(["demo", "--docs", docs, "--no-embed", "--data-dir", data])
+        .args(["--addr", "127.0.0.1:0"])
+        .env("RANKD_LOG", "error")
+        .env_remove("RANKD_ADMIN_TOKEN")
+        .env_remove("DATABASE_URL")
+        .env_remove("RANKD_DATABASE_URL")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let base = loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the demo prints its address");
+        if let Some(rest) = line.split(" on http://").nth(1) {
+            break format!("http://{}", rest.split('/').next().unwrap());
+        }
+    };
+    let server = crate::util::Server {
+        child,
+        base,
+        scratch: None,
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let answer = search_body(&server.base, "k=5", "vector");
+        if answer["reranker"] != first.id() {
+            assert_eq!(answer["model"], "hybrid", "{answer}");
+            assert_eq!(answer["hits"].as_array().unwrap().len(), 5, "{answer}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still reranking with {}: {answer}; the demo said: {:?}",
+            first.id(),
+            rx.try_iter().collect::<Vec<_>>()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let models = rankd::search::model::model_files(data.as_ref()).unwrap();
+    assert_eq!(models.len(), 2, "{models:?}");
+    let second = models
+        .iter()
+        .map(|p| Reranker::load(p).unwrap())
+        .find(|m| m.id() != first.id())
+        .unwrap();
+    assert!(second.feature_names().contains(&dense));
+    server.stop();
 }
