@@ -172,7 +172,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         (false, Some(dir)) => Some(dir.clone()),
         (false, None) => {
             let bar = super::progress(0, "distilling", false);
-            let obtained = crate::embed::default_model::obtain_static(|done, total| {
+            let obtained = crate::embed::distill::obtain_static(|done, total| {
                 bar.set_length(total as u64);
                 bar.set_position(done as u64);
             });

@@ -10,11 +10,8 @@
 //! directory there is complete. rankd fetches nothing from anywhere else; without Python's
 //! package client the error says how to point rankd at a local directory instead.
 //!
-//! The demo's default embedder is the static model distilled from it ([`obtain_static`],
-//! Model2Vec's method with its defaults, `super::distill`): distilled once into the cache
-//! beside it, since on the demo it ranks within a query of the transformer once the reranker
-//! reads the dense similarity, and embeds a query in microseconds instead of milliseconds
-//! (docs/EVALUATION.md "The dense similarity as a feature", docs/BENCHMARKS.md).
+//! The demo's default embedder is the static model distilled from it, kept beside it in the
+//! cache as [`STATIC_NAME`] (`super::distill::obtain_static`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -122,25 +119,6 @@ pub fn cache_dir() -> Result<PathBuf, FetchError> {
 pub fn cached() -> Option<PathBuf> {
     let dir = cache_dir().ok()?.join(MODEL_NAME);
     dir.is_dir().then_some(dir)
-}
-
-/// The static model distilled from the default model ([`STATIC_NAME`] in the cache),
-/// distilled first (the default model fetched if needed; `progress(done, total)` over the
-/// vocabulary) if it is not there. The distillation writes beside the target and renames it
-/// into place, so a directory there is complete.
-pub fn obtain_static(progress: impl FnMut(usize, usize)) -> Result<PathBuf, super::EmbedError> {
-    let target = cache_dir()?.join(STATIC_NAME);
-    if target.is_dir() {
-        return Ok(target);
-    }
-    let source = super::Embedder::load(&obtain()?)?;
-    let settings = super::distill::DistillSettings::default();
-    match super::distill::distill(&source, &target, &settings, progress) {
-        Ok(_) => Ok(target),
-        // Another process distilled it meanwhile.
-        Err(_) if target.is_dir() => Ok(target),
-        Err(e) => Err(e),
-    }
 }
 
 /// The default model's directory, fetched into the cache first if it is not there.

@@ -40,6 +40,7 @@ use std::path::Path;
 use nalgebra::{DMatrix, SymmetricEigen};
 use tokenizers::{Encoding, Token};
 
+use super::default_model;
 use super::error::EmbedError;
 use super::pooling::{Pooling, PoolingMode};
 use super::Embedder;
@@ -457,4 +458,27 @@ fn write_directory(
     std::fs::File::open(parent)
         .and_then(|d| d.sync_all())
         .map_err(|e| write_error(parent, &e))
+}
+
+/// The demo's default embedder: the static model distilled from the default model
+/// ([`default_model::STATIC_NAME`] in the cache) with the default settings, since on the demo
+/// it ranks within a query of the transformer once the reranker reads the dense similarity,
+/// and embeds a query in microseconds instead of milliseconds (docs/EVALUATION.md "The dense
+/// similarity as a feature", docs/BENCHMARKS.md). Distilled first
+/// (the default model fetched if needed; `progress(done, total)` over the
+/// vocabulary) if it is not there. The distillation writes beside the target and renames it
+/// into place, so a directory there is complete.
+pub fn obtain_static(progress: impl FnMut(usize, usize)) -> Result<std::path::PathBuf, EmbedError> {
+    let target = default_model::cache_dir()?.join(default_model::STATIC_NAME);
+    if target.is_dir() {
+        return Ok(target);
+    }
+    let source = super::Embedder::load(&default_model::obtain()?)?;
+    let settings = DistillSettings::default();
+    match distill(&source, &target, &settings, progress) {
+        Ok(_) => Ok(target),
+        // Another process distilled it meanwhile.
+        Err(_) if target.is_dir() => Ok(target),
+        Err(e) => Err(e),
+    }
 }
