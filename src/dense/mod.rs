@@ -9,18 +9,22 @@
 //! - [`DenseIndex`] serves them: for each searcher (index generation) it maps rows to live
 //!   document addresses ([`Rows`], built once per set of segments, as `crate::text::columns`
 //!   caches its columns), so a deleted document is never a hit.
-//! - The nearest documents are found by an exact scan: every live row's dot product with the
-//!   query. On the demo's 32,900 × 384 vectors that is a few milliseconds on one core; the
-//!   approximate indexes measured for larger collections are in docs/BENCHMARKS.md. The dot
-//!   product is written here (eight independent sums the compiler turns into SIMD) because
-//!   the iterator form adds in order and cannot be vectorised.
+//! - The nearest documents are found by an exact scan, every live row's dot product with the
+//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::MIN_ROWS`]
+//!   documents a query may return, through usearch's HNSW graph ([`ann`], which says why that
+//!   crate and that threshold; recall@10 0.98 against the exact scan on the demo's queries;
+//!   docs/BENCHMARKS.md, "Nearest neighbours (issue 33)"). The dot product is written here
+//!   (eight independent sums the compiler turns into SIMD) because the iterator form adds in
+//!   order and cannot be vectorised.
 
+pub mod ann;
 pub mod build;
 pub mod job;
 pub mod store;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -42,6 +46,8 @@ pub enum DenseError {
     Io { path: PathBuf, message: String },
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
+    #[error("building the nearest-neighbour graph over {rows} vectors: {message}")]
+    Ann { rows: usize, message: String },
     #[error("reading the index: {0}")]
     Index(#[from] tantivy::TantivyError),
 }
@@ -130,6 +136,36 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
+/// The `want` rows nearest to `query` among those `allowed`, best first (ties by row, which is id
+/// order), with their dot products; and how many rows were allowed. The exact scan: every
+/// allowed row's dot product.
+pub fn scan(
+    vectors: &Vectors,
+    query: &[f32],
+    want: usize,
+    allowed: impl Fn(usize) -> bool,
+) -> (Vec<(f32, u32)>, usize) {
+    let mut scored: Vec<(f32, u32)> = Vec::with_capacity(vectors.len());
+    for row in 0..vectors.len() {
+        if allowed(row) {
+            scored.push((dot(query, vectors.row(row)), row as u32));
+        }
+    }
+    let ranked = scored.len();
+    let want = want.min(ranked);
+    if want < ranked && want > 0 {
+        scored.select_nth_unstable_by(want - 1, by_score);
+    }
+    scored.truncate(want);
+    scored.sort_unstable_by(by_score);
+    (scored, ranked)
+}
+
+/// Best first, ties by row.
+fn by_score(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
 /// The live document of each row in one searcher.
 pub struct Rows {
     /// Per row: the live document with its id, if any.
@@ -138,6 +174,9 @@ pub struct Rows {
     lang: Vec<u64>,
     /// Live documents with no vector (added since the vectors were computed).
     missing: usize,
+    /// Rows with a live document, in all and per language code.
+    live: usize,
+    live_by_lang: HashMap<u64, usize>,
 }
 
 impl Rows {
@@ -181,11 +220,23 @@ impl Rows {
                 }
             }
         }
-        Ok(Rows {
+        Ok(Rows::counted(address, lang, missing))
+    }
+
+    fn counted(address: Vec<Option<DocAddress>>, lang: Vec<u64>, missing: usize) -> Rows {
+        let mut live_by_lang: HashMap<u64, usize> = HashMap::new();
+        for (a, l) in address.iter().zip(&lang) {
+            if a.is_some() {
+                *live_by_lang.entry(*l).or_default() += 1;
+            }
+        }
+        Rows {
+            live: live_by_lang.values().sum(),
+            live_by_lang,
             address,
             lang,
             missing,
-        })
+        }
     }
 
     /// Live documents without a vector.
@@ -195,20 +246,52 @@ impl Rows {
 
     /// Live documents with a vector.
     pub fn live(&self) -> usize {
-        self.address.iter().filter(|a| a.is_some()).count()
+        self.live
+    }
+
+    /// Live documents with a vector in language `lang`, or in all when `None`.
+    fn live_in(&self, lang: Option<u64>) -> usize {
+        lang.map_or(self.live, |l| {
+            self.live_by_lang.get(&l).copied().unwrap_or(0)
+        })
     }
 }
 
-/// Vectors being served, with the row tables of the searcher last asked for.
+/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows) and
+/// the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
+    ann: Option<ann::Ann>,
     rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
+    /// Serves `vectors`, building their graph when they are enough for it to be faster than
+    /// the exact scan (a graph that cannot be built is logged, and the exact scan serves).
     pub fn new(vectors: Vectors) -> Self {
+        let ann = if vectors.len() >= ann::MIN_ROWS {
+            let start = std::time::Instant::now();
+            match ann::Ann::build(&vectors) {
+                Ok(graph) => {
+                    tracing::info!(
+                        "document vectors: nearest-neighbour graph over {} vectors built in \
+                         {:.1} s",
+                        vectors.len(),
+                        start.elapsed().as_secs_f64()
+                    );
+                    Some(graph)
+                }
+                Err(e) => {
+                    tracing::error!("document vectors: {e}; searching by the exact scan");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         DenseIndex {
             vectors,
+            ann,
             rows: SearcherCache::default(),
         }
     }
@@ -230,22 +313,21 @@ impl DenseIndex {
         skip: usize,
         lang: Option<u64>,
     ) -> (Vec<(DocAddress, f32)>, usize) {
-        let v = &self.vectors;
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(v.len());
-        for (row, address) in rows.address.iter().enumerate() {
-            if address.is_none() || lang.is_some_and(|l| rows.lang[row] != l) {
-                continue;
+        let want = skip.saturating_add(limit);
+        let allowed =
+            |row: usize| rows.address[row].is_some() && lang.is_none_or(|l| rows.lang[row] == l);
+        let ranked = rows.live_in(lang);
+        // The graph when the documents allowed are enough for it (else the exact scan, which
+        // only scores those, is as fast); the exact scan too when the graph finds fewer than
+        // the documents asked for (see `ann`).
+        let from_graph = match &self.ann {
+            Some(graph) if ranked >= ann::MIN_ROWS && want <= ann::MAX_WANT => {
+                let top = graph.search(&self.vectors, query, want, allowed);
+                (top.len() == want).then_some(top)
             }
-            scored.push((dot(query, v.row(row)), row as u32));
-        }
-        let ranked = scored.len();
-        let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        let want = (skip + limit).min(scored.len());
-        if want < scored.len() && want > 0 {
-            scored.select_nth_unstable_by(want - 1, order);
-        }
-        scored.truncate(want);
-        scored.sort_unstable_by(order);
+            _ => None,
+        };
+        let scored = from_graph.unwrap_or_else(|| scan(&self.vectors, query, want, allowed).0);
         let top = scored
             .into_iter()
             .skip(skip)
