@@ -64,7 +64,7 @@ fn ef(k: usize) -> usize {
 
 /// The rows a filtered query may return: every tenth.
 fn allowed(row: usize) -> bool {
-    row % 10 == 0
+    row.is_multiple_of(10)
 }
 
 fn resident_bytes() -> u64 {
@@ -373,13 +373,11 @@ fn main() -> anyhow::Result<()> {
     );
     let vectors = grow(vectors, scale);
     // In-distribution queries instead: every (n / N)-th document's own vector.
-    let queries = if doc_queries > 0 {
-        let step = (vectors.len() / doc_queries).max(1);
-        (0..doc_queries)
-            .map(|i| vectors.row((i * step) % vectors.len()).to_vec())
-            .collect()
-    } else {
-        queries
+    let queries = match vectors.len().checked_div(doc_queries) {
+        Some(step) => (0..doc_queries)
+            .map(|i| vectors.row((i * step.max(1)) % vectors.len()).to_vec())
+            .collect(),
+        None => queries,
     };
     EF.store(ef, std::sync::atomic::Ordering::Relaxed);
     let n = vectors.len();

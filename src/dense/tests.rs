@@ -137,7 +137,7 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
     // A third of the documents deleted; the rest alternate between two languages.
     let rows = Rows::counted(
         (0..n as u32)
-            .map(|i| (i % 3 != 0).then(|| DocAddress::new(0, i)))
+            .map(|i| (!i.is_multiple_of(3)).then(|| DocAddress::new(0, i)))
             .collect(),
         (0..n as u64).map(|i| 1 + i % 2).collect(),
         0,
@@ -153,7 +153,7 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
         assert_eq!(top.len(), 10);
         for (address, score) in &top {
             assert!(
-                address.doc_id % 3 != 0,
+                !address.doc_id.is_multiple_of(3),
                 "deleted document {address:?} returned"
             );
             assert_eq!(
@@ -168,7 +168,7 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
         assert_eq!(ranked, rows.live_in(Some(2)));
         assert!(top
             .iter()
-            .all(|(a, _)| a.doc_id % 3 != 0 && a.doc_id % 2 == 1));
+            .all(|(a, _)| !a.doc_id.is_multiple_of(3) && a.doc_id % 2 == 1));
         hits += recall(&top, &exact(&index, &rows, query, 10, Some(2)));
     }
     // A filter that allows 6 rows: fewer than asked for, which `nearest`
@@ -194,7 +194,7 @@ fn the_exact_scan_answers_below_the_threshold_deep_pages_and_small_languages() {
     let rows = Rows::counted(
         (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
         (0..n as u64)
-            .map(|i| if i % 50 == 0 { 7 } else { 1 })
+            .map(|i| if i.is_multiple_of(50) { 7 } else { 1 })
             .collect(),
         0,
     );
