@@ -1,6 +1,7 @@
 //! The approximate nearest-neighbour index over the document vectors: usearch's HNSW graph
 //! (Unum's single-header C++ library through its own `cxx` binding), built over every row
-//! when vectors are installed (`super::DenseIndex::new`, from [`MIN_ROWS`] rows), searched by
+//! when vectors are installed (`super::DenseIndex::build_graph`, from [`MIN_ROWS`] rows: the
+//! embedding job serves new vectors by the exact scan while it builds), searched by
 //! `super::DenseIndex::nearest` when the documents a query may return are at least
 //! [`MIN_ROWS`]; below that the exact scan answers.
 //!
@@ -26,7 +27,7 @@
 //! an answer never lacks live documents the filter allows because of the graph. The graph is
 //! rebuilt when the vectors change and kept when a run of the embedding job leaves them equal;
 //! it is not persisted yet (one thread built 100,000 rows in 49–87 s, rayon's threads share the
-//! work; until then a starting server answers dense searches 503).
+//! work; a starting server searches by the exact scan until then).
 
 use rayon::prelude::*;
 

@@ -58,13 +58,16 @@ pub fn run(
 ) {
     status.set(Progress::Loading);
     // The vectors served, which each run starts from (never re-read from the file).
-    let mut served: Option<Arc<Dense>> = match super::load(index, options.embedder.as_deref()) {
+    let loaded = super::load_without_graph(index, options.embedder.as_deref());
+    let mut served: Option<Arc<Dense>> = match loaded {
         Ok(Some(dense)) => {
             status.set(Progress::Ready {
                 vectors: dense.index.vectors.len(),
             });
             let dense = Arc::new(dense);
+            // Served by the exact scan while the graph is built, then through it.
             install(dense.clone());
+            dense.index.build_graph();
             Some(dense)
         }
         Ok(None) => None,

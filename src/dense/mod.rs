@@ -26,7 +26,7 @@ mod tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use tantivy::{DocAddress, Searcher};
@@ -257,26 +257,48 @@ impl Rows {
     }
 }
 
-/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows) and
-/// the row tables of the searcher last asked for.
+/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows, once
+/// built) and the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
-    ann: Option<ann::Ann>,
+    /// Set once [`DenseIndex::build_graph`] has run: the graph, or none when it failed.
+    ann: OnceLock<Option<ann::Ann>>,
     rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
-    /// Serves `vectors`, building their graph when they are enough for it to be faster than
-    /// the exact scan (a graph that cannot be built is logged, and the exact scan serves).
+    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]).
     pub fn new(vectors: Vectors) -> Self {
-        let ann = if vectors.len() >= ann::MIN_ROWS {
+        let index = DenseIndex::without_graph(vectors);
+        index.build_graph();
+        index
+    }
+
+    /// Serves `vectors` by the exact scan until [`DenseIndex::build_graph`] has run.
+    pub fn without_graph(vectors: Vectors) -> Self {
+        DenseIndex {
+            vectors,
+            ann: OnceLock::new(),
+            rows: SearcherCache::default(),
+        }
+    }
+
+    /// Builds the vectors' graph when they are enough for it to be faster than the exact
+    /// scan and it is not built yet (seconds to minutes of CPU: the embedding job runs it
+    /// after installing the index, which the exact scan serves meanwhile). A graph that
+    /// cannot be built is logged, and the exact scan keeps serving.
+    pub fn build_graph(&self) {
+        if self.vectors.len() < ann::MIN_ROWS {
+            return;
+        }
+        self.ann.get_or_init(|| {
             let start = std::time::Instant::now();
-            match ann::Ann::build(&vectors) {
+            match ann::Ann::build(&self.vectors) {
                 Ok(graph) => {
                     tracing::info!(
                         "document vectors: nearest-neighbour graph over {} vectors built in \
                          {:.1} s",
-                        vectors.len(),
+                        self.vectors.len(),
                         start.elapsed().as_secs_f64()
                     );
                     Some(graph)
@@ -286,14 +308,12 @@ impl DenseIndex {
                     None
                 }
             }
-        } else {
-            None
-        };
-        DenseIndex {
-            vectors,
-            ann,
-            rows: SearcherCache::default(),
-        }
+        });
+    }
+
+    /// The graph, once built.
+    fn graph(&self) -> Option<&ann::Ann> {
+        self.ann.get().and_then(Option::as_ref)
     }
 
     /// The row tables of `searcher`, built when its segments differ from the last ones.
@@ -320,7 +340,7 @@ impl DenseIndex {
         // The graph when the documents allowed are enough for it (else the exact scan, which
         // only scores those, is as fast); the exact scan too when the graph finds fewer than
         // the documents asked for (see `ann`).
-        let from_graph = match &self.ann {
+        let from_graph = match self.graph() {
             Some(graph) if ranked >= ann::MIN_ROWS && want <= ann::MAX_WANT => {
                 let top = graph.search(&self.vectors, query, want, allowed);
                 (top.len() == want).then_some(top)
@@ -385,8 +405,21 @@ impl Status {
 /// The stored vectors of `index` with the embedder that computed them, for searching:
 /// `embedder` names its directory (else the one the vector file records). `Ok(None)` when
 /// the index has no vectors. Vectors from another embedder than the one given are refused:
-/// a query must be embedded by the model its documents were.
+/// a query must be embedded by the model its documents were. The vectors' graph is built
+/// before returning.
 pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>, DenseError> {
+    let dense = load_without_graph(index, embedder)?;
+    if let Some(d) = &dense {
+        d.index.build_graph();
+    }
+    Ok(dense)
+}
+
+/// [`load`] without building the graph ([`DenseIndex::build_graph`]).
+pub fn load_without_graph(
+    index: &TextIndex,
+    embedder: Option<&Path>,
+) -> Result<Option<Dense>, DenseError> {
     let path = store::path(&index.dir);
     let Some(vectors) = store::read(&path)? else {
         return Ok(None);
@@ -408,6 +441,6 @@ pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>,
     let embedder = crate::embed::AnyEmbedder::load(&dir)?;
     Ok(Some(Dense {
         embedder: Arc::new(embedder),
-        index: Arc::new(DenseIndex::new(vectors)),
+        index: Arc::new(DenseIndex::without_graph(vectors)),
     }))
 }

@@ -143,8 +143,7 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
         0,
     );
     let index = DenseIndex::new(v);
-    assert!(index.ann.is_some(), "{n} rows get a graph");
-    let graph = index.ann.as_ref().unwrap();
+    let graph = index.graph().expect("a graph from the threshold on");
     let live = |row: usize| rows.address[row].is_some();
     let in_lang = |row: usize| live(row) && rows.lang[row] == 2;
     // The graph's own answers (short ones count their missing rows as misses), not
@@ -196,15 +195,13 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
 }
 
 #[test]
-fn the_exact_scan_answers_below_the_threshold_deep_pages_and_small_languages() {
+fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_small_languages() {
     // Below the threshold: no graph, the exact scan.
     let small = DenseIndex::new(random_vectors(ann::MIN_ROWS - 1, 8, 21));
-    assert!(small.ann.is_none());
+    assert!(small.graph().is_none());
     // Above it: a language with fewer documents than the threshold, and a page past the most
     // the graph is asked for, are answered by the exact scan, identically.
     let n = ann::MIN_ROWS + 500;
-    let index = DenseIndex::new(random_vectors(n, 8, 22));
-    assert!(index.ann.is_some());
     let rows = Rows::counted(
         (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
         (0..n as u64)
@@ -213,6 +210,13 @@ fn the_exact_scan_answers_below_the_threshold_deep_pages_and_small_languages() {
         0,
     );
     let queries = random_vectors(20, 8, 23);
+    // Installed without its graph (as the embedding job does first): the exact scan answers.
+    let index = DenseIndex::without_graph(random_vectors(n, 8, 22));
+    assert!(index.graph().is_none());
+    let (top, _) = index.nearest(&rows, queries.row(0), 10, 0, None);
+    assert_eq!(top, exact(&index, &rows, queries.row(0), 10, None));
+    index.build_graph();
+    assert!(index.graph().is_some());
     for q in 0..queries.len() {
         let query = queries.row(q);
         let (top, ranked) = index.nearest(&rows, query, 10, 0, Some(7));
