@@ -9,15 +9,17 @@
 //! neighbours (issue 33)": the demo's 32,900 × 384 MiniLM vectors and 798 real queries, one
 //! thread, same run): with each crate's usual settings (16 links, 128 candidates when adding,
 //! 64 when searching) usearch answered in 0.13 ms (p50, k = 10) against hnsw_rs 0.23 ms,
-//! hannoy 0.40 ms and the exact scan 2.08 ms; built in 2.7–6.6 s against 4.4 s and 25 s;
-//! and deletes (tombstones), filtered search, save and a memory-mapped view, where hnsw_rs
-//! cannot delete and hannoy rebuilds through LMDB. But all three found only 0.70–0.73 of the
+//! hannoy 0.40 ms and the exact scan 2.08 ms; it was built in 6.6 s, hnsw_rs in 4.4 s and
+//! hannoy in 25 s (3.1, 5.5 and 16.8 s in a quieter run); and it has deletes (tombstones),
+//! filtered search, save and a memory-mapped view, where hnsw_rs cannot delete and hannoy
+//! rebuilds through LMDB. But all three found only 0.70–0.73 of the
 //! exact top 10 for these queries (0.99 for the documents' own vectors as queries): short
 //! queries sit far from every document, where a graph walk stops early. Recall@10 ≥ 0.98 took
 //! 32 links, 256 candidates when adding and 1,024 when searching (0.981 on the demo, 1.55 ms
 //! against the exact scan's 2.07 ms, built in 5.4 s), which saves little at the demo's size
-//! and most of the scan from about 50,000 rows, hence [`MIN_ROWS`] (100,000 rows, the demo's and two perturbed copies of each:
-//! 3.7 ms against 17.9 ms on a loaded machine, recall@10 0.972).
+//! and most of the scan from about 50,000 rows, hence [`MIN_ROWS`] (100,000 rows, the demo's
+//! and two perturbed copies of each: 3.7 ms against 17.9 ms on a loaded machine, recall@10
+//! 0.972).
 //!
 //! The graph's keys are row numbers. A search is filtered by the rows the caller allows (live
 //! documents, in the query's language), and its hits are scored again with `super::dot`, so a
