@@ -58,13 +58,16 @@ pub fn run(
 ) {
     status.set(Progress::Loading);
     // The vectors served, which each run starts from (never re-read from the file).
-    let mut served: Option<Arc<Dense>> = match super::load(index, options.embedder.as_deref()) {
+    let loaded = super::load_without_graph(index, options.embedder.as_deref());
+    let mut served: Option<Arc<Dense>> = match loaded {
         Ok(Some(dense)) => {
             status.set(Progress::Ready {
                 vectors: dense.index.vectors.len(),
             });
             let dense = Arc::new(dense);
+            // Served by the exact scan while the graph is built, then through it.
             install(dense.clone());
+            dense.index.build_graph();
             Some(dense)
         }
         Ok(None) => None,
@@ -115,7 +118,7 @@ pub fn run(
     while !stop() {
         let now = crate::text::columns::segments_key(&index.reader.searcher());
         if seen.as_ref() != Some(&now) {
-            let held = served.as_ref().map(|d| &d.index.vectors);
+            let held = served.as_ref().map(|d| &d.index);
             match keep_up(index, status, options, &embedder, &model, held) {
                 Ok(dense) => {
                     let dense = Arc::new(dense);
@@ -137,14 +140,15 @@ pub fn run(
 }
 
 /// One run of [`super::build::update_from`] from the vectors `held`, its progress in
-/// `status`.
+/// `status`. Vectors equal to those held keep their index, whose nearest-neighbour graph
+/// took seconds to build (`super::ann`).
 fn keep_up(
     index: &TextIndex,
     status: &Status,
     options: &JobOptions,
     embedder: &Arc<Embedder>,
     model: &str,
-    held: Option<&super::Vectors>,
+    held: Option<&Arc<DenseIndex>>,
 ) -> Result<Dense, DenseError> {
     let (vectors, report) = super::build::update_from(
         &index.dir,
@@ -152,7 +156,7 @@ fn keep_up(
         embedder,
         model,
         options.text,
-        held,
+        held.map(|h| &h.vectors),
         &mut |done, total| {
             if total > 0 {
                 status.set(Progress::Embedding { done, total });
@@ -170,8 +174,12 @@ fn keep_up(
     status.set(Progress::Ready {
         vectors: vectors.len(),
     });
+    let index = match held {
+        Some(held) if held.vectors == vectors => held.clone(),
+        _ => Arc::new(DenseIndex::new(vectors)),
+    };
     Ok(Dense {
         embedder: embedder.clone(),
-        index: Arc::new(DenseIndex::new(vectors)),
+        index,
     })
 }

@@ -9,20 +9,24 @@
 //! - [`DenseIndex`] serves them: for each searcher (index generation) it maps rows to live
 //!   document addresses ([`Rows`], built once per set of segments, as `crate::text::columns`
 //!   caches its columns), so a deleted document is never a hit.
-//! - The nearest documents are found by an exact scan: every live row's dot product with the
-//!   query. On the demo's 32,900 × 384 vectors that is a few milliseconds on one core; the
-//!   approximate indexes measured for larger collections are in docs/BENCHMARKS.md. The dot
-//!   product is written here (eight independent sums the compiler turns into SIMD) because
-//!   the iterator form adds in order and cannot be vectorised.
+//! - The nearest documents are found by an exact scan, every live row's dot product with the
+//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::MIN_ROWS`]
+//!   documents a query may return, through usearch's HNSW graph ([`ann`], which says why that
+//!   crate and that threshold; recall@10 0.98 against the exact scan on the demo's queries;
+//!   docs/BENCHMARKS.md, "Nearest neighbours (issue 33)"). The dot product is written here
+//!   (eight independent sums the compiler turns into SIMD) because the iterator form adds in
+//!   order and cannot be vectorised.
 
+pub mod ann;
 pub mod build;
 pub mod job;
 pub mod store;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 use tantivy::{DocAddress, Searcher};
@@ -42,6 +46,8 @@ pub enum DenseError {
     Io { path: PathBuf, message: String },
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
+    #[error("building the nearest-neighbour graph over {rows} vectors: {message}")]
+    Ann { rows: usize, message: String },
     #[error("reading the index: {0}")]
     Index(#[from] tantivy::TantivyError),
 }
@@ -130,6 +136,36 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     sums.iter().sum::<f32>() + tail
 }
 
+/// The `want` rows nearest to `query` among those `allowed`, best first (ties by row, which is id
+/// order), with their dot products; and how many rows were allowed. The exact scan: every
+/// allowed row's dot product.
+pub fn scan(
+    vectors: &Vectors,
+    query: &[f32],
+    want: usize,
+    allowed: impl Fn(usize) -> bool,
+) -> (Vec<(f32, u32)>, usize) {
+    let mut scored: Vec<(f32, u32)> = Vec::with_capacity(vectors.len());
+    for row in 0..vectors.len() {
+        if allowed(row) {
+            scored.push((dot(query, vectors.row(row)), row as u32));
+        }
+    }
+    let ranked = scored.len();
+    let want = want.min(ranked);
+    if want < ranked && want > 0 {
+        scored.select_nth_unstable_by(want - 1, by_score);
+    }
+    scored.truncate(want);
+    scored.sort_unstable_by(by_score);
+    (scored, ranked)
+}
+
+/// Best first, ties by row.
+fn by_score(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
 /// The live document of each row in one searcher.
 pub struct Rows {
     /// Per row: the live document with its id, if any.
@@ -140,6 +176,9 @@ pub struct Rows {
     row_of: Vec<Vec<u32>>,
     /// Live documents with no vector (added since the vectors were computed).
     missing: usize,
+    /// Rows with a live document, in all and per language code.
+    live: usize,
+    live_by_lang: HashMap<u64, usize>,
 }
 
 impl Rows {
@@ -147,14 +186,11 @@ impl Rows {
         let mut address = vec![None; vectors.len()];
         let mut lang = vec![0u64; vectors.len()];
         let mut missing = 0usize;
-        let mut row_of = Vec::with_capacity(searcher.segment_readers().len());
         for (segment, reader) in searcher.segment_readers().iter().enumerate() {
-            let mut rows_of_docs = vec![u32::MAX; reader.max_doc() as usize];
             let ff = reader.fast_fields();
             let ids = ff.str("id")?;
             let langs = ff.u64("lang").ok();
             let Some(ids) = ids else {
-                row_of.push(rows_of_docs);
                 continue;
             };
             // The segment's dictionary and the rows are both in id order: one merge gives
@@ -181,19 +217,41 @@ impl Rows {
                     continue;
                 }
                 address[row as usize] = Some(DocAddress::new(segment as u32, doc));
-                rows_of_docs[doc as usize] = row;
                 if let Some(l) = langs.as_ref().and_then(|c| c.first(doc)) {
                     lang[row as usize] = l;
                 }
             }
-            row_of.push(rows_of_docs);
         }
-        Ok(Rows {
+        Ok(Rows::counted(address, lang, missing))
+    }
+
+    /// The tables of rows whose live documents are `address` (with languages `lang`): the
+    /// live counts and each document's row.
+    fn counted(address: Vec<Option<DocAddress>>, lang: Vec<u64>, missing: usize) -> Rows {
+        let mut live_by_lang: HashMap<u64, usize> = HashMap::new();
+        let mut row_of: Vec<Vec<u32>> = Vec::new();
+        for (row, (a, l)) in address.iter().zip(&lang).enumerate() {
+            if let Some(a) = a {
+                *live_by_lang.entry(*l).or_default() += 1;
+                let (segment, doc) = (a.segment_ord as usize, a.doc_id as usize);
+                if row_of.len() <= segment {
+                    row_of.resize(segment + 1, Vec::new());
+                }
+                let docs = &mut row_of[segment];
+                if docs.len() <= doc {
+                    docs.resize(doc + 1, u32::MAX);
+                }
+                docs[doc] = row as u32;
+            }
+        }
+        Rows {
+            live: live_by_lang.values().sum(),
+            live_by_lang,
             address,
             lang,
             row_of,
             missing,
-        })
+        }
     }
 
     /// The row of a live document, if it has a vector.
@@ -212,22 +270,74 @@ impl Rows {
 
     /// Live documents with a vector.
     pub fn live(&self) -> usize {
-        self.address.iter().filter(|a| a.is_some()).count()
+        self.live
+    }
+
+    /// Live documents with a vector in language `lang`, or in all when `None`.
+    fn live_in(&self, lang: Option<u64>) -> usize {
+        lang.map_or(self.live, |l| {
+            self.live_by_lang.get(&l).copied().unwrap_or(0)
+        })
     }
 }
 
-/// Vectors being served, with the row tables of the searcher last asked for.
+/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows, once
+/// built) and the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
+    /// Set once [`DenseIndex::build_graph`] has run: the graph, or none when it failed.
+    ann: OnceLock<Option<ann::Ann>>,
     rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
+    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]).
     pub fn new(vectors: Vectors) -> Self {
+        let index = DenseIndex::without_graph(vectors);
+        index.build_graph();
+        index
+    }
+
+    /// Serves `vectors` by the exact scan until [`DenseIndex::build_graph`] has run.
+    pub fn without_graph(vectors: Vectors) -> Self {
         DenseIndex {
             vectors,
+            ann: OnceLock::new(),
             rows: SearcherCache::default(),
         }
+    }
+
+    /// Builds the vectors' graph when they are enough for it to be faster than the exact
+    /// scan and it is not built yet (seconds to minutes of CPU: the embedding job runs it
+    /// after installing the index, which the exact scan serves meanwhile). A graph that
+    /// cannot be built is logged, and the exact scan keeps serving.
+    pub fn build_graph(&self) {
+        if self.vectors.len() < ann::MIN_ROWS {
+            return;
+        }
+        self.ann.get_or_init(|| {
+            let start = std::time::Instant::now();
+            match ann::Ann::build(&self.vectors) {
+                Ok(graph) => {
+                    tracing::info!(
+                        "document vectors: nearest-neighbour graph over {} vectors built in \
+                         {:.1} s",
+                        self.vectors.len(),
+                        start.elapsed().as_secs_f64()
+                    );
+                    Some(graph)
+                }
+                Err(e) => {
+                    tracing::error!("document vectors: {e}; searching by the exact scan");
+                    None
+                }
+            }
+        });
+    }
+
+    /// The graph, once built.
+    fn graph(&self) -> Option<&ann::Ann> {
+        self.ann.get().and_then(Option::as_ref)
     }
 
     /// The row tables of `searcher`, built when its segments differ from the last ones.
@@ -247,22 +357,21 @@ impl DenseIndex {
         skip: usize,
         lang: Option<u64>,
     ) -> (Vec<(DocAddress, f32)>, usize) {
-        let v = &self.vectors;
-        let mut scored: Vec<(f32, u32)> = Vec::with_capacity(v.len());
-        for (row, address) in rows.address.iter().enumerate() {
-            if address.is_none() || lang.is_some_and(|l| rows.lang[row] != l) {
-                continue;
+        let want = skip.saturating_add(limit);
+        let allowed =
+            |row: usize| rows.address[row].is_some() && lang.is_none_or(|l| rows.lang[row] == l);
+        let ranked = rows.live_in(lang);
+        // The graph when the documents allowed are enough for it (else the exact scan, which
+        // only scores those, is as fast); the exact scan too when the graph finds fewer than
+        // the documents asked for (see `ann`).
+        let from_graph = match self.graph() {
+            Some(graph) if ranked >= ann::MIN_ROWS && want <= ann::MAX_WANT => {
+                let top = graph.search(&self.vectors, query, want, allowed);
+                (top.len() == want).then_some(top)
             }
-            scored.push((dot(query, v.row(row)), row as u32));
-        }
-        let ranked = scored.len();
-        let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        let want = (skip + limit).min(scored.len());
-        if want < scored.len() && want > 0 {
-            scored.select_nth_unstable_by(want - 1, order);
-        }
-        scored.truncate(want);
-        scored.sort_unstable_by(order);
+            _ => None,
+        };
+        let scored = from_graph.unwrap_or_else(|| scan(&self.vectors, query, want, allowed).0);
         let top = scored
             .into_iter()
             .skip(skip)
@@ -339,8 +448,21 @@ impl Status {
 /// The stored vectors of `index` with the embedder that computed them, for searching:
 /// `embedder` names its directory (else the one the vector file records). `Ok(None)` when
 /// the index has no vectors. Vectors from another embedder than the one given are refused:
-/// a query must be embedded by the model its documents were.
+/// a query must be embedded by the model its documents were. The vectors' graph is built
+/// before returning.
 pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>, DenseError> {
+    let dense = load_without_graph(index, embedder)?;
+    if let Some(d) = &dense {
+        d.index.build_graph();
+    }
+    Ok(dense)
+}
+
+/// [`load`] without building the graph ([`DenseIndex::build_graph`]).
+pub fn load_without_graph(
+    index: &TextIndex,
+    embedder: Option<&Path>,
+) -> Result<Option<Dense>, DenseError> {
     let path = store::path(&index.dir);
     let Some(vectors) = store::read(&path)? else {
         return Ok(None);
@@ -362,6 +484,6 @@ pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>,
     let embedder = crate::embed::AnyEmbedder::load(&dir)?;
     Ok(Some(Dense {
         embedder: Arc::new(embedder),
-        index: Arc::new(DenseIndex::new(vectors)),
+        index: Arc::new(DenseIndex::without_graph(vectors)),
     }))
 }

@@ -72,12 +72,11 @@ fn the_scan_finds_the_brute_force_top_with_ties_by_id() {
     // Rows 10 and 20 share a vector: a tie, broken by id.
     let copy = v.row(10).to_vec();
     v.data[20 * 24..21 * 24].copy_from_slice(&copy);
-    let rows = Rows {
-        address: (0..300).map(|i| Some(DocAddress::new(0, i))).collect(),
-        lang: vec![0; 300],
-        row_of: vec![(0..300).collect()],
-        missing: 0,
-    };
+    let rows = Rows::counted(
+        (0..300).map(|i| Some(DocAddress::new(0, i))).collect(),
+        vec![0; 300],
+        0,
+    );
     let index = DenseIndex::new(v.clone());
     let query = v.row(10).to_vec();
     let mut brute: Vec<(f32, u32)> = (0..300)
@@ -97,4 +96,146 @@ fn the_scan_finds_the_brute_force_top_with_ties_by_id() {
     }
     let (top, _) = index.nearest(&rows, &query, 2, 0, None);
     assert_eq!((top[0].0.doc_id, top[1].0.doc_id), (10, 20));
+}
+
+/// `n` random unit vectors of `dim` floats, ids in row order.
+fn random_vectors(n: usize, dim: usize, seed: u64) -> Vectors {
+    let ids: Vec<String> = (0..n).map(|i| format!("doc{i:07}")).collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    vectors(&refs, dim, seed)
+}
+
+/// The exact scan's answer to `nearest` (what the index answers below the graph's threshold).
+fn exact(
+    index: &DenseIndex,
+    rows: &Rows,
+    query: &[f32],
+    limit: usize,
+    lang: Option<u64>,
+) -> Vec<(DocAddress, f32)> {
+    let (top, _) = scan(&index.vectors, query, limit, |row| {
+        rows.address[row].is_some() && lang.is_none_or(|l| rows.lang[row] == l)
+    });
+    top.into_iter()
+        .map(|(s, row)| (rows.address[row as usize].unwrap(), s))
+        .collect()
+}
+
+fn recall(found: &[(DocAddress, f32)], truth: &[(DocAddress, f32)]) -> f64 {
+    let hits = found
+        .iter()
+        .filter(|(a, _)| truth.iter().any(|(b, _)| a == b))
+        .count();
+    hits as f64 / truth.len() as f64
+}
+
+#[test]
+fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() {
+    let n = ann::MIN_ROWS + 2_000;
+    let v = random_vectors(n, 32, 11);
+    let queries = random_vectors(200, 32, 12);
+    // A third of the documents deleted; the rest alternate between two languages.
+    let rows = Rows::counted(
+        (0..n as u32)
+            .map(|i| (!i.is_multiple_of(3)).then(|| DocAddress::new(0, i)))
+            .collect(),
+        (0..n as u64).map(|i| 1 + i % 2).collect(),
+        0,
+    );
+    let index = DenseIndex::new(v);
+    let graph = index.graph().expect("a graph from the threshold on");
+    let live = |row: usize| rows.address[row].is_some();
+    let in_lang = |row: usize| live(row) && rows.lang[row] == 2;
+    // The graph's own answers (short ones count their missing rows as misses), not
+    // `nearest`'s, which the exact scan completes.
+    let graph_recall = |query: &[f32], allowed: &dyn Fn(usize) -> bool| {
+        let found = graph.search(&index.vectors, query, 10, allowed);
+        let (truth, _) = scan(&index.vectors, query, 10, allowed);
+        let hits = found
+            .iter()
+            .filter(|f| truth.iter().any(|t| t.1 == f.1))
+            .count();
+        hits as f64 / 10.0
+    };
+    let (mut all, mut filtered) = (0.0, 0.0);
+    for q in 0..queries.len() {
+        let query = queries.row(q);
+        all += graph_recall(query, &live);
+        filtered += graph_recall(query, &in_lang);
+        let (top, ranked) = index.nearest(&rows, query, 10, 0, None);
+        assert_eq!(ranked, rows.live());
+        assert_eq!(top.len(), 10);
+        for (address, score) in &top {
+            assert!(
+                !address.doc_id.is_multiple_of(3),
+                "deleted document {address:?} returned"
+            );
+            assert_eq!(
+                *score,
+                dot(query, index.vectors.row(address.doc_id as usize))
+            );
+        }
+        assert!(top.windows(2).all(|w| w[0].1 >= w[1].1), "best first");
+        assert!(recall(&top, &exact(&index, &rows, query, 10, None)) >= 0.5);
+        // Languages: half the live documents each, still above the threshold.
+        let (top, ranked) = index.nearest(&rows, query, 10, 0, Some(2));
+        assert_eq!(ranked, rows.live_in(Some(2)));
+        assert_eq!(top.len(), 10);
+        assert!(top
+            .iter()
+            .all(|(a, _)| !a.doc_id.is_multiple_of(3) && a.doc_id % 2 == 1));
+    }
+    // A filter that allows 6 rows: fewer than asked for, which `nearest`
+    // answers by the exact scan instead; never a row the filter refuses.
+    let few = graph.search(&index.vectors, queries.row(0), 10, |row| row % 10_000 == 7);
+    assert!(few.len() < 10 && few.iter().all(|&(_, row)| row % 10_000 == 7));
+    let (all, filtered) = (all / 200.0, filtered / 200.0);
+    assert!(all >= 0.98, "recall@10 {all}");
+    assert!(filtered >= 0.98, "recall@10 in one language {filtered}");
+}
+
+#[test]
+fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_small_languages() {
+    // Below the threshold: no graph, the exact scan.
+    let small = DenseIndex::new(random_vectors(ann::MIN_ROWS - 1, 8, 21));
+    assert!(small.graph().is_none());
+    // Above it: a language with fewer documents than the threshold, and a page past the most
+    // the graph is asked for, are answered by the exact scan, identically.
+    let n = ann::MIN_ROWS + 500;
+    let rows = Rows::counted(
+        (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
+        (0..n as u64)
+            .map(|i| if i.is_multiple_of(50) { 7 } else { 1 })
+            .collect(),
+        0,
+    );
+    let queries = random_vectors(20, 8, 23);
+    // Installed without its graph (as the embedding job does first): the exact scan answers.
+    let index = DenseIndex::without_graph(random_vectors(n, 8, 22));
+    assert!(index.graph().is_none());
+    let (top, _) = index.nearest(&rows, queries.row(0), 10, 0, None);
+    assert_eq!(top, exact(&index, &rows, queries.row(0), 10, None));
+    index.build_graph();
+    assert!(index.graph().is_some());
+    for q in 0..queries.len() {
+        let query = queries.row(q);
+        let (top, ranked) = index.nearest(&rows, query, 10, 0, Some(7));
+        assert_eq!(ranked, n.div_ceil(50));
+        assert_eq!(top, exact(&index, &rows, query, 10, Some(7)));
+        let (top, _) = index.nearest(&rows, query, 10, ann::MAX_WANT, None);
+        let deep = exact(&index, &rows, query, ann::MAX_WANT + 10, None);
+        assert_eq!(top, deep[ann::MAX_WANT..]);
+        let (top, _) = small.nearest(&rows_of(&small), query, 10, 0, None);
+        assert_eq!(top, exact(&small, &rows_of(&small), query, 10, None));
+    }
+}
+
+/// Every row of `index` live, in no language.
+fn rows_of(index: &DenseIndex) -> Rows {
+    let n = index.vectors.len();
+    Rows::counted(
+        (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
+        vec![0; n],
+        0,
+    )
 }
