@@ -186,17 +186,20 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             }
         }
     };
-    // Without a server the vectors are computed now, before the reranker trains, so that it
-    // learns from the dense similarity too; a server computes them in the background, the
-    // reranker trained first reads text features only, and it is trained again once the
-    // vectors are ready.
-    if args.no_serve {
-        if let Some(dir) = &embedder {
+    // The vectors are computed now, before the reranker trains, so that it learns from the
+    // dense similarity too: always without a server, and with one when the embedder is a
+    // static model (seconds). A transformer's minutes of CPU are spent in the background
+    // while text models serve; the reranker trained first then reads text features only, and is
+    // trained again once the vectors are ready.
+    let mut embedded_now = false;
+    if let Some(dir) = &embedder {
+        let loaded = crate::embed::AnyEmbedder::load(dir)?;
+        if args.no_serve || matches!(loaded, crate::embed::AnyEmbedder::Static(_)) {
+            embedded_now = true;
             let started = std::time::Instant::now();
-            let embedder = crate::embed::AnyEmbedder::load(dir)?;
             let report = super::embed::embed_documents(
                 &index,
-                &embedder,
+                &loaded,
                 crate::dense::DocText::DEFAULT,
                 false,
             )?;
@@ -240,7 +243,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     if args.no_serve {
         return Ok(());
     }
-    if embedder.is_some() {
+    if embedder.is_some() && !embedded_now {
         eprintln!(
             "document vectors are computed in the background: text models serve meanwhile, \
              model=dense and model=hybrid once they are ready (GET /admin/embeddings, /readyz)"
