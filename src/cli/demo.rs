@@ -193,10 +193,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     // trained again once the vectors are ready.
     let mut embedded_now = false;
     if let Some(dir) = &embedder {
-        let loaded = crate::embed::AnyEmbedder::load(dir)?;
-        if args.no_serve || matches!(loaded, crate::embed::AnyEmbedder::Static(_)) {
+        if args.no_serve || crate::embed::AnyEmbedder::is_static(dir) {
             embedded_now = true;
             let started = std::time::Instant::now();
+            let loaded = crate::embed::AnyEmbedder::load(dir)?;
             let report = super::embed::embed_documents(
                 &index,
                 &loaded,

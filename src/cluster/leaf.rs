@@ -436,9 +436,10 @@ pub fn features(
     };
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
-    let vector = match call.dense {
-        true => engine.query_vector(&call.text, searcher)?,
-        false => None,
+    let vector = if call.dense {
+        engine.query_vector(&call.text, searcher)?
+    } else {
+        None
     };
     let view = crate::features::View {
         dense: vector.as_ref().map(|v| v.similarity()),

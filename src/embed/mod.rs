@@ -193,18 +193,20 @@ pub enum AnyEmbedder {
 impl AnyEmbedder {
     /// Loads `dir` as the embedder its `config.json` names; errors name the file at fault.
     pub fn load(dir: &Path) -> Result<AnyEmbedder, EmbedError> {
+        match AnyEmbedder::is_static(dir) {
+            true => Ok(AnyEmbedder::Static(Box::new(StaticEmbedder::load(dir)?))),
+            false => Ok(AnyEmbedder::Transformer(Box::new(Embedder::load(dir)?))),
+        }
+    }
+
+    /// Whether `dir`'s `config.json` says `"model_type": "model2vec"` (a static model), read
+    /// without loading the weights.
+    pub fn is_static(dir: &Path) -> bool {
         let config = std::fs::read(dir.join("config.json")).ok();
-        let model_type = config
+        config
             .as_deref()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(b).ok())
-            .and_then(|v| {
-                v.get("model_type")
-                    .and_then(|t| t.as_str().map(str::to_owned))
-            });
-        match model_type.as_deref() {
-            Some("model2vec") => Ok(AnyEmbedder::Static(Box::new(StaticEmbedder::load(dir)?))),
-            _ => Ok(AnyEmbedder::Transformer(Box::new(Embedder::load(dir)?))),
-        }
+            .is_some_and(|v| v.get("model_type").and_then(|t| t.as_str()) == Some("model2vec"))
     }
 
     /// [`AnyEmbedder::load`] of `dir`, or the default sentence-transformer

@@ -904,7 +904,7 @@ impl Engine {
 
     /// The query's vector and the vectors of `searcher`'s documents, for a search that
     /// needs them; unavailable (503) while they are being computed or when there are none.
-    fn dense_query(&self, q: &SearchQuery, searcher: &Searcher) -> Result<DenseQuery, SearchError> {
+    fn dense_query(&self, text: &str, searcher: &Searcher) -> Result<DenseQuery, SearchError> {
         let Some(dense) = self.dense() else {
             let why = match self.dense_status.get() {
                 crate::dense::Progress::Off => {
@@ -925,7 +925,7 @@ impl Engine {
             return Err(SearchError::Unavailable(why));
         };
         let vector = dense
-            .embed_query(&q.text)
+            .embed_query(text)
             .map_err(|e| SearchError::Internal(anyhow::anyhow!("embedding the query: {e}")))?;
         let rows = dense.index.rows(searcher)?;
         Ok(DenseQuery {
@@ -943,9 +943,7 @@ impl Engine {
         searcher: &Searcher,
     ) -> Result<Option<DenseQuery>, SearchError> {
         match self.dense() {
-            Some(_) => Ok(Some(
-                self.dense_query(&SearchQuery::new(text, 1), searcher)?,
-            )),
+            Some(_) => Ok(Some(self.dense_query(text, searcher)?)),
             None => Ok(None),
         }
     }
@@ -1161,9 +1159,9 @@ impl Engine {
                 || interleave.is_some_and(|i| i.candidate.reads_dense()))
             && self.dense().is_some();
         let dense = match (&q.fusion, q.dense) {
-            (_, true) => Some(self.dense_query(q, &searcher)?),
-            (Some(f), _) if f.uses_dense() => Some(self.dense_query(q, &searcher)?),
-            _ if reads_dense => Some(self.dense_query(q, &searcher)?),
+            (_, true) => Some(self.dense_query(&q.text, &searcher)?),
+            (Some(f), _) if f.uses_dense() => Some(self.dense_query(&q.text, &searcher)?),
+            _ if reads_dense => Some(self.dense_query(&q.text, &searcher)?),
             _ => None,
         };
         let view = features::View {
@@ -1555,7 +1553,7 @@ impl Engine {
         searcher: &Searcher,
         limit: usize,
     ) -> Result<Option<ShardTop>, SearchError> {
-        let dense = self.dense_query(q, searcher)?;
+        let dense = self.dense_query(&q.text, searcher)?;
         let Some(first) = Self::dense_first_phase(q, &dense, limit, 0) else {
             return Ok(None);
         };
