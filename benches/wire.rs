@@ -71,6 +71,7 @@ fn query_reply(n: usize, shown: bool) -> QueryReply {
         total_hits: 5_321,
         no_terms: false,
         sortable: false,
+        vectors: None,
         hits: (0..n).map(|i| candidate(i, shown)).collect(),
     }
 }
@@ -121,6 +122,7 @@ fn query_call() -> QueryCall {
         sort: None,
         now: Some(1_790_000_000),
         lang: None,
+        dense_optional: false,
     }
 }
 

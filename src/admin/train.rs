@@ -315,7 +315,10 @@ pub fn run(
     if outcome.cancelled {
         ctx.check_cancelled()?;
     }
-    let model = &outcome.model;
+    let model = &crate::training::record_embedder(
+        outcome.model,
+        crate::training::embedder_of(engine).as_deref(),
+    );
     let path = crate::search::model::store(&engine.index.dir, model)?;
     let candidate = crate::search::model::ActiveModel::new(model.clone(), path.clone())?;
     let comparison = guard::compare_on_index(

@@ -549,7 +549,9 @@ fn serve_index_with(
                                 engine.dense_status.get(),
                                 crate::dense::Progress::Ready { .. }
                             );
-                            let reads = engine.model().is_some_and(|m| m.reads_dense());
+                            // Trained again unless the active reranker already reads
+                            // these vectors' similarity.
+                            let reads = engine.model().is_some_and(|m| engine.dense_serves(&m));
                             if let Some(retrain) = retrain.locked().take_if(|_| ready && !reads) {
                                 if let Err(e) = retrain_and_serve(&state, &runtime, retrain) {
                                     eprintln!("warning: retraining the reranker: {e:#}");

@@ -139,6 +139,9 @@ pub(crate) struct Loaded {
     pub clicks: Option<crate::training::clicks::ClickStats>,
     /// With `--debias pairwise`: the click groups' logged lists (unbiased LambdaMART).
     pub click_lists: Option<crate::rerank::gbdt::train::unbiased::ClickLists>,
+    /// The fingerprint of the embedder whose vectors gave the windows' dense similarity
+    /// (`crate::training::record_embedder`).
+    pub embedder: Option<String>,
 }
 
 /// Where judgments on the index come from.
@@ -276,6 +279,7 @@ impl Source {
             held_out: Default::default(),
             clicks: None,
             click_lists: None,
+            embedder: None,
         };
         match self {
             Source::Letor {
@@ -371,6 +375,7 @@ impl Source {
                     held_out,
                     clicks: sets.report.clicks,
                     click_lists: sets.click_lists,
+                    embedder: crate::training::embedder_of(&engine),
                 })
             }
         }
@@ -462,6 +467,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         held_out,
         clicks,
         click_lists,
+        embedder,
     } = source.load(&settings)?;
     if let (Some(stats), false) = (&clicks, args.json) {
         let shown: Vec<String> = stats
@@ -525,6 +531,10 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             }
             (outcome, Some(selection))
         }
+    };
+    let outcome = crate::rerank::TrainOutcome {
+        model: crate::training::record_embedder(outcome.model, embedder.as_deref()),
+        ..outcome
     };
     // Written once each: to --out if given, and to the model directory when activated or
     // when there is no --out.

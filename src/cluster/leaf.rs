@@ -318,8 +318,13 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
     let view = engine.view(&query, searcher, &stats, pinned.links.as_deref());
+    let vectors = match retriever {
+        Retriever::Dense => engine.dense().map(|d| d.index.vectors.model.clone()),
+        Retriever::Text(_) => None,
+    };
     let top = match retriever {
         Retriever::Text(kind) => Engine::shard_top(view, &q, kind, call.limit, rating)?,
+        Retriever::Dense if call.dense_optional && vectors.is_none() => None,
         Retriever::Dense => {
             // The rule book refuses a sort of the dense first phase, as on a single index.
             q.validate()?;
@@ -378,6 +383,7 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         total_hits,
         no_terms,
         sortable,
+        vectors,
         hits: hits
             .into_iter()
             .zip(boosts)
@@ -437,7 +443,7 @@ pub fn features(
     let stats = Stats::new(&source);
     let query = AnalyzedQuery::new(call.text.as_str());
     let vector = if call.dense {
-        engine.query_vector(&call.text, searcher)?
+        engine.query_vector(&call.text, searcher, call.embedder.as_deref())?
     } else {
         None
     };

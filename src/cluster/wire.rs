@@ -133,6 +133,11 @@ pub struct QueryCall {
     /// `lang=`: only documents in this language are ranked and counted.
     #[serde(default)]
     pub lang: Option<String>,
+    /// With the dense retriever: a shard without document vectors answers no hits (and no
+    /// [`QueryReply::vectors`]) instead of refusing. The root's default first phase asks
+    /// so: hybrid when every shard has vectors the reranker can read, else BM25F.
+    #[serde(default)]
+    pub dense_optional: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +158,10 @@ pub struct QueryReply {
     /// With a sort: some document of the shard has the fields the sort needs.
     #[serde(default)]
     pub sortable: bool,
+    /// With the dense retriever: the fingerprint of the embedder that computed the shard's
+    /// document vectors (`crate::dense::fingerprint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,6 +214,11 @@ pub struct FeaturesCall {
     /// query when its index has vectors.
     #[serde(default)]
     pub dense: bool,
+    /// The fingerprint of the embedder the reranker's dense similarity was trained on
+    /// (`ActiveModel::embedder`): a leaf whose vectors another embedder computed leaves the
+    /// feature at 0, as a single index does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
 }
 
 /// `POST /cluster/v1/feedback`: the term counts of this shard's feedback documents (RM3).

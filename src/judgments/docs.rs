@@ -182,8 +182,12 @@ pub fn train(
         &mut |_| progress.epoch(),
         &std::sync::atomic::AtomicBool::new(false),
     )?;
-    let path = crate::search::model::store(&engine.index.dir, &outcome.model)?;
-    let candidate = ActiveModel::new(outcome.model.clone(), path.clone())?;
+    let model = crate::training::record_embedder(
+        outcome.model,
+        crate::training::embedder_of(engine).as_deref(),
+    );
+    let path = crate::search::model::store(&engine.index.dir, &model)?;
+    let candidate = ActiveModel::new(model.clone(), path.clone())?;
     let mut classes = Vec::new();
     for (class, windows) in &held_out {
         classes.push(ClassMrr {
@@ -195,7 +199,7 @@ pub fn train(
     }
     let comparison = guard::compare(&held_out, &candidate, None)?;
     Ok(DocsModel {
-        model: outcome.model,
+        model,
         path,
         classes,
         comparison,

@@ -86,6 +86,12 @@ pub struct TrainingInfo {
     pub metrics: ModelMetrics,
     /// Where the training data came from (e.g. the LETOR file), for people.
     pub source: String,
+    /// For a model that reads `dense.similarity`: the fingerprint of the embedder whose
+    /// vectors gave that feature in its training rows (`crate::dense::fingerprint`). Another
+    /// embedder's similarities have another distribution, so serving computes the feature
+    /// only from vectors of this one (absent: not recorded, any vectors serve).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
 }
 
 fn one() -> usize {
@@ -190,6 +196,7 @@ impl Reranker {
                 valid: None,
             },
             source,
+            embedder: None,
         };
         let gbdt = GbdtModel::new(forest, None, Some(imported.library));
         Self::new_gbdt(names, gbdt, training, None)
@@ -216,6 +223,15 @@ impl Reranker {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The model with [`TrainingInfo::embedder`] set to `fingerprint`, and its id computed
+    /// again (the id covers it: the same weights over another embedder's similarities are
+    /// another model).
+    pub fn with_embedder(mut self, fingerprint: String) -> Self {
+        self.training.embedder = Some(fingerprint);
+        self.id = self.content_id();
+        self
     }
 
     pub fn feature_names(&self) -> &[String] {

@@ -40,6 +40,7 @@ pub(crate) fn training_info() -> TrainingInfo {
             valid: None,
         },
         source: "test".into(),
+        embedder: None,
     }
 }
 

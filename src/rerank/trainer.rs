@@ -192,6 +192,7 @@ pub fn train(
         member_best_epochs,
         metrics,
         source: config.source.clone(),
+        embedder: None,
     };
     let model = Reranker::new(
         train_set.feature_names.clone(),

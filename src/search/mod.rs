@@ -936,16 +936,27 @@ impl Engine {
     }
 
     /// `text`'s vector against `searcher`'s documents when the index has vectors (for the
-    /// dense similarity feature), else `None`.
+    /// dense similarity feature) and, when `embedder` names one, they were computed by that
+    /// embedder ([`ActiveModel::reads_dense_of`]); else `None`.
     pub fn query_vector(
         &self,
         text: &str,
         searcher: &Searcher,
+        embedder: Option<&str>,
     ) -> Result<Option<DenseQuery>, SearchError> {
         match self.dense() {
-            Some(_) => Ok(Some(self.dense_query(text, searcher)?)),
-            None => Ok(None),
+            Some(d) if embedder.is_none_or(|e| e == d.index.vectors.model) => {
+                Ok(Some(self.dense_query(text, searcher)?))
+            }
+            _ => Ok(None),
         }
+    }
+
+    /// Whether `model` reads the dense similarity and this index's vectors can give it
+    /// ([`ActiveModel::reads_dense_of`]).
+    pub fn dense_serves(&self, model: &ActiveModel) -> bool {
+        self.dense()
+            .is_some_and(|d| model.reads_dense_of(&d.index.vectors.model))
     }
 
     /// The generation from a store being served, if the index follows one.
@@ -1084,10 +1095,7 @@ impl Engine {
     ) -> Option<SearchQuery> {
         let names_none = q.model.is_none() && q.fusion.is_none() && !q.dense;
         let reranks = matches!(q.ranking, Ranking::Rerank { .. });
-        (names_none
-            && reranks
-            && model.is_some_and(ActiveModel::reads_dense)
-            && self.dense().is_some())
+        (names_none && reranks && model.is_some_and(|m| self.dense_serves(m)))
         .then(|| SearchQuery {
             fusion: Some(request::default_hybrid()),
             ..q.clone()
@@ -1152,20 +1160,26 @@ impl Engine {
         };
         let query = AnalyzedQuery::new(q.text.as_str());
         // A reranker that reads the dense similarity has the query embedded even after a
-        // lexical first phase, when the index has vectors (else the feature keeps its
-        // default, as for a document without a vector).
+        // lexical first phase, when the index has vectors of the embedder it was trained
+        // on (else the feature keeps its default, as for a document without a vector, even
+        // when a dense first phase embedded the query).
         let reads_dense = matches!(q.ranking, Ranking::Rerank { .. })
-            && (model.as_deref().is_some_and(ActiveModel::reads_dense)
-                || interleave.is_some_and(|i| i.candidate.reads_dense()))
-            && self.dense().is_some();
+            && (model.as_deref().is_some_and(|m| self.dense_serves(m))
+                || interleave.is_some_and(|i| self.dense_serves(i.candidate)));
         let dense = match (&q.fusion, q.dense) {
             (_, true) => Some(self.dense_query(&q.text, &searcher)?),
             (Some(f), _) if f.uses_dense() => Some(self.dense_query(&q.text, &searcher)?),
             _ if reads_dense => Some(self.dense_query(&q.text, &searcher)?),
             _ => None,
         };
+        let mismatched = model
+            .as_deref()
+            .is_some_and(|m| m.reads_dense() && !self.dense_serves(m));
         let view = features::View {
-            dense: dense.as_ref().map(DenseQuery::similarity),
+            dense: dense
+                .as_ref()
+                .filter(|_| !mismatched)
+                .map(DenseQuery::similarity),
             ..self.view(&query, &searcher, &stats, links.as_deref())
         };
         let first = match (&q.fusion, &dense) {
@@ -1641,7 +1655,7 @@ impl Engine {
             ..features::Extraction::full(prf)
         };
         // Every feature, the dense similarity too when the index has vectors.
-        let dense = self.query_vector(text, searcher)?;
+        let dense = self.query_vector(text, searcher, None)?;
         let view = features::View {
             dense: dense.as_ref().map(DenseQuery::similarity),
             ..self.view(&query, searcher, &stats, links.as_deref())

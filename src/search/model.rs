@@ -71,6 +71,21 @@ impl ActiveModel {
         self.dense
     }
 
+    /// The fingerprint of the embedder whose similarities the model was trained on, when it
+    /// reads them and its file records one ([`crate::rerank::TrainingInfo::embedder`]).
+    pub fn embedder(&self) -> Option<&str> {
+        self.reranker.training.embedder.as_deref()
+    }
+
+    /// Whether the model reads the dense similarity and vectors computed by the embedder
+    /// `fingerprint` can give it: those it was trained on, or any when it records none.
+    /// Another embedder's similarities have another distribution (a static model's cosines
+    /// are not a transformer's), so the feature is then left at 0, as for a document
+    /// without a vector, and the search stays lexical.
+    pub fn reads_dense_of(&self, fingerprint: &str) -> bool {
+        self.dense && self.embedder().is_none_or(|e| e == fingerprint)
+    }
+
     /// The rows of `m` in the model's feature order.
     fn rows(&self, m: &FeatureMatrix) -> Vec<f32> {
         let mut x = Vec::with_capacity(m.rows * self.columns.len());

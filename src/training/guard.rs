@@ -133,7 +133,21 @@ pub fn compare_on_index(
         )?;
         windows.insert(class.clone(), w);
     }
-    Ok(compare(&windows, candidate, active)?)
+    let mut comparison = compare(&windows, candidate, active)?;
+    // The windows hold this index's similarities; a candidate trained on another embedder's
+    // would be served without them (`Engine::dense_serves`), which these windows do not
+    // measure: refused, whatever it scores here.
+    if let Some(dense) = engine.dense() {
+        let index = &dense.index.vectors.model;
+        if candidate.reads_dense() && !candidate.reads_dense_of(index) {
+            comparison.refused = Some(format!(
+                "model {} reads the dense similarity of the embedder with fingerprint {},                  and this index's vectors were computed by another ({index}): train it again                  on these vectors, or compute them with that embedder (`rankd embed                  --embedder DIR`)",
+                candidate.id(),
+                candidate.embedder().unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(comparison)
 }
 
 /// Compares on windows already computed (the demo has them from training).

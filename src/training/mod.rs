@@ -19,3 +19,26 @@ pub use dataset::{
 };
 pub use sets::{index_sets, IndexSets, SetOptions, SetsReport, Sources};
 pub use settings::{ModelChoice, TrainSettings};
+
+/// The fingerprint of the embedder that computed `engine`'s vectors, if it has any: what a
+/// model trained on its windows records ([`record_embedder`]).
+pub fn embedder_of(engine: &crate::search::Engine) -> Option<String> {
+    engine.dense().map(|d| d.index.vectors.model.clone())
+}
+
+/// `model` recording `embedder` ([`embedder_of`] the engine its windows came from) when it
+/// reads the dense similarity, whose values depend on the embedder; serving then computes
+/// that feature only from vectors of the same embedder (`Engine::dense_serves`).
+pub fn record_embedder(
+    model: crate::rerank::Reranker,
+    embedder: Option<&str>,
+) -> crate::rerank::Reranker {
+    let reads = model
+        .feature_names()
+        .iter()
+        .any(|n| n == crate::features::DENSE_SIMILARITY);
+    match embedder {
+        Some(fingerprint) if reads => model.with_embedder(fingerprint.to_string()),
+        _ => model,
+    }
+}

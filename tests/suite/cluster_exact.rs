@@ -375,6 +375,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         sort: None,
         now: None,
         lang: None,
+        dense_optional: false,
     };
     // The caller's error (a 400 naming `stats` over HTTP), never a fallback.
     let message = match leaf::query(engine, &pins, &call) {

@@ -182,6 +182,7 @@ fn a_model_needing_unknown_features_is_refused_by_name() {
             valid: None,
         },
         source: "test".into(),
+        embedder: None,
     };
     let model = Reranker::new(names, norm, vec![net], training, None).unwrap();
     let e = ActiveModel::new(model, "x.json".into()).unwrap_err();

@@ -164,6 +164,10 @@ struct Plan {
     now: i64,
     /// The query, analysed once for every try.
     query: AnalyzedQuery,
+    /// The search names no first phase and its reranker reads the dense similarity: hybrid
+    /// (`request::default_hybrid`) when every shard has vectors the reranker can read, else
+    /// the index's default model, as `Engine::default_first_phase` decides on one index.
+    default_hybrid: bool,
 }
 
 /// The longest first-phase page (offset + k) whose hits the shards send with their
@@ -185,6 +189,9 @@ struct FirstPhase {
     fusion: Option<(FusionReport, FusionInputs)>,
     /// The shards sent the page's fields with their candidates ([`Plan::fetch`]).
     fetched: bool,
+    /// [`Plan::default_hybrid`] and every shard had vectors the reranker reads: the first
+    /// phase is `model=hybrid`'s.
+    hybrid: bool,
 }
 
 /// Each input of a fusion and, by id, the rank and score of its listed documents.
@@ -610,6 +617,7 @@ impl Root {
             sort: None,
             now: crate::features::social::unix_now(),
             query,
+            default_hybrid: false,
         };
         let shards = self.shards.load_full();
         let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
@@ -622,7 +630,7 @@ impl Root {
         let answer = async {
             let first = self.first_phase(&q, &plan, &targets).await?;
             let features = self
-                .window_features(&q, &plan, (prf, true), &first, &targets)
+                .window_features(&q, &plan, (prf, true, None), &first, &targets)
                 .await?;
             Ok((first.window, features))
         };
@@ -706,8 +714,13 @@ impl Root {
             && limit <= FETCH_WITH_QUERY
             && (r.url || r.title || r.snippet))
             .then_some(r);
+        let default_hybrid = q.model.is_none()
+            && q.fusion.is_none()
+            && !q.dense
+            && model.as_deref().is_some_and(ActiveModel::reads_dense);
         Ok(Plan {
             kind,
+            default_hybrid,
             collapse: !q.collapse.is_empty(),
             fetch,
             sort,
@@ -777,7 +790,11 @@ impl Root {
         targets: &[Target],
     ) -> Result<FirstPhase, CallError> {
         let (stats, generations, tables) = self.statistics(targets, &plan.stats).await?;
-        let (kinds, depth) = match &q.fusion {
+        let default_hybrid = plan
+            .default_hybrid
+            .then(crate::search::request::default_hybrid);
+        let mut fusion = q.fusion.as_ref().or(default_hybrid.as_ref());
+        let (kinds, depth) = match fusion {
             Some(f) => (f.inputs.clone(), f.depth),
             // Each shard's nearest documents by the same embedder's vectors: their dot
             // products compare across shards, so the merge is the single index's scan.
@@ -790,6 +807,7 @@ impl Root {
         };
         let all: Vec<usize> = (0..targets.len()).collect();
         let (stats_ref, generations_ref, all_ref) = (&stats, &generations, &all);
+        let optional = default_hybrid.is_some();
         let timeout = self.options.leaf_timeout;
         // Every input's call to every shard at once.
         let per_input: Vec<Vec<QueryReply>> =
@@ -801,7 +819,12 @@ impl Root {
                         text: q.text.clone(),
                         model: kind.to_string(),
                         field: q.field.clone(),
-                        limit: depth,
+                        // The lexical list is the first phase itself if the default hybrid
+                        // falls back to it: as deep as the window.
+                        limit: match (optional, kind) {
+                            (true, Retriever::Text(_)) => depth.max(plan.limit),
+                            _ => depth,
+                        },
                         stats: stats_ref.clone(),
                         boost,
                         collapse: plan.collapse,
@@ -809,11 +832,31 @@ impl Root {
                         sort: plan.sort.map(|m| m.name().to_string()),
                         now: Some(plan.now),
                         lang: q.lang.clone(),
+                        dense_optional: optional,
                     };
                     async move { within(t, timeout, targets[t].1.client.query(&call)).await }
                 })
             }))
             .await?;
+        let mut per_input = per_input;
+        let mut depth = depth;
+        if default_hybrid.is_some() {
+            // Hybrid only when every shard's vectors can give the reranker its similarity
+            // (`Engine::dense_serves` on one index); else the lexical list alone.
+            let model = plan.model.as_deref().expect("the default hybrid reranks");
+            let dense = kinds.iter().position(|&k| k == Retriever::Dense);
+            let serves = dense.is_some_and(|d| {
+                per_input[d].iter().all(|r| {
+                    r.vectors
+                        .as_deref()
+                        .is_some_and(|v| model.reads_dense_of(v))
+                })
+            });
+            if let (Some(d), false) = (dense, serves) {
+                per_input.remove(d);
+                (fusion, depth) = (None, plan.limit);
+            }
+        }
         if tables.is_some() {
             // A shard whose searcher moved on: its table is fetched again next time (this
             // search goes on with the generation it pinned).
@@ -832,6 +875,7 @@ impl Root {
             window: Vec::new(),
             fusion: None,
             fetched: plan.fetch.is_some(),
+            hybrid: default_hybrid.is_some() && fusion.is_some(),
         };
         // Each input's merged list, and the hits' shards and addresses by id.
         if let Some(mode) = plan.sort {
@@ -861,7 +905,7 @@ impl Root {
             merged.push(merge(lists, depth));
         }
         first.total_hits = total_hits.unwrap_or(0);
-        let Some(f) = &q.fusion else {
+        let Some(f) = fusion else {
             first.window = merged.pop().expect("one input");
             return Ok(first);
         };
@@ -920,6 +964,18 @@ impl Root {
         let mut times = PhaseTimes::default();
 
         let first = self.first_phase(q, plan, targets).await?;
+        // The default first phase became hybrid: the rest of the search is `model=hybrid`'s.
+        let hybrid;
+        let q = match first.hybrid {
+            true => {
+                hybrid = SearchQuery {
+                    fusion: Some(crate::search::request::default_hybrid()),
+                    ..q.clone()
+                };
+                &hybrid
+            }
+            false => q,
+        };
         times.retrieve = start.elapsed().as_secs_f64();
         let window = &first.window;
 
@@ -944,7 +1000,7 @@ impl Root {
                 .window_features(
                     q,
                     plan,
-                    (active.prf(), active.reads_dense()),
+                    (active.prf(), active.reads_dense(), active.embedder()),
                     &first,
                     targets,
                 )
@@ -1102,13 +1158,14 @@ impl Root {
 
     /// The merged window's feature rows, in window order: each shard sends its documents'
     /// rows and their out-links within the window, and the window features are computed
-    /// here, where the window is whole. `(prf, dense)`: whether the leaves compute the RM3
-    /// features and the dense similarity (each embedding the query).
+    /// here, where the window is whole. `(prf, dense, embedder)`: whether the leaves compute
+    /// the RM3 features and the dense similarity (each embedding the query), the latter only
+    /// from vectors of `embedder` when it names one (the reranker's, `ActiveModel::embedder`).
     async fn window_features(
         &self,
         q: &SearchQuery,
         plan: &Plan,
-        (prf, dense): (Prf, bool),
+        (prf, dense, embedder): (Prf, bool, Option<&str>),
         first: &FirstPhase,
         targets: &[Target],
     ) -> Result<FeatureMatrix, CallError> {
@@ -1154,6 +1211,7 @@ impl Root {
                     prf,
                     rm3: rm3.clone(),
                     dense,
+                    embedder: embedder.map(str::to_string),
                 };
                 async move { within(t, timeout, targets[t].1.client.features(&call)).await }
             },

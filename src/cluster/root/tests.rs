@@ -14,7 +14,7 @@ use crate::cluster::routing::shard_of;
 use crate::cluster::wire::*;
 use crate::corpus::Document;
 use crate::search::SearchError;
-use crate::search::{Engine, SearchQuery};
+use crate::search::{ActiveModel, Engine, SearchQuery};
 use crate::text::stats_table::StatsTable;
 use crate::text::{IndexConfig, TextIndex};
 
@@ -455,4 +455,70 @@ async fn dense_and_hybrid_through_the_root_equal_the_single_index() {
         assert_eq!(sharded.total_hits, single.total_hits, "{model} {text}");
         assert_eq!(single.hits.len(), 20);
     }
+
+    // A reranker reading the dense similarity: a search naming no model is hybrid on the
+    // root as on the single index when it was trained on these vectors' embedder, BM25F
+    // with the feature at 0 when on another's, and BM25F when a shard has no vectors.
+    let here = crate::dense::fingerprint(model.path()).unwrap();
+    let reranker = crate::rerank::testutil::linear_model(
+        &[crate::features::DENSE_SIMILARITY, "bm25f"],
+        &[1.0, 0.2],
+        &[0.1, 1.0, 0.0, 10.0],
+    );
+    let reranked = |text: &str| {
+        let request: crate::search::request::SearchRequest = serde_json::from_value(
+            serde_json::json!({"q": text, "k": 10, "collapse": "none"}),
+        )
+        .unwrap();
+        request.into_query(true).unwrap()
+    };
+    let cases = [
+        (reranker.clone().with_embedder(here.clone()), "hybrid"),
+        (reranker.clone().with_embedder("0".repeat(64)), "bm25f"),
+        (reranker, "hybrid"),
+    ];
+    for (trained, first_phase) in cases {
+        let active = || ActiveModel::new(trained.clone(), Default::default()).unwrap();
+        c.single.set_model(Some(Arc::new(active())));
+        let shards = c
+            .replicas
+            .iter()
+            .map(|r| vec![r[0].0.clone() as Arc<dyn ShardClient>])
+            .collect();
+        let root = Root::connect(shards, Some(active()), options())
+            .await
+            .unwrap();
+        for text in ["heat transfer", "how do i sort the string", "shock wave"] {
+            let q = reranked(text);
+            let single = c.single.search(&q).unwrap();
+            let sharded = root.search(&q).await.unwrap();
+            assert_eq!(single.model, first_phase, "{text}");
+            assert_eq!(sharded.model, first_phase, "{text}");
+            assert_eq!(ids(&sharded), ids(&single), "{first_phase} {text}");
+        }
+    }
+    // One shard without vectors (its documents' similarity 0, as no single index can
+    // be): BM25F; none with vectors: BM25F, equal to the single index without them.
+    let q = reranked("heat transfer");
+    let trained = c.single.model().unwrap();
+    let root = Root::connect(
+        c.replicas
+            .iter()
+            .map(|r| vec![r[0].0.clone() as Arc<dyn ShardClient>])
+            .collect(),
+        Some(ActiveModel::new(trained.reranker.clone(), Default::default()).unwrap()),
+        options(),
+    )
+    .await
+    .unwrap();
+    c.replicas[0][0].1.set_dense(None);
+    let sharded = root.search(&q).await.unwrap();
+    assert_eq!(sharded.model, "bm25f");
+    for r in &c.replicas {
+        r[0].1.set_dense(None);
+    }
+    c.single.set_dense(None);
+    let sharded = root.search(&q).await.unwrap();
+    assert_eq!(sharded.model, "bm25f");
+    assert_eq!(ids(&sharded), ids(&c.single.search(&q).unwrap()));
 }

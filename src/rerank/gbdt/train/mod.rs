@@ -129,6 +129,7 @@ pub fn train(
         member_best_epochs: vec![trained.best_round],
         metrics: trained.metrics,
         source: config.source.clone(),
+        embedder: None,
     };
     let gbdt = GbdtModel::new(trained.forest, Some(params.clone()), None);
     let model = Reranker::new_gbdt(
