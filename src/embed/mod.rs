@@ -233,22 +233,36 @@ impl AnyEmbedder {
     }
 
     /// One text's vector: a unit vector, or (static embeddings of a text with no known token)
-    /// the zero vector.
+    /// the zero vector. A static model whose `config.json` does not ask for normalisation
+    /// (model2vec's `normalize: false`) gives its vectors normalised here all the same:
+    /// search ranks by dot products, which compare only between unit vectors (the cosine
+    /// model2vec's users compute), and stored vectors are checked to be unit vectors.
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         match self {
             AnyEmbedder::Transformer(e) => e.embed(text),
-            AnyEmbedder::Static(e) => e.embed(text),
+            AnyEmbedder::Static(e) if e.normalizes() => e.embed(text),
+            AnyEmbedder::Static(e) => Ok(unit(e.embed(text)?)),
         }
     }
 
-    /// The vectors of `texts`, in their order.
+    /// The vectors of `texts`, in their order, as [`AnyEmbedder::embed`] gives them.
     pub fn embed_batch<S: AsRef<str> + Sync>(
         &self,
         texts: &[S],
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         match self {
             AnyEmbedder::Transformer(e) => e.embed_batch(texts),
-            AnyEmbedder::Static(e) => e.embed_batch(texts),
+            AnyEmbedder::Static(e) if e.normalizes() => e.embed_batch(texts),
+            AnyEmbedder::Static(e) => Ok(e.embed_batch(texts)?.into_iter().map(unit).collect()),
         }
     }
+}
+
+/// `v` divided by its L2 norm; the zero vector stays zero.
+fn unit(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
 }

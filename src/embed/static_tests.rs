@@ -81,6 +81,42 @@ fn tiny_models_embed_as_model2vec_does() {
     assert!(plain.normalizes() && !quantized.normalizes());
 }
 
+/// Search reads unit vectors: a model that does not normalise (model2vec's `normalize:
+/// false`) still gives `AnyEmbedder` its vectors divided by their norm, in the same
+/// direction, and the zero vector of a text with no known word stays zero. (Before, `rankd
+/// embed` with such a model wrote a vector file its own loader refused.)
+#[test]
+fn a_model_that_does_not_normalise_gives_search_unit_vectors() {
+    let dir = fixtures().join("tiny-quantized");
+    let raw = StaticEmbedder::load(&dir).unwrap();
+    let any = super::AnyEmbedder::load(&dir).unwrap();
+    let texts = [
+        "how do i sort a vector",
+        "read the file line by line",
+        "zebra",
+    ];
+    let batch = any.embed_batch(&texts).unwrap();
+    for (text, b) in texts.iter().zip(&batch) {
+        let r = raw.embed(text).unwrap();
+        let one = any.embed(text).unwrap();
+        assert_eq!(&one, b, "{text}");
+        let norm = r.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm == 0.0 {
+            assert!(one.iter().all(|&x| x == 0.0), "{text}");
+            continue;
+        }
+        assert!(
+            (norm - 1.0).abs() > 1e-3,
+            "{text}: the raw vector is not unit already"
+        );
+        let unit = one.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((unit - 1.0).abs() < 1e-5, "{text}: {unit}");
+        for (x, y) in one.iter().zip(&r) {
+            assert!((x * norm - y).abs() < 1e-5, "{text}");
+        }
+    }
+}
+
 #[test]
 fn the_tiny_models_cut_texts_at_max_length_tokens() {
     // tiny-quantized's config.json says max_length 40; tiny-float32's nothing (512).

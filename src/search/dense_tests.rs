@@ -441,7 +441,11 @@ fn a_reranker_trained_on_another_embedders_similarities_is_served_without_them()
     engine.set_model(Some(Arc::new(active)));
     let r = explained(None);
     assert_eq!(r.model, "hybrid");
-    assert!(dense_of(&r).iter().any(|&v| v.abs() > 1e-3), "{:?}", dense_of(&r));
+    assert!(
+        dense_of(&r).iter().any(|&v| v.abs() > 1e-3),
+        "{:?}",
+        dense_of(&r)
+    );
 
     // Trained on another embedder's: lexical default, the feature at 0, even after a dense
     // first phase asked for by name.

@@ -1095,10 +1095,11 @@ impl Engine {
     ) -> Option<SearchQuery> {
         let names_none = q.model.is_none() && q.fusion.is_none() && !q.dense;
         let reranks = matches!(q.ranking, Ranking::Rerank { .. });
-        (names_none && reranks && model.is_some_and(|m| self.dense_serves(m)))
-        .then(|| SearchQuery {
-            fusion: Some(request::default_hybrid()),
-            ..q.clone()
+        (names_none && reranks && model.is_some_and(|m| self.dense_serves(m))).then(|| {
+            SearchQuery {
+                fusion: Some(request::default_hybrid()),
+                ..q.clone()
+            }
         })
     }
 

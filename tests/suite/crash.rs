@@ -1,11 +1,13 @@
 //! Crash tests: `kill -9` at seeded random moments during every write rankd makes (a
 //! `rankd ingest`, admin document batches and deletions, the graph job, the training job,
-//! model activation), then a restart, and checks that what is on disk is a committed state:
+//! model activation, `rankd embed`), then a restart, and checks that what is on disk is a
+//! committed state:
 //!
 //! - the documents are those of every acknowledged write, plus the write in flight at the
 //!   kill entirely or not at all, and the manifest counts them;
 //! - after the restart no temporary file and no uncommitted segment file is left;
-//! - the link-score file is the old one byte for byte or a complete new one;
+//! - the link-score file is the old one byte for byte or a complete new one, and so is the
+//!   document-vector file (`vectors.bin`);
 //! - the model registry names exactly one active model (none while none was ever activated),
 //!   it is the last acknowledged activation or the one in flight, every registered model file
 //!   loads, and the server serves the active one.
@@ -623,4 +625,141 @@ fn a_command_line_activation_survives_a_start_up_that_fails_to_apply_it() {
     assert_registry(&server.base, &db, &[Some(id)], "after the restart");
     assert!(!request.exists(), "the applied request is removed");
     server.stop();
+}
+
+/// `rankd embed` killed at random, each round with the other of two embedders (two tiny
+/// static models, so the file's embedder says which run wrote it) over 20,000 documents: the
+/// vector file loads whole and is the previous run's or this one's (this one's when it
+/// finished), and a restarted server serves it with no temporary file left.
+#[test]
+fn embed_killed_at_random_leaves_the_old_or_the_new_vectors() {
+    let dir = tempfile::tempdir().unwrap();
+    let words = [
+        "iterate",
+        "over",
+        "hash",
+        "sort",
+        "vector",
+        "descending",
+        "order",
+        "string",
+        "read",
+        "file",
+        "line",
+        "convert",
+        "integer",
+        "thread",
+        "spawn",
+        "wait",
+        "rust",
+        "borrow",
+        "moved",
+        "value",
+        "error",
+        "main",
+    ];
+    let docs: Vec<String> = (0..20_000)
+        .map(|i| {
+            let w = |k: usize| words[(i * k + k) % words.len()];
+            json!({"id": format!("d{i:05}"), "title": format!("{} {}", w(3), w(7)),
+                   "body": format!("{} {} {} {}.", w(11), w(13), w(17), w(5))})
+            .to_string()
+        })
+        .collect();
+    let data = ingest(
+        dir.path(),
+        &docs.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let db = fresh_database(dir.path());
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/embed/model2vec");
+    let embedders = [
+        fixtures.join("tiny-float32"),
+        fixtures.join("tiny-quantized"),
+    ];
+    let fingerprints: Vec<String> = embedders
+        .iter()
+        .map(|e| rankd::dense::fingerprint(e).unwrap())
+        .collect();
+    let embed = |round: usize| {
+        let mut c = rankd_command();
+        c.args(["embed", "--json", "--data-dir"])
+            .arg(&data)
+            .arg("--embedder")
+            .arg(&embedders[round % 2])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    let stored = |context: &str| -> String {
+        let v = rankd::dense::store::read(&rankd::dense::store::path(&data))
+            .unwrap_or_else(|e| panic!("{context}: the vector file does not load: {e}"))
+            .unwrap_or_else(|| panic!("{context}: no vector file"));
+        assert_eq!(v.len(), docs.len(), "{context}");
+        v.model
+    };
+    // The measured run (embedder 1), which also leaves a first file.
+    let t = Instant::now();
+    assert!(embed(1).status().unwrap().success());
+    let mut span = t.elapsed().mul_f64(1.2);
+    let mut current = stored("the measured run");
+    assert_eq!(current, fingerprints[1]);
+    let mut rng = rng("embed");
+    let mut interrupted = 0;
+    for round in 0..ROUNDS {
+        let wait = delay(&mut rng, span);
+        let context = format!("seed {}, round {round}, kill after {wait:?}", seed());
+        let mut child = embed(round).spawn().unwrap();
+        std::thread::sleep(wait);
+        let finished = child.try_wait().unwrap().is_some();
+        kill9(&mut child);
+        interrupted += usize::from(!finished);
+        if finished {
+            span = span.mul_f64(0.8);
+        }
+        let found = stored(&context);
+        let new = &fingerprints[round % 2];
+        if finished {
+            assert_eq!(&found, new, "{context}: the run finished");
+        } else {
+            assert!(
+                found == current || &found == new,
+                "{context}: the file is neither the old nor the new"
+            );
+        }
+        current = found;
+        let server = start_serve(
+            &[
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--database-url",
+                &db,
+                "--no-embed",
+            ],
+            Some(TOKEN),
+            &[],
+        );
+        let left = leftovers(&data);
+        assert!(
+            left.is_empty(),
+            "{context}: left after the restart: {left:?}"
+        );
+        let start = Instant::now();
+        loop {
+            let e = get(&format!("{}/admin/embeddings", server.base), Some(TOKEN)).body;
+            if e["state"] == "ready" {
+                assert_eq!(
+                    e["served"]["documents_with_vector"],
+                    docs.len(),
+                    "{context}: {e}"
+                );
+                break;
+            }
+            assert!(e["state"] != "failed", "{context}: {e}");
+            assert!(start.elapsed() < Duration::from_secs(60), "{context}: {e}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server.stop();
+    }
+    eprintln!("embed: {interrupted} of {ROUNDS} kills interrupted it (span {span:?})");
+    assert!(interrupted >= ROUNDS / 2, "the kills came too late");
 }

@@ -231,7 +231,10 @@ fn a_served_demo_trains_again_with_the_dense_similarity_once_vectors_are_ready()
     assert!(second.feature_names().contains(&dense));
     // It records the embedder of the vectors it was trained on.
     let fingerprint = rankd::dense::fingerprint(&embedder).unwrap();
-    assert_eq!(second.training.embedder.as_deref(), Some(fingerprint.as_str()));
+    assert_eq!(
+        second.training.embedder.as_deref(),
+        Some(fingerprint.as_str())
+    );
     assert_eq!(first.training.embedder, None);
     server.stop();
 }

@@ -466,10 +466,9 @@ async fn dense_and_hybrid_through_the_root_equal_the_single_index() {
         &[0.1, 1.0, 0.0, 10.0],
     );
     let reranked = |text: &str| {
-        let request: crate::search::request::SearchRequest = serde_json::from_value(
-            serde_json::json!({"q": text, "k": 10, "collapse": "none"}),
-        )
-        .unwrap();
+        let request: crate::search::request::SearchRequest =
+            serde_json::from_value(serde_json::json!({"q": text, "k": 10, "collapse": "none"}))
+                .unwrap();
         request.into_query(true).unwrap()
     };
     let cases = [
