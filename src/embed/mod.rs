@@ -209,15 +209,6 @@ impl AnyEmbedder {
             .is_some_and(|v| v.get("model_type").and_then(|t| t.as_str()) == Some("model2vec"))
     }
 
-    /// [`AnyEmbedder::load`] of `dir`, or the default sentence-transformer
-    /// ([`default_model::obtain`]) when no directory is given.
-    pub fn load_or_default(dir: Option<&Path>) -> Result<AnyEmbedder, EmbedError> {
-        match dir {
-            Some(dir) => AnyEmbedder::load(dir),
-            None => AnyEmbedder::load(&default_model::obtain()?),
-        }
-    }
-
     pub fn dir(&self) -> &Path {
         match self {
             AnyEmbedder::Transformer(e) => e.dir(),
