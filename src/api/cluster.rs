@@ -82,7 +82,10 @@ async fn require_key(State(state): State<Arc<AppState>>, request: Request, next:
         shown_as: "KEY",
         realm: "Bearer realm=\"rankd cluster\"",
     };
-    require_bearer(&state, request, next, secret, |k| key.matches(k)).await
+    require_bearer(&state.auth_failures, request, next, secret, |k| {
+        key.matches(k)
+    })
+    .await
 }
 
 /// A leaf takes its root's writes while its own admin API is on; a leaf following a store has
@@ -178,18 +181,33 @@ pub(crate) struct RootState {
     /// The root's impression log and `POST /events`, as a single node's: the answers users
     /// see and click are the root's.
     pub events: crate::events::EventStore,
+    /// Wrong admin tokens per address, as on a single node (`crate::admin::auth`).
+    pub auth_failures: crate::admin::auth::FailureThrottle,
 }
 
 /// A root's routes: `/search` with the single node's parameters and answers (and its
-/// impressions logged), `POST /events`, `/livez`, `/readyz`, `/metrics`.
-pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> Router {
+/// impressions logged), `POST /events`, `/doc`, `/similar` (501), the admin writes,
+/// `/livez`, `/readyz`, `/metrics`, and the search page with its assets, behind the single
+/// node's guards: security headers, JSON errors (405 included), request-head and body
+/// limits (`limits.max_body_bytes`, a JSON 413), load shedding, the time limit, and on
+/// `/admin/` the admin token with its throttle on wrong tokens.
+pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits) -> Router {
+    let slots = super::guard::Slots(super::shares::Shares::new(limits.max_concurrent_requests));
+    let admin = Router::new()
+        .route("/admin/documents", post(root_documents))
+        .route("/admin/documents/delete", post(root_delete))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            root_require_token,
+        ));
     Router::new()
+        .route("/", get(super::index_page))
+        .route("/static/{file}", get(super::pages::asset))
         .route("/search", get(root_search))
         .route("/events", post(root_events))
         .route("/doc/{*id}", get(root_doc))
         .route("/similar", get(root_similar))
-        .route("/admin/documents", post(root_documents))
-        .route("/admin/documents/delete", post(root_delete))
+        .merge(admin)
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(root_ready))
         .route(
@@ -206,14 +224,23 @@ pub(crate) fn root_router(state: Arc<RootState>, request_timeout: Duration) -> R
         )
         .fallback(|| async { ApiError::not_found("no such route") })
         .layer(
-            // Outermost first. The single node's time limit, so a root's 408 likewise means
-            // nothing was written (a write that began is answered with its result).
+            // Outermost first, as on a single node (`super::router`). The time limit makes a
+            // root's 408 likewise mean nothing was written (a write that began is answered
+            // with its result).
             tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(super::guard::security_headers))
+                .layer(axum::middleware::from_fn(super::guard::json_errors))
+                .layer(axum::middleware::from_fn(super::guard::request_head_limits))
                 .layer(axum::middleware::from_fn(super::guard::identity_bodies))
                 .layer(axum::middleware::from_fn_with_state(
-                    request_timeout,
+                    slots,
+                    super::guard::shed_load,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    Duration::from_secs(limits.request_timeout_secs),
                     super::guard::time_limit,
-                )),
+                ))
+                .layer(axum::extract::DefaultBodyLimit::max(limits.max_body_bytes)),
         )
         .with_state(state)
 }
@@ -241,32 +268,40 @@ async fn root_events(
     super::events::accept(&state.events, request).await
 }
 
-/// Whether the request carries the root's admin token.
-fn root_token(state: &RootState, headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = state.token.clone() else {
-        return Err(ApiError::unavailable(
+/// Every `/admin/` request to a root needs its admin token, checked as a single node checks
+/// its own (`super::admin::auth`): 503 when none is configured, 401 for a missing or wrong
+/// one, 429 once an address has sent too many wrong ones within the minute.
+async fn root_require_token(
+    State(state): State<Arc<RootState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = state.token.as_deref() else {
+        return ApiError::unavailable(
             "admin_disabled",
             "the admin API is disabled: set RANKD_ADMIN_TOKEN and restart",
-        ));
+        )
+        .into_response();
     };
-    let given = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::admin::auth::bearer_credentials);
-    if !given.is_some_and(|g| crate::admin::auth::AdminToken::new(&token).matches(g)) {
-        return Err(ApiError::unauthorized("missing or wrong admin token"));
-    }
-    Ok(())
+    let token = crate::admin::auth::AdminToken::new(token);
+    let secret = Bearer {
+        what: "admin token",
+        shown_as: "TOKEN",
+        realm: "Bearer realm=\"rankd admin\"",
+    };
+    require_bearer(&state.auth_failures, request, next, secret, |t| {
+        token.matches(t)
+    })
+    .await
 }
 
 /// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
 async fn root_documents(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
+    raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
-    root_token(&state, &headers)?;
+    let body = super::admin::body::bytes(raw)?;
     super::guard::begin_write(commitment)?;
     Ok(Json(state.root.upsert(&body).await?))
 }
@@ -277,10 +312,8 @@ async fn root_documents(
 async fn root_delete(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
-    headers: axum::http::HeaderMap,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    root_token(&state, &headers)?;
     let raw = super::admin::body::bytes(raw)?;
     let request: super::admin::documents::DeleteRequest = super::admin::body::json(&raw)?;
     let ids = request.ids()?;
@@ -360,7 +393,7 @@ pub(crate) async fn serve_root(
     state.ready.store(true, Ordering::SeqCst);
     let draining = state.clone();
     let log = state.events.log.clone();
-    let router = root_router(state, Duration::from_secs(limits.request_timeout_secs));
+    let router = root_router(state, limits);
     super::listen::run(listener, router, limits, async move {
         shutdown.await;
         draining.ready.store(false, Ordering::SeqCst);

@@ -215,7 +215,7 @@ pub fn router(state: Arc<AppState>) -> std::io::Result<Router> {
         ("rerank" = Option<bool>, Query, description = "`false` unticks reranking"),
     ),
     responses((status = 200, description = "the search page", content_type = "text/html")))]
-async fn index_page() -> axum::response::Html<&'static str> {
+pub(crate) async fn index_page() -> axum::response::Html<&'static str> {
     axum::response::Html(include_str!("../../static/index.html"))
 }
 

@@ -372,6 +372,9 @@ fn serve_root_gossip(
             ready: AtomicBool::new(false),
             token: config.admin_token.clone(),
             events: root_events(&config).await?,
+            auth_failures: crate::admin::auth::FailureThrottle::new(
+                config.limits.admin_auth_failures_per_minute,
+            ),
         });
         let (shards, collection) = (node.shards, &cluster.collection);
         let result = crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
@@ -406,6 +409,9 @@ fn serve_root(
             ready: AtomicBool::new(false),
             token: config.admin_token.clone(),
             events: root_events(&config).await?,
+            auth_failures: crate::admin::auth::FailureThrottle::new(
+                config.limits.admin_auth_failures_per_minute,
+            ),
         });
         crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
             eprintln!("rankd root is serving {n} shards on http://{bound}/")

@@ -155,7 +155,14 @@ fn the_root_writes_with_the_cluster_key_not_its_admin_token() {
     for l in &leaves {
         args.extend(["--shard", &l.base]);
     }
-    let root = start_serve(&args, Some(ROOT_TOKEN), &[]);
+    let root = start_serve(
+        &args,
+        Some(ROOT_TOKEN),
+        &[
+            ("RANKD_ADMIN_AUTH_FAILURES_PER_MINUTE", "3"),
+            ("RANKD_MAX_BODY_BYTES", "100000"),
+        ],
+    );
     let batch: String = (0..6)
         .map(|i| json!({"id": format!("trust-{i}"), "title": "qzxv", "body": "qzxv"}).to_string())
         .collect::<Vec<_>>()
@@ -171,6 +178,73 @@ fn the_root_writes_with_the_cluster_key_not_its_admin_token() {
     let a = post_json(&url, Some(ROOT_TOKEN), r#"{"ids": ["trust-0", "trust-1"]}"#);
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.body["deleted"], 2);
+    root_guards_as_a_single_node(&root.base, ROOT_TOKEN);
+}
+
+/// A root's answers carry the single node's guards (issue 31, root parity): security
+/// headers on the search page and its API, JSON errors for an unknown route and a wrong
+/// method, a JSON 413 above `max_body_bytes`, and wrong admin tokens throttled per address
+/// (429 with `Retry-After`, the right token refused too, searches unaffected).
+fn root_guards_as_a_single_node(base: &str, token: &str) {
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    for path in ["/", "/static/search.js", "/search?q=boundary+layer"] {
+        let r = agent.get(&format!("{base}{path}")).call().unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let h = |name: &str| {
+            r.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_else(|| panic!("{path}: no {name}"))
+                .to_string()
+        };
+        assert!(
+            h("content-security-policy").contains("script-src 'self'"),
+            "{path}"
+        );
+        assert_eq!(h("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(h("x-frame-options"), "DENY", "{path}");
+    }
+    let a = get(&format!("{base}/no/such/route"), None);
+    assert_eq!(
+        (a.status, &a.body["error"]["code"]),
+        (404, &json!("not_found"))
+    );
+    let a = call("DELETE", &format!("{base}/search"), None, None);
+    assert_eq!(a.status, 405, "{}", a.body);
+    assert!(a.body["error"]["message"].is_string(), "{}", a.body);
+    let big = "x".repeat(200_000);
+    let url = format!("{base}/admin/documents");
+    let a = call(
+        "POST",
+        &url,
+        Some(token),
+        Some(("application/x-ndjson", big.as_bytes())),
+    );
+    assert_eq!(a.status, 413, "{}", a.body);
+    assert_eq!(a.body["error"]["code"], "payload_too_large", "{}", a.body);
+    // The leaves' token sent above was the first of the three wrong ones allowed.
+    for i in 0..2 {
+        let a = post_json(&url, Some(&format!("wrong-root-token-{i:012}")), "{}");
+        assert_eq!(a.status, 401, "attempt {i}: {}", a.body);
+    }
+    let a = post_json(&url, Some(token), "{}");
+    assert_eq!(
+        a.status, 429,
+        "the right token is refused too while blocked: {}",
+        a.body
+    );
+    assert_eq!(a.body["error"]["code"], "too_many_requests");
+    let r = agent
+        .post(&url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .send("")
+        .unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after"));
+    assert_eq!(get(&format!("{base}/search?q=wing"), None).status, 200);
 }
 
 /// A leaf's statistics call for `text` (every statistic a search reads): the pinned

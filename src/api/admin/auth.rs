@@ -33,7 +33,10 @@ pub(crate) async fn require_token(
         shown_as: "TOKEN",
         realm: "Bearer realm=\"rankd admin\"",
     };
-    require_bearer(&state, request, next, secret, |t| token.matches(t)).await
+    require_bearer(&state.auth_failures, request, next, secret, |t| {
+        token.matches(t)
+    })
+    .await
 }
 
 /// What a bearer check guards, for its answers.
@@ -50,7 +53,7 @@ pub(crate) struct Bearer {
 /// and a wrong secret counts against the client's address, which gets 429 once it has sent
 /// too many within the minute (`crate::admin::auth::FailureThrottle`).
 pub(crate) async fn require_bearer(
-    state: &AppState,
+    throttle: &crate::admin::auth::FailureThrottle,
     request: Request,
     next: Next,
     secret: Bearer,
@@ -61,7 +64,7 @@ pub(crate) async fn require_bearer(
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
     let now = Instant::now();
-    if let Some(wait) = client.and_then(|ip| state.auth_failures.blocked(ip, now)) {
+    if let Some(wait) = client.and_then(|ip| throttle.blocked(ip, now)) {
         let secs = wait.as_secs().max(1);
         let mut response = ApiError {
             status: StatusCode::TOO_MANY_REQUESTS,
@@ -90,7 +93,7 @@ pub(crate) async fn require_bearer(
         Some(t) if matches(t) => return next.run(request).await,
         Some(_) => {
             if let Some(ip) = client {
-                state.auth_failures.failed(ip, now);
+                throttle.failed(ip, now);
             }
             format!("wrong {}", secret.what)
         }
