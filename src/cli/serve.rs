@@ -193,6 +193,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
             key: trust.as_ref().and_then(Trust::key).cloned(),
+            ..RootOptions::default()
         };
         let root_threads = args.worker_threads;
         let model = args

@@ -106,6 +106,9 @@ pub struct RootOptions {
     /// The cluster key every call to a leaf carries (`None`: `--insecure-cluster`, or shards
     /// in this process).
     pub key: Option<crate::secret::ClusterKey>,
+    /// How often every replica's health is checked (`replicas::HEALTH_INTERVAL`; each check
+    /// waits `leaf_timeout` at most); `None`: no checks, health comes from failed calls only.
+    pub health_interval: Option<Duration>,
 }
 
 impl Default for RootOptions {
@@ -118,6 +121,7 @@ impl Default for RootOptions {
             allow_partial: true,
             stats_mode: StatsMode::Gather,
             key: None,
+            health_interval: Some(replicas::HEALTH_INTERVAL),
         }
     }
 }
@@ -127,8 +131,9 @@ pub struct Root {
     options: RootOptions,
     tables: Tables,
     /// Each shard's replicas: fixed or replaced as the membership changes
-    /// ([`Root::set_replicas`]); a search works on the map it loaded at its start.
-    shards: ArcSwap<Shards>,
+    /// ([`Root::set_replicas`]); a search works on the map it loaded at its start. Shared
+    /// with the health checks' task, which ends with the root.
+    shards: Arc<ArcSwap<Shards>>,
     num_shards: usize,
     config: IndexConfig,
     model: ArcSwapOption<ActiveModel>,
@@ -398,7 +403,12 @@ impl Root {
                     Ok(info) => info,
                     Err(e) => {
                         eprintln!("warning: shard {shard} replica {name} does not answer: {e}");
-                        replica.mark_down();
+                        // Its first health check: failed, until one passes (without checks,
+                        // skipped for a while and tried again).
+                        match options.health_interval {
+                            Some(_) => replica.checked(Err(e.to_string())),
+                            None => replica.mark_down(),
+                        }
                         continue;
                     }
                 };
@@ -419,9 +429,17 @@ impl Root {
             anyhow::bail!("no leaf of any shard answers; cannot learn the index configuration");
         };
         let (schema, fields) = crate::text::schema::build_schema(&config);
+        let shards = Arc::new(ArcSwap::from_pointee(replicas));
+        if let Some(interval) = options.health_interval {
+            tokio::spawn(check_health(
+                Arc::downgrade(&shards),
+                interval,
+                options.leaf_timeout,
+            ));
+        }
         Ok(Root {
             tables: Tables::default(),
-            shards: ArcSwap::from_pointee(replicas),
+            shards,
             num_shards,
             config,
             model: ArcSwapOption::from_pointee(model),
@@ -1389,6 +1407,33 @@ impl Root {
 /// Why a leaf that answered `info` cannot serve the collection whose configuration is
 /// `config` (or, without one yet, any collection of this binary's): it must speak this
 /// root's protocol and feature set and hold the collection's index configuration.
+/// Checks every replica of `shards` every `interval` (`replicas::Replica::checked`): its
+/// `info` call within `timeout`, all at once. Ends when the root is gone.
+async fn check_health(
+    shards: std::sync::Weak<ArcSwap<Shards>>,
+    interval: Duration,
+    timeout: Duration,
+) {
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let Some(current) = shards.upgrade().map(|s| s.load_full()) else {
+            return;
+        };
+        let checks = current.iter().flatten().map(|replica| async move {
+            let outcome = match tokio::time::timeout(timeout, replica.client.info()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+            };
+            replica.checked(outcome);
+        });
+        futures_util::future::join_all(checks).await;
+    }
+}
+
 fn foreign(info: &InfoResponse, config: Option<&IndexConfig>) -> Option<String> {
     if info.protocol != PROTOCOL {
         Some(format!(

@@ -1,7 +1,14 @@
 //! A shard's replicas as the root sees them, and which one a search calls.
 //!
-//! Health is local and short-lived: a replica that failed a call is skipped for
+//! Health comes from two sources. A replica that failed a call is skipped for
 //! [`RETRY_AFTER`], then tried again, so a recovered leaf is used again without a restart.
+//! And the root's health checks (`super::Root`'s task, every [`HEALTH_INTERVAL`]) call every
+//! replica's `info` within the leaf timeout, with or without traffic: a replica that fails
+//! its check is not called by searches until a check succeeds, so a dead or hung replica
+//! costs a search nothing (a shard left without a checked replica is dropped at once, flagged
+//! `partial`, or refused), and `/readyz` follows deaths and returns within one interval plus
+//! the timeout. Active checks of a fixed endpoint, as load balancers run them (Envoy's,
+//! HAProxy's); no failure detector of our own: the gossip's decides membership.
 //! Membership by gossip (`crate::cluster::membership`) decides which replicas a shard has;
 //! failover within a search does not wait for its failure detector. A search tries a shard's
 //! replicas in rendezvous order for its number (`crate::cluster::placement::request_key`),
@@ -9,6 +16,7 @@
 //! change.
 
 use crate::sync::Recover;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,10 +26,16 @@ use crate::search::ShardFailure;
 /// How long a failed replica is skipped.
 pub const RETRY_AFTER: Duration = Duration::from_millis(500);
 
+/// How often the root checks every replica (`RootOptions::health_interval`'s default).
+pub const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// One replica of a shard and the root's view of its health.
 pub struct Replica {
     pub client: Arc<dyn ShardClient>,
     down_until: Mutex<Option<Instant>>,
+    /// Why its last health check failed; `None` while it passes (or before the first).
+    check_failed: Mutex<Option<String>>,
+    checked_down: AtomicBool,
 }
 
 impl Replica {
@@ -29,6 +43,8 @@ impl Replica {
         Replica {
             client,
             down_until: Mutex::new(None),
+            check_failed: Mutex::new(None),
+            checked_down: AtomicBool::new(false),
         }
     }
 
@@ -36,10 +52,21 @@ impl Replica {
         self.client.name()
     }
 
-    /// Not failed within the last [`RETRY_AFTER`].
+    /// Its last health check passed (or none has run), and no call failed within the last
+    /// [`RETRY_AFTER`].
     pub fn up(&self) -> bool {
+        if self.checked_down.load(Ordering::Acquire) {
+            return false;
+        }
         let down = self.down_until.locked();
         down.is_none_or(|t| Instant::now() >= t)
+    }
+
+    /// Its last health check failed: searches do not call it.
+    pub fn failed_check(&self) -> Option<String> {
+        self.checked_down
+            .load(Ordering::Acquire)
+            .then(|| self.check_failed.locked().clone().unwrap_or_default())
     }
 
     pub fn mark_down(&self) {
@@ -48,6 +75,25 @@ impl Replica {
 
     pub fn mark_up(&self) {
         *self.down_until.locked() = None;
+    }
+
+    /// Records a health check: passed (`Ok`: the replica is used again at once) or failed.
+    pub fn checked(&self, outcome: Result<(), String>) {
+        match outcome {
+            Ok(()) => {
+                if self.checked_down.swap(false, Ordering::AcqRel) {
+                    tracing::info!("replica {} passes its health check again", self.name());
+                }
+                *self.check_failed.locked() = None;
+                self.mark_up();
+            }
+            Err(reason) => {
+                if !self.checked_down.swap(true, Ordering::AcqRel) {
+                    tracing::warn!("replica {} failed its health check: {reason}", self.name());
+                }
+                *self.check_failed.locked() = Some(reason);
+            }
+        }
     }
 }
 
@@ -111,14 +157,14 @@ impl Failover {
     }
 
     /// The next try's targets, one replica per shard that has one left (replicas believed up
-    /// first, then those marked down, as a probe; never one this search saw fail), and the
-    /// shards left without one.
+    /// first, then those a call failed on lately, as a probe; never one this search saw fail,
+    /// nor one whose health check fails), and the shards left without one.
     pub fn pick(&self, shards: &Shards) -> (Vec<Target>, Vec<ShardFailure>) {
         let mut targets = Vec::new();
         let mut failures = Vec::new();
         for (shard, replicas) in shards.iter().enumerate() {
             let order = self.orders[shard].iter().copied();
-            let fresh = |r: &usize| !self.tried[shard][*r];
+            let fresh = |r: &usize| !self.tried[shard][*r] && replicas[*r].failed_check().is_none();
             let pick = order
                 .clone()
                 .filter(fresh)
@@ -129,10 +175,11 @@ impl Failover {
                 None => failures.push(ShardFailure {
                     shard,
                     reason: self.reasons[shard].clone().unwrap_or_else(|| {
-                        if replicas.is_empty() {
-                            "no live replica".into()
-                        } else {
-                            "no replica answered".into()
+                        let failed = replicas.iter().find_map(|r| r.failed_check());
+                        match failed {
+                            _ if replicas.is_empty() => "no live replica".into(),
+                            Some(why) => format!("no replica passes its health check ({why})"),
+                            None => "no replica answered".into(),
                         }
                     }),
                 }),

@@ -187,6 +187,9 @@ fn options() -> RootOptions {
         timeout: Duration::from_secs(5),
         leaf_timeout: Duration::from_millis(300),
         allow_partial: false,
+        // Health from failed calls only, so the calls a test counts are its searches'
+        // (`health_checks_drive_readiness_without_traffic` checks the checks).
+        health_interval: None,
         ..RootOptions::default()
     }
 }
@@ -232,6 +235,68 @@ async fn a_failing_replica_is_skipped_and_the_answer_is_the_single_index() {
         names.contains(&("shard 0 replica 0".into(), false)),
         "{names:?}"
     );
+}
+
+/// The root's health checks (`replicas::Replica::checked`) follow a death, a hang and a
+/// return with no search running: a hung replica with a healthy peer costs a search nothing
+/// once its check fails (no call waits for its timeout), a shard whose replicas all fail
+/// their checks is down for readiness and refused at once, and a replica that answers again
+/// is used again after its next check.
+#[tokio::test]
+async fn health_checks_drive_readiness_without_traffic() {
+    let c = cluster(2);
+    let root = c
+        .root(RootOptions {
+            health_interval: Some(Duration::from_millis(50)),
+            leaf_timeout: Duration::from_millis(300),
+            ..options()
+        })
+        .await;
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(10), "never {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let q = SearchQuery::new("boundary layer", 10);
+    let want = single(&c, &q);
+    // A hung replica: failed by its check, then skipped without waiting.
+    *c.replicas[1][0].0.delay.lock().unwrap() = Duration::from_secs(30);
+    let hung = || root.shards.load()[1][0].failed_check().is_some();
+    until("checked the hung replica", hung).await;
+    assert!(root.shards_down().is_empty());
+    for _ in 0..4 {
+        let t = Instant::now();
+        let r = root.search(&q).await.unwrap();
+        assert_eq!(ids(&r), want);
+        assert!(
+            t.elapsed() < Duration::from_millis(250),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+    // Its peer dies too: the shard is down without a search, and refused at once.
+    c.replicas[1][1].0.failing.store(true, Ordering::SeqCst);
+    until("saw shard 1 down", || root.shards_down() == [1]).await;
+    let t = Instant::now();
+    match root.search(&q).await {
+        Err(SearchError::Unavailable(m)) => assert!(m.contains("health check"), "{m}"),
+        other => panic!("{:?}", other.map(|r| r.hits.len())),
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+    // Both come back: up again after a check, with no search in between.
+    *c.replicas[1][0].0.delay.lock().unwrap() = Duration::ZERO;
+    c.replicas[1][1].0.failing.store(false, Ordering::SeqCst);
+    until("saw shard 1 back", || {
+        root.shards.load()[1].iter().all(|r| r.up())
+    })
+    .await;
+    assert_eq!(ids(&root.search(&q).await.unwrap()), want);
 }
 
 #[tokio::test]
