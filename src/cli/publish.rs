@@ -55,6 +55,11 @@ pub struct PublishArgs {
     /// With `--metastore`: the collection's name.
     #[arg(long, default_value = "main")]
     pub collection: String,
+    /// Read back every blob of the newest generation this index reuses and compare its
+    /// SHA-256 (without it, only their sizes are checked); a lost or damaged one is uploaded
+    /// again from this index. Repairs a store whose blob was damaged after it was written.
+    #[arg(long)]
+    pub verify: bool,
     /// Print a JSON summary instead of text (and no progress bar).
     #[arg(long)]
     pub json: bool,
@@ -90,7 +95,17 @@ pub fn run(args: PublishArgs) -> anyhow::Result<()> {
     };
     let mut published = Vec::new();
     for (shard, dir) in dirs.iter().enumerate() {
-        let p = runtime.block_on(generation::publish(&store, dir, shard as u32, shards))?;
+        let check = match args.verify {
+            true => generation::Check::Contents,
+            false => generation::Check::Sizes,
+        };
+        let p = runtime.block_on(generation::publish_checked(
+            &store,
+            dir,
+            shard as u32,
+            shards,
+            check,
+        ))?;
         if let Some((m, current)) = &metastore {
             runtime.block_on(record(m, &args.collection, current[shard], &p))?;
         }
@@ -106,6 +121,9 @@ pub fn run(args: PublishArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     for p in &published {
+        for r in &p.repaired {
+            println!("shard {}: repaired the store's blob of {r}", p.shard);
+        }
         if p.unchanged {
             println!(
                 "shard {}: unchanged since generation {} ({} files, {} bytes)",

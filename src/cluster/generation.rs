@@ -15,7 +15,10 @@
 //! ```
 //!
 //! **Publishing** uploads the blobs the store lacks — a commit adds segments and leaves the
-//! old ones alone, so only new segments move — and then creates the manifest of generation
+//! old ones alone, so only new segments move — after checking those of the newest generation
+//! it reuses ([`Check`]: sizes, or contents read back) and uploading a lost or damaged one
+//! again from the index, so a damaged blob never passes into the next generation; and then
+//! creates the manifest of generation
 //! `g + 1` with a create-if-absent put. That put is the commit point: two publishers cannot both
 //! create `g + 1` (the loser is told to publish again), and a publisher that dies before it
 //! leaves only unreferenced blobs. `CURRENT` is then advanced, but readers do not trust it
@@ -269,6 +272,53 @@ fn local_files(dir: &Path, previous: Option<&Manifest>) -> anyhow::Result<(Vec<F
     Ok((files, num_docs))
 }
 
+/// How far `publish` checks the blobs of the newest generation it reuses instead of
+/// uploading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Check {
+    /// Each is in the store with its size (one `HEAD` each): a lost or truncated blob.
+    #[default]
+    Sizes,
+    /// Each is downloaded and its SHA-256 compared too (`rankd publish --verify`): any
+    /// damage, at the cost of reading the whole generation back.
+    Contents,
+}
+
+/// What is wrong with a blob of the store, if anything.
+async fn blob_problem(
+    store: &Store,
+    file: &FileEntry,
+    check: Check,
+) -> anyhow::Result<Option<String>> {
+    let key = blob_key(store, &file.sha256);
+    match store.inner.head(&key).await {
+        Ok(meta) if meta.size != file.size => {
+            return Ok(Some(format!(
+                "{} bytes instead of {}",
+                meta.size, file.size
+            )))
+        }
+        Ok(_) => {}
+        Err(e) if not_found(&e) => return Ok(Some("missing".into())),
+        Err(e) => return Err(anyhow!(e).context(format!("cannot read {}", store.url))),
+    }
+    if check == Check::Sizes {
+        return Ok(None);
+    }
+    let got = store
+        .inner
+        .get(&key)
+        .await
+        .with_context(|| format!("cannot read {key} from {}", store.url))?;
+    let mut stream = got.into_stream();
+    let mut hasher = Sha256::new();
+    while let Some(chunk) = stream.next().await {
+        hasher.update(&chunk.with_context(|| format!("cannot read {key} from {}", store.url))?);
+    }
+    let sha256 = format!("{:x}", hasher.finalize());
+    Ok((sha256 != file.sha256).then(|| format!("its SHA-256 is {sha256}")))
+}
+
 /// What publishing one shard did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Published {
@@ -280,6 +330,10 @@ pub struct Published {
     pub bytes: u64,
     pub files_uploaded: usize,
     pub bytes_uploaded: u64,
+    /// Blobs of the newest generation found lost or damaged and uploaded again from this
+    /// index (`path: problem`); the generation published with them is whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repaired: Vec<String>,
     pub seconds: f64,
     /// The manifest's key in the store.
     pub manifest: String,
@@ -321,33 +375,81 @@ async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<
     Ok(())
 }
 
-/// Publishes the index in `dir` as the next generation of `shard` (of `shards`).
+/// Publishes the index in `dir` as the next generation of `shard` (of `shards`), checking the
+/// blobs it reuses by their sizes ([`Check::Sizes`]).
 pub async fn publish(
     store: &Store,
     dir: &Path,
     shard: u32,
     shards: u32,
 ) -> anyhow::Result<Published> {
+    publish_checked(store, dir, shard, shards, Check::Sizes).await
+}
+
+/// [`publish`] with the blobs it reuses checked as `check` says.
+pub async fn publish_checked(
+    store: &Store,
+    dir: &Path,
+    shard: u32,
+    shards: u32,
+    check: Check,
+) -> anyhow::Result<Published> {
     let newest = match latest(store, shard).await? {
         Some(g) => Some(manifest(store, shard, g).await?),
         None => None,
     };
-    publish_after(store, dir, shard, shards, newest).await
+    publish_after(store, dir, shard, shards, newest, check).await
 }
 
 /// [`publish`] with the newest generation as the caller read it: the new one is created as
-/// its successor, or not at all if another publisher created that first.
+/// its successor, or not at all if another publisher created that first. Every blob of the
+/// newest generation this index reuses is checked (`check`); one lost or damaged is uploaded
+/// again from this index when its file here has the manifest's checksum (else publishing
+/// fails, naming it), so a damaged blob never passes from one generation to the next.
 pub async fn publish_after(
     store: &Store,
     dir: &Path,
     shard: u32,
     shards: u32,
     newest: Option<Manifest>,
+    check: Check,
 ) -> anyhow::Result<Published> {
     let started = Instant::now();
     let (files, num_docs) = local_files(dir, newest.as_ref())?;
     let bytes = files.iter().map(|f| f.size).sum();
+    let mut repaired = Vec::new();
+    let (mut files_uploaded, mut bytes_uploaded) = (0, 0);
     if let Some(m) = &newest {
+        let reused: BTreeSet<&str> = m.files.iter().map(|f| f.sha256.as_str()).collect();
+        let mut seen = BTreeSet::new();
+        for file in files.iter().filter(|f| reused.contains(f.sha256.as_str())) {
+            if !seen.insert(file.sha256.as_str()) {
+                continue;
+            }
+            let Some(problem) = blob_problem(store, file, check).await? else {
+                continue;
+            };
+            // `local_files` took a segment file's checksum from the manifest: read it here
+            // before it replaces the store's copy.
+            let full = dir.join(&file.path);
+            let (sha256, size) = sha256_file(&full)?;
+            if sha256 != file.sha256 || size != file.size {
+                bail!(
+                    "the store's blob of {} is damaged ({problem}) and {} differs from it too;                      publish from the index that wrote generation {}",
+                    file.path,
+                    full.display(),
+                    m.generation
+                );
+            }
+            tracing::warn!(
+                "shard {shard}: the store's blob of {} was {problem}; uploaded again",
+                file.path
+            );
+            upload(store, &full, file).await?;
+            files_uploaded += 1;
+            bytes_uploaded += file.size;
+            repaired.push(format!("{}: {problem}", file.path));
+        }
         if m.files == files {
             return Ok(Published {
                 shard,
@@ -355,8 +457,9 @@ pub async fn publish_after(
                 unchanged: true,
                 files: files.len(),
                 bytes,
-                files_uploaded: 0,
-                bytes_uploaded: 0,
+                files_uploaded,
+                bytes_uploaded,
+                repaired,
                 seconds: started.elapsed().as_secs_f64(),
                 manifest: manifest_key(store, shard, m.generation).to_string(),
             });
@@ -366,7 +469,6 @@ pub async fn publish_after(
         .iter()
         .flat_map(|m| m.files.iter().map(|f| f.sha256.as_str()))
         .collect();
-    let (mut files_uploaded, mut bytes_uploaded) = (0, 0);
     let mut done = BTreeSet::new();
     for file in &files {
         if present.contains(file.sha256.as_str()) || !done.insert(file.sha256.clone()) {
@@ -433,6 +535,7 @@ pub async fn publish_after(
         bytes: m.bytes(),
         files_uploaded,
         bytes_uploaded,
+        repaired,
         seconds: started.elapsed().as_secs_f64(),
         manifest: key.to_string(),
     })
@@ -738,16 +841,60 @@ pub async fn newer(
 }
 
 /// Brings `dir` to the newest generation of `shard` before a server opens it. Without a
-/// generation in the store it is an error unless `dir` already holds one.
+/// generation in the store it is an error unless `dir` already holds one. A generation that
+/// is refused (a lost or damaged blob) is passed over, saying so, for the newest older one
+/// that opens, newer than what `dir` holds: a new replica starts on the last whole
+/// generation, and follows newer ones as they are published or repaired.
 pub async fn bootstrap(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<Option<Applied>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let held = local_generation(dir)?.map(|m| m.generation);
-    match newer(store, held, shard).await? {
-        Some(m) => Ok(Some(prepare(store, dir, m).await?.commit()?.0)),
-        None if held.is_some() => Ok(None),
-        None => bail!(
+    let Some(newest) = newer(store, held, shard).await? else {
+        if held.is_some() {
+            return Ok(None);
+        }
+        bail!(
             "the store {} has no generation of shard {shard} yet; `rankd publish` writes one",
             store.url
+        )
+    };
+    let mut refused: Vec<String> = Vec::new();
+    let mut candidate = Some(newest);
+    while let Some(m) = candidate {
+        let generation = m.generation;
+        match prepare(store, dir, m).await {
+            Ok(p) => {
+                if !refused.is_empty() {
+                    tracing::warn!(
+                        "shard {shard}: starting on generation {generation}, the newest that                          opens ({})",
+                        refused.join("; ")
+                    );
+                }
+                return Ok(Some(p.commit()?.0));
+            }
+            Err(e) => refused.push(format!("{e:#}")),
+        }
+        candidate = match generation.checked_sub(1) {
+            Some(older) if older > held.unwrap_or(0) => match manifest(store, shard, older).await {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    refused.push(format!("{e:#}"));
+                    None
+                }
+            },
+            _ => None,
+        };
+    }
+    match held {
+        Some(g) => {
+            tracing::warn!(
+                "shard {shard}: serving generation {g}, which it holds; every newer one is                  refused ({})",
+                refused.join("; ")
+            );
+            Ok(None)
+        }
+        None => bail!(
+            "no generation of shard {shard} opens: {}",
+            refused.join("; ")
         ),
     }
 }
@@ -927,5 +1074,99 @@ mod vector_tests {
         let other = tempfile::tempdir().unwrap();
         let e = bootstrap(&store, other.path(), 0).await.unwrap_err();
         assert!(format!("{e:#}").contains("vectors.bin"), "{e:#}");
+    }
+}
+
+#[cfg(test)]
+mod repair_tests {
+    use super::*;
+
+    /// The blob file of `sha256` in the directory store under `root`.
+    fn blob(root: &Path, sha256: &str) -> PathBuf {
+        walkdir::WalkDir::new(root)
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.file_name().to_string_lossy() == sha256)
+            .unwrap()
+            .into_path()
+    }
+
+    /// A blob lost after publishing (issue 31, store repair): a new replica starts on the
+    /// last whole generation and says so; the next `publish` finds the blob by its size and
+    /// uploads it again from the index, after which replicas start on the newest. A blob
+    /// damaged in place (same size) passes the size check and is repaired by `--verify`
+    /// (`Check::Contents`).
+    #[tokio::test]
+    async fn publish_repairs_damaged_blobs_and_a_new_replica_starts_on_the_last_whole_generation() {
+        let src = tempfile::tempdir().unwrap();
+        let index = crate::text::TextIndex::open_or_create(src.path(), None).unwrap();
+        let doc = |i: usize| crate::corpus::Document {
+            id: format!("d{i}"),
+            title: format!("title {i}"),
+            body: format!("the body of document {i}."),
+            ..Default::default()
+        };
+        index.upsert((0..3).map(doc)).unwrap();
+        let store_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", store_dir.path().display())).unwrap();
+        assert_eq!(
+            publish(&store, src.path(), 0, 1).await.unwrap().generation,
+            1
+        );
+        index.upsert([doc(3)]).unwrap();
+        assert_eq!(
+            publish(&store, src.path(), 0, 1).await.unwrap().generation,
+            2
+        );
+        let (one, two) = (
+            manifest(&store, 0, 1).await.unwrap(),
+            manifest(&store, 0, 2).await.unwrap(),
+        );
+        let new_file = two
+            .files
+            .iter()
+            .find(|f| !one.files.iter().any(|o| o.sha256 == f.sha256) && f.size > 8)
+            .unwrap()
+            .clone();
+        let lost = blob(store_dir.path(), &new_file.sha256);
+        let bytes = std::fs::read(&lost).unwrap();
+        std::fs::write(&lost, &bytes[..bytes.len() / 2]).unwrap();
+
+        let replica = tempfile::tempdir().unwrap();
+        let applied = bootstrap(&store, replica.path(), 0).await.unwrap().unwrap();
+        assert_eq!(applied.generation, 1, "the last whole generation");
+
+        let p = publish(&store, src.path(), 0, 1).await.unwrap();
+        assert!(p.unchanged);
+        assert_eq!(p.repaired.len(), 1, "{:?}", p.repaired);
+        assert!(
+            p.repaired[0].starts_with(&new_file.path),
+            "{:?}",
+            p.repaired
+        );
+        assert_eq!(std::fs::read(&lost).unwrap(), bytes);
+        let fresh = tempfile::tempdir().unwrap();
+        let applied = bootstrap(&store, fresh.path(), 0).await.unwrap().unwrap();
+        assert_eq!(applied.generation, 2);
+        // The replica on generation 1 moves to 2 as well.
+        let applied = bootstrap(&store, replica.path(), 0).await.unwrap().unwrap();
+        assert_eq!(applied.generation, 2);
+
+        // Damaged in place, same size: only reading it back finds it.
+        let kept = two.files.iter().find(|f| f.path == "index.toml").unwrap();
+        let flipped = blob(store_dir.path(), &kept.sha256);
+        let mut bytes = std::fs::read(&flipped).unwrap();
+        bytes[0] ^= 0x20;
+        std::fs::write(&flipped, &bytes).unwrap();
+        let p = publish(&store, src.path(), 0, 1).await.unwrap();
+        assert!(p.repaired.is_empty(), "{:?}", p.repaired);
+        let p = publish_checked(&store, src.path(), 0, 1, Check::Contents)
+            .await
+            .unwrap();
+        assert_eq!(p.repaired.len(), 1, "{:?}", p.repaired);
+        assert!(p.repaired[0].starts_with("index.toml"), "{:?}", p.repaired);
+        let other = tempfile::tempdir().unwrap();
+        let applied = bootstrap(&store, other.path(), 0).await.unwrap().unwrap();
+        assert_eq!(applied.generation, 2);
     }
 }

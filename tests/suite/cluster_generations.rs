@@ -616,11 +616,19 @@ fn publishers_race_for_a_generation_and_one_wins() {
             0,
             1,
             Some(newest.clone()),
+            generation::Check::Sizes,
         ))
         .unwrap();
     assert_eq!(first.generation, 4);
     let lost = rt
-        .block_on(generation::publish_after(&store, &c, 0, 1, Some(newest)))
+        .block_on(generation::publish_after(
+            &store,
+            &c,
+            0,
+            1,
+            Some(newest),
+            generation::Check::Sizes,
+        ))
         .unwrap_err();
     assert!(
         format!("{lost:#}").contains("another publisher created generation 4"),
