@@ -20,6 +20,7 @@ pub mod learn;
 pub mod publish;
 pub mod serve;
 pub mod simulate_clicks;
+pub mod store;
 pub mod train;
 
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ pub enum Command {
     /// Run every query against the index and score the run (SPEC §4).
     Eval(eval::EvalArgs),
     /// Compute the documents' vectors of a data directory (dense and hybrid search), or print
-    /// the vectors of texts (default model all-MiniLM-L6-v2, fetched once into the cache).
+    /// the vectors of texts (default: a static model distilled once from all-MiniLM-L6-v2).
     Embed(embed::EmbedArgs),
     /// Distil a static embedding model (Model2Vec's method) from a sentence-transformer.
     Distill(distill::DistillArgs),
@@ -56,6 +57,9 @@ pub enum Command {
     /// Upload each shard's index to an object store as its next generation, for replicas
     /// (`serve --role leaf --store`) to fetch.
     Publish(publish::PublishArgs),
+    /// Check an object store's generations (`verify`: every blob read back against its
+    /// manifest).
+    Store(store::StoreArgs),
     /// Cross-validate the reranker on judgments over the index (SPEC §3.5).
     Cv(cv::CvArgs),
     /// Log the feature vectors of judged (query, doc) pairs as SVMlight/LETOR.
@@ -131,6 +135,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Fuse(a) => fuse::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Publish(a) => publish::run(a),
+        Command::Store(a) => store::run(a),
         Command::Cv(a) => cv::run(a),
         Command::Features(a) => features::run_features(a),
         Command::KnownItems(a) => features::run_known_items(a),

@@ -319,6 +319,50 @@ async fn blob_problem(
     Ok((sha256 != file.sha256).then(|| format!("its SHA-256 is {sha256}")))
 }
 
+/// One shard's newest generation in a store, read back whole ([`verify`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Verified {
+    pub shard: u32,
+    pub generation: u64,
+    pub files: usize,
+    pub bytes: u64,
+    /// Each lost or damaged blob: `path: problem`.
+    pub damaged: Vec<String>,
+}
+
+/// Reads back every blob of every shard's newest generation in `store` and compares it with
+/// its manifest (size and SHA-256): what `rankd store verify` reports. The shards are those
+/// shard 0's newest manifest counts; a shard without a generation is an error. `progress` is
+/// called after each blob.
+pub async fn verify(store: &Store, progress: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Verified>> {
+    let Some(first) = latest(store, 0).await? else {
+        bail!("the store {} has no generation of shard 0", store.url);
+    };
+    let shards = manifest(store, 0, first).await?.shards;
+    let mut out = Vec::with_capacity(shards as usize);
+    for shard in 0..shards {
+        let Some(generation) = latest(store, shard).await? else {
+            bail!("the store {} has no generation of shard {shard}", store.url);
+        };
+        let m = manifest(store, shard, generation).await?;
+        let mut damaged = Vec::new();
+        for file in &m.files {
+            if let Some(problem) = blob_problem(store, file, Check::Contents).await? {
+                damaged.push(format!("{}: {problem}", file.path));
+            }
+            progress();
+        }
+        out.push(Verified {
+            shard,
+            generation,
+            files: m.files.len(),
+            bytes: m.bytes(),
+            damaged,
+        });
+    }
+    Ok(out)
+}
+
 /// What publishing one shard did.
 #[derive(Debug, Clone, Serialize)]
 pub struct Published {
@@ -1160,6 +1204,10 @@ mod repair_tests {
         std::fs::write(&flipped, &bytes).unwrap();
         let p = publish(&store, src.path(), 0, 1).await.unwrap();
         assert!(p.repaired.is_empty(), "{:?}", p.repaired);
+        let found = verify(&store, &|| {}).await.unwrap();
+        assert_eq!((found.len(), found[0].generation), (1, 2));
+        assert_eq!(found[0].damaged.len(), 1, "{:?}", found[0].damaged);
+        assert!(found[0].damaged[0].starts_with("index.toml: its SHA-256 is"));
         let p = publish_checked(&store, src.path(), 0, 1, Check::Contents)
             .await
             .unwrap();
@@ -1168,5 +1216,6 @@ mod repair_tests {
         let other = tempfile::tempdir().unwrap();
         let applied = bootstrap(&store, other.path(), 0).await.unwrap().unwrap();
         assert_eq!(applied.generation, 2);
+        assert!(verify(&store, &|| {}).await.unwrap()[0].damaged.is_empty());
     }
 }
