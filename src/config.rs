@@ -48,6 +48,12 @@ pub(crate) struct Config {
     /// `cluster_key_file` or `cluster_key`, in that order. Never a flag's value: a flag shows
     /// in `ps`.
     pub cluster_key: Option<ClusterKey>,
+    /// The server's TLS certificate chain and key (PEM files, `--tls-cert`/`--tls-key` or
+    /// `RANKD_TLS_CERT`/`RANKD_TLS_KEY`): HTTPS instead of HTTP (`crate::tls`).
+    pub tls: Option<(PathBuf, PathBuf)>,
+    /// The CA certificates (PEM) a root trusts for its leaves' `https://` URLs (`--tls-ca`
+    /// or `RANKD_TLS_CA`); `None`: the system's.
+    pub tls_ca: Option<PathBuf>,
     pub limits: Limits,
     pub events: crate::events::EventSettings,
 }
@@ -109,6 +115,9 @@ pub(crate) struct Flags {
     pub data_dir: Option<PathBuf>,
     pub database_url: Option<String>,
     pub cluster_key_file: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
 }
 
 pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:8080";
@@ -184,6 +193,19 @@ impl Config {
                 _ => Ok(c),
             })
             .transpose()?;
+        let path = |flag: Option<PathBuf>, name: &str| flag.or_else(|| env(name).map(Into::into));
+        let tls = match (
+            path(flags.tls_cert, "RANKD_TLS_CERT"),
+            path(flags.tls_key, "RANKD_TLS_KEY"),
+        ) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => anyhow::bail!(
+                "TLS needs both a certificate and its key (--tls-cert and --tls-key, or \
+                 RANKD_TLS_CERT and RANKD_TLS_KEY)"
+            ),
+        };
+        let tls_ca = path(flags.tls_ca, "RANKD_TLS_CA");
         let mut limits = file.limits.unwrap_or_default();
         env_number("RANKD_MAX_BODY_BYTES", &env, &mut limits.max_body_bytes)?;
         env_number(
@@ -279,9 +301,28 @@ impl Config {
             database_url,
             admin_token,
             cluster_key,
+            tls,
+            tls_ca,
             limits,
             events,
         })
+    }
+
+    /// The server's TLS configuration, loaded from its files (`None`: plain HTTP).
+    pub fn server_tls(&self) -> anyhow::Result<Option<std::sync::Arc<rustls::ServerConfig>>> {
+        self.tls
+            .as_ref()
+            .map(|(cert, key)| crate::tls::server_config(cert, key))
+            .transpose()
+    }
+
+    /// `https` with TLS, else `http`: how the server's URLs begin.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// The database URL in effect: the configured one, or SQLite in the data directory.
@@ -405,7 +446,7 @@ mod tests {
             addr: Some("127.0.0.1:7002".parse().unwrap()),
             data_dir: Some("/from/flag".into()),
             database_url: Some("sqlite:///from/flag.db".into()),
-            cluster_key_file: None,
+            ..Flags::default()
         };
         let c = Config::resolve(all_flags, &e).unwrap();
         assert_eq!(c.addr, "127.0.0.1:7002".parse().unwrap());

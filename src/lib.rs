@@ -39,5 +39,6 @@ pub mod search;
 pub mod secret;
 pub mod sync;
 pub mod text;
+pub mod tls;
 pub mod training;
 pub mod user_clicks;

@@ -383,6 +383,7 @@ pub(crate) async fn serve_root(
     state: Arc<RootState>,
     addr: std::net::SocketAddr,
     limits: &crate::config::Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     on_bound: impl FnOnce(std::net::SocketAddr),
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -394,7 +395,7 @@ pub(crate) async fn serve_root(
     let draining = state.clone();
     let log = state.events.log.clone();
     let router = root_router(state, limits);
-    super::listen::run(listener, router, limits, async move {
+    super::listen::run(listener, router, limits, tls, async move {
         shutdown.await;
         draining.ready.store(false, Ordering::SeqCst);
         tracing::info!("shutting down: draining requests");

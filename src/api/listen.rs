@@ -17,7 +17,8 @@
 //! another out, and no address has a fixed share below the cap: behind a proxy, every
 //! connection comes from one address.
 //! The client's address is added to every request as `ConnectInfo<SocketAddr>` (the admin
-//! authentication throttle reads it).
+//! authentication throttle reads it). With TLS (`crate::tls`), each connection's handshake
+//! runs in its own task, within the header-read timeout, before hyper serves it.
 //! Shutdown follows `axum::serve`: stop accepting, let open connections finish their
 //! requests (hyper's graceful shutdown, told through a `watch` channel whose receivers the
 //! connections hold, as hyper-util's `GracefulShutdown` does; its wrapper would hide the
@@ -48,13 +49,16 @@ const MAX_BUF_BYTES: usize = 1 << 20;
 /// hyper's limit on the number of headers, above `guard::MAX_HEADERS` for the same reason.
 const HYPER_MAX_HEADERS: usize = 200;
 
-/// Serves `app` on `listener` until `shutdown` completes.
+/// Serves `app` on `listener` until `shutdown` completes, over TLS when `tls` is given.
 pub async fn run(
     listener: TcpListener,
     app: Router,
     limits: &Limits,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let handshake_timeout = Duration::from_secs(limits.header_read_timeout_secs);
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs))
@@ -98,30 +102,42 @@ pub async fn run(
                 response
             }
         });
-        let connection =
-            http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(service));
-        let mut told_to_stop = stopping.clone();
+        let service = TowerToHyperService::new(service);
+        let told_to_stop = stopping.clone();
+        let (http, tls) = (http.clone(), tls.clone());
         tokio::spawn(async move {
-            let mut connection = std::pin::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => Some(result),
-                // Dropping the connection closes it: no request of it has begun or will
-                // (`try_evict`), and hyper's graceful shutdown would not close one that has
-                // not finished its first request head (a half-sent one) until its timeout.
-                _ = open.evict.notified() => {
-                    tracing::debug!("connection from {remote} evicted at the cap");
-                    None
-                }
-                _ = told_to_stop.changed() => {
-                    connection.as_mut().graceful_shutdown();
-                    Some(connection.as_mut().await)
-                }
+            let Some(acceptor) = tls else {
+                return serve(
+                    &http,
+                    TokioIo::new(tcp),
+                    service,
+                    open,
+                    told_to_stop,
+                    remote,
+                )
+                .await;
             };
-            if let Some(Err(e)) = result {
-                tracing::debug!("connection from {remote}: {e}");
+            // Evicted or told to stop mid-handshake: the connection is dropped, as one that
+            // has not sent its request head.
+            let handshake = tokio::select! {
+                h = tokio::time::timeout(handshake_timeout, acceptor.accept(tcp)) => h,
+                _ = open.evict.notified() => return,
+            };
+            match handshake {
+                Ok(Ok(stream)) => {
+                    serve(
+                        &http,
+                        TokioIo::new(stream),
+                        service,
+                        open,
+                        told_to_stop,
+                        remote,
+                    )
+                    .await
+                }
+                Ok(Err(e)) => tracing::debug!("TLS handshake with {remote} failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake with {remote} timed out"),
             }
-            drop(open);
-            drop(told_to_stop);
         });
     }
     drop(listener);
@@ -133,6 +149,45 @@ pub async fn run(
     if tokio::time::timeout(drain, stop.closed()).await.is_err() {
         tracing::warn!("connections still open after {drain:?} of draining; closing them");
     }
+}
+
+/// Serves one connection until it ends, is evicted at the cap, or the server stops.
+async fn serve<I, S>(
+    http: &hyper::server::conn::http1::Builder,
+    io: I,
+    service: S,
+    open: Admitted,
+    mut told_to_stop: tokio::sync::watch::Receiver<()>,
+    remote: std::net::SocketAddr,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::HttpService<Incoming> + Send,
+    S::Future: Send + 'static,
+    S::ResBody: Send + 'static,
+    <S::ResBody as hyper::body::Body>::Data: Send,
+    <S::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let connection = http.serve_connection(io, service);
+    let mut connection = std::pin::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => Some(result),
+        // Dropping the connection closes it: no request of it has begun or will
+        // (`try_evict`), and hyper's graceful shutdown would not close one that has
+        // not finished its first request head (a half-sent one) until its timeout.
+        _ = open.evict.notified() => {
+            tracing::debug!("connection from {remote} evicted at the cap");
+            None
+        }
+        _ = told_to_stop.changed() => {
+            connection.as_mut().graceful_shutdown();
+            Some(connection.as_mut().await)
+        }
+    };
+    if let Some(Err(e)) = result {
+        tracing::debug!("connection from {remote}: {e}");
+    }
+    drop(open);
+    drop(told_to_stop);
 }
 
 /// The value of a connection's `busy` count once it is evicted: far above any count of

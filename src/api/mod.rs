@@ -256,10 +256,12 @@ async fn readyz(
 }
 
 /// Serves until SIGTERM or Ctrl-C, then stops accepting, reports not-ready and lets running
-/// requests finish. `on_bound` receives the bound address (port 0 picks a free one).
+/// requests finish; over TLS when `tls` is given. `on_bound` receives the bound address
+/// (port 0 picks a free one).
 pub async fn serve(
     state: Arc<AppState>,
     addr: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
     on_bound: impl FnOnce(SocketAddr),
 ) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -274,7 +276,7 @@ pub async fn serve(
     let limits = state.ops.limits.clone();
     let router =
         router(state).map_err(|e| anyhow::anyhow!("cannot start the search threads: {e}"))?;
-    listen::run(listener, router, &limits, async move {
+    listen::run(listener, router, &limits, tls, async move {
         shutdown.await;
         draining.ready.store(false, Ordering::SeqCst);
         tracing::info!("shutting down: draining requests");

@@ -112,6 +112,17 @@ pub struct ServeArgs {
     /// file]. Distinct from the admin token; the same on every node of the collection.
     #[arg(long, value_name = "PATH")]
     pub cluster_key_file: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first; every
+    /// role). Needs `--tls-key`.
+    #[arg(long, env = "RANKD_TLS_CERT", value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "RANKD_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With `--role root`: the CA certificates (PEM) trusted for the leaves' `https://` URLs
+    /// [default: the system's].
+    #[arg(long, env = "RANKD_TLS_CA", value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
     /// With `--role leaf` or `root`: run without a cluster key (a leaf then answers anyone
     /// its cluster calls, which read every document of its shard). Only on a loopback
     /// `--addr`: for tests on one machine.
@@ -156,6 +167,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         data_dir: args.data_dir,
         database_url: args.database_url,
         cluster_key_file: args.cluster_key_file,
+        tls_cert: args.tls_cert,
+        tls_key: args.tls_key,
+        tls_ca: args.tls_ca,
     })
     .map_err(|e| Invalid(format!("{e:#}")))?;
     let trust = match args.role {
@@ -169,6 +183,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         collection: args.collection,
         shard_id: args.shard_id,
         advertise_url: args.advertise_url,
+        scheme: config.scheme(),
         metastore: args.metastore,
         discovery_timeout: Duration::from_millis(args.discovery_timeout_ms),
     };
@@ -193,6 +208,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             allow_partial: args.allow_partial_results,
             stats_mode: args.stats,
             key: trust.as_ref().and_then(Trust::key).cloned(),
+            tls: config
+                .tls_ca
+                .as_deref()
+                .map(|ca| crate::tls::client_config(Some(ca)))
+                .transpose()
+                .map_err(|e| Invalid(format!("--tls-ca: {e:#}")))?,
             ..RootOptions::default()
         };
         let root_threads = args.worker_threads;
@@ -364,9 +385,12 @@ fn serve_root_gossip(
     options: RootOptions,
     threads: Option<u16>,
 ) -> anyhow::Result<()> {
+    let tls = config
+        .server_tls()
+        .map_err(|e| Invalid(format!("--tls-cert/--tls-key: {e:#}")))?;
     let runtime = runtime(threads)?;
     runtime.block_on(async move {
-        let api_url = format!("http://{}", config.addr);
+        let api_url = format!("{}://{}", config.scheme(), config.addr);
         let node = GossipRoot::start(&cluster, &config.data_dir, api_url, model, options).await?;
         let state = Arc::new(RootState {
             root: node.root.clone(),
@@ -378,13 +402,15 @@ fn serve_root_gossip(
             ),
         });
         let (shards, collection) = (node.shards, &cluster.collection);
-        let result = crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
-            eprintln!(
-                "rankd root is serving {shards} shards of {collection:?} (replicas by gossip) on \
-                 http://{bound}/"
-            )
-        })
-        .await;
+        let scheme = config.scheme();
+        let result =
+            crate::api::cluster::serve_root(state, config.addr, &config.limits, tls, |bound| {
+                eprintln!(
+                    "rankd root is serving {shards} shards of {collection:?} (replicas by \
+                     gossip) on {scheme}://{bound}/"
+                )
+            })
+            .await;
         node.shutdown().await;
         result
     })
@@ -402,6 +428,9 @@ fn serve_root(
         return Err(Invalid("--role root needs --shard URL for every shard".into()).into());
     }
     let n = shards.len();
+    let tls = config
+        .server_tls()
+        .map_err(|e| Invalid(format!("--tls-cert/--tls-key: {e:#}")))?;
     let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let root = crate::cluster::root::Root::connect_http(shards, model, options).await?;
@@ -414,8 +443,9 @@ fn serve_root(
                 config.limits.admin_auth_failures_per_minute,
             ),
         });
-        crate::api::cluster::serve_root(state, config.addr, &config.limits, |bound| {
-            eprintln!("rankd root is serving {n} shards on http://{bound}/")
+        let scheme = config.scheme();
+        crate::api::cluster::serve_root(state, config.addr, &config.limits, tls, |bound| {
+            eprintln!("rankd root is serving {n} shards on {scheme}://{bound}/")
         })
         .await
     })
@@ -500,6 +530,9 @@ fn serve_index_with(
     if links.is_none() {
         eprintln!("note: no link scores loaded; `rankd graph` computes them");
     }
+    let tls = config
+        .server_tls()
+        .map_err(|e| Invalid(format!("--tls-cert/--tls-key: {e:#}")))?;
     let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let url = config.database_url();
@@ -595,9 +628,11 @@ fn serve_index_with(
             })
         });
         let log = state.events.log.clone();
-        api::serve(state, config.addr, |bound| {
+        let scheme = config.scheme();
+        api::serve(state, config.addr, tls, |bound| {
             eprintln!(
-                "rankd is serving {docs} documents on http://{bound}/ (try /search?q=iterator)"
+                "rankd is serving {docs} documents on {scheme}://{bound}/ (try \
+                 /search?q=iterator)"
             );
             let _ = bound_tx.send(bound);
         })

@@ -45,9 +45,11 @@ pub(crate) struct ClusterOptions {
     pub collection: String,
     /// A leaf's shard.
     pub shard_id: Option<u32>,
-    /// The base URL others reach this node's HTTP API at (default: `http://` and the bound
-    /// address).
+    /// The base URL others reach this node's HTTP API at (default: [`Self::scheme`] and the
+    /// bound address).
     pub advertise_url: Option<String>,
+    /// `https` when the node serves TLS, else `http`.
+    pub scheme: &'static str,
     /// `postgres://..` or `sqlite:PATH`.
     pub metastore: Option<String>,
     /// How long a root waits at start for every shard to have a live replica.
@@ -168,7 +170,7 @@ impl LeafGossip {
             .options
             .advertise_url
             .clone()
-            .unwrap_or_else(|| format!("http://{bound}"));
+            .unwrap_or_else(|| format!("{}://{bound}", self.options.scheme));
         let announced = NodeKeys {
             role: "leaf".into(),
             api_url: api_url.clone(),

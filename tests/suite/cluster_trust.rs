@@ -376,3 +376,75 @@ fn deleted_documents_are_not_readable_through_leaf_calls() {
     let a = leaf_call(&l.base, "feedback", &feedback);
     assert_eq!(a.status, 400, "a deleted document's terms: {}", a.body);
 }
+
+/// TLS between nodes (issue 31): leaves serve HTTPS with a certificate of a private CA, and
+/// a root given that CA (`--tls-ca`) searches them, its cluster key encrypted on the way; a
+/// root that does not trust the CA reaches none of them and says why; a leaf's plain-HTTP
+/// port answers no HTTP.
+#[test]
+fn a_root_searches_leaves_over_tls_with_the_ca_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("sharded");
+    ingest_into("cranfield", &cranfield_dir(), &data, Some(3));
+    let tls = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let file = |name: &str| tls.join(name).to_str().unwrap().to_string();
+    let (cert, key, ca) = (file("leaf.pem"), file("leaf.key"), file("ca.pem"));
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| {
+            let shard = data.join(format!("shards/{s}"));
+            start_serve(
+                &[
+                    "--role",
+                    "leaf",
+                    "--data-dir",
+                    shard.to_str().unwrap(),
+                    "--tls-cert",
+                    &cert,
+                    "--tls-key",
+                    &key,
+                ],
+                None,
+                &[],
+            )
+        })
+        .collect();
+    for l in &leaves {
+        assert!(l.base.starts_with("https://127.0.0.1:"), "{}", l.base);
+        // Plain HTTP on the TLS port: no answer.
+        let plain = l.base.replacen("https://", "http://", 1);
+        assert!(
+            ureq::get(&format!("{plain}/livez")).call().is_err(),
+            "a TLS leaf answered plain HTTP"
+        );
+    }
+    let mut args = vec!["--role", "root", "--tls-ca", &ca];
+    for l in &leaves {
+        args.extend(["--shard", &l.base]);
+    }
+    let root = start_serve(&args, None, &[]);
+    let a = get(&format!("{}/search?q=boundary+layer&k=5", root.base), None);
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["hits"].as_array().unwrap().len(), 5, "{}", a.body);
+    assert_eq!(a.body["partial"], false, "{}", a.body);
+    // Without the CA: the system's roots do not know it.
+    let mut untrusting = rankd_command();
+    untrusting
+        .args([
+            "serve",
+            "--role",
+            "root",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("untrusting"))
+        .env("RANKD_LOG", "error")
+        .env_remove("RANKD_TLS_CA");
+    for l in &leaves {
+        untrusting.args(["--shard", &l.base]);
+    }
+    let out = untrusting.output().unwrap();
+    assert!(!out.status.success());
+    let said = stderr(&out);
+    assert!(said.contains("certificate"), "{said}");
+}

@@ -256,8 +256,12 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
             .next()
             .expect("the server prints its address or an error")
             .unwrap();
-        if let Some(rest) = line.split(" on http://").nth(1) {
-            break format!("http://{}", rest.split('/').next().unwrap());
+        let announced = [" on http://", " on https://"]
+            .iter()
+            .find_map(|on| Some((on, line.split(on).nth(1)?)));
+        if let Some((on, rest)) = announced {
+            let scheme = on.trim_start_matches(" on ").trim_end_matches("://");
+            break format!("{scheme}://{}", rest.split('/').next().unwrap());
         }
         assert!(!line.starts_with("error"), "rankd serve failed: {line}");
     };

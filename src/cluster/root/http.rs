@@ -1,6 +1,7 @@
 //! The root's HTTP client and the HTTP transport of a replica ([`HttpShard`]): the leaf calls
 //! of `crate::cluster::wire` as `POST /cluster/v1/*` with JSON bodies (the statistics table
-//! as bytes), each with the cluster key (`crate::secret::ClusterKey`).
+//! as bytes), each with the cluster key (`crate::secret::ClusterKey`); over TLS to a leaf
+//! whose URL is `https://` (hyper-rustls, the roots of `crate::tls::client_config`).
 //!
 //! hyper's own client (`hyper_util::client::legacy`) on the server's runtime: calls are
 //! futures, a search's fan-out is one task's `join`, connections are kept alive per leaf,
@@ -36,7 +37,7 @@ pub(crate) const TABLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// call. Cheap to clone (the pool is shared).
 #[derive(Clone)]
 pub struct Http {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     /// How long one call may take.
     pub timeout: Duration,
     /// The cluster key, sent with every call.
@@ -50,11 +51,24 @@ pub struct Reply {
 }
 
 impl Http {
-    pub fn new(timeout: Duration, key: Option<ClusterKey>) -> Self {
+    /// `tls`: the roots trusted for `https://` leaves (`None`: the system's).
+    pub fn new(
+        timeout: Duration,
+        key: Option<ClusterKey>,
+        tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    ) -> Self {
         let mut connector = HttpConnector::new();
         // Small request/answer pairs: Nagle's delay would hold each for the peer's ACK.
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(timeout));
+        // https:// needs the connector to hand the URL's scheme on.
+        connector.enforce_http(false);
+        let tls = tls.unwrap_or_else(crate::tls::system_roots);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*tls).clone())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .build(connector);

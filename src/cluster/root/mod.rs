@@ -106,6 +106,9 @@ pub struct RootOptions {
     /// The cluster key every call to a leaf carries (`None`: `--insecure-cluster`, or shards
     /// in this process).
     pub key: Option<crate::secret::ClusterKey>,
+    /// The TLS roots trusted for leaves reached at `https://` URLs (`crate::tls::client_config`;
+    /// `None`: the system's).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     /// How often every replica's health is checked (`replicas::HEALTH_INTERVAL`; each check
     /// waits `leaf_timeout` at most); `None`: no checks, health comes from failed calls only.
     pub health_interval: Option<Duration>,
@@ -121,6 +124,7 @@ impl Default for RootOptions {
             allow_partial: true,
             stats_mode: StatsMode::Gather,
             key: None,
+            tls: None,
             health_interval: Some(replicas::HEALTH_INTERVAL),
         }
     }
@@ -374,7 +378,11 @@ impl Root {
         model: Option<ActiveModel>,
         options: RootOptions,
     ) -> anyhow::Result<Self> {
-        let http = http::Http::new(options.leaf_timeout, options.key.clone());
+        let http = http::Http::new(
+            options.leaf_timeout,
+            options.key.clone(),
+            options.tls.clone(),
+        );
         Self::connect_with(shards, model, options, http).await
     }
 
@@ -458,7 +466,11 @@ impl Root {
         model: Option<ActiveModel>,
         options: RootOptions,
     ) -> anyhow::Result<Self> {
-        let http = http::Http::new(options.leaf_timeout, options.key.clone());
+        let http = http::Http::new(
+            options.leaf_timeout,
+            options.key.clone(),
+            options.tls.clone(),
+        );
         let clients = shards
             .into_iter()
             .enumerate()
