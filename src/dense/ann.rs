@@ -31,7 +31,12 @@
 //! it is not persisted yet (one thread built 100,000 rows in 49–87 s, rayon's threads share the
 //! work; a starting server searches by the exact scan until then).
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::{by_score, dot, DenseError, Vectors};
 
@@ -45,8 +50,23 @@ const EXPANSION_ADD: usize = 256;
 /// Candidates kept while searching (at least the results asked for).
 const EXPANSION_SEARCH: usize = 1_024;
 
+/// The candidates a search of a graph over `rows` rows keeps (see the module doc).
+pub fn expansion_search(_rows: usize) -> usize {
+    EXPANSION_SEARCH
+}
+
 /// The most results (`skip + limit`) asked of the graph; deeper pages use the exact scan.
 pub const MAX_WANT: usize = 1_000;
+
+/// The graph file's name in a data directory, beside the vectors (`super::store::FILE_NAME`).
+pub const FILE_NAME: &str = "vectors.graph";
+const FORMAT: &str = "rankd-graph";
+const VERSION: u32 = 1;
+
+/// The graph file of the data directory `data_dir`.
+pub fn path(data_dir: &Path) -> PathBuf {
+    data_dir.join(FILE_NAME)
+}
 
 /// Searches the graph can serve at once (each needs one of usearch's per-thread contexts): the
 /// search pool admits `8 × cores` (at least 16, `crate::api`), plus the command line's.
@@ -55,41 +75,208 @@ fn contexts() -> usize {
     (16 * cores).max(32)
 }
 
+/// What the first line of the graph file says: which vectors and settings the graph that
+/// follows (usearch's own serialisation) was built from, and that graph's sha256.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+    /// [`vectors_sha256`] of the vectors the graph was built over.
+    vectors_sha256: String,
+    rows: usize,
+    dim: usize,
+    connectivity: usize,
+    expansion_add: usize,
+    /// The sha256 of the bytes after the header line.
+    graph_sha256: String,
+}
+
+/// The sha256 of `vectors` as the graph sees them: dimension, row count and every float (the
+/// graph's keys are row numbers, so ids and text hashes do not change it).
+pub fn vectors_sha256(vectors: &Vectors) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update((vectors.dim as u64).to_le_bytes());
+    hasher.update((vectors.len() as u64).to_le_bytes());
+    let mut bytes = Vec::with_capacity(4 * 16_384);
+    for chunk in vectors.data.chunks(16_384) {
+        bytes.clear();
+        bytes.extend(chunk.iter().flat_map(|x| x.to_le_bytes()));
+        hasher.update(&bytes);
+    }
+    format!("{:x}", hasher.finalize())
+}
+
+/// Where a graph came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Built,
+    /// Read from the graph file.
+    Loaded,
+}
+
 /// An HNSW graph over every row of a set of vectors.
 pub struct Ann {
     index: usearch::Index,
+    origin: Origin,
+}
+
+/// usearch's index for `vectors` with rankd's settings, empty.
+fn empty(vectors: &Vectors) -> Result<usearch::Index, String> {
+    let options = usearch::IndexOptions {
+        dimensions: vectors.dim,
+        // Inner product on unit vectors: the dot product the exact scan ranks by.
+        metric: usearch::MetricKind::IP,
+        quantization: usearch::ScalarKind::F32,
+        // Twice usearch's defaults (16 links, 128 candidates when adding); the candidates
+        // when searching grow with the rows (see the module doc).
+        connectivity: CONNECTIVITY,
+        expansion_add: EXPANSION_ADD,
+        expansion_search: expansion_search(vectors.len()),
+        multi: false,
+    };
+    usearch::Index::new(&options).map_err(|e| e.to_string())
 }
 
 impl Ann {
     /// The graph over every row of `vectors` (rayon's threads add rows in parallel).
     pub fn build(vectors: &Vectors) -> Result<Ann, DenseError> {
-        let fail = |e: &dyn std::fmt::Display| DenseError::Ann {
+        let fail = |message: String| DenseError::Ann {
             rows: vectors.len(),
-            message: e.to_string(),
+            message,
         };
-        let options = usearch::IndexOptions {
-            dimensions: vectors.dim,
-            // Inner product on unit vectors: the dot product the exact scan ranks by.
-            metric: usearch::MetricKind::IP,
-            quantization: usearch::ScalarKind::F32,
-            // Twice usearch's defaults (16 links, 128 candidates when adding) and sixteen times
-            // its 64 candidates when searching: with the defaults, the demo's queries found
-            // 0.71 of the exact top 10 (see the module doc).
-            connectivity: CONNECTIVITY,
-            expansion_add: EXPANSION_ADD,
-            expansion_search: EXPANSION_SEARCH,
-            multi: false,
-        };
-        let index = usearch::Index::new(&options).map_err(|e| fail(&e))?;
+        let index = empty(vectors).map_err(fail)?;
         let threads = contexts().max(rayon::current_num_threads());
         index
             .reserve_capacity_and_threads(vectors.len(), threads)
-            .map_err(|e| fail(&e))?;
+            .map_err(|e| fail(e.to_string()))?;
         (0..vectors.len())
             .into_par_iter()
             .try_for_each(|row| index.add(row as u64, vectors.row(row)))
-            .map_err(|e| fail(&e))?;
-        Ok(Ann { index })
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Ann {
+            index,
+            origin: Origin::Built,
+        })
+    }
+
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// usearch's serialisation of the graph (two equal graphs give equal bytes).
+    #[cfg(test)]
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = vec![0u8; self.index.serialized_length()];
+        self.index.save_to_buffer(&mut bytes).expect("a graph");
+        bytes
+    }
+
+    /// Writes the graph to `path` atomically (as `super::store` writes the vectors), tied to
+    /// the vectors whose [`vectors_sha256`] is `vectors_sha256`.
+    pub fn save(
+        &self,
+        path: &Path,
+        vectors: &Vectors,
+        vectors_sha256: &str,
+    ) -> Result<(), DenseError> {
+        let io = |message: String| DenseError::Io {
+            path: path.to_path_buf(),
+            message,
+        };
+        let mut graph = vec![0u8; self.index.serialized_length()];
+        self.index
+            .save_to_buffer(&mut graph)
+            .map_err(|e| io(e.to_string()))?;
+        let header = Header {
+            format: FORMAT.to_owned(),
+            version: VERSION,
+            vectors_sha256: vectors_sha256.to_owned(),
+            rows: vectors.len(),
+            dim: vectors.dim,
+            connectivity: CONNECTIVITY,
+            expansion_add: EXPANSION_ADD,
+            graph_sha256: format!("{:x}", Sha256::digest(&graph)),
+        };
+        crate::durable::write_atomic_with(path, |f| {
+            serde_json::to_writer(&mut *f, &header)?;
+            f.write_all(b"\n")?;
+            f.write_all(&graph)
+        })
+        .map_err(|e| io(format!("{e:#}")))
+    }
+
+    /// The graph saved at `path` for `vectors` (whose [`vectors_sha256`] is `vectors_sha256`);
+    /// `Ok(None)` when there is no file. A file of other vectors or settings, or one whose
+    /// checksum fails, is refused (`DenseError::Corrupt` naming the path) before usearch
+    /// reads a byte of it: usearch trusts its file's sizes.
+    pub fn load(
+        path: &Path,
+        vectors: &Vectors,
+        vectors_sha256: &str,
+    ) -> Result<Option<Ann>, DenseError> {
+        let corrupt = |message: String| DenseError::Corrupt {
+            path: path.to_path_buf(),
+            message,
+        };
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(DenseError::Io {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                })
+            }
+        };
+        let newline = bytes
+            .iter()
+            .take(4096)
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| corrupt("no header line".into()))?;
+        let header: Header = serde_json::from_slice(&bytes[..newline])
+            .map_err(|e| corrupt(format!("header: {e}")))?;
+        if header.format != FORMAT || header.version != VERSION {
+            return Err(corrupt(format!("not a {FORMAT} file of version {VERSION}")));
+        }
+        if header.vectors_sha256 != vectors_sha256
+            || header.rows != vectors.len()
+            || header.dim != vectors.dim
+        {
+            return Err(corrupt(
+                "built from other vectors than the ones served".into(),
+            ));
+        }
+        if (header.connectivity, header.expansion_add) != (CONNECTIVITY, EXPANSION_ADD) {
+            return Err(corrupt(format!(
+                "built with {} links and {} candidates, this rankd builds with {CONNECTIVITY} \
+                 and {EXPANSION_ADD}",
+                header.connectivity, header.expansion_add
+            )));
+        }
+        let graph = &bytes[newline + 1..];
+        if format!("{:x}", Sha256::digest(graph)) != header.graph_sha256 {
+            return Err(corrupt("checksum mismatch: the file is damaged".into()));
+        }
+        let index = empty(vectors).map_err(corrupt)?;
+        index
+            .load_from_buffer(graph)
+            .map_err(|e| corrupt(e.to_string()))?;
+        if index.size() != vectors.len() || index.dimensions() != vectors.dim {
+            return Err(corrupt(format!(
+                "the graph holds {} rows of {} dimensions",
+                index.size(),
+                index.dimensions()
+            )));
+        }
+        index.change_expansion_search(expansion_search(vectors.len()));
+        let threads = contexts().max(rayon::current_num_threads());
+        index
+            .reserve_capacity_and_threads(vectors.len(), threads)
+            .map_err(|e| corrupt(e.to_string()))?;
+        Ok(Some(Ann {
+            index,
+            origin: Origin::Loaded,
+        }))
     }
 
     /// The `want` rows nearest to `query` among those `allowed` as the graph finds them, best

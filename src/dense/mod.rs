@@ -282,16 +282,20 @@ impl Rows {
 }
 
 /// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows, once
-/// built) and the row tables of the searcher last asked for.
+/// built or loaded) and the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
     /// Set once [`DenseIndex::build_graph`] has run: the graph, or none when it failed.
     ann: OnceLock<Option<ann::Ann>>,
+    /// Where the graph is saved and loaded from ([`ann::path`]); none: built, never saved.
+    graph_file: Option<PathBuf>,
+    /// The fewest allowed rows the graph answers for: [`ann::MIN_ROWS`], lower in tests.
+    min_rows: usize,
     rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
-    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]).
+    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]), never saved.
     pub fn new(vectors: Vectors) -> Self {
         let index = DenseIndex::without_graph(vectors);
         index.build_graph();
@@ -303,41 +307,98 @@ impl DenseIndex {
         DenseIndex {
             vectors,
             ann: OnceLock::new(),
+            graph_file: None,
+            min_rows: ann::MIN_ROWS,
             rows: SearcherCache::default(),
         }
     }
 
-    /// Builds the vectors' graph when they are enough for it to be faster than the exact
-    /// scan and it is not built yet (seconds to minutes of CPU: the embedding job runs it
-    /// after installing the index, which the exact scan serves meanwhile). A graph that
-    /// cannot be built is logged, and the exact scan keeps serving.
+    /// Keeps the graph in `path` ([`ann::path`] of the data directory): loaded from there when
+    /// it was built from these vectors, else built and saved there.
+    pub fn with_graph_file(mut self, path: PathBuf) -> Self {
+        self.graph_file = Some(path);
+        self
+    }
+
+    /// Lowers the threshold of the graph, so that tests need not build 50,000 rows.
+    #[cfg(test)]
+    pub(crate) fn with_min_rows(mut self, rows: usize) -> Self {
+        self.min_rows = rows;
+        self
+    }
+
+    /// Loads or builds the vectors' graph when they are enough for it to be faster than the
+    /// exact scan and it is not there yet (seconds to minutes of CPU to build: the embedding
+    /// job runs it after installing the index, which the exact scan serves meanwhile). With a
+    /// graph file, a graph saved there from these very vectors is loaded (a second where a
+    /// build takes a minute); one that is missing, of other vectors or damaged is rebuilt,
+    /// said so in the log, and saved. A graph that cannot be built is logged, and the exact
+    /// scan keeps serving; one that cannot be saved is logged and served.
     pub fn build_graph(&self) {
-        if self.vectors.len() < ann::MIN_ROWS {
+        if self.vectors.len() < self.min_rows {
             return;
         }
         self.ann.get_or_init(|| {
             let start = std::time::Instant::now();
-            match ann::Ann::build(&self.vectors) {
-                Ok(graph) => {
+            let rows = self.vectors.len();
+            let key = self.graph_file.as_ref().map(|path| {
+                let key = ann::vectors_sha256(&self.vectors);
+                match ann::Ann::load(path, &self.vectors, &key) {
+                    Ok(Some(graph)) => Ok(graph),
+                    Ok(None) => {
+                        tracing::info!(
+                            "document vectors: no nearest-neighbour graph saved in {}; \
+                             building it",
+                            path.display()
+                        );
+                        Err(key)
+                    }
+                    Err(e) => {
+                        tracing::warn!("document vectors: {e}; building the graph again");
+                        Err(key)
+                    }
+                }
+            });
+            let key = match key {
+                Some(Ok(graph)) => {
                     tracing::info!(
-                        "document vectors: nearest-neighbour graph over {} vectors built in \
-                         {:.1} s",
-                        self.vectors.len(),
+                        "document vectors: nearest-neighbour graph over {rows} vectors loaded \
+                         in {:.1} s",
                         start.elapsed().as_secs_f64()
                     );
-                    Some(graph)
+                    return Some(graph);
                 }
+                Some(Err(key)) => Some(key),
+                None => None,
+            };
+            let graph = match ann::Ann::build(&self.vectors) {
+                Ok(graph) => graph,
                 Err(e) => {
                     tracing::error!("document vectors: {e}; searching by the exact scan");
-                    None
+                    return None;
+                }
+            };
+            tracing::info!(
+                "document vectors: nearest-neighbour graph over {rows} vectors built in {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+            if let (Some(path), Some(key)) = (&self.graph_file, key) {
+                if let Err(e) = graph.save(path, &self.vectors, &key) {
+                    tracing::warn!("document vectors: saving the graph: {e}");
                 }
             }
+            Some(graph)
         });
     }
 
     /// The graph, once built.
     fn graph(&self) -> Option<&ann::Ann> {
         self.ann.get().and_then(Option::as_ref)
+    }
+
+    /// Whether the graph was built or loaded; `None` while there is none.
+    pub fn graph_origin(&self) -> Option<ann::Origin> {
+        self.graph().map(ann::Ann::origin)
     }
 
     /// The row tables of `searcher`, built when its segments differ from the last ones.
@@ -365,7 +426,7 @@ impl DenseIndex {
         // only scores those, is as fast); the exact scan too when the graph finds fewer than
         // the documents asked for (see `ann`).
         let from_graph = match self.graph() {
-            Some(graph) if ranked >= ann::MIN_ROWS && want <= ann::MAX_WANT => {
+            Some(graph) if ranked >= self.min_rows && want <= ann::MAX_WANT => {
                 let top = graph.search(&self.vectors, query, want, allowed);
                 (top.len() == want).then_some(top)
             }
@@ -484,6 +545,6 @@ pub fn load_without_graph(
     let embedder = crate::embed::AnyEmbedder::load(&dir)?;
     Ok(Some(Dense {
         embedder: Arc::new(embedder),
-        index: Arc::new(DenseIndex::without_graph(vectors)),
+        index: Arc::new(DenseIndex::without_graph(vectors).with_graph_file(ann::path(&index.dir))),
     }))
 }

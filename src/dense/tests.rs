@@ -239,3 +239,127 @@ fn rows_of(index: &DenseIndex) -> Rows {
         0,
     )
 }
+
+/// An index over `v` that keeps its graph in `path`, from 1,000 rows (tests need not build
+/// 50,000), its graph loaded or built.
+fn with_graph_file(v: &Vectors, path: &Path) -> DenseIndex {
+    let index = DenseIndex::without_graph(v.clone())
+        .with_graph_file(path.to_path_buf())
+        .with_min_rows(1_000);
+    index.build_graph();
+    index
+}
+
+#[test]
+fn a_saved_graph_is_loaded_and_answers_as_the_graph_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let v = random_vectors(3_000, 16, 31);
+    let built = with_graph_file(&v, &path);
+    let first = built.graph().expect("a graph from the lowered threshold");
+    assert_eq!(first.origin(), ann::Origin::Built);
+    assert!(path.exists(), "the graph is saved");
+    let loaded = with_graph_file(&v, &path);
+    let second = loaded.graph().expect("a graph");
+    assert_eq!(second.origin(), ann::Origin::Loaded);
+    // The very graph: usearch serialises both alike, and they answer alike, filtered or not.
+    assert!(
+        first.to_bytes() == second.to_bytes(),
+        "another graph was loaded"
+    );
+    let rows = rows_of(&built);
+    let queries = random_vectors(50, 16, 32);
+    for q in 0..queries.len() {
+        let query = queries.row(q);
+        let filters: [fn(usize) -> bool; 2] = [|_| true, |row| row % 3 == 1];
+        for allowed in filters {
+            assert_eq!(
+                first.search(&v, query, 10, allowed),
+                second.search(&v, query, 10, allowed)
+            );
+        }
+        assert_eq!(
+            built.nearest(&rows, query, 20, 5, None),
+            loaded.nearest(&rows, query, 20, 5, None)
+        );
+    }
+}
+
+#[test]
+fn a_graph_saved_from_other_vectors_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let old = random_vectors(3_000, 16, 33);
+    with_graph_file(&old, &path);
+    // One row changed (the embedding job re-embedded one document): the saved graph is stale.
+    let mut new = old.clone();
+    let other = random_vectors(1, 16, 34);
+    new.data[..16].copy_from_slice(other.row(0));
+    let e = ann::Ann::load(&path, &new, &ann::vectors_sha256(&new))
+        .err()
+        .expect("a stale graph is refused");
+    assert!(e.to_string().contains("vectors.graph"), "{e}");
+    let rebuilt = with_graph_file(&new, &path);
+    assert_eq!(rebuilt.graph().unwrap().origin(), ann::Origin::Built);
+    // Saved again, for the new vectors: now loaded for them, and stale for the old ones.
+    assert_eq!(
+        with_graph_file(&new, &path).graph().unwrap().origin(),
+        ann::Origin::Loaded
+    );
+    assert_eq!(
+        with_graph_file(&old, &path).graph().unwrap().origin(),
+        ann::Origin::Built
+    );
+    // Fewer rows, the same first ones: stale too.
+    let fewer = Vectors {
+        ids: old.ids[..2_000].to_vec(),
+        text_hashes: old.text_hashes[..2_000].to_vec(),
+        data: old.data[..2_000 * 16].to_vec(),
+        ..old.clone()
+    };
+    assert_eq!(
+        with_graph_file(&fewer, &path).graph().unwrap().origin(),
+        ann::Origin::Built
+    );
+}
+
+#[test]
+fn a_damaged_graph_file_is_rebuilt_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let v = random_vectors(3_000, 16, 35);
+    with_graph_file(&v, &path);
+    let good = std::fs::read(&path).unwrap();
+    let newline = good.iter().position(|&b| b == b'\n').unwrap();
+    let mut flipped = good.clone();
+    flipped[newline + good.len() / 2] ^= 0x5a;
+    let damaged: [(&str, Vec<u8>); 5] = [
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("header only", good[..newline + 1].to_vec()),
+        ("a flipped byte", flipped),
+        (
+            "garbage",
+            (0..200_000u32).map(|i| (i * 7 + 3) as u8).collect(),
+        ),
+        ("empty", Vec::new()),
+    ];
+    for (what, bytes) in damaged {
+        std::fs::write(&path, &bytes).unwrap();
+        let e = ann::Ann::load(&path, &v, &ann::vectors_sha256(&v))
+            .err()
+            .unwrap_or_else(|| panic!("{what}: loaded"));
+        assert!(e.to_string().contains("vectors.graph"), "{what}: {e}");
+        let index = with_graph_file(&v, &path);
+        assert_eq!(
+            index.graph().unwrap().origin(),
+            ann::Origin::Built,
+            "{what}"
+        );
+        // ... and saved whole again.
+        assert_eq!(
+            with_graph_file(&v, &path).graph().unwrap().origin(),
+            ann::Origin::Loaded,
+            "{what}"
+        );
+    }
+}
