@@ -40,19 +40,26 @@ use sha2::{Digest, Sha256};
 
 use super::{by_score, dot, DenseError, Vectors};
 
-/// The fewest rows a query may return for the graph to be searched instead of the exact scan.
-pub const MIN_ROWS: usize = 50_000;
+/// The fewest floats the exact scan would read (rows a query may return × dimension) for the
+/// graph to be searched instead: 50,000 rows of 384 dimensions (see the module doc).
+pub const MIN_FLOATS: usize = 50_000 * 384;
+
+/// The fewest rows a query may return for the graph to answer, for vectors of `dim` floats.
+pub fn min_rows(dim: usize) -> usize {
+    MIN_FLOATS.div_ceil(dim.max(1))
+}
 
 /// Links per node of the graph.
 const CONNECTIVITY: usize = 32;
 /// Candidates kept while adding a row.
 const EXPANSION_ADD: usize = 256;
-/// Candidates kept while searching (at least the results asked for).
-const EXPANSION_SEARCH: usize = 1_024;
 
-/// The candidates a search of a graph over `rows` rows keeps (see the module doc).
-pub fn expansion_search(_rows: usize) -> usize {
-    EXPANSION_SEARCH
+/// The candidates a search of a graph over `rows` rows keeps (at least the results asked
+/// for): 2,048 at 100,000 rows, growing with the square root of the rows (see the module doc),
+/// never fewer than 1,024.
+pub fn expansion_search(rows: usize) -> usize {
+    let scaled = 2_048.0 * (rows as f64 / 100_000.0).sqrt();
+    (scaled.ceil() as usize).max(1_024)
 }
 
 /// The most results (`skip + limit`) asked of the graph; deeper pages use the exact scan.

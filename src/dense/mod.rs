@@ -10,7 +10,7 @@
 //!   document addresses ([`Rows`], built once per set of segments, as `crate::text::columns`
 //!   caches its columns), so a deleted document is never a hit.
 //! - The nearest documents are found by an exact scan, every live row's dot product with the
-//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::MIN_ROWS`]
+//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::min_rows`]
 //!   documents a query may return, through usearch's HNSW graph ([`ann`], which says why that
 //!   crate and that threshold; recall@10 0.98 against the exact scan on the demo's queries;
 //!   docs/BENCHMARKS.md, "Nearest neighbours (issue 33)"). The dot product is written here
@@ -281,7 +281,7 @@ impl Rows {
     }
 }
 
-/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows, once
+/// Vectors being served, with their nearest-neighbour graph (from [`ann::min_rows`] rows, once
 /// built or loaded) and the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
@@ -289,7 +289,7 @@ pub struct DenseIndex {
     ann: OnceLock<Option<ann::Ann>>,
     /// Where the graph is saved and loaded from ([`ann::path`]); none: built, never saved.
     graph_file: Option<PathBuf>,
-    /// The fewest allowed rows the graph answers for: [`ann::MIN_ROWS`], lower in tests.
+    /// The fewest allowed rows the graph answers for ([`ann::min_rows`]; lower in tests).
     min_rows: usize,
     rows: SearcherCache<Rows>,
 }
@@ -305,10 +305,10 @@ impl DenseIndex {
     /// Serves `vectors` by the exact scan until [`DenseIndex::build_graph`] has run.
     pub fn without_graph(vectors: Vectors) -> Self {
         DenseIndex {
+            min_rows: ann::min_rows(vectors.dim),
             vectors,
             ann: OnceLock::new(),
             graph_file: None,
-            min_rows: ann::MIN_ROWS,
             rows: SearcherCache::default(),
         }
     }

@@ -131,7 +131,9 @@ fn recall(found: &[(DocAddress, f32)], truth: &[(DocAddress, f32)]) -> f64 {
 
 #[test]
 fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() {
-    let n = ann::MIN_ROWS + 2_000;
+    // A lowered threshold (production's, `ann::min_rows`, is 600,000 rows of 32 floats).
+    let threshold = 20_000;
+    let n = threshold + 2_000;
     let v = random_vectors(n, 32, 11);
     let queries = random_vectors(200, 32, 12);
     // A third of the documents deleted; the rest alternate between two languages.
@@ -142,7 +144,8 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
         (0..n as u64).map(|i| 1 + i % 2).collect(),
         0,
     );
-    let index = DenseIndex::new(v);
+    let index = DenseIndex::without_graph(v).with_min_rows(threshold);
+    index.build_graph();
     let graph = index.graph().expect("a graph from the threshold on");
     let live = |row: usize| rows.address[row].is_some();
     let in_lang = |row: usize| live(row) && rows.lang[row] == 2;
@@ -197,11 +200,17 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
 #[test]
 fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_small_languages() {
     // Below the threshold: no graph, the exact scan.
-    let small = DenseIndex::new(random_vectors(ann::MIN_ROWS - 1, 8, 21));
+    // Production's threshold for 384 floats, and a lowered one for the 8 floats here (else
+    // 2.4 million rows).
+    assert_eq!(ann::min_rows(384), 50_000);
+    let threshold = 20_000;
+    let small =
+        DenseIndex::without_graph(random_vectors(threshold - 1, 8, 21)).with_min_rows(threshold);
+    small.build_graph();
     assert!(small.graph().is_none());
     // Above it: a language with fewer documents than the threshold, and a page past the most
     // the graph is asked for, are answered by the exact scan, identically.
-    let n = ann::MIN_ROWS + 500;
+    let n = threshold + 500;
     let rows = Rows::counted(
         (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
         (0..n as u64)
@@ -211,7 +220,7 @@ fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_sm
     );
     let queries = random_vectors(20, 8, 23);
     // Installed without its graph (as the embedding job does first): the exact scan answers.
-    let index = DenseIndex::without_graph(random_vectors(n, 8, 22));
+    let index = DenseIndex::without_graph(random_vectors(n, 8, 22)).with_min_rows(threshold);
     assert!(index.graph().is_none());
     let (top, _) = index.nearest(&rows, queries.row(0), 10, 0, None);
     assert_eq!(top, exact(&index, &rows, queries.row(0), 10, None));
