@@ -1,35 +1,69 @@
 //! The approximate nearest-neighbour index over the document vectors: usearch's HNSW graph
-//! (Unum's single-header C++ library through its own `cxx` binding), built over every row
-//! when vectors are installed (`super::DenseIndex::build_graph`, from [`MIN_ROWS`] rows: the
-//! embedding job serves new vectors by the exact scan while it builds), searched by
+//! (Unum's single-header C++ library through its own `cxx` binding), loaded or built over every
+//! row when vectors are installed (`super::DenseIndex::build_graph`, from [`min_rows`] rows: the
+//! embedding job serves new vectors by the exact scan meanwhile), searched by
 //! `super::DenseIndex::nearest` when the documents a query may return are at least
-//! [`MIN_ROWS`]; below that the exact scan answers.
+//! [`min_rows`]; below that the exact scan answers.
 //!
-//! Why usearch, and these settings (`examples/ann_bench.rs`, docs/BENCHMARKS.md "Nearest
-//! neighbours (issue 33)": the demo's 32,900 × 384 MiniLM vectors and 798 real queries, one
-//! thread, same run): with each crate's usual settings (16 links, 128 candidates when adding,
-//! 64 when searching) usearch answered in 0.13 ms (p50, k = 10) against hnsw_rs 0.23 ms,
-//! hannoy 0.40 ms and the exact scan 2.08 ms; it was built in 6.6 s, hnsw_rs in 4.4 s and
-//! hannoy in 25 s (3.1, 5.5 and 16.8 s in a quieter run); and it has deletes (tombstones),
-//! filtered search, save and a memory-mapped view, where hnsw_rs cannot delete and hannoy
-//! rebuilds through LMDB. But all three found only 0.70–0.73 of the
-//! exact top 10 for these queries (0.99 for the documents' own vectors as queries): short
-//! queries sit far from every document, where a graph walk stops early. Recall@10 ≥ 0.98 took
-//! 32 links, 256 candidates when adding and 1,024 when searching (0.981 on the demo, 1.55 ms
-//! against the exact scan's 2.07 ms, built in 5.4 s), which saves little at the demo's size
-//! and most of the scan from about 50,000 rows, hence [`MIN_ROWS`] (100,000 rows, the demo's
-//! and two perturbed copies of each: 3.7 ms against 17.9 ms on a loaded machine, recall@10
-//! 0.972).
+//! Why usearch (`examples/ann_bench.rs`, docs/BENCHMARKS.md "Nearest neighbours (issue 33)":
+//! the demo's 32,900 × 384 MiniLM vectors and 798 real queries, one thread, same run): with
+//! each crate's usual settings (16 links, 128 candidates when adding, 64 when searching)
+//! usearch answered in 0.13 ms (p50, k = 10) against hnsw_rs 0.23 ms, hannoy 0.40 ms and the
+//! exact scan 2.08 ms; it was built in 6.6 s, hnsw_rs in 4.4 s and hannoy in 25 s (3.1, 5.5 and
+//! 16.8 s in a quieter run); and it has deletes (tombstones), filtered search, save and a
+//! memory-mapped view, where hnsw_rs cannot delete and hannoy rebuilds through LMDB. But all
+//! three found only 0.70–0.73 of the exact top 10 for these queries (0.99 for the documents'
+//! own vectors as queries): short queries sit far from every document, where a graph walk
+//! stops early.
+//!
+//! The settings: 32 links and 256 candidates when adding (twice usearch's defaults), and
+//! [`expansion_search`] candidates when searching, 2,048 at 100,000 rows and growing with the
+//! square root of the rows. A fixed 1,024 found 0.981 of the exact top 10 on the demo but
+//! 0.972 at 100,000 rows (the demo's vectors plus perturbed copies, `--scale`), and the
+//! candidates the same recall needs grew about with the square root of the rows (MiniLM:
+//! 0.972 with 1,024 at 100,000 and with 1,536 at 200,000; 0.982 with 1,536 at 100,000, 0.980
+//! with 2,048 at 200,000). With the rule, recall@10 stayed 0.985–0.989 (recall@100 within
+//! 0.003 of it) on the MiniLM and the static (Model2Vec, 256 dims) vectors at 50,000,
+//! 100,000 and 200,000 rows, in 0.5–0.75 of the exact scan's time (BENCHMARKS: e.g. MiniLM at
+//! 100,000 rows 2.98 ms against 5.35 ms). More links or candidates when adding were not
+//! needed (a rebuild costs minutes; the search expansion alone reached the target).
+//!
+//! Where the graph answers ([`MIN_FLOATS`]): a graph search's cost hardly depends on the
+//! dimension (random reads of linked rows: 1.9 ms at 50,000 rows with 1,536 candidates for
+//! both 384 and 256 dimensions), the exact scan's grows with it (2.85 and 2.03 ms). So the
+//! threshold counts the floats the scan would read: 50,000 rows of 384 dimensions, where the
+//! graph took 0.6 of the scan's time; 78,125 of 256, since at 50,000 rows the static vectors'
+//! graph was no faster than their scan (1.9 against 2.0 ms).
 //!
 //! The graph's keys are row numbers. A search is filtered by the rows the caller allows (live
 //! documents, in the query's language), and its hits are scored again with `super::dot`, so a
 //! document's score is the one the exact scan gives it and ties are broken by id as there.
 //! When the graph returns fewer rows than asked for (a filter that leaves few of the rows the
 //! graph walks through, or no free search context) the caller falls back to the exact scan:
-//! an answer never lacks live documents the filter allows because of the graph. The graph is
-//! rebuilt when the vectors change and kept when a run of the embedding job leaves them equal;
-//! it is not persisted yet (one thread built 100,000 rows in 49–87 s, rayon's threads share the
-//! work; a starting server searches by the exact scan until then).
+//! an answer never lacks live documents the filter allows because of the graph.
+//!
+//! **The graph file** (`vectors.graph` beside `vectors.bin`, [`FILE_NAME`]): building takes
+//! 23 s of one core at 100,000 rows (both cores halve it), loading the saved graph 0.4 s, so
+//! the graph is saved after every build and a restarting server loads it. One line of JSON
+//! first: the sha256 of the vectors it was built from ([`vectors_sha256`]: dimension, rows and
+//! every float), the settings, and the sha256 of usearch's serialisation, which follows.
+//! Written atomically (`crate::durable`, as `super::store` writes the vectors). A file of other
+//! vectors (the embedding job changed some), of other settings, or damaged (checksum, sizes)
+//! is refused with its path named, rebuilt and saved again; the checksum is verified before
+//! usearch parses a byte, since usearch trusts the sizes in its file. Loaded into memory
+//! (`load_from_buffer`) rather than memory-mapped (`view`): a mapped graph is read-only, and
+//! its file must never change under it.
+//!
+//! The graph file does not ship with index generations (`crate::cluster::generation` ships
+//! `vectors.bin`): it is derived from the vectors, which ship and are checked; the
+//! publisher's graph may not be built yet when it publishes (it is built after the vectors
+//! are installed); and it is larger than the vectors (181 MB against 156 MB at 100,000 rows
+//! of 384 dimensions), a new blob whenever a vector changes. A follower builds its own from
+//! the vectors it installs, once, and saves it, so its restarts load it.
+//!
+//! The graph is rebuilt, not updated in place, when the embedding job changes some rows: rows
+//! are in id order, so an added or removed document renumbers every row after it, and the
+//! keys of the graph would have to follow (usearch's `rename`, one by one).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
