@@ -16,7 +16,7 @@
 //! rows (each copy: the row plus uniform noise of norm about 0.6, normalised: a cosine of about
 //! 0.85 with its source). `--m`, `--ef-add` and `--ef` set the graphs' links per node and
 //! candidates when adding and searching (default 16, 128, 64; `--ef` may be a list, `1024,2048`,
-//! each measured on the same graph); `--doc-queries N` searches for N documents' own vectors
+//! each measured on the same graph, and `rankd` is rankd's rule for the rows measured); `--doc-queries N` searches for N documents' own vectors
 //! instead of the queries. `--graph-cache FILE`: usearch's graph is loaded from FILE when it
 //! exists (its "build s" is then the load time) and saved there after a build, so that a sweep
 //! of `--ef` over several runs builds each graph once (the file must come from the same
@@ -43,6 +43,8 @@ use rankd::dense::{self, store, Vectors};
 
 /// The candidates a graph search keeps (`--ef`; 0: 64, usearch's default), at least k.
 static EF: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// `--ef rankd`: rankd's own candidates for the rows measured (`dense::ann::expansion_search`).
+const RANKD_EF: usize = usize::MAX;
 /// Links per node (`--m`; 0: 16, usearch's default) and candidates when adding (`--ef-add`; 0:
 /// 128, usearch's default).
 static M: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -391,7 +393,10 @@ fn main() -> anyhow::Result<()> {
                     .next()
                     .expect("--ef N[,N…]")
                     .split(',')
-                    .map(str::parse)
+                    .map(|ef| match ef {
+                        "rankd" => Ok(RANKD_EF),
+                        n => n.parse(),
+                    })
                     .collect::<Result<_, _>>()?
             }
             "--graph-cache" => {
@@ -423,6 +428,9 @@ fn main() -> anyhow::Result<()> {
         None => queries,
     };
     let n = vectors.len();
+    for ef in efs.iter_mut().filter(|ef| **ef == RANKD_EF) {
+        *ef = dense::ann::expansion_search(n);
+    }
     eprintln!("{n} rows × {}, {} queries", vectors.dim, queries.len());
 
     let exact = Exact(&vectors);
