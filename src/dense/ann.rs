@@ -22,18 +22,19 @@
 //! 0.972 at 100,000 rows (the demo's vectors plus perturbed copies, `--scale`), and the
 //! candidates the same recall needs grew about with the square root of the rows (MiniLM:
 //! 0.972 with 1,024 at 100,000 and with 1,536 at 200,000; 0.982 with 1,536 at 100,000, 0.980
-//! with 2,048 at 200,000). With the rule, recall@10 stayed 0.985–0.989 (recall@100 within
-//! 0.003 of it) on the MiniLM and the static (Model2Vec, 256 dims) vectors at 50,000,
-//! 100,000 and 200,000 rows, in 0.5–0.75 of the exact scan's time (BENCHMARKS: e.g. MiniLM at
-//! 100,000 rows 2.98 ms against 5.35 ms). More links or candidates when adding were not
-//! needed (a rebuild costs minutes; the search expansion alone reached the target).
+//! with 2,048 at 200,000). With the rule, recall@10 was 0.985–0.990 and recall@100
+//! 0.983–0.990 on the MiniLM and the static (Model2Vec, 256 dims) vectors from the threshold
+//! to 200,000 rows, in 0.75–0.82 of the exact scan's time at the threshold and 0.45–0.67 at
+//! 100,000 and 200,000 rows (docs/BENCHMARKS.md; e.g. MiniLM at 100,000 rows 3.0 ms against
+//! 5.4 ms). More links or candidates when adding were not needed (a rebuild per setting costs
+//! minutes; the search expansion alone reached the target).
 //!
 //! Where the graph answers ([`MIN_FLOATS`]): a graph search's cost hardly depends on the
-//! dimension (random reads of linked rows: 1.9 ms at 50,000 rows with 1,536 candidates for
-//! both 384 and 256 dimensions), the exact scan's grows with it (2.85 and 2.03 ms). So the
-//! threshold counts the floats the scan would read: 50,000 rows of 384 dimensions, where the
-//! graph took 0.6 of the scan's time; 78,125 of 256, since at 50,000 rows the static vectors'
-//! graph was no faster than their scan (1.9 against 2.0 ms).
+//! dimension (random reads of linked rows: 1.9 and 2.0 ms at 50,000 rows with 1,536
+//! candidates for 384 and 256 dimensions), the exact scan's grows with it (2.85 and 2.03 ms).
+//! So the threshold counts the floats the scan would read: 50,000 rows of 384 dimensions,
+//! where the graph takes 0.75 of the scan's time, and 78,125 of 256 (0.82), since at 50,000
+//! rows the static vectors' graph was no faster than their scan.
 //!
 //! The graph's keys are row numbers. A search is filtered by the rows the caller allows (live
 //! documents, in the query's language), and its hits are scored again with `super::dot`, so a

@@ -13,7 +13,7 @@
 //!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::min_rows`]
 //!   documents a query may return (50,000 of 384 dimensions), through usearch's HNSW graph
 //!   ([`ann`], which says why that crate, those settings and that threshold; recall@10
-//!   0.985–0.989 against the exact scan from 50,000 to 200,000 rows; docs/BENCHMARKS.md,
+//!   0.985–0.990 against the exact scan from 50,000 to 200,000 rows; docs/BENCHMARKS.md,
 //!   "Nearest neighbours (issue 33)"), saved beside the vectors (`vectors.graph`) so that a
 //!   restart loads it instead of building it again. The dot product is written here
 //!   (eight independent sums the compiler turns into SIMD) because the iterator form adds in
