@@ -343,36 +343,21 @@ impl DenseIndex {
         self.ann.get_or_init(|| {
             let start = std::time::Instant::now();
             let rows = self.vectors.len();
-            let key = self.graph_file.as_ref().map(|path| {
-                let key = ann::vectors_sha256(&self.vectors);
-                match ann::Ann::load(path, &self.vectors, &key) {
-                    Ok(Some(graph)) => Ok(graph),
-                    Ok(None) => {
-                        tracing::info!(
-                            "document vectors: no nearest-neighbour graph saved in {}; \
-                             building it",
-                            path.display()
-                        );
-                        Err(key)
-                    }
-                    Err(e) => {
-                        tracing::warn!("document vectors: {e}; building the graph again");
-                        Err(key)
-                    }
-                }
-            });
-            let key = match key {
-                Some(Ok(graph)) => {
-                    tracing::info!(
-                        "document vectors: nearest-neighbour graph over {rows} vectors loaded \
-                         in {:.1} s",
-                        start.elapsed().as_secs_f64()
-                    );
-                    return Some(graph);
-                }
-                Some(Err(key)) => Some(key),
-                None => None,
-            };
+            let file = self
+                .graph_file
+                .as_deref()
+                .map(|path| (path, ann::vectors_sha256(&self.vectors)));
+            if let Some(graph) = file
+                .as_ref()
+                .and_then(|(path, key)| self.saved_graph(path, key))
+            {
+                tracing::info!(
+                    "document vectors: nearest-neighbour graph over {rows} vectors loaded in \
+                     {:.1} s",
+                    start.elapsed().as_secs_f64()
+                );
+                return Some(graph);
+            }
             let graph = match ann::Ann::build(&self.vectors) {
                 Ok(graph) => graph,
                 Err(e) => {
@@ -384,8 +369,8 @@ impl DenseIndex {
                 "document vectors: nearest-neighbour graph over {rows} vectors built in {:.1} s",
                 start.elapsed().as_secs_f64()
             );
-            if let (Some(path), Some(key)) = (&self.graph_file, key) {
-                if let Err(e) = graph.save(path, &self.vectors, &key) {
+            if let Some((path, key)) = &file {
+                if let Err(e) = graph.save(path, &self.vectors, key) {
                     tracing::warn!("document vectors: saving the graph: {e}");
                 }
             }
@@ -393,7 +378,26 @@ impl DenseIndex {
         });
     }
 
-    /// The graph, once built.
+    /// The graph saved in `path` for these vectors (whose [`ann::vectors_sha256`] is `key`),
+    /// if there is one; why there is none is logged.
+    fn saved_graph(&self, path: &Path, key: &str) -> Option<ann::Ann> {
+        match ann::Ann::load(path, &self.vectors, key) {
+            Ok(Some(graph)) => Some(graph),
+            Ok(None) => {
+                tracing::info!(
+                    "document vectors: no nearest-neighbour graph saved in {}; building it",
+                    path.display()
+                );
+                None
+            }
+            Err(e) => {
+                tracing::warn!("document vectors: {e}; building the graph again");
+                None
+            }
+        }
+    }
+
+    /// The graph, once built or loaded.
     fn graph(&self) -> Option<&ann::Ann> {
         self.ann.get().and_then(Option::as_ref)
     }
