@@ -29,8 +29,9 @@ QUERIES=(bench/queries/rust-docs.txt bench/devsets/questions.topics bench/devset
 export RAYON_NUM_THREADS=1
 # The crates' usual settings (16 links, 128 candidates when adding, 64 when searching).
 "$BIN" "$DATA/vectors.bin" "$MODEL" "${QUERIES[@]}" --query-cache "$CACHE" --runs 5
-# rankd's settings (src/dense/ann.rs), here and at the larger sizes.
-RANKD=(--m 32 --ef-add 256 --ef 1024)
+# rankd's settings (src/dense/ann.rs: the candidates when searching grow with the rows), here
+# and at the larger sizes.
+RANKD=(--m 32 --ef-add 256 --ef rankd)
 "$BIN" "$DATA/vectors.bin" "$MODEL" "${QUERIES[@]}" --query-cache "$CACHE" --runs 3 \
   --engines exact,usearch,hnsw_rs "${RANKD[@]}"
 for SCALE in "$@"; do

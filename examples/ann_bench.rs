@@ -15,8 +15,17 @@
 //! takes the first N rows, or grows the collection to N rows with perturbed copies of the real
 //! rows (each copy: the row plus uniform noise of norm about 0.6, normalised: a cosine of about
 //! 0.85 with its source). `--m`, `--ef-add` and `--ef` set the graphs' links per node and
-//! candidates when adding and searching (default 16, 128, 64); `--doc-queries N` searches for
-//! N documents' own vectors instead of the queries.
+//! candidates when adding and searching (default 16, 128, 64; `--ef` may be a list, `1024,2048`,
+//! each measured on the same graph, and `rankd` is rankd's rule for the rows measured); `--doc-queries N` searches for N documents' own vectors
+//! instead of the queries. `--graph-cache FILE`: usearch's graph is loaded from FILE when it
+//! exists (its "build s" is then the load time) and saved there after a build, so that a sweep
+//! of `--ef` over several runs builds each graph once (the file must come from the same
+//! vectors, `--scale`, `--m` and `--ef-add`: nothing checks it).
+//!
+//! `--restart DIR` measures instead what a restarting server spends on the graph of these
+//! (grown) vectors, through rankd's own code and settings (`DenseIndex::build_graph`): the
+//! vectors are written to `DIR/vectors.bin`, then read back (timed), and the graph is built and
+//! saved to `DIR/vectors.graph` when there is none there (timed), then loaded from it (timed).
 //!
 //! For each engine: the build time of the index over every row (one thread), its memory (the
 //! process's resident set before and after) and disk size, then for k = 10 and k = 100 the
@@ -34,6 +43,8 @@ use rankd::dense::{self, store, Vectors};
 
 /// The candidates a graph search keeps (`--ef`; 0: 64, usearch's default), at least k.
 static EF: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// `--ef rankd`: rankd's own candidates for the rows measured (`dense::ann::expansion_search`).
+const RANKD_EF: usize = usize::MAX;
 /// Links per node (`--m`; 0: 16, usearch's default) and candidates when adding (`--ef-add`; 0:
 /// 128, usearch's default).
 static M: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -150,6 +161,8 @@ fn grow(v: Vectors, n: usize) -> Vectors {
 /// An index under test: answers a query's `k` nearest rows, optionally among `allowed` only.
 trait Engine {
     fn top(&self, query: &[f32], k: usize, filtered: bool) -> Vec<u64>;
+    /// Takes the current `--ef` (graphs that keep it in the index).
+    fn set_ef(&self) {}
     fn disk_bytes(&self) -> u64;
     fn deletes(&self) -> &'static str;
 }
@@ -172,7 +185,7 @@ impl Engine for Exact<'_> {
 struct Usearch(usearch::Index);
 
 impl Usearch {
-    fn build(v: &Vectors) -> Usearch {
+    fn build(v: &Vectors, cache: Option<&Path>) -> Usearch {
         let options = usearch::IndexOptions {
             dimensions: v.dim,
             metric: usearch::MetricKind::IP,
@@ -183,9 +196,22 @@ impl Usearch {
             multi: false,
         };
         let index = usearch::Index::new(&options).expect("a usearch index");
-        index.reserve(v.len()).expect("usearch reserve");
-        for row in 0..v.len() {
-            index.add(row as u64, v.row(row)).expect("usearch add");
+        let cached = cache.filter(|c| c.exists());
+        if let Some(cache) = cached {
+            index
+                .load(cache.to_str().expect("a UTF-8 path"))
+                .expect("usearch load");
+            assert_eq!(index.size(), v.len(), "{}: another graph", cache.display());
+        } else {
+            index.reserve(v.len()).expect("usearch reserve");
+            for row in 0..v.len() {
+                index.add(row as u64, v.row(row)).expect("usearch add");
+            }
+            if let Some(cache) = cache {
+                index
+                    .save(cache.to_str().expect("a UTF-8 path"))
+                    .expect("usearch save");
+            }
         }
         index.change_expansion_search(ef(0));
         Usearch(index)
@@ -193,6 +219,9 @@ impl Usearch {
 }
 
 impl Engine for Usearch {
+    fn set_ef(&self) {
+        self.0.change_expansion_search(ef(0));
+    }
     fn top(&self, query: &[f32], k: usize, filtered: bool) -> Vec<u64> {
         let found = if filtered {
             self.0
@@ -346,7 +375,9 @@ fn main() -> anyhow::Result<()> {
     let (mut scale, mut runs) = (0usize, 3usize);
     let mut engines = "exact,usearch,hnsw_rs,hannoy".to_owned();
     let mut cache = None;
-    let mut ef = 0usize;
+    let mut efs = vec![0usize];
+    let mut graph_cache = None;
+    let mut restart = None;
     let mut doc_queries = 0usize;
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -357,8 +388,22 @@ fn main() -> anyhow::Result<()> {
             "--ef-add" => {
                 EF_ADD.store(args.next().expect("--ef-add N").parse()?, Ordering::Relaxed)
             }
-            "--ef" => ef = args.next().expect("--ef N").parse()?,
+            "--ef" => {
+                efs = args
+                    .next()
+                    .expect("--ef N[,N…]")
+                    .split(',')
+                    .map(|ef| match ef {
+                        "rankd" => Ok(RANKD_EF),
+                        n => n.parse(),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            "--graph-cache" => {
+                graph_cache = Some(PathBuf::from(args.next().expect("--graph-cache FILE")))
+            }
             "--doc-queries" => doc_queries = args.next().expect("--doc-queries N").parse()?,
+            "--restart" => restart = Some(PathBuf::from(args.next().expect("--restart DIR"))),
             "--query-cache" => cache = Some(PathBuf::from(args.next().expect("--query-cache F"))),
             _ => positional.push(PathBuf::from(a)),
         }
@@ -372,6 +417,9 @@ fn main() -> anyhow::Result<()> {
         vectors.dim,
     );
     let vectors = grow(vectors, scale);
+    if let Some(dir) = restart {
+        return measure_restart(vectors, &dir);
+    }
     // In-distribution queries instead: every (n / N)-th document's own vector.
     let queries = match vectors.len().checked_div(doc_queries) {
         Some(step) => (0..doc_queries)
@@ -379,8 +427,10 @@ fn main() -> anyhow::Result<()> {
             .collect(),
         None => queries,
     };
-    EF.store(ef, std::sync::atomic::Ordering::Relaxed);
     let n = vectors.len();
+    for ef in efs.iter_mut().filter(|ef| **ef == RANKD_EF) {
+        *ef = dense::ann::expansion_search(n);
+    }
     eprintln!("{n} rows × {}, {} queries", vectors.dim, queries.len());
 
     let exact = Exact(&vectors);
@@ -400,38 +450,48 @@ fn main() -> anyhow::Result<()> {
         let start = Instant::now();
         let engine: Box<dyn Engine + '_> = match name {
             "exact" => Box::new(Exact(&vectors)),
-            "usearch" => Box::new(Usearch::build(&vectors)),
+            "usearch" => Box::new(Usearch::build(&vectors, graph_cache.as_deref())),
             "hnsw_rs" => Box::new(HnswRs::build(&vectors)),
             "hannoy" => Box::new(Hannoy::build(&vectors)),
             other => anyhow::bail!("unknown engine {other}"),
         };
         let build = start.elapsed().as_secs_f64();
         let memory = resident_bytes().saturating_sub(before) as f64 / 1e6;
-        let filtered: f64 = queries
-            .iter()
-            .zip(&filtered_truth)
-            .map(|(q, t)| recall(&vectors, q, &engine.top(q, 10, true), t, false))
-            .sum::<f64>()
-            / queries.len() as f64;
-        for (k, truth) in &truths {
-            let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
-            let (mut hits, mut row_hits) = (0.0, 0.0);
-            for _ in 0..runs {
-                let mut times = Vec::with_capacity(queries.len());
-                (hits, row_hits) = (0.0, 0.0);
-                for (q, t) in queries.iter().zip(truth) {
-                    let start = Instant::now();
-                    let found = std::hint::black_box(engine.top(q, *k, false));
-                    times.push(start.elapsed().as_secs_f64() * 1e3);
-                    hits += recall(&vectors, q, &found, t, false);
-                    row_hits += recall(&vectors, q, &found, t, true);
+        // The exact scan once; each graph once per `--ef`.
+        let sweep = if name == "exact" { &efs[..1] } else { &efs[..] };
+        for &ef in sweep {
+            EF.store(ef, Ordering::Relaxed);
+            engine.set_ef();
+            let label = if name == "exact" || efs.len() == 1 {
+                name.to_owned()
+            } else {
+                format!("{name} ef={}", self::ef(0))
+            };
+            let filtered: f64 = queries
+                .iter()
+                .zip(&filtered_truth)
+                .map(|(q, t)| recall(&vectors, q, &engine.top(q, 10, true), t, false))
+                .sum::<f64>()
+                / queries.len() as f64;
+            for (k, truth) in &truths {
+                let (mut p50s, mut p99s) = (Vec::new(), Vec::new());
+                let (mut hits, mut row_hits) = (0.0, 0.0);
+                for _ in 0..runs {
+                    let mut times = Vec::with_capacity(queries.len());
+                    (hits, row_hits) = (0.0, 0.0);
+                    for (q, t) in queries.iter().zip(truth) {
+                        let start = Instant::now();
+                        let found = std::hint::black_box(engine.top(q, *k, false));
+                        times.push(start.elapsed().as_secs_f64() * 1e3);
+                        hits += recall(&vectors, q, &found, t, false);
+                        row_hits += recall(&vectors, q, &found, t, true);
+                    }
+                    times.sort_by(f64::total_cmp);
+                    p50s.push(percentile(&times, 0.5));
+                    p99s.push(percentile(&times, 0.99));
                 }
-                times.sort_by(f64::total_cmp);
-                p50s.push(percentile(&times, 0.5));
-                p99s.push(percentile(&times, 0.99));
-            }
-            println!(
-                "| {n} | {name} | {build:.2} | {memory:.0} | {:.0} | {k} | {:.3} | {:.3} | {:.4} | \
+                println!(
+                "| {n} | {label} | {build:.2} | {memory:.0} | {:.0} | {k} | {:.3} | {:.3} | {:.4} | \
                  {:.4} | {filtered:.4} | {} |",
                 engine.disk_bytes() as f64 / 1e6,
                 median(p50s),
@@ -440,7 +500,38 @@ fn main() -> anyhow::Result<()> {
                 row_hits / queries.len() as f64,
                 engine.deletes()
             );
+            }
         }
+    }
+    Ok(())
+}
+
+/// `--restart DIR` (see the module doc): one markdown table row per step.
+fn measure_restart(vectors: Vectors, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let path = store::path(dir);
+    store::write(&path, &vectors)?;
+    drop(vectors);
+    // The first pass builds (and saves), the second loads.
+    let _ = std::fs::remove_file(dense::ann::path(dir));
+    println!("| rows | step | s | graph |");
+    println!("|---|---|---|---|");
+    let threads = rayon::current_num_threads();
+    for _ in 0..2 {
+        let start = Instant::now();
+        let vectors = store::read(&path)?.expect("the vectors just written");
+        let read = start.elapsed().as_secs_f64();
+        let n = vectors.len();
+        println!("| {n} | read vectors.bin | {read:.2} | |");
+        let index =
+            dense::DenseIndex::without_graph(vectors).with_graph_file(dense::ann::path(dir));
+        let start = Instant::now();
+        index.build_graph();
+        let graph = start.elapsed().as_secs_f64();
+        println!(
+            "| {n} | graph ({threads} threads) | {graph:.2} | {:?} |",
+            index.graph_origin()
+        );
     }
     Ok(())
 }

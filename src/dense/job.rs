@@ -176,7 +176,12 @@ fn keep_up(
     });
     let index = match held {
         Some(held) if held.vectors == vectors => held.clone(),
-        _ => Arc::new(DenseIndex::new(vectors)),
+        _ => {
+            let dense =
+                DenseIndex::without_graph(vectors).with_graph_file(super::ann::path(&index.dir));
+            dense.build_graph();
+            Arc::new(dense)
+        }
     };
     Ok(Dense {
         embedder: embedder.clone(),

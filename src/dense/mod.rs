@@ -10,10 +10,12 @@
 //!   document addresses ([`Rows`], built once per set of segments, as `crate::text::columns`
 //!   caches its columns), so a deleted document is never a hit.
 //! - The nearest documents are found by an exact scan, every live row's dot product with the
-//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::MIN_ROWS`]
-//!   documents a query may return, through usearch's HNSW graph ([`ann`], which says why that
-//!   crate and that threshold; recall@10 0.98 against the exact scan on the demo's queries;
-//!   docs/BENCHMARKS.md, "Nearest neighbours (issue 33)"). The dot product is written here
+//!   query (2 ms on the demo's 32,900 × 384 vectors on one core), or, from [`ann::min_rows`]
+//!   documents a query may return (50,000 of 384 dimensions), through usearch's HNSW graph
+//!   ([`ann`], which says why that crate, those settings and that threshold; recall@10
+//!   0.985–0.990 against the exact scan from 50,000 to 200,000 rows; docs/BENCHMARKS.md,
+//!   "Nearest neighbours (issue 33)"), saved beside the vectors (`vectors.graph`) so that a
+//!   restart loads it instead of building it again. The dot product is written here
 //!   (eight independent sums the compiler turns into SIMD) because the iterator form adds in
 //!   order and cannot be vectorised.
 
@@ -281,17 +283,21 @@ impl Rows {
     }
 }
 
-/// Vectors being served, with their nearest-neighbour graph (from [`ann::MIN_ROWS`] rows, once
-/// built) and the row tables of the searcher last asked for.
+/// Vectors being served, with their nearest-neighbour graph (from [`ann::min_rows`] rows, once
+/// built or loaded) and the row tables of the searcher last asked for.
 pub struct DenseIndex {
     pub vectors: Vectors,
     /// Set once [`DenseIndex::build_graph`] has run: the graph, or none when it failed.
     ann: OnceLock<Option<ann::Ann>>,
+    /// Where the graph is saved and loaded from ([`ann::path`]); none: built, never saved.
+    graph_file: Option<PathBuf>,
+    /// The fewest allowed rows the graph answers for ([`ann::min_rows`]; lower in tests).
+    min_rows: usize,
     rows: SearcherCache<Rows>,
 }
 
 impl DenseIndex {
-    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]).
+    /// Serves `vectors` with their graph ([`DenseIndex::build_graph`]), never saved.
     pub fn new(vectors: Vectors) -> Self {
         let index = DenseIndex::without_graph(vectors);
         index.build_graph();
@@ -301,43 +307,104 @@ impl DenseIndex {
     /// Serves `vectors` by the exact scan until [`DenseIndex::build_graph`] has run.
     pub fn without_graph(vectors: Vectors) -> Self {
         DenseIndex {
+            min_rows: ann::min_rows(vectors.dim),
             vectors,
             ann: OnceLock::new(),
+            graph_file: None,
             rows: SearcherCache::default(),
         }
     }
 
-    /// Builds the vectors' graph when they are enough for it to be faster than the exact
-    /// scan and it is not built yet (seconds to minutes of CPU: the embedding job runs it
-    /// after installing the index, which the exact scan serves meanwhile). A graph that
-    /// cannot be built is logged, and the exact scan keeps serving.
+    /// Keeps the graph in `path` ([`ann::path`] of the data directory): loaded from there when
+    /// it was built from these vectors, else built and saved there.
+    pub fn with_graph_file(mut self, path: PathBuf) -> Self {
+        self.graph_file = Some(path);
+        self
+    }
+
+    /// Lowers the threshold of the graph, so that tests need not build 50,000 rows.
+    #[cfg(test)]
+    pub(crate) fn with_min_rows(mut self, rows: usize) -> Self {
+        self.min_rows = rows;
+        self
+    }
+
+    /// Loads or builds the vectors' graph when they are enough for it to be faster than the
+    /// exact scan and it is not there yet (seconds to minutes of CPU to build: the embedding
+    /// job runs it after installing the index, which the exact scan serves meanwhile). With a
+    /// graph file, a graph saved there from these very vectors is loaded (a second where a
+    /// build takes a minute); one that is missing, of other vectors or damaged is rebuilt,
+    /// said so in the log, and saved. A graph that cannot be built is logged, and the exact
+    /// scan keeps serving; one that cannot be saved is logged and served.
     pub fn build_graph(&self) {
-        if self.vectors.len() < ann::MIN_ROWS {
+        if self.vectors.len() < self.min_rows {
             return;
         }
         self.ann.get_or_init(|| {
             let start = std::time::Instant::now();
-            match ann::Ann::build(&self.vectors) {
-                Ok(graph) => {
-                    tracing::info!(
-                        "document vectors: nearest-neighbour graph over {} vectors built in \
-                         {:.1} s",
-                        self.vectors.len(),
-                        start.elapsed().as_secs_f64()
-                    );
-                    Some(graph)
-                }
+            let rows = self.vectors.len();
+            let file = self
+                .graph_file
+                .as_deref()
+                .map(|path| (path, ann::vectors_sha256(&self.vectors)));
+            if let Some(graph) = file
+                .as_ref()
+                .and_then(|(path, key)| self.saved_graph(path, key))
+            {
+                tracing::info!(
+                    "document vectors: nearest-neighbour graph over {rows} vectors loaded in \
+                     {:.1} s",
+                    start.elapsed().as_secs_f64()
+                );
+                return Some(graph);
+            }
+            let graph = match ann::Ann::build(&self.vectors) {
+                Ok(graph) => graph,
                 Err(e) => {
                     tracing::error!("document vectors: {e}; searching by the exact scan");
-                    None
+                    return None;
+                }
+            };
+            tracing::info!(
+                "document vectors: nearest-neighbour graph over {rows} vectors built in {:.1} s",
+                start.elapsed().as_secs_f64()
+            );
+            if let Some((path, key)) = &file {
+                if let Err(e) = graph.save(path, &self.vectors, key) {
+                    tracing::warn!("document vectors: saving the graph: {e}");
                 }
             }
+            Some(graph)
         });
     }
 
-    /// The graph, once built.
+    /// The graph saved in `path` for these vectors (whose [`ann::vectors_sha256`] is `key`),
+    /// if there is one; why there is none is logged.
+    fn saved_graph(&self, path: &Path, key: &str) -> Option<ann::Ann> {
+        match ann::Ann::load(path, &self.vectors, key) {
+            Ok(Some(graph)) => Some(graph),
+            Ok(None) => {
+                tracing::info!(
+                    "document vectors: no nearest-neighbour graph saved in {}; building it",
+                    path.display()
+                );
+                None
+            }
+            Err(e) => {
+                tracing::warn!("document vectors: {e}; building the graph again");
+                None
+            }
+        }
+    }
+
+    /// The graph, once built or loaded.
     fn graph(&self) -> Option<&ann::Ann> {
         self.ann.get().and_then(Option::as_ref)
+    }
+
+    /// Whether the graph was built or loaded; `None` while there is none.
+    pub fn graph_origin(&self) -> Option<ann::Origin> {
+        self.graph().map(ann::Ann::origin)
     }
 
     /// The row tables of `searcher`, built when its segments differ from the last ones.
@@ -365,7 +432,7 @@ impl DenseIndex {
         // only scores those, is as fast); the exact scan too when the graph finds fewer than
         // the documents asked for (see `ann`).
         let from_graph = match self.graph() {
-            Some(graph) if ranked >= ann::MIN_ROWS && want <= ann::MAX_WANT => {
+            Some(graph) if ranked >= self.min_rows && want <= ann::MAX_WANT => {
                 let top = graph.search(&self.vectors, query, want, allowed);
                 (top.len() == want).then_some(top)
             }
@@ -448,8 +515,8 @@ impl Status {
 /// The stored vectors of `index` with the embedder that computed them, for searching:
 /// `embedder` names its directory (else the one the vector file records). `Ok(None)` when
 /// the index has no vectors. Vectors from another embedder than the one given are refused:
-/// a query must be embedded by the model its documents were. The vectors' graph is built
-/// before returning.
+/// a query must be embedded by the model its documents were. The vectors' graph is loaded
+/// from the data directory's graph file, or built (and saved there), before returning.
 pub fn load(index: &TextIndex, embedder: Option<&Path>) -> Result<Option<Dense>, DenseError> {
     let dense = load_without_graph(index, embedder)?;
     if let Some(d) = &dense {
@@ -484,6 +551,6 @@ pub fn load_without_graph(
     let embedder = crate::embed::AnyEmbedder::load(&dir)?;
     Ok(Some(Dense {
         embedder: Arc::new(embedder),
-        index: Arc::new(DenseIndex::without_graph(vectors)),
+        index: Arc::new(DenseIndex::without_graph(vectors).with_graph_file(ann::path(&index.dir))),
     }))
 }

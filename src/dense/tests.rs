@@ -131,7 +131,9 @@ fn recall(found: &[(DocAddress, f32)], truth: &[(DocAddress, f32)]) -> f64 {
 
 #[test]
 fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() {
-    let n = ann::MIN_ROWS + 2_000;
+    // A lowered threshold (production's, `ann::min_rows`, is 600,000 rows of 32 floats).
+    let threshold = 20_000;
+    let n = threshold + 2_000;
     let v = random_vectors(n, 32, 11);
     let queries = random_vectors(200, 32, 12);
     // A third of the documents deleted; the rest alternate between two languages.
@@ -142,7 +144,8 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
         (0..n as u64).map(|i| 1 + i % 2).collect(),
         0,
     );
-    let index = DenseIndex::new(v);
+    let index = DenseIndex::without_graph(v).with_min_rows(threshold);
+    index.build_graph();
     let graph = index.graph().expect("a graph from the threshold on");
     let live = |row: usize| rows.address[row].is_some();
     let in_lang = |row: usize| live(row) && rows.lang[row] == 2;
@@ -197,11 +200,17 @@ fn above_the_threshold_the_graph_finds_the_exact_top_ten_with_recall_over_098() 
 #[test]
 fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_small_languages() {
     // Below the threshold: no graph, the exact scan.
-    let small = DenseIndex::new(random_vectors(ann::MIN_ROWS - 1, 8, 21));
+    // Production's threshold for 384 floats, and a lowered one for the 8 floats here (else
+    // 2.4 million rows).
+    assert_eq!(ann::min_rows(384), 50_000);
+    let threshold = 20_000;
+    let small =
+        DenseIndex::without_graph(random_vectors(threshold - 1, 8, 21)).with_min_rows(threshold);
+    small.build_graph();
     assert!(small.graph().is_none());
     // Above it: a language with fewer documents than the threshold, and a page past the most
     // the graph is asked for, are answered by the exact scan, identically.
-    let n = ann::MIN_ROWS + 500;
+    let n = threshold + 500;
     let rows = Rows::counted(
         (0..n as u32).map(|i| Some(DocAddress::new(0, i))).collect(),
         (0..n as u64)
@@ -211,7 +220,7 @@ fn the_exact_scan_answers_below_the_threshold_before_the_graph_deep_pages_and_sm
     );
     let queries = random_vectors(20, 8, 23);
     // Installed without its graph (as the embedding job does first): the exact scan answers.
-    let index = DenseIndex::without_graph(random_vectors(n, 8, 22));
+    let index = DenseIndex::without_graph(random_vectors(n, 8, 22)).with_min_rows(threshold);
     assert!(index.graph().is_none());
     let (top, _) = index.nearest(&rows, queries.row(0), 10, 0, None);
     assert_eq!(top, exact(&index, &rows, queries.row(0), 10, None));
@@ -238,4 +247,128 @@ fn rows_of(index: &DenseIndex) -> Rows {
         vec![0; n],
         0,
     )
+}
+
+/// An index over `v` that keeps its graph in `path`, from 1,000 rows (tests need not build
+/// 50,000), its graph loaded or built.
+fn with_graph_file(v: &Vectors, path: &Path) -> DenseIndex {
+    let index = DenseIndex::without_graph(v.clone())
+        .with_graph_file(path.to_path_buf())
+        .with_min_rows(1_000);
+    index.build_graph();
+    index
+}
+
+#[test]
+fn a_saved_graph_is_loaded_and_answers_as_the_graph_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let v = random_vectors(3_000, 16, 31);
+    let built = with_graph_file(&v, &path);
+    let first = built.graph().expect("a graph from the lowered threshold");
+    assert_eq!(first.origin(), ann::Origin::Built);
+    assert!(path.exists(), "the graph is saved");
+    let loaded = with_graph_file(&v, &path);
+    let second = loaded.graph().expect("a graph");
+    assert_eq!(second.origin(), ann::Origin::Loaded);
+    // The very graph: usearch serialises both alike, and they answer alike, filtered or not.
+    assert!(
+        first.to_bytes() == second.to_bytes(),
+        "another graph was loaded"
+    );
+    let rows = rows_of(&built);
+    let queries = random_vectors(50, 16, 32);
+    for q in 0..queries.len() {
+        let query = queries.row(q);
+        let filters: [fn(usize) -> bool; 2] = [|_| true, |row| row % 3 == 1];
+        for allowed in filters {
+            assert_eq!(
+                first.search(&v, query, 10, allowed),
+                second.search(&v, query, 10, allowed)
+            );
+        }
+        assert_eq!(
+            built.nearest(&rows, query, 20, 5, None),
+            loaded.nearest(&rows, query, 20, 5, None)
+        );
+    }
+}
+
+#[test]
+fn a_graph_saved_from_other_vectors_is_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let old = random_vectors(3_000, 16, 33);
+    with_graph_file(&old, &path);
+    // One row changed (the embedding job re-embedded one document): the saved graph is stale.
+    let mut new = old.clone();
+    let other = random_vectors(1, 16, 34);
+    new.data[..16].copy_from_slice(other.row(0));
+    let e = ann::Ann::load(&path, &new, &ann::vectors_sha256(&new))
+        .err()
+        .expect("a stale graph is refused");
+    assert!(e.to_string().contains("vectors.graph"), "{e}");
+    let rebuilt = with_graph_file(&new, &path);
+    assert_eq!(rebuilt.graph().unwrap().origin(), ann::Origin::Built);
+    // Saved again, for the new vectors: now loaded for them, and stale for the old ones.
+    assert_eq!(
+        with_graph_file(&new, &path).graph().unwrap().origin(),
+        ann::Origin::Loaded
+    );
+    assert_eq!(
+        with_graph_file(&old, &path).graph().unwrap().origin(),
+        ann::Origin::Built
+    );
+    // Fewer rows, the same first ones: stale too.
+    let fewer = Vectors {
+        ids: old.ids[..2_000].to_vec(),
+        text_hashes: old.text_hashes[..2_000].to_vec(),
+        data: old.data[..2_000 * 16].to_vec(),
+        ..old.clone()
+    };
+    assert_eq!(
+        with_graph_file(&fewer, &path).graph().unwrap().origin(),
+        ann::Origin::Built
+    );
+}
+
+#[test]
+fn a_damaged_graph_file_is_rebuilt_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ann::path(dir.path());
+    let v = random_vectors(3_000, 16, 35);
+    with_graph_file(&v, &path);
+    let good = std::fs::read(&path).unwrap();
+    let newline = good.iter().position(|&b| b == b'\n').unwrap();
+    let mut flipped = good.clone();
+    flipped[newline + good.len() / 2] ^= 0x5a;
+    let damaged: [(&str, Vec<u8>); 5] = [
+        ("truncated", good[..good.len() / 2].to_vec()),
+        ("header only", good[..newline + 1].to_vec()),
+        ("a flipped byte", flipped),
+        (
+            "garbage",
+            (0..200_000u32).map(|i| (i * 7 + 3) as u8).collect(),
+        ),
+        ("empty", Vec::new()),
+    ];
+    for (what, bytes) in damaged {
+        std::fs::write(&path, &bytes).unwrap();
+        let e = ann::Ann::load(&path, &v, &ann::vectors_sha256(&v))
+            .err()
+            .unwrap_or_else(|| panic!("{what}: loaded"));
+        assert!(e.to_string().contains("vectors.graph"), "{what}: {e}");
+        let index = with_graph_file(&v, &path);
+        assert_eq!(
+            index.graph().unwrap().origin(),
+            ann::Origin::Built,
+            "{what}"
+        );
+        // ... and saved whole again.
+        assert_eq!(
+            with_graph_file(&v, &path).graph().unwrap().origin(),
+            ann::Origin::Loaded,
+            "{what}"
+        );
+    }
 }
