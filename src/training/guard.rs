@@ -382,4 +382,76 @@ mod tests {
         }
         assert_eq!(hold_out(classes).1, held);
     }
+
+    /// A model records the embedder of the vectors its windows came from only when it reads
+    /// the dense similarity (`super::super::record_embedder`), and the guard refuses one
+    /// trained on another embedder's similarities, naming both, whatever it scores on this
+    /// index's windows (which hold this index's similarities, not what it would be served).
+    #[test]
+    fn a_model_of_another_embedders_similarities_is_refused() {
+        let model = crate::embed::tests::tiny_model();
+        let data = tempfile::tempdir().unwrap();
+        let index = crate::text::TextIndex::open_or_create(data.path(), None).unwrap();
+        index
+            .upsert((0..6).map(|i| crate::corpus::Document {
+                id: format!("d{i}"),
+                title: "sort the vector".into(),
+                body: format!("how do i iterate over a hash map {i}."),
+                ..Default::default()
+            }))
+            .unwrap();
+        let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
+        crate::dense::build::update(
+            data.path(),
+            &index,
+            &embedder,
+            crate::dense::DocText::DEFAULT,
+            &mut |w| panic!("{w}"),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let engine = Engine::new(index).with_stored_vectors(None).unwrap();
+        let here = super::super::embedder_of(&engine).unwrap();
+        assert_eq!(here, crate::dense::fingerprint(model.path()).unwrap());
+        let text_only = crate::rerank::testutil::linear_model(&["bm25f"], &[1.0], &[1.0, 2.0]);
+        let kept = super::super::record_embedder(text_only.clone(), Some(&here));
+        assert_eq!(
+            (kept.training.embedder.as_deref(), kept.id()),
+            (None, text_only.id())
+        );
+        let reads = crate::rerank::testutil::linear_model(
+            &[crate::features::DENSE_SIMILARITY, "bm25f"],
+            &[1.0, 0.5],
+            &[0.1, 1.0, 0.0, 10.0],
+        );
+        let recorded = super::super::record_embedder(reads.clone(), Some(&here));
+        assert_eq!(recorded.training.embedder.as_deref(), Some(here.as_str()));
+        let held_out: Classes = [(
+            "questions".to_string(),
+            vec![JudgedQuery {
+                qid: "1".into(),
+                text: "sort the vector".into(),
+                grades: [("d1".to_string(), 1)].into(),
+            }],
+        )]
+        .into();
+        let compare = |m: crate::rerank::Reranker| {
+            let candidate = ActiveModel::new(m, Default::default()).unwrap();
+            compare_on_index(&engine, &held_out, &candidate, None).unwrap()
+        };
+        let ok = compare(recorded);
+        assert!(
+            ok.refused
+                .as_deref()
+                .is_none_or(|r| !r.contains("embedder")),
+            "{:?}",
+            ok.refused
+        );
+        let other = "0".repeat(64);
+        let refused = compare(reads.with_embedder(other.clone())).refused.unwrap();
+        assert!(
+            refused.contains(&here) && refused.contains(&other),
+            "{refused}"
+        );
+    }
 }
