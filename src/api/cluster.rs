@@ -177,7 +177,7 @@ pub(crate) struct RootState {
     pub ready: AtomicBool,
     /// The admin token checked on the root's admin routes (`None`: they answer 503). It
     /// stays on the root: the writes go on to the leaves with the cluster key.
-    pub token: Option<String>,
+    pub token: Option<crate::admin::auth::AdminToken>,
     /// The root's impression log and `POST /events`, as a single node's: the answers users
     /// see and click are the root's.
     pub events: crate::events::EventStore,
@@ -269,30 +269,15 @@ async fn root_events(
 }
 
 /// Every `/admin/` request to a root needs its admin token, checked as a single node checks
-/// its own (`super::admin::auth`): 503 when none is configured, 401 for a missing or wrong
-/// one, 429 once an address has sent too many wrong ones within the minute.
+/// its own (`super::admin::auth::require_admin`): 503 when none is configured, 401 for a
+/// missing or wrong one, 429 once an address has sent too many wrong ones within the minute.
 async fn root_require_token(
     State(state): State<Arc<RootState>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = state.token.as_deref() else {
-        return ApiError::unavailable(
-            "admin_disabled",
-            "the admin API is disabled: set RANKD_ADMIN_TOKEN and restart",
-        )
-        .into_response();
-    };
-    let token = crate::admin::auth::AdminToken::new(token);
-    let secret = Bearer {
-        what: "admin token",
-        shown_as: "TOKEN",
-        realm: "Bearer realm=\"rankd admin\"",
-    };
-    require_bearer(&state.auth_failures, request, next, secret, |t| {
-        token.matches(t)
-    })
-    .await
+    super::admin::auth::require_admin(&state.auth_failures, state.token.as_ref(), request, next)
+        .await
 }
 
 /// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.

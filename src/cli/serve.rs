@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::admin::auth::AdminToken;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
@@ -395,7 +396,7 @@ fn serve_root_gossip(
         let state = Arc::new(RootState {
             root: node.root.clone(),
             ready: AtomicBool::new(false),
-            token: config.admin_token.clone(),
+            token: config.admin_token.as_deref().map(AdminToken::new),
             events: root_events(&config).await?,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,
@@ -437,7 +438,7 @@ fn serve_root(
         let state = Arc::new(RootState {
             root: Arc::new(root),
             ready: AtomicBool::new(false),
-            token: config.admin_token.clone(),
+            token: config.admin_token.as_deref().map(AdminToken::new),
             events: root_events(&config).await?,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,

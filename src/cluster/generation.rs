@@ -1059,27 +1059,13 @@ mod vector_tests {
 
     /// A data directory with three documents and their vectors (a tiny model's).
     fn source() -> (tempfile::TempDir, tempfile::TempDir) {
-        let model = crate::embed::tests::tiny_model();
-        let dir = tempfile::tempdir().unwrap();
-        let index = crate::text::TextIndex::open_or_create(dir.path(), None).unwrap();
-        index
-            .upsert((0..3).map(|i| crate::corpus::Document {
+        let (model, dir, _index) =
+            crate::dense::tests::indexed_with_vectors((0..3).map(|i| crate::corpus::Document {
                 id: format!("d{i}"),
                 title: "sort the vector".into(),
                 body: format!("how do i iterate over a hash map {i}."),
                 ..Default::default()
-            }))
-            .unwrap();
-        let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
-        crate::dense::build::update(
-            dir.path(),
-            &index,
-            &embedder,
-            crate::dense::DocText::DEFAULT,
-            &mut |w| panic!("{w}"),
-            &mut |_, _| {},
-        )
-        .unwrap();
+            }));
         (model, dir)
     }
 

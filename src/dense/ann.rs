@@ -260,15 +260,8 @@ impl Ann {
             path: path.to_path_buf(),
             message,
         };
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return Err(DenseError::Io {
-                    path: path.to_path_buf(),
-                    message: e.to_string(),
-                })
-            }
+        let Some(bytes) = super::store::read_optional(path)? else {
+            return Ok(None);
         };
         let newline = bytes
             .iter()

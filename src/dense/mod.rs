@@ -24,7 +24,7 @@ pub mod build;
 pub mod job;
 pub mod store;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

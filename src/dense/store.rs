@@ -88,17 +88,22 @@ pub fn write(path: &Path, vectors: &Vectors) -> Result<(), DenseError> {
     })
 }
 
+/// The bytes of the file at `path`; `Ok(None)` when there is none.
+pub(super) fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, DenseError> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(DenseError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
+    }
+}
+
 /// Reads the vector file at `path`; `Ok(None)` when there is none.
 pub fn read(path: &Path) -> Result<Option<Vectors>, DenseError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(DenseError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })
-        }
+    let Some(bytes) = read_optional(path)? else {
+        return Ok(None);
     };
     let newline = bytes
         .iter()

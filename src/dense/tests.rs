@@ -372,3 +372,26 @@ fn a_damaged_graph_file_is_rebuilt_not_read() {
         );
     }
 }
+
+/// A data directory whose index holds `docs` and whose vectors the tiny test model
+/// (`crate::embed::tests::tiny_model`) computed; the model's directory is returned too (its
+/// fingerprint is the vectors'). For other modules' tests.
+pub(crate) fn indexed_with_vectors(
+    docs: impl IntoIterator<Item = crate::corpus::Document>,
+) -> (tempfile::TempDir, tempfile::TempDir, crate::text::TextIndex) {
+    let model = crate::embed::tests::tiny_model();
+    let dir = tempfile::tempdir().unwrap();
+    let index = crate::text::TextIndex::open_or_create(dir.path(), None).unwrap();
+    index.upsert(docs).unwrap();
+    let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
+    super::build::update(
+        dir.path(),
+        &index,
+        &embedder,
+        super::DocText::DEFAULT,
+        &mut |w| panic!("{w}"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    (model, dir, index)
+}

@@ -389,27 +389,13 @@ mod tests {
     /// index's windows (which hold this index's similarities, not what it would be served).
     #[test]
     fn a_model_of_another_embedders_similarities_is_refused() {
-        let model = crate::embed::tests::tiny_model();
-        let data = tempfile::tempdir().unwrap();
-        let index = crate::text::TextIndex::open_or_create(data.path(), None).unwrap();
-        index
-            .upsert((0..6).map(|i| crate::corpus::Document {
+        let (model, _data, index) =
+            crate::dense::tests::indexed_with_vectors((0..6).map(|i| crate::corpus::Document {
                 id: format!("d{i}"),
                 title: "sort the vector".into(),
                 body: format!("how do i iterate over a hash map {i}."),
                 ..Default::default()
-            }))
-            .unwrap();
-        let embedder = crate::embed::AnyEmbedder::load(model.path()).unwrap();
-        crate::dense::build::update(
-            data.path(),
-            &index,
-            &embedder,
-            crate::dense::DocText::DEFAULT,
-            &mut |w| panic!("{w}"),
-            &mut |_, _| {},
-        )
-        .unwrap();
+            }));
         let engine = Engine::new(index).with_stored_vectors(None).unwrap();
         let here = super::super::embedder_of(&engine).unwrap();
         assert_eq!(here, crate::dense::fingerprint(model.path()).unwrap());

@@ -20,7 +20,24 @@ pub(crate) async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(token) = &state.ops.token else {
+    require_admin(
+        &state.auth_failures,
+        state.ops.token.as_ref(),
+        request,
+        next,
+    )
+    .await
+}
+
+/// Runs `next` if the request carries the admin `token`, as [`require_token`] checks it on a
+/// single node and `crate::api::cluster` on a root: 503 without a configured token.
+pub(crate) async fn require_admin(
+    throttle: &crate::admin::auth::FailureThrottle,
+    token: Option<&crate::admin::auth::AdminToken>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = token else {
         return ApiError::unavailable(
             "admin_disabled",
             "the admin API is disabled: set RANKD_ADMIN_TOKEN (or admin_token in the \
@@ -33,10 +50,7 @@ pub(crate) async fn require_token(
         shown_as: "TOKEN",
         realm: "Bearer realm=\"rankd admin\"",
     };
-    require_bearer(&state.auth_failures, request, next, secret, |t| {
-        token.matches(t)
-    })
-    .await
+    require_bearer(throttle, request, next, secret, |t| token.matches(t)).await
 }
 
 /// What a bearer check guards, for its answers.
