@@ -4,10 +4,13 @@
 //! [`RETRY_AFTER`], then tried again, so a recovered leaf is used again without a restart.
 //! And the root's health checks (`super::Root`'s task, every [`HEALTH_INTERVAL`]) call every
 //! replica's `info` within the leaf timeout, with or without traffic: a replica that fails
-//! its check is not called by searches until a check succeeds, so a dead or hung replica
-//! costs a search nothing (a shard left without a checked replica is dropped at once, flagged
-//! `partial`, or refused), and `/readyz` follows deaths and returns within one interval plus
-//! the timeout. Active checks of a fixed endpoint, as load balancers run them (Envoy's,
+//! its check counts as down until a check passes, so searches call its shard's other
+//! replicas first (a dead or hung replica beside a healthy one costs them nothing) and
+//! `/readyz` follows deaths and returns within one interval plus the timeout. A search still
+//! tries such a replica when its shard has no other left: a check that fails under load
+//! (a slow `info`, not a dead leaf) must not drop a shard from answers that its leaf could
+//! still give; a shard whose only replica hangs therefore costs each search the leaf
+//! timeout. Active checks of a fixed endpoint, as load balancers run them (Envoy's,
 //! HAProxy's); no failure detector of our own: the gossip's decides membership.
 //! Membership by gossip (`crate::cluster::membership`) decides which replicas a shard has;
 //! failover within a search does not wait for its failure detector. A search tries a shard's
@@ -157,14 +160,14 @@ impl Failover {
     }
 
     /// The next try's targets, one replica per shard that has one left (replicas believed up
-    /// first, then those a call failed on lately, as a probe; never one this search saw fail,
-    /// nor one whose health check fails), and the shards left without one.
+    /// first, then those a call or a health check failed on lately, as a probe; never one
+    /// this search saw fail), and the shards left without one.
     pub fn pick(&self, shards: &Shards) -> (Vec<Target>, Vec<ShardFailure>) {
         let mut targets = Vec::new();
         let mut failures = Vec::new();
         for (shard, replicas) in shards.iter().enumerate() {
             let order = self.orders[shard].iter().copied();
-            let fresh = |r: &usize| !self.tried[shard][*r] && replicas[*r].failed_check().is_none();
+            let fresh = |r: &usize| !self.tried[shard][*r];
             let pick = order
                 .clone()
                 .filter(fresh)
