@@ -114,15 +114,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub cluster_key_file: Option<PathBuf>,
     /// Serve HTTPS with this certificate chain (PEM, the server's certificate first; every
-    /// role). Needs `--tls-key`.
-    #[arg(long, env = "RANKD_TLS_CERT", value_name = "PEM", requires = "tls_key")]
+    /// role). Needs `--tls-key` [env: RANKD_TLS_CERT, read with the configuration].
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
-    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, env = "RANKD_TLS_KEY", value_name = "PEM", requires = "tls_cert")]
+    /// The private key of `--tls-cert` (PEM: PKCS#8, PKCS#1 or SEC1) [env: RANKD_TLS_KEY].
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// With `--role root`: the CA certificates (PEM) trusted for the leaves' `https://` URLs
-    /// [default: the system's].
-    #[arg(long, env = "RANKD_TLS_CA", value_name = "PEM")]
+    /// [env: RANKD_TLS_CA; default: the system's].
+    #[arg(long, value_name = "PEM")]
     pub tls_ca: Option<PathBuf>,
     /// With `--role leaf` or `root`: run without a cluster key (a leaf then answers anyone
     /// its cluster calls, which read every document of its shard). Only on a loopback

@@ -338,13 +338,21 @@ pub async fn verify(store: &Store, progress: &(dyn Fn() + Sync)) -> anyhow::Resu
     let Some(first) = latest(store, 0).await? else {
         bail!("the store {} has no generation of shard 0", store.url);
     };
-    let shards = manifest(store, 0, first).await?.shards;
+    let mut newest = Some(manifest(store, 0, first).await?);
+    let shards = newest.as_ref().map_or(0, |m| m.shards);
     let mut out = Vec::with_capacity(shards as usize);
     for shard in 0..shards {
-        let Some(generation) = latest(store, shard).await? else {
-            bail!("the store {} has no generation of shard {shard}", store.url);
+        // Shard 0's manifest is the one read above.
+        let m = match newest.take() {
+            Some(m) => m,
+            None => {
+                let Some(generation) = latest(store, shard).await? else {
+                    bail!("the store {} has no generation of shard {shard}", store.url);
+                };
+                manifest(store, shard, generation).await?
+            }
         };
-        let m = manifest(store, shard, generation).await?;
+        let generation = m.generation;
         let mut damaged = Vec::new();
         for file in &m.files {
             if let Some(problem) = blob_problem(store, file, Check::Contents).await? {

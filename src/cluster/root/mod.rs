@@ -824,7 +824,7 @@ impl Root {
             .default_hybrid
             .then(crate::search::request::default_hybrid);
         let mut fusion = q.fusion.as_ref().or(default_hybrid.as_ref());
-        let (kinds, depth) = match fusion {
+        let (kinds, mut depth) = match fusion {
             Some(f) => (f.inputs.clone(), f.depth),
             // Each shard's nearest documents by the same embedder's vectors: their dot
             // products compare across shards, so the merge is the single index's scan.
@@ -840,7 +840,7 @@ impl Root {
         let optional = default_hybrid.is_some();
         let timeout = self.options.leaf_timeout;
         // Every input's call to every shard at once.
-        let per_input: Vec<Vec<QueryReply>> =
+        let mut per_input: Vec<Vec<QueryReply>> =
             futures_util::future::try_join_all(kinds.iter().map(|&kind| {
                 fan_out(all_ref, move |t| {
                     let call = QueryCall {
@@ -868,8 +868,6 @@ impl Root {
                 })
             }))
             .await?;
-        let mut per_input = per_input;
-        let mut depth = depth;
         if default_hybrid.is_some() {
             // Hybrid only when every shard's vectors can give the reranker its similarity
             // (`Engine::dense_serves` on one index); else the lexical list alone.
