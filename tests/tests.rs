@@ -28,6 +28,7 @@ mod suite {
     mod cluster_gossip;
     mod cluster_loopback;
     mod cluster_metastore;
+    mod cluster_primary;
     mod cluster_trust;
     mod crash;
     mod demo_cli;

@@ -56,9 +56,9 @@ pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>
             state.clone(),
             writable,
         ))
+        .route("/cluster/v1/info", get(info))
         .with_state(state.clone());
     Router::new()
-        .route("/cluster/v1/info", get(info))
         .route("/cluster/v1/stats", post(stats))
         .route("/cluster/v1/table", post(table))
         .route("/cluster/v1/query", post(query))
@@ -88,16 +88,12 @@ async fn require_key(State(state): State<Arc<AppState>>, request: Request, next:
     .await
 }
 
-/// A leaf takes its root's writes while its own admin API is on; a leaf following a store has
-/// it off (write to the publishing index).
+/// A leaf takes its root's writes while its own admin API is on and it is no replica
+/// following a store (nor a primary another one fenced).
 async fn writable(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    if state.ops.token.is_none() {
-        return ApiError::unavailable(
-            "admin_disabled",
-            "this leaf takes no writes: its admin API is off (set RANKD_ADMIN_TOKEN; a leaf \
-             following a store is written through the publishing index)",
-        )
-        .into_response();
+    if let Err(why) = state.takes_writes() {
+        return ApiError::unavailable("no_writes", format!("this leaf takes no writes: {why}"))
+            .into_response();
     }
     next.run(request).await
 }
@@ -116,8 +112,11 @@ async fn inline<R: Send + 'static>(
         .map_err(ApiError::from)
 }
 
-async fn info(State(leaf): State<Leaf>) -> Json<InfoResponse> {
-    Json(leaf::info(leaf.engine()))
+async fn info(State(state): State<Arc<AppState>>) -> Json<InfoResponse> {
+    let mut info = leaf::info(&state.engine);
+    info.writes = state.takes_writes().is_ok();
+    info.primary = info.writes && state.primary.is_some();
+    Json(info)
 }
 
 async fn stats(
@@ -280,36 +279,80 @@ async fn root_require_token(
         .await
 }
 
-/// `POST /admin/documents` on a root: the batch split by shard and sent to every replica.
+/// The parameters of a write through a root.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RootWriteParams {
+    /// Copies of each written shard that must serve the write before the answer (a primary
+    /// and its replicas following the store; default 1, the primary: Elasticsearch's
+    /// default `wait_for_active_shards`).
+    wait_for: Option<usize>,
+    /// Deletion only: ids that are no document count as deleted already (default false).
+    missing_ok: Option<bool>,
+}
+
+impl super::params::QueryParams for RootWriteParams {
+    const NAMES: &'static [&'static str] = &["wait_for", "missing_ok"];
+}
+
+impl RootWriteParams {
+    fn wait_for(&self) -> Result<usize, ApiError> {
+        match self.wait_for {
+            Some(0) => Err(ApiError::bad_request("wait_for", "wait_for is at least 1")),
+            n => Ok(n.unwrap_or(1)),
+        }
+    }
+}
+
+/// `POST /admin/documents` on a root: the batch checked whole, then each shard's documents
+/// sent to its primary (or to every replica of a shard without one); the answer names each
+/// shard's part and, through a primary, the generation holding it.
 async fn root_documents(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
+    Query(p): Query<RootWriteParams>,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<crate::cluster::root::BatchReport>, ApiError> {
     let body = super::admin::body::bytes(raw)?;
+    if p.missing_ok.is_some() {
+        return Err(ApiError::bad_request(
+            "missing_ok",
+            "missing_ok applies to deletions",
+        ));
+    }
+    let wait_for = p.wait_for()?;
     super::guard::begin_write(commitment)?;
-    Ok(Json(state.root.upsert(&body).await?))
+    Ok(Json(state.root.upsert(&body, wait_for).await?))
 }
 
 /// `POST /admin/documents/delete` on a root: `{"ids": [..]}`, all or none as on a single
-/// node (an id that is no document of the collection is a 404, nothing deleted), then each
-/// shard's ids deleted on every replica.
+/// node (an id that is no document of the collection is a 404, nothing deleted) unless
+/// `missing_ok`, then each shard's ids deleted where its writes go.
 async fn root_delete(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
+    Query(p): Query<RootWriteParams>,
     raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let raw = super::admin::body::bytes(raw)?;
     let request: super::admin::documents::DeleteRequest = super::admin::body::json(&raw)?;
     let ids = request.ids()?;
-    if let Some((i, id)) = state.root.first_missing(&ids).await? {
-        let mut e = ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
-        e.field = Some(format!("ids[{i}]"));
-        return Err(e);
+    let wait_for = p.wait_for()?;
+    let missing_ok = p.missing_ok.unwrap_or(false);
+    if !missing_ok {
+        if let Some((i, id)) = state.root.first_missing(&ids).await? {
+            let mut e =
+                ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
+            e.field = Some(format!("ids[{i}]"));
+            return Err(e);
+        }
     }
     super::guard::begin_write(commitment)?;
-    let deleted = state.root.delete(&ids).await?;
-    Ok(Json(serde_json::json!({ "deleted": deleted })))
+    let report = state.root.delete(&ids, missing_ok, wait_for).await?;
+    Ok(Json(serde_json::json!({
+        "deleted": report.indexed,
+        "shards": report.shards,
+    })))
 }
 
 /// `GET /doc/{id}` on a root: the document from the shard its id routes to.

@@ -57,6 +57,13 @@ pub struct AppState {
     pub events: crate::events::EventStore,
     /// The running interleaving experiment (`admin::experiments`), read by every search.
     pub experiment: arc_swap::ArcSwapOption<admin::experiments::Running>,
+    /// A leaf's place in its collection: which shard of how many it serves, when known
+    /// (a shard directory of `rankd ingest --shards`, or a store's generation). Its writes
+    /// refuse documents whose ids route to another shard.
+    pub shard: Option<(u32, u32)>,
+    /// The shard's primary: every committed write is published to the store before it is
+    /// acknowledged (`crate::cluster::primary`).
+    pub primary: Option<Arc<crate::cluster::primary::Primary>>,
 }
 
 impl AppState {
@@ -81,6 +88,36 @@ impl AppState {
             leaf,
             events,
             experiment: arc_swap::ArcSwapOption::empty(),
+            shard: None,
+            primary: None,
+        }
+    }
+
+    /// A leaf serving shard `shard` of `shards`, its writes published by `primary` when it is
+    /// the shard's primary.
+    pub fn with_shard(
+        mut self,
+        shard: Option<(u32, u32)>,
+        primary: Option<Arc<crate::cluster::primary::Primary>>,
+    ) -> AppState {
+        self.shard = primary.as_ref().map(|p| (p.shard(), p.shards())).or(shard);
+        self.primary = primary;
+        self
+    }
+
+    /// Whether this node takes writes: its admin API is on, and it is no replica following
+    /// a store (or a primary another one fenced).
+    pub fn takes_writes(&self) -> Result<(), String> {
+        if self.ops.token.is_none() {
+            return Err(
+                "its admin API is off (set RANKD_ADMIN_TOKEN; a leaf following a \
+                        store is written through the shard's primary)"
+                    .into(),
+            );
+        }
+        match &self.primary {
+            Some(p) => p.fenced().map_or(Ok(()), Err),
+            None => Ok(()),
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
 use crate::cluster::node::{self, ClusterOptions, Following, GossipRoot, LeafGossip};
+use crate::cluster::primary::Primary;
 use crate::cluster::root::{RootOptions, StatsMode};
 use crate::config::{Config, Flags};
 use crate::db::{redact, Db};
@@ -104,6 +105,11 @@ pub struct ServeArgs {
     /// directory is then a replica: its admin API is off (write to the publishing index).
     #[arg(long, env = "RANKD_STORE")]
     pub store: Option<String>,
+    /// With `--store`: this leaf is the shard's primary: it takes the shard's writes,
+    /// publishes each one to the store as the shard's next generation before acknowledging
+    /// it, and the other leaves started with `--store` for the shard follow it.
+    #[arg(long, requires = "store")]
+    pub primary: bool,
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = node::DEFAULT_POLL.as_millis() as u64)]
     pub poll_ms: u64,
@@ -251,15 +257,31 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(crate::text::IndexConfig::load)
         .transpose()
         .map_err(|e| Invalid(format!("{e:#}")))?;
-    let following = match (args.store, cluster.shard_id) {
-        (Some(url), Some(shard)) => Some(Following::start(
-            &url,
-            shard,
-            &config.data_dir,
-            Duration::from_millis(args.poll_ms),
-        )?),
+    let poll = Duration::from_millis(args.poll_ms);
+    let (following, primary) = match (args.store, cluster.shard_id) {
+        (Some(url), Some(shard)) if args.primary => (
+            None,
+            Some(Arc::new(Primary::start(
+                &url,
+                shard,
+                &config.data_dir,
+                poll,
+            )?)),
+        ),
+        (Some(url), Some(shard)) => (
+            Some(Following::start(&url, shard, &config.data_dir, poll)?),
+            None,
+        ),
         (Some(_), None) => return Err(Invalid("--store needs --shard-id".into()).into()),
-        (None, _) => None,
+        (None, _) => (None, None),
+    };
+    // Which shard of how many the leaf serves: its writes refuse documents of other shards.
+    let shard = match (&primary, &following) {
+        (Some(p), _) => Some((p.shard(), p.shards())),
+        (None, Some(_)) => crate::cluster::generation::local_generation(&config.data_dir)?
+            .map(|m| (m.shard, m.shards)),
+        (None, None) if args.role == Role::Leaf => crate::cluster::shard_of_dir(&config.data_dir)?,
+        (None, None) => None,
     };
     let mut config = config;
     if following.is_some() && config.admin_token.is_some() {
@@ -295,12 +317,30 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     serve_index_with(
         index,
         config,
-        trust.filter(|_| args.role == Role::Leaf),
-        gossip,
-        following,
+        LeafParts {
+            trust: trust.filter(|_| args.role == Role::Leaf),
+            gossip,
+            following,
+            shard,
+            primary,
+        },
         args.worker_threads,
         dense,
     )
+}
+
+/// What makes a served index a leaf of a collection (all `None` for a single node).
+#[derive(Default)]
+pub(crate) struct LeafParts {
+    /// The cluster key callers of `/cluster/v1` must hold.
+    trust: Option<Trust>,
+    gossip: Option<LeafGossip>,
+    /// A replica following a store's generations.
+    following: Option<Following>,
+    /// Which shard of how many it serves.
+    shard: Option<(u32, u32)>,
+    /// The shard's primary, publishing its writes to the store.
+    primary: Option<Arc<Primary>>,
 }
 
 /// Runs `retrain` on the served engine, then serves the model the registry holds active
@@ -461,7 +501,11 @@ pub(crate) fn serve_index(
     leaf: Option<Trust>,
     dense: DenseJob,
 ) -> anyhow::Result<()> {
-    serve_index_with(index, config, leaf, None, None, None, Some(dense))
+    let leaf = LeafParts {
+        trust: leaf,
+        ..LeafParts::default()
+    };
+    serve_index_with(index, config, leaf, None, Some(dense))
 }
 
 /// Trains a reranker on the serving engine once its documents' vectors are ready, storing it
@@ -484,12 +528,17 @@ pub(crate) struct DenseJob {
 fn serve_index_with(
     index: TextIndex,
     config: Config,
-    leaf: Option<Trust>,
-    gossip: Option<LeafGossip>,
-    following: Option<Following>,
+    leaf: LeafParts,
     threads: Option<u16>,
     dense: Option<DenseJob>,
 ) -> anyhow::Result<()> {
+    let LeafParts {
+        trust: leaf,
+        gossip,
+        following,
+        shard,
+        primary,
+    } = leaf;
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
         eprintln!(
@@ -564,11 +613,13 @@ fn serve_index_with(
         let engine = crate::search::Engine::new(index)
             .with_links(links)
             .with_model(reranker);
-        if following.is_some() {
+        if following.is_some() || primary.is_some() {
             let held = crate::cluster::generation::local_generation(&engine.index.dir)?;
             engine.set_store_generation(held.map_or(0, |m| m.generation));
         }
-        let state = Arc::new(AppState::new(engine, ops, events, leaf, loaded.error));
+        let state = Arc::new(
+            AppState::new(engine, ops, events, leaf, loaded.error).with_shard(shard, primary),
+        );
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         if let Some(DenseJob { options, retrain }) = dense {
             let (state, stopping) = (state.clone(), stopping.clone());

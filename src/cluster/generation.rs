@@ -389,6 +389,9 @@ pub struct Published {
     pub seconds: f64,
     /// The manifest's key in the store.
     pub manifest: String,
+    /// The generation created (`None` when unchanged).
+    #[serde(skip)]
+    pub record: Option<Manifest>,
 }
 
 async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<()> {
@@ -514,6 +517,7 @@ pub async fn publish_after(
                 repaired,
                 seconds: started.elapsed().as_secs_f64(),
                 manifest: manifest_key(store, shard, m.generation).to_string(),
+                record: None,
             });
         }
     }
@@ -563,11 +567,14 @@ pub async fn publish_after(
         .await;
     match created {
         Ok(_) => {}
-        Err(object_store::Error::AlreadyExists { .. }) => bail!(
-            "another publisher created generation {generation} of shard {shard} in {} first; \
-             publish again",
-            store.url
-        ),
+        Err(object_store::Error::AlreadyExists { .. }) => {
+            return Err(AnotherPublisher {
+                shard,
+                generation,
+                url: store.url.clone(),
+            }
+            .into())
+        }
         Err(e) => return Err(anyhow!(e).context(format!("cannot write {key} to {}", store.url))),
     }
     // The manifest is the commit; CURRENT only spares readers the roll-forward.
@@ -590,7 +597,17 @@ pub async fn publish_after(
         repaired,
         seconds: started.elapsed().as_secs_f64(),
         manifest: key.to_string(),
+        record: Some(m),
     })
+}
+
+/// Publishing lost the race for its generation: another publisher created it first.
+#[derive(Debug, thiserror::Error)]
+#[error("another publisher created generation {generation} of shard {shard} in {url} first; publish again")]
+pub struct AnotherPublisher {
+    pub shard: u32,
+    pub generation: u64,
+    pub url: String,
 }
 
 /// The generation a replica's directory holds, if it follows a store.

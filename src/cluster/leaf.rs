@@ -232,6 +232,8 @@ pub fn info(engine: &Engine) -> InfoResponse {
         feature_set: FEATURE_SET_VERSION.to_string(),
         num_docs: engine.index.num_docs(),
         store_generation: engine.store_generation(),
+        writes: false,
+        primary: false,
     }
 }
 

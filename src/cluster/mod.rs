@@ -22,6 +22,7 @@ pub mod membership;
 pub mod metastore;
 pub mod node;
 pub mod placement;
+pub mod primary;
 pub mod root;
 pub mod routing;
 pub mod storage;
@@ -55,6 +56,21 @@ pub(crate) fn read_collection(dir: &Path) -> anyhow::Result<Option<Collection>> 
     let c = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a collection record", path.display()))?;
     Ok(Some(c))
+}
+
+/// Which shard of how many `data_dir` is, when it is a shard directory of a collection split
+/// by `rankd ingest --shards N` (`COLLECTION/shards/S`, beside `collection.json`).
+pub(crate) fn shard_of_dir(data_dir: &Path) -> anyhow::Result<Option<(u32, u32)>> {
+    let (Some(name), Some(collection)) = (
+        data_dir.file_name().and_then(|n| n.to_str()),
+        data_dir.parent().and_then(Path::parent),
+    ) else {
+        return Ok(None);
+    };
+    let (Ok(shard), Some(c)) = (name.parse::<u32>(), read_collection(collection)?) else {
+        return Ok(None);
+    };
+    Ok((shard < c.shards).then_some((shard, c.shards)))
 }
 
 fn dirs_of(dir: &Path, shards: u32) -> Vec<PathBuf> {

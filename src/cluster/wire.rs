@@ -45,6 +45,14 @@ pub struct InfoResponse {
     /// (`crate::cluster::generation`).
     #[serde(default)]
     pub store_generation: Option<u64>,
+    /// It takes the root's writes (`POST /cluster/v1/documents`): its admin API is on and it
+    /// is no replica following a store.
+    #[serde(default)]
+    pub writes: bool,
+    /// It is its shard's primary (`crate::cluster::primary`): its writes reach the store's
+    /// followers, which take none themselves.
+    #[serde(default)]
+    pub primary: bool,
 }
 
 /// `POST /cluster/v1/stats`: this shard's part of the collection statistics.

@@ -30,10 +30,48 @@ use crate::db::jobs::CreateError;
 pub(crate) struct BatchParams {
     /// start the graph job (`POST /admin/graph`) once the batch is committed (default false)
     recompute_links: Option<bool>,
+    /// deletion only: ids that are no document count as deleted already instead of rejecting
+    /// the request, so resending a deletion is safe (default false)
+    missing_ok: Option<bool>,
 }
 
 impl QueryParams for BatchParams {
-    const NAMES: &'static [&'static str] = &["recompute_links"];
+    const NAMES: &'static [&'static str] = &["recompute_links", "missing_ok"];
+}
+
+/// On a shard's primary, publishes the committed write before it is acknowledged
+/// (`crate::cluster::primary`): the generation holding it, or why it is not acknowledged.
+async fn publish(state: &Arc<AppState>) -> Result<Option<u64>, ApiError> {
+    let Some(primary) = &state.primary else {
+        return Ok(None);
+    };
+    primary
+        .publish(state.clone())
+        .await
+        .map(Some)
+        .map_err(|e| ApiError::unavailable("not_published", e.to_string()))
+}
+
+/// On a leaf that knows its shard, the first document whose id routes to another shard: a
+/// write that only a root (which routes) may send.
+fn misrouted(state: &AppState, ids: &[&str]) -> Result<(), ApiError> {
+    let Some((shard, shards)) = state.shard else {
+        return Ok(());
+    };
+    for (i, id) in ids.iter().enumerate() {
+        let to = crate::cluster::routing::shard_of(id, shards);
+        if to != shard {
+            return Err(ApiError::bad_request(
+                "body",
+                format!(
+                    "record {}: document {id:?} routes to shard {to} of {shards}, and this \
+                     leaf serves shard {shard}: write through a root; nothing was written",
+                    i + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Marks the link scores stale after a committed batch of `documents`. Called while the
@@ -109,6 +147,10 @@ pub async fn upsert(
             "the batch holds no documents (one JSON object per line)",
         ));
     }
+    misrouted(
+        &state,
+        &docs.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+    )?;
     let writing = state.ops.index_writes.lock().await;
     begin_write(commitment)?;
     let writer = state.clone();
@@ -117,11 +159,15 @@ pub async fn upsert(
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, indexed);
+    let generation = publish(&state).await?;
     drop(writing);
     let links = after_batch(&state, recompute).await;
-    Ok(Json(
-        json!({"indexed": indexed, "documents": state.engine.index.num_docs(), "links": links}),
-    ))
+    let mut answer =
+        json!({"indexed": indexed, "documents": state.engine.index.num_docs(), "links": links});
+    if let Some(g) = generation {
+        answer["generation"] = json!(g);
+    }
+    Ok(Json(answer))
 }
 
 #[derive(Deserialize)]
@@ -144,7 +190,8 @@ impl DeleteRequest {
     }
 }
 
-/// Deletes documents by id, all or none: an unknown id rejects the request.
+/// Deletes documents by id, all or none: an unknown id rejects the request (unless
+/// `missing_ok`).
 #[utoipa::path(
     post, path = "/documents/delete", tag = "admin",
     params(BatchParams),
@@ -153,7 +200,7 @@ impl DeleteRequest {
     responses(
         (status = 200, description = "`{\"deleted\":N,\"documents\":TOTAL,\"links\":{\"stale\":bool,\"recompute_job\":ID|null}}`"),
         (status = 400, description = "not a list of ids"),
-        (status = 404, description = "an id is not a document (named in `field`); nothing deleted"),
+        (status = 404, description = "an id is not a document (named in `field`), and `missing_ok` is not set; nothing deleted"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -168,13 +215,17 @@ pub async fn delete(
     let raw = body::bytes(raw)?;
     let request: DeleteRequest = body::json(&raw)?;
     let ids = request.ids()?;
+    misrouted(&state, &ids.iter().map(String::as_str).collect::<Vec<_>>())?;
     let writing = state.ops.index_writes.lock().await;
-    if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
-        .map_err(ApiError::internal)?
-    {
-        let mut e = ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
-        e.field = Some(format!("ids[{i}]"));
-        return Err(e);
+    if !p.missing_ok.unwrap_or(false) {
+        if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
+            .map_err(ApiError::internal)?
+        {
+            let mut e =
+                ApiError::not_found(format!("no document with id {id:?}; nothing was deleted"));
+            e.field = Some(format!("ids[{i}]"));
+            return Err(e);
+        }
     }
     begin_write(commitment)?;
     let writer = state.clone();
@@ -183,9 +234,13 @@ pub async fn delete(
         .map_err(ApiError::internal)?
         .map_err(|e| ApiError::of_error(&e))?;
     mark_stale(&state, deleted);
+    let generation = publish(&state).await?;
     drop(writing);
     let links = after_batch(&state, recompute).await;
-    Ok(Json(
-        json!({"deleted": deleted, "documents": state.engine.index.num_docs(), "links": links}),
-    ))
+    let mut answer =
+        json!({"deleted": deleted, "documents": state.engine.index.num_docs(), "links": links});
+    if let Some(g) = generation {
+        answer["generation"] = json!(g);
+    }
+    Ok(Json(answer))
 }
