@@ -26,6 +26,7 @@ mod suite {
     mod cluster_failover;
     mod cluster_generations;
     mod cluster_gossip;
+    mod cluster_history;
     mod cluster_loopback;
     mod cluster_metastore;
     mod cluster_primary;

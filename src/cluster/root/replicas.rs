@@ -9,8 +9,10 @@
 //! `/readyz` follows deaths and returns within one interval plus the timeout. A search still
 //! tries such a replica when its shard has no other left: a check that fails under load
 //! (a slow `info`, not a dead leaf) must not drop a shard from answers that its leaf could
-//! still give; a shard whose only replica hangs therefore costs each search the leaf
-//! timeout. Active checks of a fixed endpoint, as load balancers run them (Envoy's,
+//! still give. Unless a call to it failed too: then its circuit is open
+//! ([`Replica::may_call`]) and only one search per [`RETRY_AFTER`] probes it, so a shard
+//! whose only replica hangs costs the probing search the leaf timeout and the others
+//! nothing (they answer without the shard, `partial`). Active checks of a fixed endpoint, as load balancers run them (Envoy's,
 //! HAProxy's); no failure detector of our own: the gossip's decides membership.
 //! Membership by gossip (`crate::cluster::membership`) decides which replicas a shard has;
 //! failover within a search does not wait for its failure detector. A search tries a shard's
@@ -63,6 +65,29 @@ impl Replica {
         }
         let down = self.down_until.locked();
         down.is_none_or(|t| Instant::now() >= t)
+    }
+
+    /// Whether a search may call it although it is not believed up ([`Replica::up`]), as a
+    /// last resort for its shard. A circuit breaker: its circuit is open while its health
+    /// check fails *and* a call to it failed within [`RETRY_AFTER`] — both the checks and
+    /// the traffic say it does not answer — and then one search per [`RETRY_AFTER`] calls it
+    /// (the probe; a success closes the circuit), while the others leave its shard to its
+    /// other replicas or out of the answer at once instead of waiting for the leaf timeout.
+    /// A replica whose check fails but whose calls succeed (a slow `info` under load) is
+    /// still called: the traffic says it answers.
+    pub fn may_call(&self) -> bool {
+        if !self.checked_down.load(Ordering::Acquire) {
+            return true;
+        }
+        let mut down = self.down_until.locked();
+        match *down {
+            None => true,
+            Some(t) if Instant::now() < t => false,
+            Some(_) => {
+                *down = Some(Instant::now() + RETRY_AFTER);
+                true
+            }
+        }
     }
 
     /// Its last health check failed: searches do not call it.
@@ -172,7 +197,7 @@ impl Failover {
                 .clone()
                 .filter(fresh)
                 .find(|&r| replicas[r].up())
-                .or_else(|| order.clone().find(fresh));
+                .or_else(|| order.clone().filter(fresh).find(|&r| replicas[r].may_call()));
             match pick {
                 Some(r) => targets.push((shard, replicas[r].clone())),
                 None => failures.push(ShardFailure {

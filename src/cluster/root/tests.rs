@@ -286,9 +286,12 @@ async fn health_checks_drive_readiness_without_traffic() {
         other => panic!("{:?}", other.map(|r| r.hits.len())),
     }
     // Replicas whose checks failed but which answer are still used when their shard has no
-    // other: the answer is whole, not partial.
+    // other: the answer is whole, not partial (once the calls that failed above are
+    // RETRY_AFTER old: until then the checks and the calls both say they do not answer, and
+    // their circuits are open).
     *c.replicas[1][0].0.delay.lock().unwrap() = Duration::ZERO;
     c.replicas[1][1].0.failing.store(false, Ordering::SeqCst);
+    tokio::time::sleep(super::replicas::RETRY_AFTER).await;
     for r in root.shards.load()[1].iter() {
         r.checked(Err("slow under load".into()));
     }
@@ -308,6 +311,51 @@ async fn health_checks_drive_readiness_without_traffic() {
     })
     .await;
     assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+}
+
+/// The circuit breaker: a shard whose only replica hangs costs one search the leaf timeout;
+/// while the replica fails both its checks and that call, the other searches answer without
+/// the shard at once, one search per `RETRY_AFTER` probes it, and a probe it answers closes
+/// the circuit.
+#[tokio::test]
+async fn a_hung_only_replica_opens_its_circuit_and_one_search_probes_it() {
+    let c = cluster(1);
+    let leaf_timeout = Duration::from_millis(300);
+    let root = c
+        .root(RootOptions {
+            health_interval: Some(Duration::from_millis(50)),
+            leaf_timeout,
+            allow_partial: true,
+            ..options()
+        })
+        .await;
+    let q = SearchQuery::new("boundary layer", 10);
+    let want = single(&c, &q);
+    *c.replicas[1][0].0.delay.lock().unwrap() = Duration::from_secs(30);
+    let start = Instant::now();
+    while root.shards.load()[1][0].failed_check().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(10), "never checked");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The first search waits for the hung replica, then answers without its shard.
+    let t = Instant::now();
+    let r = root.search(&q).await.unwrap();
+    assert!(t.elapsed() >= leaf_timeout, "{:?}", t.elapsed());
+    assert_eq!(r.partial, Some(true));
+    // The circuit is open: the next searches leave the shard out without waiting.
+    for _ in 0..5 {
+        let t = Instant::now();
+        let r = root.search(&q).await.unwrap();
+        assert_eq!(r.partial, Some(true));
+        assert!(t.elapsed() < leaf_timeout / 3, "{:?}", t.elapsed());
+    }
+    // After RETRY_AFTER one search probes it (and waits); the replica answers again, a
+    // probe gets through and the answers are whole.
+    *c.replicas[1][0].0.delay.lock().unwrap() = Duration::ZERO;
+    tokio::time::sleep(super::replicas::RETRY_AFTER).await;
+    let r = root.search(&q).await.unwrap();
+    assert_eq!(r.partial, Some(false));
+    assert_eq!(ids(&r), want);
 }
 
 #[tokio::test]
