@@ -80,6 +80,7 @@ struct Metrics {
     generation_events: IntCounterVec,
     generation_fetched: IntCounterVec,
     cluster_live_members: IntGauge,
+    gossip_unauthenticated: IntGauge,
     metastore_up: IntGauge,
     metastore_errors: IntCounterVec,
     impressions: IntCounterVec,
@@ -206,6 +207,11 @@ impl Metrics {
             &["operation"],
         )?;
         registry.register(Box::new(cluster_live_members.clone()))?;
+        let gossip_unauthenticated = IntGauge::new(
+            "rankd_cluster_unauthenticated_members",
+            "Live gossip members ignored: their cluster-key tag (rankd.auth) is wrong or missing",
+        )?;
+        registry.register(Box::new(gossip_unauthenticated.clone()))?;
         registry.register(Box::new(metastore_errors.clone()))?;
         registry.register(Box::new(cluster_calls.clone()))?;
         registry.register(Box::new(cluster_bytes.clone()))?;
@@ -378,6 +384,7 @@ impl Metrics {
             generation_events,
             generation_fetched,
             cluster_live_members,
+            gossip_unauthenticated,
             metastore_up,
             metastore_errors,
             impressions,
@@ -523,6 +530,11 @@ pub(crate) fn count_generation_event(shard: u32, event: &str) {
         .generation_events
         .with_label_values(&[&shard.to_string(), event])
         .inc();
+}
+
+/// The number of live gossip members ignored for a wrong or missing tag.
+pub(crate) fn set_unauthenticated_members(n: usize) {
+    METRICS.gossip_unauthenticated.set(n as i64);
 }
 
 /// The number of live cluster members in this node's gossip view.

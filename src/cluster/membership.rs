@@ -115,19 +115,33 @@ pub struct ClusterView {
 }
 
 impl ClusterView {
-    fn of_live(live: &BTreeMap<ChitchatId, NodeState>) -> ClusterView {
+    /// The live members whose keys are read, and how many were ignored because `key` is set
+    /// and their tag does not verify (`super::gossip_auth`).
+    fn of_live(
+        live: &BTreeMap<ChitchatId, NodeState>,
+        key: Option<&[u8; 32]>,
+    ) -> (ClusterView, usize) {
+        let mut ignored = 0;
         let mut members: Vec<Member> = live
             .iter()
             .filter_map(|(id, state)| {
+                let keys = NodeKeys::of_state(state)?;
+                if let Some(key) = key {
+                    let tag = state.get(super::gossip_auth::AUTH).unwrap_or("");
+                    if !super::gossip_auth::verify(key, id, &keys, tag) {
+                        ignored += 1;
+                        return None;
+                    }
+                }
                 Some(Member {
                     node_id: id.node_id.to_string(),
                     gossip_addr: id.gossip_advertise_addr,
-                    keys: NodeKeys::of_state(state)?,
+                    keys,
                 })
             })
             .collect();
         members.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-        ClusterView { members }
+        (ClusterView { members }, ignored)
     }
 
     /// The live, ready leaves serving `shard` of `collection`: their base URLs in rendezvous
@@ -210,6 +224,9 @@ pub struct MembershipConfig {
     /// chitchat's phi threshold: with phi ≈ elapsed / mean heartbeat interval, a node is
     /// declared dead after about `phi_threshold` mean intervals of silence.
     pub phi_threshold: f64,
+    /// Signs this node's keys and verifies the others' (`super::gossip_auth`); `None`
+    /// (`--insecure-cluster`): every member is read.
+    pub key: Option<[u8; 32]>,
 }
 
 impl MembershipConfig {
@@ -223,6 +240,7 @@ impl MembershipConfig {
             seeds,
             gossip_interval: Duration::from_millis(100),
             phi_threshold: 8.0,
+            key: None,
         }
     }
 }
@@ -262,7 +280,12 @@ impl Membership {
             // V1 only once every node can decode it; all rankd nodes run the same chitchat.
             protocol_version: chitchat::ProtocolVersion::V0,
         };
-        let handle = spawn_chitchat(chitchat_config, keys.key_values(), &UdpTransport)
+        let mut key_values = keys.key_values();
+        if let Some(key) = &config.key {
+            let tag = super::gossip_auth::tag(key, &chitchat_config.chitchat_id, keys);
+            key_values.push((super::gossip_auth::AUTH.to_string(), tag));
+        }
+        let handle = spawn_chitchat(chitchat_config, key_values, &UdpTransport)
             .await
             .with_context(|| {
                 format!(
@@ -271,13 +294,23 @@ impl Membership {
                 )
             })?;
         let mut live = handle.chitchat().lock().await.live_nodes_watcher();
-        let first = Arc::new(ClusterView::of_live(&live.borrow_and_update()));
-        crate::metrics::set_live_members(first.members.len());
+        let key = config.key;
+        let read = move |live: &BTreeMap<ChitchatId, NodeState>| {
+            let (view, ignored) = ClusterView::of_live(live, key.as_ref());
+            crate::metrics::set_live_members(view.members.len());
+            crate::metrics::set_unauthenticated_members(ignored);
+            if ignored > 0 {
+                tracing::warn!(
+                    "ignoring {ignored} gossip member(s) whose cluster-key tag is wrong or missing"
+                );
+            }
+            view
+        };
+        let first = Arc::new(read(&live.borrow_and_update()));
         let (tx, view) = watch::channel(first);
         let watcher = tokio::spawn(async move {
             while live.changed().await.is_ok() {
-                let next = ClusterView::of_live(&live.borrow_and_update());
-                crate::metrics::set_live_members(next.members.len());
+                let next = read(&live.borrow_and_update());
                 tx.send_if_modified(|v| {
                     let changed = **v != next;
                     if changed {
@@ -413,6 +446,67 @@ mod tests {
         println!("a stopped node left the root's view after {detection:?} (gossip every 50 ms)");
         assert!(detection < Duration::from_secs(10), "{detection:?}");
         for m in [root, b, c] {
+            m.shutdown().await.unwrap();
+        }
+    }
+
+    /// With the cluster key, a root reads only the members that sign their keys with it: a
+    /// leaf without the key, or with another, is ignored (and counted), one with it is read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn members_without_the_cluster_key_are_ignored() {
+        let key = Some([3u8; 32]);
+        let keyed = |i, shard, port, key| {
+            let mut c = config(i, 10);
+            c.key = key;
+            (c, leaf(shard, port))
+        };
+        let root_keys = NodeKeys {
+            role: "root".into(),
+            api_url: "http://127.0.0.1:1".into(),
+            collection: "c".into(),
+            shard: None,
+            shards: None,
+            generation: None,
+            ready: true,
+        };
+        let mut rc = config(10, 10);
+        rc.key = key;
+        let root = Membership::start(rc, &root_keys).await.unwrap();
+        let mut view = root.view();
+        let mut others = Vec::new();
+        for (c, k) in [
+            keyed(11, 0, 9101, key),
+            keyed(12, 0, 9102, None),
+            keyed(13, 1, 9103, Some([4u8; 32])),
+        ] {
+            others.push(Membership::start(c, &k).await.unwrap());
+        }
+        wait_for(&mut view, "the keyed leaf joins", |v| {
+            v.replicas("c", 0) == ["http://127.0.0.1:9101"]
+        })
+        .await;
+        // The two others gossip too: wait until the root has heard of them, then check they
+        // stay out of its view.
+        let heard = Instant::now();
+        loop {
+            let live = root
+                .handle
+                .chitchat()
+                .lock()
+                .await
+                .live_nodes()
+                .count();
+            if live == 4 {
+                break;
+            }
+            assert!(heard.elapsed() < Duration::from_secs(20), "{live} live nodes");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let v = view.borrow().clone();
+        assert_eq!(v.replicas("c", 0), ["http://127.0.0.1:9101"]);
+        assert!(v.replicas("c", 1).is_empty(), "{v:?}");
+        for m in others.into_iter().chain([root]) {
             m.shutdown().await.unwrap();
         }
     }

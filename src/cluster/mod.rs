@@ -17,6 +17,7 @@
 //! or leaves over HTTP (`root::http::HttpShard`, what `rankd serve --role root` uses).
 
 pub mod generation;
+pub mod gossip_auth;
 pub mod leaf;
 pub mod membership;
 pub mod metastore;

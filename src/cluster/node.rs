@@ -54,6 +54,9 @@ pub(crate) struct ClusterOptions {
     pub metastore: Option<String>,
     /// How long a root waits at start for every shard to have a live replica.
     pub discovery_timeout: Duration,
+    /// The gossip's members are authenticated with it (`super::gossip_auth`): the cluster
+    /// key's; `None` only with `--insecure-cluster`.
+    pub gossip_key: Option<[u8; 32]>,
 }
 
 impl ClusterOptions {
@@ -63,7 +66,10 @@ impl ClusterOptions {
             .node_id
             .clone()
             .unwrap_or_else(|| format!("{role}@{gossip}"));
-        MembershipConfig::new(id, gossip, self.seeds.clone())
+        MembershipConfig {
+            key: self.gossip_key,
+            ..MembershipConfig::new(id, gossip, self.seeds.clone())
+        }
     }
 }
 

@@ -21,6 +21,9 @@ pub struct ClusterKey {
     /// `Bearer KEY`, the header value sent.
     bearer: Arc<str>,
     check: Arc<Secret>,
+    /// The key the gossip's datagrams are authenticated with (`crate::cluster::gossip_auth`),
+    /// derived from the secret for that use alone.
+    gossip: [u8; 32],
 }
 
 impl std::fmt::Debug for ClusterKey {
@@ -45,10 +48,20 @@ impl ClusterKey {
                 "the cluster key must be at least {MIN_KEY_LEN} characters long"
             ));
         }
+        use sha2::Digest;
+        let mut gossip = sha2::Sha256::new();
+        gossip.update(b"rankd/gossip-mac/v1\0");
+        gossip.update(secret.as_bytes());
         Ok(ClusterKey {
             bearer: format!("Bearer {secret}").into(),
             check: Arc::new(Secret::new(secret)),
+            gossip: gossip.finalize().into(),
         })
+    }
+
+    /// The key that authenticates the gossip's datagrams.
+    pub fn gossip_key(&self) -> &[u8; 32] {
+        &self.gossip
     }
 
     /// The `Authorization` header value a root sends.
