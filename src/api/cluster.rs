@@ -209,6 +209,7 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
         .merge(admin)
         .route("/livez", get(|| async { "ok" }))
         .route("/readyz", get(root_ready))
+        .route("/openapi.json", get(super::openapi_json))
         .route(
             "/metrics",
             get(|| async {
@@ -222,6 +223,7 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
             }),
         )
         .fallback(|| async { ApiError::not_found("no such route") })
+        .layer(axum::Extension(Arc::new(root_openapi())))
         .layer(
             // Outermost first, as on a single node (`super::router`). The time limit makes a
             // root's 408 likewise mean nothing was written (a write that began is answered
@@ -244,6 +246,46 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
         .with_state(state)
 }
 
+/// The OpenAPI document of a root's routes: the single node's public search, events and
+/// operations routes and the admin writes a root takes (its own `wait_for` and
+/// `missing_ok`), with the same error answers.
+pub(crate) fn root_openapi() -> utoipa::openapi::OpenApi {
+    use super::BearerAuth;
+    use utoipa::OpenApi;
+    #[derive(utoipa::OpenApi)]
+    #[openapi(
+        info(
+            title = "rankd root",
+            description = "A rankd root: one search over the shards of a collection, and the \
+                           writes it routes to them"
+        ),
+        paths(root_search, root_events, root_doc, root_similar, root_documents, root_delete,
+              root_ready, super::livez, super::openapi_json, super::telemetry::metrics),
+        modifiers(&BearerAuth),
+        tags(
+            (name = "search", description = "Public ranking API"),
+            (name = "operations", description = "Health, metrics and this document"),
+            (name = "admin", description = "Operator API: `Authorization: Bearer TOKEN`"),
+        )
+    )]
+    struct RootApiDoc;
+    let mut doc = RootApiDoc::openapi();
+    super::error::document_errors(&mut doc);
+    doc
+}
+
+/// A search of the whole collection: the single node's parameters and answer
+/// (`partial` and `shards` say which shards answered).
+#[utoipa::path(
+    get, path = "/search", tag = "search",
+    params(SearchParams,
+        ("X-Client-Id" = Option<String>, Header, description = "the client, stored with the impression")),
+    responses(
+        (status = 200, description = "ranked hits of every shard that answered", body = SearchResponse),
+        (status = 400, description = "bad parameter, named in `error.field`"),
+        (status = 503, description = "a shard without a live replica while partial answers are off, or no answer within the time limit"),
+    )
+)]
 async fn root_search(
     State(state): State<Arc<RootState>>,
     headers: axum::http::HeaderMap,
@@ -260,6 +302,15 @@ async fn root_search(
 
 /// `POST /events` on a root: the clicks on the root's answers, stored as a single node
 /// stores them.
+#[utoipa::path(
+    post, path = "/events", tag = "search",
+    request_body(content = String, description = "a JSON array of events or NDJSON, as on a single node", content_type = "application/json"),
+    responses(
+        (status = 200, description = "every event stored", body = super::events::EventsAccepted),
+        (status = 400, description = "a bad event: `error.field` names the field"),
+        (status = 413, description = "body over events.max_body_bytes"),
+    )
+)]
 async fn root_events(
     State(state): State<Arc<RootState>>,
     request: axum::extract::Request,
@@ -280,14 +331,14 @@ async fn root_require_token(
 }
 
 /// The parameters of a write through a root.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct RootWriteParams {
-    /// Copies of each written shard that must serve the write before the answer (a primary
-    /// and its replicas following the store; default 1, the primary: Elasticsearch's
-    /// default `wait_for_active_shards`).
+    /// copies of each written shard that must serve the write before the answer (a primary
+    /// and its replicas following the store; default 1, the primary)
     wait_for: Option<usize>,
-    /// Deletion only: ids that are no document count as deleted already (default false).
+    /// deletion only: ids that are no document count as deleted already (default false)
     missing_ok: Option<bool>,
 }
 
@@ -307,6 +358,19 @@ impl RootWriteParams {
 /// `POST /admin/documents` on a root: the batch checked whole, then each shard's documents
 /// sent to its primary (or to every replica of a shard without one); the answer names each
 /// shard's part and, through a primary, the generation holding it.
+#[utoipa::path(
+    post, path = "/admin/documents", tag = "admin",
+    params(RootWriteParams),
+    request_body(content = String, content_type = "application/x-ndjson",
+                 description = "one JSON document per line, as a single node's"),
+    responses(
+        (status = 200, description = "`{\"indexed\":N,\"shards\":[{shard,documents,written_on,generation,copies}]}`", body = crate::cluster::root::BatchReport),
+        (status = 400, description = "a bad record (its line is named), or `wait_for` above a shard's replicas; nothing written"),
+        (status = 401, description = "missing or wrong admin token"),
+        (status = 503, description = "a shard did not take its documents: the message names what was written where"),
+    ),
+    security(("bearer" = []))
+)]
 async fn root_documents(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
@@ -328,6 +392,20 @@ async fn root_documents(
 /// `POST /admin/documents/delete` on a root: `{"ids": [..]}`, all or none as on a single
 /// node (an id that is no document of the collection is a 404, nothing deleted) unless
 /// `missing_ok`, then each shard's ids deleted where its writes go.
+#[utoipa::path(
+    post, path = "/admin/documents/delete", tag = "admin",
+    params(RootWriteParams),
+    request_body(content = String, content_type = "application/json",
+                 description = "`{\"ids\":[\"doc-1\",\"doc-2\"]}`"),
+    responses(
+        (status = 200, description = "`{\"deleted\":N,\"shards\":[...]}`"),
+        (status = 400, description = "not a list of ids"),
+        (status = 401, description = "missing or wrong admin token"),
+        (status = 404, description = "an id is not a document (named in `field`) and `missing_ok` is not set; nothing deleted"),
+        (status = 503, description = "a shard did not delete its ids: the message names what was deleted where"),
+    ),
+    security(("bearer" = []))
+)]
 async fn root_delete(
     State(state): State<Arc<RootState>>,
     commitment: Option<axum::Extension<super::guard::Commitment>>,
@@ -356,6 +434,15 @@ async fn root_delete(
 }
 
 /// `GET /doc/{id}` on a root: the document from the shard its id routes to.
+#[utoipa::path(
+    get, path = "/doc/{id}", tag = "search",
+    params(("id" = String, Path, description = "document id (may contain `/`)")),
+    responses(
+        (status = 200, description = "stored fields, from the shard the id routes to"),
+        (status = 404, description = "no such document"),
+        (status = 503, description = "no replica of its shard answered"),
+    )
+)]
 async fn root_doc(
     State(state): State<Arc<RootState>>,
     axum::extract::Path(id): axum::extract::Path<String>,
@@ -373,6 +460,10 @@ async fn root_doc(
 /// copy of the whole graph on the root, which is what sharding the collection avoids. Serve
 /// `/similar` from an unsharded copy of the collection (`rankd graph` on it), as a leaf's 503
 /// `sharded_link_graph` says too.
+#[utoipa::path(
+    get, path = "/similar", tag = "search",
+    responses((status = 501, description = "not served by a root: SimRank needs the whole link graph"))
+)]
 async fn root_similar() -> ApiError {
     ApiError {
         status: StatusCode::NOT_IMPLEMENTED,
@@ -387,6 +478,8 @@ async fn root_similar() -> ApiError {
 
 /// A root's readiness: 503 while starting or draining; 503 naming the shards without a live
 /// replica when partial answers are not allowed, 200 saying `degraded` when they are.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses((status = 200, description = "ready (or `degraded` with partial answers allowed)"), (status = 503, description = "starting, draining, or a shard without a live replica while partial answers are off")))]
 async fn root_ready(State(state): State<Arc<RootState>>) -> (StatusCode, String) {
     if !state.ready.load(Ordering::SeqCst) {
         return (StatusCode::SERVICE_UNAVAILABLE, "not ready".into());

@@ -193,10 +193,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         scheme: config.scheme(),
         metastore: args.metastore,
         discovery_timeout: Duration::from_millis(args.discovery_timeout_ms),
-        gossip_key: trust
-            .as_ref()
-            .and_then(Trust::key)
-            .map(|k| *k.gossip_key()),
+        gossip_key: trust.as_ref().and_then(Trust::key).map(|k| *k.gossip_key()),
     };
     if cluster.gossip.is_none()
         && ((cluster.shard_id.is_some() && args.store.is_none())

@@ -53,7 +53,10 @@ pub fn tag(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys) -> String {
 /// time).
 pub fn verify(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys, claimed: &str) -> bool {
     use subtle::ConstantTimeEq;
-    tag(key, id, keys).as_bytes().ct_eq(claimed.as_bytes()).into()
+    tag(key, id, keys)
+        .as_bytes()
+        .ct_eq(claimed.as_bytes())
+        .into()
 }
 
 #[cfg(test)]
@@ -84,7 +87,8 @@ mod tests {
             !verify(&key, &id, &leaf("http://10.6.6.6:8080"), &t),
             "a URL moved"
         );
-        let restarted = ChitchatId::new("leaf-1".to_string(), 43, "127.0.0.1:7000".parse().unwrap());
+        let restarted =
+            ChitchatId::new("leaf-1".to_string(), 43, "127.0.0.1:7000".parse().unwrap());
         assert!(!verify(&key, &restarted, &keys, &t), "another generation");
         let mut shard = keys.clone();
         shard.shard = Some(2);

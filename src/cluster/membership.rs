@@ -489,17 +489,14 @@ mod tests {
         // stay out of its view.
         let heard = Instant::now();
         loop {
-            let live = root
-                .handle
-                .chitchat()
-                .lock()
-                .await
-                .live_nodes()
-                .count();
+            let live = root.handle.chitchat().lock().await.live_nodes().count();
             if live == 4 {
                 break;
             }
-            assert!(heard.elapsed() < Duration::from_secs(20), "{live} live nodes");
+            assert!(
+                heard.elapsed() < Duration::from_secs(20),
+                "{live} live nodes"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;

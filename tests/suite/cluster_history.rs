@@ -10,8 +10,8 @@
 //! failed are indeterminate (they may or may not have happened), as Jepsen counts them.
 //!
 //! `cargo test --test tests -- cluster_history` runs one seed per fault; with
-//! `RANKD_HISTORY_SEEDS=20` (and `--ignored` for the long form) each fault runs 20 seeds
-//! (docs/RELIABILITY.md).
+//! `RANKD_HISTORY_SEEDS=20` each fault runs 20 seeds (docs/RELIABILITY.md, "Faults under
+//! writes"), and `RANKD_HISTORY_FAULT=NAME` runs one fault alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -429,7 +429,12 @@ fn seeds() -> u64 {
 }
 
 fn each_fault(faults: &[Fault]) {
+    // `RANKD_HISTORY_FAULT=KillPrimary` runs that fault alone.
+    let only = std::env::var("RANKD_HISTORY_FAULT").ok();
     for &fault in faults {
+        if only.as_ref().is_some_and(|f| *f != format!("{fault:?}")) {
+            continue;
+        }
         let disk = match fault {
             Fault::FullDiskReplica => match Tmpfs::mount("24m") {
                 Ok(fs) => Some(fs),

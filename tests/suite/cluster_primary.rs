@@ -150,6 +150,22 @@ fn writes_go_to_the_primary_and_replicas_follow_it() {
         })
         .collect();
     let root = root(&urls);
+    // The root describes its own routes.
+    let doc = get(&format!("{}/openapi.json", root.base), None);
+    assert_eq!(doc.status, 200, "{}", doc.body);
+    let paths = doc.body["paths"].as_object().unwrap();
+    for p in [
+        "/search",
+        "/doc/{id}",
+        "/admin/documents",
+        "/admin/documents/delete",
+        "/readyz",
+    ] {
+        assert!(paths.contains_key(p), "{p} missing: {:?}", paths.keys());
+    }
+    assert!(!paths.contains_key("/admin/train"), "{:?}", paths.keys());
+    let params = doc.body["paths"]["/admin/documents"]["post"]["parameters"].to_string();
+    assert!(params.contains("wait_for"), "{params}");
 
     // A write through the root reaches each primary alone; wait_for=2 answers once both
     // copies serve it.

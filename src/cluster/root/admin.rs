@@ -38,7 +38,7 @@ pub const WAIT_FOR_LIMIT: Duration = Duration::from_secs(30);
 const WAIT_FOR_POLL: Duration = Duration::from_millis(50);
 
 /// What a write through the root did on each shard it concerned.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct BatchReport {
     /// Documents indexed (a batch) or deleted (a deletion), over all shards.
     pub indexed: usize,
@@ -47,7 +47,7 @@ pub struct BatchReport {
 }
 
 /// One shard's part of a write.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ShardWrite {
     pub shard: usize,
     /// Documents (or ids) sent to it.

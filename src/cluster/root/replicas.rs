@@ -197,7 +197,12 @@ impl Failover {
                 .clone()
                 .filter(fresh)
                 .find(|&r| replicas[r].up())
-                .or_else(|| order.clone().filter(fresh).find(|&r| replicas[r].may_call()));
+                .or_else(|| {
+                    order
+                        .clone()
+                        .filter(fresh)
+                        .find(|&r| replicas[r].may_call())
+                });
             match pick {
                 Some(r) => targets.push((shard, replicas[r].clone())),
                 None => failures.push(ShardFailure {
