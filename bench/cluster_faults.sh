@@ -8,12 +8,14 @@
 #   3. shard 1's only replica hung, partial answers allowed (a root over the hung one only):
 #      req/s (target: >= 50% of healthy), every answer within the search deadline;
 #   4. with no traffic, a root with partial answers off: time from kill -STOP / kill -9 to
-#      /readyz 503, and from kill -CONT / restart to 200 (target: <= 2 s).
+#      /readyz 503, and from kill -CONT / restart to 200 (target: <= 2 s);
+#   5. (before 2) shard 1's first replica slowed (stopped 20 ms of every 50) beside a healthy
+#      peer: adaptive replica selection against rendezvous order alone.
 #
 #   bench/cluster_faults.sh RANKD SHARDED_DIR [DURATION]
 #   e.g. bench/cluster_faults.sh target/release/rankd /tmp/sharded 15s
 #
-# Ports 18201-18204 (leaves), 18210-18212 (roots) on 127.0.0.1. Prints markdown lines.
+# Ports 18201-18204 (leaves), 18210-18213 (roots) on 127.0.0.1. Prints markdown lines.
 set -euo pipefail
 if [ $# -lt 2 ]; then sed -n '12,13p' "$0" >&2; exit 2; fi
 RANKD="$1"; SHARDED="$2"; DURATION="${3:-15s}"
@@ -40,20 +42,28 @@ wait_up() {
 leaf 18201 "$SHARDED/shards/0"; leaf 18202 "$SHARDED/shards/1"; L1=$LAST
 leaf 18203 "$COPY/shard1b"; leaf 18204 "$SHARDED/shards/2"
 for p in 18201 18202 18203 18204; do wait_up "127.0.0.1:$p"; done
-root() { # port partial shard1-replicas
+root() { # port partial shard1-replicas [more flags]
   "$RANKD" serve --role root --addr "127.0.0.1:$1" --allow-partial-results "$2" \
     --data-dir "$SCRATCH/root-$1" --shard http://127.0.0.1:18201 --shard "$3" \
-    --shard http://127.0.0.1:18204 >/dev/null 2>&1 & PIDS+=($!)
+    --shard http://127.0.0.1:18204 "${@:4}" >/dev/null 2>&1 & PIDS+=($!)
 }
 root 18210 true "http://127.0.0.1:18202,http://127.0.0.1:18203"
 root 18211 true "http://127.0.0.1:18202"
 root 18212 false "http://127.0.0.1:18202"
-for p in 18210 18211 18212; do wait_up "127.0.0.1:$p"; done
+root 18213 true "http://127.0.0.1:18202,http://127.0.0.1:18203" --adaptive-replicas false
+for p in 18210 18211 18212 18213; do wait_up "127.0.0.1:$p"; done
 load() { "$ROOT_DIR/bench/http_search.sh" "127.0.0.1:$1" "$DURATION" 4 2>/dev/null | grep "^req/s"; }
 echo "| case | summary |"
 echo "|---|---|"
 echo "| healthy, root over 4 leaves (shard 1 twice) | $(load 18210) |"
 echo "| healthy, root over shard 1's first replica only | $(load 18211) |"
+# A slow replica: shard 1's first one stopped 20 ms of every 50 (a busy host), beside a
+# healthy peer; adaptive replica selection (18210) against rendezvous order alone (18213).
+( while :; do kill -STOP "$L1" 2>/dev/null; sleep 0.02; kill -CONT "$L1" 2>/dev/null; sleep 0.03; done ) &
+SLOW=$!
+echo "| shard 1's first replica slow, adaptive selection | $(load 18210) |"
+echo "| shard 1's first replica slow, rendezvous order only | $(load 18213) |"
+kill "$SLOW"; wait "$SLOW" 2>/dev/null || true; kill -CONT "$L1"; sleep 2
 kill -0 "$L1" || { echo "cluster_faults: the leaf of shard 1 died:" >&2; cat "$SCRATCH/leaf-18202.log" >&2; exit 1; }
 kill -STOP "$L1"; sleep 3
 echo "| shard 1's first replica hung, its peer healthy | $(load 18210) |"

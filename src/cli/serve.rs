@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// says `partial: true` and names them) instead of a 503.
     #[arg(long, default_value_t = RootOptions::default().allow_partial, action = clap::ArgAction::Set)]
     pub allow_partial_results: bool,
+    /// With `--role root`: adaptive replica selection: searches call a replica clearly slower
+    /// than its shard's fastest lately (over 2× and 1 ms more) after the others; `false`:
+    /// rendezvous order only.
+    #[arg(long, default_value_t = RootOptions::default().adaptive_replicas, action = clap::ArgAction::Set)]
+    pub adaptive_replicas: bool,
     /// With `--role root`: the reranker's model file (as `rankd train` writes it).
     #[arg(long)]
     pub model: Option<PathBuf>,
@@ -214,6 +219,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             timeout: Duration::from_secs(config.limits.request_timeout_secs),
             leaf_timeout: Duration::from_millis(args.leaf_timeout_ms),
             allow_partial: args.allow_partial_results,
+            adaptive_replicas: args.adaptive_replicas,
             stats_mode: args.stats,
             key: trust.as_ref().and_then(Trust::key).cloned(),
             tls: config

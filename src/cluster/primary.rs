@@ -125,15 +125,6 @@ impl Primary {
         self.fenced.locked().clone()
     }
 
-    /// The generation this primary last published or started from.
-    pub async fn generation(&self) -> u64 {
-        self.newest
-            .lock()
-            .await
-            .as_ref()
-            .map_or(0, |m| m.generation)
-    }
-
     /// Publishes the index after a committed write; the caller holds the index's write lock,
     /// so generations follow the commits' order. The generation that holds the write.
     /// Fenced: the engine is handed to a follower of the store, which replaces the
@@ -142,9 +133,11 @@ impl Primary {
     where
         E: AsRef<Engine> + Send + Sync + 'static,
     {
+        let was_fenced = self.fenced().is_some();
         let outcome = self.publish_dir().await;
         match &outcome {
             Ok(g) => engine.as_ref().as_ref().set_store_generation(*g),
+            Err(PublishError::Fenced(_)) if was_fenced => {}
             Err(PublishError::Fenced(_)) => {
                 tokio::spawn(generation::follow(
                     self.store.clone(),

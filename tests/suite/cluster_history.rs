@@ -13,19 +13,15 @@
 //! `RANKD_HISTORY_SEEDS=20` each fault runs 20 seeds (docs/RELIABILITY.md, "Faults under
 //! writes"), and `RANKD_HISTORY_FAULT=NAME` runs one fault alone.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::util::history::*;
 use crate::util::*;
-use rankd::cluster::routing::shard_of;
 
-const TOKEN: &str = "history-admin-token";
 const SHARDS: u32 = 2;
-/// Every document's body carries it, so one search lists them all.
-const COMMON: &str = "qqcommon";
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Fault {
@@ -110,103 +106,6 @@ fn signal(pid: &str, sig: &str) {
     assert!(ok, "kill {sig} {pid}");
 }
 
-/// What the writer did to one id, in order: `Some(version)` written, `None` deleted; and
-/// whether the call was acknowledged.
-type History = BTreeMap<String, Vec<(Option<u64>, bool)>>;
-
-fn ndjson(docs: &[(String, u64)]) -> Vec<u8> {
-    docs.iter()
-        .map(|(id, v)| {
-            serde_json::json!({
-                "id": id,
-                "title": format!("{id} version {v}"),
-                "body": format!("{COMMON} {id} v{v}x"),
-            })
-            .to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-        .into_bytes()
-}
-
-/// Writes through `root` until `stop`: batches of 1–4 documents (new ids, or new versions of
-/// earlier ones) and deletions of 1–2 earlier ids (`missing_ok`), recording each outcome.
-fn writer(root: &str, seed: u64, stop: &AtomicBool, history: &Mutex<History>) {
-    let mut rng = Lcg(seed);
-    let mut next_id = 0u64;
-    let mut version = 0u64;
-    while !stop.load(Ordering::Relaxed) {
-        let known: Vec<String> = history.lock().unwrap().keys().cloned().collect();
-        version += 1;
-        let delete = !known.is_empty() && rng.below(4) == 0;
-        let (ops, ok) = if delete {
-            let ids: Vec<String> = (0..1 + rng.below(2))
-                .map(|_| known[rng.below(known.len())].clone())
-                .collect();
-            let body = serde_json::json!({ "ids": ids }).to_string();
-            let a = try_call(
-                "POST",
-                &format!("{root}/admin/documents/delete?missing_ok=true"),
-                Some(TOKEN),
-                Some(("application/json", body.as_bytes())),
-            );
-            let ok = matches!(&a, Ok(a) if a.status == 200);
-            (ids.into_iter().map(|id| (id, None)).collect::<Vec<_>>(), ok)
-        } else {
-            let docs: Vec<(String, u64)> = (0..1 + rng.below(4))
-                .map(|_| {
-                    if known.is_empty() || rng.below(2) == 0 {
-                        next_id += 1;
-                        (format!("h{seed}-{next_id}"), version)
-                    } else {
-                        (known[rng.below(known.len())].clone(), version)
-                    }
-                })
-                .collect();
-            let a = try_call(
-                "POST",
-                &format!("{root}/admin/documents"),
-                Some(TOKEN),
-                Some(("application/x-ndjson", &ndjson(&docs))),
-            );
-            let ok = matches!(&a, Ok(a) if a.status == 200);
-            let ops = docs.into_iter().map(|(id, v)| (id, Some(v))).collect();
-            (ops, ok)
-        };
-        let mut h = history.lock().unwrap();
-        for (id, op) in ops {
-            h.entry(id).or_default().push((op, ok));
-        }
-        drop(h);
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// What a leaf serves of `id`: its version, or `None`.
-fn served(base: &str, id: &str) -> Option<u64> {
-    let a = get(&format!("{base}/doc/{id}"), None);
-    match a.status {
-        404 => None,
-        200 => {
-            let title = a.body["title"].as_str().unwrap().to_string();
-            Some(title.rsplit(' ').next().unwrap().parse().unwrap())
-        }
-        s => panic!("{base}/doc/{id}: {s} {}", a.body),
-    }
-}
-
-/// The store generation a leaf serves.
-fn generation(base: &str) -> Option<u64> {
-    try_call(
-        "GET",
-        &format!("{base}/cluster/v1/info"),
-        Some(CLUSTER_KEY),
-        None,
-    )
-    .ok()
-    .and_then(|a| a.body["store_generation"].as_u64())
-}
-
 /// The outcome of one seeded run.
 #[derive(Debug)]
 struct Run {
@@ -220,14 +119,8 @@ struct Run {
 
 fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
     let dir = tempfile::tempdir().unwrap();
-    let seed_docs: Vec<String> = (0..16)
-        .map(|i| {
-            serde_json::json!({"id": format!("seed-{i}"), "title": format!("seed-{i} version 0"), "body": format!("{COMMON} seed {i}")})
-                .to_string()
-        })
-        .collect();
     let input = dir.path().join("seed.jsonl");
-    std::fs::write(&input, seed_docs.join("\n")).unwrap();
+    std::fs::write(&input, seed_docs(16)).unwrap();
     let data = dir.path().join("collection");
     ingest_into("jsonl", &input, &data, Some(SHARDS));
     let store = dir.path().join("store").to_str().unwrap().to_string();
@@ -326,87 +219,12 @@ fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
     write_thread.join().unwrap();
     read_thread.join().unwrap();
 
-    // Convergence: every replica serves its primary's generation.
-    let converged = loop {
-        let equal = (0..SHARDS as usize).all(|s| {
-            let p = generation(&leaves[2 * s].base());
-            p.is_some() && p == generation(&leaves[2 * s + 1].base())
-        });
-        if equal {
-            break healed.elapsed();
-        }
-        assert!(
-            healed.elapsed() < Duration::from_secs(30),
-            "{fault:?} seed {seed}: replicas did not converge: {:?}",
-            leaves
-                .iter()
-                .map(|l| generation(&l.base()))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-
-    // The history check, on every leaf.
-    let history = history.lock().unwrap();
-    let (mut acknowledged, mut failed) = (0, 0);
-    let mut present = BTreeSet::new();
-    let mut maybe = BTreeSet::new();
-    for (id, ops) in history.iter() {
-        acknowledged += ops.iter().filter(|(_, ok)| *ok).count();
-        failed += ops.iter().filter(|(_, ok)| !*ok).count();
-        let last_ok = ops.iter().rposition(|(_, ok)| *ok);
-        let after_failed = ops
-            .iter()
-            .skip(last_ok.map_or(0, |i| i + 1))
-            .any(|(_, ok)| !ok);
-        let s = shard_of(id, SHARDS) as usize;
-        let on_primary = served(&leaves[2 * s].base(), id);
-        let on_replica = served(&leaves[2 * s + 1].base(), id);
-        assert_eq!(
-            on_primary, on_replica,
-            "{fault:?} seed {seed}: {id} differs between shard {s}'s primary and replica"
-        );
-        if after_failed || last_ok.is_none() {
-            // Indeterminate: an unacknowledged call may or may not have taken effect; but it
-            // can only have written one of the versions sent.
-            if let Some(v) = on_primary {
-                assert!(
-                    ops.iter().any(|(op, _)| *op == Some(v)),
-                    "{fault:?} seed {seed}: {id} serves version {v}, never written: {ops:?}"
-                );
-            }
-            maybe.insert(id.clone());
-        } else {
-            let want = ops[last_ok.unwrap()].0;
-            assert_eq!(
-                on_primary, want,
-                "{fault:?} seed {seed}: acknowledged {id} lost or stale: {ops:?}"
-            );
-        }
-        if on_primary.is_some() {
-            present.insert(id.clone());
-        }
-    }
-    // No id served twice, and the root lists exactly what the leaves hold.
-    let a = get(
-        &format!("{}/search?q={COMMON}&k=1000&fields=", root.base),
-        None,
-    );
-    assert_eq!(a.status, 200, "{}", a.body);
-    let listed: Vec<String> = a.body["hits"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["id"].as_str().unwrap().to_string())
-        .filter(|id| !id.starts_with("seed-"))
+    let pairs: Vec<(String, String)> = (0..SHARDS as usize)
+        .map(|s| (leaves[2 * s].base(), leaves[2 * s + 1].base()))
         .collect();
-    let unique: BTreeSet<String> = listed.iter().cloned().collect();
-    assert_eq!(
-        unique.len(),
-        listed.len(),
-        "{fault:?} seed {seed}: an id listed twice"
-    );
-    assert_eq!(unique, present, "{fault:?} seed {seed}: the root's list");
+    let what = format!("{fault:?} seed {seed}");
+    let converged = converged(&pairs, healed, &what);
+    let (acknowledged, failed) = check(&history.lock().unwrap(), &pairs, &root.base, &what);
     drop(root);
     drop(leaves);
     if let Some(fs) = disk {

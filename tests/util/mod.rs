@@ -17,6 +17,8 @@
 
 #![allow(dead_code)]
 
+pub mod history;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -39,6 +39,15 @@ impl QueryParams for BatchParams {
     const NAMES: &'static [&'static str] = &["recompute_links", "missing_ok"];
 }
 
+/// On a shard's primary that another primary fenced, why it takes no writes: checked under
+/// the index's write lock, before anything is committed.
+fn fenced(state: &AppState) -> Result<(), ApiError> {
+    match state.primary.as_ref().and_then(|p| p.fenced()) {
+        Some(why) => Err(ApiError::unavailable("no_writes", why)),
+        None => Ok(()),
+    }
+}
+
 /// On a shard's primary, publishes the committed write before it is acknowledged
 /// (`crate::cluster::primary`): the generation holding it, or why it is not acknowledged.
 async fn publish(state: &Arc<AppState>) -> Result<Option<u64>, ApiError> {
@@ -152,6 +161,7 @@ pub async fn upsert(
         &docs.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
     )?;
     let writing = state.ops.index_writes.lock().await;
+    fenced(&state)?;
     begin_write(commitment)?;
     let writer = state.clone();
     let indexed = tokio::task::spawn_blocking(move || writer.engine.index.upsert(docs))
@@ -217,6 +227,7 @@ pub async fn delete(
     let ids = request.ids()?;
     misrouted(&state, &ids.iter().map(String::as_str).collect::<Vec<_>>())?;
     let writing = state.ops.index_writes.lock().await;
+    fenced(&state)?;
     if !p.missing_ok.unwrap_or(false) {
         if let Some((i, id)) = first_missing(&state.engine.index, ids.iter().map(String::as_str))
             .map_err(ApiError::internal)?

@@ -112,6 +112,9 @@ pub struct RootOptions {
     /// How often every replica's health is checked (`replicas::HEALTH_INTERVAL`; each check
     /// waits `leaf_timeout` at most); `None`: no checks, health comes from failed calls only.
     pub health_interval: Option<Duration>,
+    /// Adaptive replica selection (`replicas::Failover::new`): searches call a replica
+    /// clearly slower than its shard's fastest after the others. Off: rendezvous order only.
+    pub adaptive_replicas: bool,
 }
 
 impl Default for RootOptions {
@@ -126,6 +129,7 @@ impl Default for RootOptions {
             key: None,
             tls: None,
             health_interval: Some(replicas::HEALTH_INTERVAL),
+            adaptive_replicas: true,
         }
     }
 }
@@ -578,7 +582,7 @@ impl Root {
     ) -> Result<SearchResponse, SearchError> {
         let turn = self.next.fetch_add(1, Ordering::Relaxed) as u64;
         let shards = self.shards.load_full();
-        let mut failover = Failover::new(&shards, turn);
+        let mut failover = Failover::new(&shards, turn, self.options.adaptive_replicas);
         loop {
             let (targets, failures) = failover.pick(&shards);
             if !failures.is_empty() && (!self.options.allow_partial || targets.is_empty()) {
@@ -650,7 +654,7 @@ impl Root {
             default_hybrid: false,
         };
         let shards = self.shards.load_full();
-        let (targets, failures) = Failover::new(&shards, 0).pick(&shards);
+        let (targets, failures) = Failover::new(&shards, 0, false).pick(&shards);
         if let Some(f) = failures.first() {
             return Err(SearchError::Unavailable(format!(
                 "shard {}: {}",
@@ -864,7 +868,14 @@ impl Root {
                         lang: q.lang.clone(),
                         dense_optional: optional,
                     };
-                    async move { within(t, timeout, targets[t].1.client.query(&call)).await }
+                    async move {
+                        let started = std::time::Instant::now();
+                        let reply = within(t, timeout, targets[t].1.client.query(&call)).await;
+                        if reply.is_ok() {
+                            targets[t].1.observe_latency(started.elapsed());
+                        }
+                        reply
+                    }
                 })
             }))
             .await?;

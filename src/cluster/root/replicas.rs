@@ -34,6 +34,17 @@ pub const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// How often the root checks every replica (`RootOptions::health_interval`'s default).
 pub const HEALTH_INTERVAL: Duration = Duration::from_secs(1);
 
+/// Adaptive replica selection: a replica whose recent first-phase calls took more than
+/// `SLOWER` times the fastest replica's of its shard, and at least [`SLOWER_BY`] more, is
+/// called after the others.
+const SLOWER: f64 = 2.0;
+const SLOWER_BY: Duration = Duration::from_millis(1);
+/// A replica's recent call time is forgotten after this long without a call, so a replica
+/// that was slow and got no traffic since is tried again (its next calls measure it anew).
+const LATENCY_MEMORY: Duration = Duration::from_secs(5);
+/// The weight of a new call in the moving mean of call times.
+const LATENCY_WEIGHT: f64 = 0.2;
+
 /// One replica of a shard and the root's view of its health.
 pub struct Replica {
     pub client: Arc<dyn ShardClient>,
@@ -41,6 +52,9 @@ pub struct Replica {
     /// Why its last health check failed; `None` while it passes (or before the first).
     check_failed: Mutex<Option<String>>,
     checked_down: AtomicBool,
+    /// The moving mean of its recent first-phase call times (seconds), and when it was last
+    /// updated.
+    latency: Mutex<Option<(f64, Instant)>>,
 }
 
 impl Replica {
@@ -50,7 +64,30 @@ impl Replica {
             down_until: Mutex::new(None),
             check_failed: Mutex::new(None),
             checked_down: AtomicBool::new(false),
+            latency: Mutex::new(None),
         }
+    }
+
+    /// Records the time of one of its first-phase calls that succeeded.
+    pub fn observe_latency(&self, took: Duration) {
+        let now = Instant::now();
+        let x = took.as_secs_f64();
+        let mut latency = self.latency.locked();
+        *latency = Some(match *latency {
+            Some((mean, at)) if at.elapsed() < LATENCY_MEMORY => {
+                (mean + LATENCY_WEIGHT * (x - mean), now)
+            }
+            _ => (x, now),
+        });
+    }
+
+    /// The moving mean of its recent first-phase call times, if it was called within
+    /// [`LATENCY_MEMORY`].
+    pub fn latency(&self) -> Option<Duration> {
+        self.latency
+            .locked()
+            .filter(|(_, at)| at.elapsed() < LATENCY_MEMORY)
+            .map(|(mean, _)| Duration::from_secs_f64(mean))
     }
 
     pub fn name(&self) -> &str {
@@ -164,17 +201,37 @@ pub(crate) struct Failover {
 }
 
 impl Failover {
-    /// The replica orders of search number `turn`.
-    pub fn new(shards: &Shards, turn: u64) -> Self {
+    /// The replica orders of search number `turn`: rendezvous order for the search, which
+    /// spreads searches evenly over a shard's replicas; with `adaptive`, a replica clearly
+    /// slower than its shard's fastest lately ([`SLOWER`]) moves after the others, as
+    /// Elasticsearch's adaptive replica selection steers searches away from a slow copy (a
+    /// busy host, a slow disk, a degraded link). It gets calls again once its slow time is
+    /// [`LATENCY_MEMORY`] old, or when the others fail.
+    pub fn new(shards: &Shards, turn: u64, adaptive: bool) -> Self {
         let orders = shards
             .iter()
             .enumerate()
             .map(|(shard, replicas)| {
                 let names: Vec<&str> = replicas.iter().map(|r| r.name()).collect();
-                crate::cluster::placement::hrw_order(
+                let mut order = crate::cluster::placement::hrw_order(
                     &crate::cluster::placement::request_key(shard, turn),
                     &names,
-                )
+                );
+                if adaptive && replicas.len() > 1 {
+                    let latency: Vec<Option<Duration>> =
+                        replicas.iter().map(|r| r.latency()).collect();
+                    if let Some(best) = latency.iter().flatten().min().copied() {
+                        let slow = |r: &usize| {
+                            latency[*r].is_some_and(|l| {
+                                l.as_secs_f64() > best.as_secs_f64() * SLOWER
+                                    && l > best + SLOWER_BY
+                            })
+                        };
+                        // Stable: the fast keep their rendezvous order, as do the slow.
+                        order.sort_by_key(slow);
+                    }
+                }
+                order
             })
             .collect();
         Failover {

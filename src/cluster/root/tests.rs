@@ -301,7 +301,7 @@ async fn health_checks_drive_readiness_without_traffic() {
     for r in shards[1].iter() {
         r.checked(Err("slow under load".into()));
     }
-    let failover = super::replicas::Failover::new(&shards, 0);
+    let failover = super::replicas::Failover::new(&shards, 0, true);
     let (targets, failures) = failover.pick(&shards);
     assert!(failures.is_empty(), "{failures:?}");
     assert_eq!(targets.len(), 2);
@@ -356,6 +356,44 @@ async fn a_hung_only_replica_opens_its_circuit_and_one_search_probes_it() {
     let r = root.search(&q).await.unwrap();
     assert_eq!(r.partial, Some(false));
     assert_eq!(ids(&r), want);
+}
+
+/// Adaptive replica selection: a replica answering 40 ms slower than its peer gets almost no
+/// searches once measured (rendezvous order alone gives it about half), and the answers stay
+/// the single index's.
+#[tokio::test]
+async fn searches_steer_away_from_a_slow_replica() {
+    let c = cluster(2);
+    let q = SearchQuery::new("boundary layer", 10);
+    let want = single(&c, &q);
+    *c.replicas[1][0].0.delay.lock().unwrap() = Duration::from_millis(40);
+    let slow_calls =
+        |root_calls: usize| c.replicas[1][0].0.calls.load(Ordering::SeqCst) - root_calls;
+    for adaptive in [false, true] {
+        let root = c
+            .root(RootOptions {
+                adaptive_replicas: adaptive,
+                ..options()
+            })
+            .await;
+        // Both replicas measured once.
+        for _ in 0..6 {
+            root.search(&q).await.unwrap();
+        }
+        let before = c.replicas[1][0].0.calls.load(Ordering::SeqCst);
+        for _ in 0..20 {
+            assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+        }
+        let slow = slow_calls(before);
+        if adaptive {
+            assert!(slow <= 8, "the slow replica took {slow} calls");
+        } else {
+            assert!(
+                slow >= 12,
+                "rendezvous order gave the slow replica {slow} calls"
+            );
+        }
+    }
 }
 
 #[tokio::test]
