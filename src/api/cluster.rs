@@ -115,7 +115,7 @@ async fn inline<R: Send + 'static>(
 async fn info(State(state): State<Arc<AppState>>) -> Json<InfoResponse> {
     let mut info = leaf::info(&state.engine);
     info.writes = state.takes_writes().is_ok();
-    info.primary = info.writes && state.primary.is_some();
+    info.primary = info.writes && state.primary.load().is_some();
     Json(info)
 }
 

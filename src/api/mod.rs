@@ -62,8 +62,12 @@ pub struct AppState {
     /// refuse documents whose ids route to another shard.
     pub shard: Option<(u32, u32)>,
     /// The shard's primary: every committed write is published to the store before it is
-    /// acknowledged (`crate::cluster::primary`).
-    pub primary: Option<Arc<crate::cluster::primary::Primary>>,
+    /// acknowledged (`crate::cluster::primary`). Set at start (`--primary`) or by the
+    /// election while this leaf holds the lease (`crate::cluster::election`).
+    pub primary: Arc<arc_swap::ArcSwapOption<crate::cluster::primary::Primary>>,
+    /// The index follows a store's generations (a replica): it takes writes only while it is
+    /// the primary.
+    pub follows_store: bool,
 }
 
 impl AppState {
@@ -89,24 +93,28 @@ impl AppState {
             events,
             experiment: arc_swap::ArcSwapOption::empty(),
             shard: None,
-            primary: None,
+            primary: Arc::new(arc_swap::ArcSwapOption::empty()),
+            follows_store: false,
         }
     }
 
     /// A leaf serving shard `shard` of `shards`, its writes published by `primary` when it is
-    /// the shard's primary.
+    /// the shard's primary, following a store when `follows_store` (it then takes writes only
+    /// while the election makes it the primary).
     pub fn with_shard(
         mut self,
         shard: Option<(u32, u32)>,
         primary: Option<Arc<crate::cluster::primary::Primary>>,
+        follows_store: bool,
     ) -> AppState {
         self.shard = primary.as_ref().map(|p| (p.shard(), p.shards())).or(shard);
-        self.primary = primary;
+        self.primary.store(primary);
+        self.follows_store = follows_store;
         self
     }
 
     /// Whether this node takes writes: its admin API is on, and it is no replica following
-    /// a store (or a primary another one fenced).
+    /// a store (or a primary another one fenced, or whose lease ran out).
     pub fn takes_writes(&self) -> Result<(), String> {
         if self.ops.token.is_none() {
             return Err(
@@ -115,8 +123,11 @@ impl AppState {
                     .into(),
             );
         }
-        match &self.primary {
+        match self.primary.load_full() {
             Some(p) => p.fenced().map_or(Ok(()), Err),
+            None if self.follows_store => {
+                Err("it follows the store, and the shard's primary takes its writes".into())
+            }
             None => Ok(()),
         }
     }
@@ -125,6 +136,13 @@ impl AppState {
 impl AsRef<crate::search::Engine> for AppState {
     fn as_ref(&self) -> &crate::search::Engine {
         &self.engine
+    }
+}
+
+/// The index's write lock, for the primary election (`crate::cluster::election`).
+impl crate::cluster::election::Writes for AppState {
+    fn writes(&self) -> &tokio::sync::Mutex<()> {
+        &self.ops.index_writes
     }
 }
 

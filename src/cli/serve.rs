@@ -115,6 +115,12 @@ pub struct ServeArgs {
     /// it, and the other leaves started with `--store` for the shard follow it.
     #[arg(long, requires = "store")]
     pub primary: bool,
+    /// With `--store` and `--metastore`: the shard's leaves started with this flag choose
+    /// their primary through the metastore's lease: the holder takes the writes, the others
+    /// follow the store, and one of them takes over within a few seconds when the primary
+    /// dies.
+    #[arg(long, requires_all = ["store", "metastore"], conflicts_with = "primary")]
+    pub elect_primary: bool,
     /// With `--store`: how often to look for a new generation.
     #[arg(long, default_value_t = node::DEFAULT_POLL.as_millis() as u64)]
     pub poll_ms: u64,
@@ -282,6 +288,31 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         (Some(_), None) => return Err(Invalid("--store needs --shard-id".into()).into()),
         (None, _) => (None, None),
     };
+    // A candidate for the shard's primary follows the store until the election makes it
+    // the primary (`crate::cluster::election`); its admin API stays on for then.
+    let election = match (&following, args.elect_primary) {
+        (Some(_), true) => {
+            let held = crate::cluster::generation::local_generation(&config.data_dir)?;
+            let gossip = cluster
+                .gossip
+                .expect("--metastore needs --gossip, checked above");
+            Some(crate::cluster::election::Election {
+                metastore_url: cluster.metastore.clone().expect("required by clap"),
+                collection: cluster.collection.clone(),
+                shard: cluster
+                    .shard_id
+                    .expect("--store needs --shard-id, checked above"),
+                shards: held.map_or(1, |m| m.shards),
+                node_id: cluster
+                    .node_id
+                    .clone()
+                    .unwrap_or_else(|| format!("leaf@{gossip}")),
+                ttl: crate::cluster::election::DEFAULT_TTL,
+                poll,
+            })
+        }
+        _ => None,
+    };
     // Which shard of how many the leaf serves: its writes refuse documents of other shards.
     let shard = match (&primary, &following) {
         (Some(p), _) => Some((p.shard(), p.shards())),
@@ -291,7 +322,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         (None, None) => None,
     };
     let mut config = config;
-    if following.is_some() && config.admin_token.is_some() {
+    if following.is_some() && election.is_none() && config.admin_token.is_some() {
         eprintln!(
             "note: the admin API is off: this leaf's index follows a store (write to the \
              publishing index)"
@@ -330,6 +361,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             following,
             shard,
             primary,
+            election,
         },
         args.worker_threads,
         dense,
@@ -348,6 +380,8 @@ pub(crate) struct LeafParts {
     shard: Option<(u32, u32)>,
     /// The shard's primary, publishing its writes to the store.
     primary: Option<Arc<Primary>>,
+    /// A candidate for the shard's primary through the metastore (it follows meanwhile).
+    election: Option<crate::cluster::election::Election>,
 }
 
 /// Runs `retrain` on the served engine, then serves the model the registry holds active
@@ -545,6 +579,7 @@ fn serve_index_with(
         following,
         shard,
         primary,
+        election,
     } = leaf;
     let recovery = crate::admin::recovery::recover(&index)?;
     if !recovery.is_empty() {
@@ -625,7 +660,11 @@ fn serve_index_with(
             engine.set_store_generation(held.map_or(0, |m| m.generation));
         }
         let state = Arc::new(
-            AppState::new(engine, ops, events, leaf, loaded.error).with_shard(shard, primary),
+            AppState::new(engine, ops, events, leaf, loaded.error).with_shard(
+                shard,
+                primary,
+                following.is_some(),
+            ),
         );
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         if let Some(DenseJob { options, retrain }) = dense {
@@ -666,13 +705,26 @@ fn serve_index_with(
             .await
             .context("cannot read the running experiment")?;
         tokio::spawn(crate::api::admin::experiments::watch(state.clone()));
-        if let Some(f) = following {
-            tokio::spawn(crate::cluster::generation::follow(
-                f.store,
-                f.shard,
-                state.clone(),
-                f.interval,
-            ));
+        let (elected_tx, elected_rx) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
+        match (following, election) {
+            (Some(f), Some(election)) => {
+                let (state, scheme) = (state.clone(), config.scheme());
+                tokio::spawn(async move {
+                    let Ok(bound) = elected_rx.await else { return };
+                    let slot = state.primary.clone();
+                    let url = format!("{scheme}://{bound}");
+                    crate::cluster::election::run(election, f.store, state, slot, url).await
+                });
+            }
+            (Some(f), None) => {
+                tokio::spawn(crate::cluster::generation::follow(
+                    f.store,
+                    f.shard,
+                    state.clone(),
+                    f.interval,
+                ));
+            }
+            (None, _) => {}
         }
         let (bound_tx, bound_rx) = tokio::sync::oneshot::channel();
         let _gossip = gossip.map(|g| {
@@ -694,6 +746,7 @@ fn serve_index_with(
                  /search?q=iterator)"
             );
             let _ = bound_tx.send(bound);
+            let _ = elected_tx.send(bound);
         })
         .await?;
         stopping.store(true, std::sync::atomic::Ordering::Relaxed);

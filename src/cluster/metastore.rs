@@ -370,6 +370,61 @@ impl Metastore {
         Ok(Publish::Won)
     }
 
+    /// Takes or renews, for `node_id` (reached at `api_url`), the lease on the primary of
+    /// `shard` of `collection` until `ttl` from now: true when the node holds it after the
+    /// call (it held it already, nobody did, or the last holder's lease had expired). One
+    /// conditional upsert, so of two nodes asking at once the database lets one take it.
+    /// Expiry is read on the nodes' clocks: they must agree within a fraction of `ttl`
+    /// (`super::election` leaves a third of it as margin).
+    pub async fn lease_primary(
+        &self,
+        collection: &str,
+        shard: u32,
+        node_id: &str,
+        api_url: &str,
+        ttl: Duration,
+    ) -> anyhow::Result<bool> {
+        let now = now_ms();
+        let mut tx = self.db.begin_write().await?;
+        let taken = sqlx::query(
+            "INSERT INTO cluster_primaries (collection, shard, node_id, api_url, expires_at) \
+             VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (collection, shard) DO UPDATE \
+             SET node_id = $3, api_url = $4, expires_at = $5 \
+             WHERE cluster_primaries.node_id = $3 OR cluster_primaries.expires_at < $6",
+        )
+        .bind(collection)
+        .bind(i64::from(shard))
+        .bind(node_id)
+        .bind(api_url)
+        .bind(now + ttl.as_millis() as i64)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        tx.commit().await?;
+        Ok(taken == 1)
+    }
+
+    /// Gives up `node_id`'s lease on the primary of `shard`, if it holds it (a node stopping
+    /// lets another take over at once instead of after the lease's expiry).
+    pub async fn release_primary(
+        &self,
+        collection: &str,
+        shard: u32,
+        node_id: &str,
+    ) -> anyhow::Result<()> {
+        sqlx::query(
+            "DELETE FROM cluster_primaries WHERE collection = $1 AND shard = $2 AND node_id = $3",
+        )
+        .bind(collection)
+        .bind(i64::from(shard))
+        .bind(node_id)
+        .execute(&self.db.pool)
+        .await?;
+        Ok(())
+    }
+
     /// The whole map: collections with their shards (current generation, manifest key,
     /// replicas) and the registered nodes.
     pub async fn read_map(&self) -> anyhow::Result<ClusterMap> {

@@ -16,6 +16,7 @@
 //! this process (`root::transport::LocalShard`, what the tests compare with the single index)
 //! or leaves over HTTP (`root::http::HttpShard`, what `rankd serve --role root` uses).
 
+pub mod election;
 pub mod generation;
 pub mod gossip_auth;
 pub mod leaf;

@@ -25,7 +25,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::generation::{self, AnotherPublisher, Check, Manifest, Store};
 use crate::error::Invalid;
@@ -49,6 +49,9 @@ pub struct Primary {
     newest: tokio::sync::Mutex<Option<Manifest>>,
     /// Why this leaf no longer takes writes: another primary published first.
     fenced: Mutex<Option<String>>,
+    /// Until when its lease on the shard's primary lets it write, when it was elected through
+    /// the metastore (`super::election`); `None`: the operator's choice, no lease.
+    lease_until: Mutex<Option<Instant>>,
 }
 
 /// Why a committed write was not acknowledged.
@@ -102,6 +105,7 @@ impl Primary {
                 interval: interval.max(Duration::from_millis(10)),
                 newest: tokio::sync::Mutex::new(newest),
                 fenced: Mutex::new(None),
+                lease_until: Mutex::new(None),
             };
             let g = primary.publish_dir().await.map_err(|e| match e {
                 PublishError::Fenced(why) => anyhow::anyhow!(why),
@@ -120,9 +124,77 @@ impl Primary {
         self.shards
     }
 
-    /// Why this leaf takes no writes any more, if another primary published first.
+    /// A replica of `shard` serving `engine` (following the store until now) made the shard's
+    /// primary by its lease (`super::election`), writing until `lease_until` unless the lease
+    /// is extended: first brought to the store's newest generation, which its first write
+    /// succeeds. The caller holds the index's write lock and has stopped following.
+    pub async fn promote<E>(
+        store: Store,
+        shard: u32,
+        shards: u32,
+        engine: &std::sync::Arc<E>,
+        interval: Duration,
+        lease_until: Instant,
+    ) -> anyhow::Result<Primary>
+    where
+        E: AsRef<Engine> + Send + Sync + 'static,
+    {
+        let dir = engine.as_ref().as_ref().index.dir.clone();
+        let held = engine.as_ref().as_ref().store_generation();
+        if let Some(m) = generation::newer(&store, held, shard).await? {
+            let g = m.generation;
+            let prepared = generation::prepare(&store, &dir, m).await?;
+            let engine = engine.clone();
+            tokio::task::spawn_blocking(move || {
+                engine
+                    .as_ref()
+                    .as_ref()
+                    .switch_generation(g, || prepared.commit())
+            })
+            .await??;
+        }
+        let newest = generation::local_generation(&dir)?;
+        Ok(Primary {
+            store,
+            shard,
+            shards,
+            dir,
+            interval: interval.max(Duration::from_millis(10)),
+            newest: tokio::sync::Mutex::new(newest),
+            fenced: Mutex::new(None),
+            lease_until: Mutex::new(Some(lease_until)),
+        })
+    }
+
+    /// Its lease was renewed: it may write until `until`.
+    pub fn extend_lease(&self, until: Instant) {
+        let mut lease = self.lease_until.locked();
+        if lease.is_some() {
+            *lease = Some(until);
+        }
+    }
+
+    /// Why this leaf takes no writes any more: another primary published first, or its lease
+    /// ran out (the metastore was not reached to renew it).
     pub fn fenced(&self) -> Option<String> {
-        self.fenced.locked().clone()
+        if let Some(why) = self.fenced.locked().clone() {
+            return Some(why);
+        }
+        self.lease_until
+            .locked()
+            .is_some_and(|until| Instant::now() >= until)
+            .then(|| {
+                format!(
+                    "its lease on the primary of shard {} ran out (the metastore was not \
+                     reached to renew it)",
+                    self.shard
+                )
+            })
+    }
+
+    /// The store it publishes to.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Publishes the index after a committed write; the caller holds the index's write lock,
@@ -137,7 +209,8 @@ impl Primary {
         let outcome = self.publish_dir().await;
         match &outcome {
             Ok(g) => engine.as_ref().as_ref().set_store_generation(*g),
-            Err(PublishError::Fenced(_)) if was_fenced => {}
+            // Once; an elected primary is followed again by its election (`super::election`).
+            Err(PublishError::Fenced(_)) if was_fenced || self.lease_until.locked().is_some() => {}
             Err(PublishError::Fenced(_)) => {
                 tokio::spawn(generation::follow(
                     self.store.clone(),

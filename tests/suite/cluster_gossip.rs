@@ -349,3 +349,162 @@ fn a_leaf_registers_once_its_metastore_comes_up() {
         up.elapsed().as_secs_f64()
     );
 }
+
+/// The primary chosen through the metastore (issue 31, deliverable 2): two leaves of a shard
+/// started with `--elect-primary` follow the store; one takes the lease and the writes. When
+/// it is killed, the other takes the lease once it expires, catches up with the store and
+/// takes the writes; every acknowledged write is there; the dead one, restarted, follows.
+#[test]
+fn a_dead_primary_is_replaced_through_the_metastore() {
+    let dir = tempfile::tempdir().unwrap();
+    let metastore = fresh_database(dir.path());
+    let data = ingest(dir.path(), DOCS);
+    let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
+    rankd_ok([
+        "publish",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--store",
+        store,
+        "--metastore",
+        &metastore,
+        "--collection",
+        "elect",
+    ]);
+    let seeds = gossip(27_260);
+    let candidate = |name: &str, port: u16| {
+        let (gossip, data) = (gossip(port), dir.path().join(name));
+        start_serve(
+            &[
+                "--role",
+                "leaf",
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--collection",
+                "elect",
+                "--shard-id",
+                "0",
+                "--gossip",
+                &gossip,
+                "--seed",
+                &seeds,
+                "--node-id",
+                name,
+                "--metastore",
+                &metastore,
+                "--store",
+                store,
+                "--elect-primary",
+                "--poll-ms",
+                "100",
+            ],
+            Some(TOKEN),
+            &[],
+        )
+    };
+    let mut leaves = vec![Some(candidate("a", 27_261)), Some(candidate("b", 27_262))];
+    let root_gossip = gossip(27_260);
+    let root = start_serve(
+        &[
+            "--role",
+            "root",
+            "--collection",
+            "elect",
+            "--gossip",
+            &root_gossip,
+            "--seed",
+            &seeds,
+            "--metastore",
+            &metastore,
+            "--data-dir",
+            dir.path().join("root").to_str().unwrap(),
+        ],
+        Some(TOKEN),
+        &[],
+    );
+    let info = |base: &str| get(&format!("{base}/cluster/v1/info"), Some(CLUSTER_KEY)).body;
+    let primary_of = |leaves: &[Option<Server>]| {
+        let primaries: Vec<usize> = (0..leaves.len())
+            .filter(|&i| {
+                leaves[i]
+                    .as_ref()
+                    .is_some_and(|l| info(&l.base)["primary"] == true)
+            })
+            .collect();
+        assert!(primaries.len() <= 1, "two primaries: {primaries:?}");
+        primaries.first().copied()
+    };
+    let start = Instant::now();
+    let first = loop {
+        if let Some(p) = primary_of(&leaves) {
+            break p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "no primary elected"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let write = |ids: &[&str]| {
+        let lines: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                serde_json::json!({"id": id, "title": "elected", "body": "qqelect"}).to_string()
+            })
+            .collect();
+        try_call(
+            "POST",
+            &format!("{}/admin/documents", root.base),
+            Some(TOKEN),
+            Some(("application/x-ndjson", lines.join("\n").as_bytes())),
+        )
+        .map(|a| a.status)
+        .unwrap_or(0)
+    };
+    // The root learns the leaves by gossip: retry until it writes.
+    let start = Instant::now();
+    while write(&["e1", "e2"]) != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "no write through the root"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let other = 1 - first;
+    let follower = leaves[other].as_ref().unwrap().base.clone();
+    assert_eq!(info(&follower)["writes"], false);
+    // The primary dies: the other takes over.
+    let dead = leaves[first].take().unwrap();
+    drop(dead);
+    let killed = Instant::now();
+    while write(&["e3"]) != 200 {
+        assert!(
+            killed.elapsed() < Duration::from_secs(20),
+            "no new primary took the writes"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!(
+        "a new primary took the writes {:?} after the old one was killed",
+        killed.elapsed()
+    );
+    assert_eq!(primary_of(&leaves), Some(other));
+    for id in ["e1", "e2", "e3"] {
+        let a = get(&format!("{follower}/doc/{id}"), None);
+        assert_eq!(a.status, 200, "{id} on the new primary: {}", a.body);
+    }
+    // The old primary returns: it follows, and serves what the new one wrote.
+    leaves[first] = Some(candidate(["a", "b"][first], 27_261 + first as u16));
+    let back = leaves[first].as_ref().unwrap().base.clone();
+    let start = Instant::now();
+    while get(&format!("{back}/doc/e3"), None).status != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the returned leaf never followed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(info(&back)["primary"], false);
+    assert_eq!(primary_of(&leaves), Some(other));
+}

@@ -346,3 +346,57 @@ fn concurrent_creations_of_a_collection_all_succeed() {
         }
     });
 }
+
+/// The primary lease (`Metastore::lease_primary`, `crate::cluster::election`): of two nodes
+/// asking at once exactly one holds it; the holder renews it, the other cannot take it until
+/// it expires, then can; a released lease is free at once.
+#[test]
+fn one_node_holds_a_shards_primary_lease_until_it_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database(dir.path());
+    runtime().block_on(async {
+        let a = Metastore::connect(&url, TIMEOUT).await.unwrap();
+        let b = Metastore::connect(&url, TIMEOUT).await.unwrap();
+        let ttl = Duration::from_millis(400);
+        for round in 0..10u32 {
+            let (x, y) = tokio::join!(
+                a.lease_primary("c", round, "a", "http://a", ttl),
+                b.lease_primary("c", round, "b", "http://b", ttl),
+            );
+            let (x, y) = (x.unwrap(), y.unwrap());
+            assert!(x != y, "round {round}: a {x}, b {y}");
+        }
+        assert!(a
+            .lease_primary("c", 99, "a", "http://a", ttl)
+            .await
+            .unwrap());
+        assert!(
+            a.lease_primary("c", 99, "a", "http://a", ttl)
+                .await
+                .unwrap(),
+            "renewed"
+        );
+        assert!(!b
+            .lease_primary("c", 99, "b", "http://b", ttl)
+            .await
+            .unwrap());
+        tokio::time::sleep(ttl + Duration::from_millis(50)).await;
+        assert!(
+            b.lease_primary("c", 99, "b", "http://b", ttl)
+                .await
+                .unwrap(),
+            "expired"
+        );
+        assert!(!a
+            .lease_primary("c", 99, "a", "http://a", ttl)
+            .await
+            .unwrap());
+        b.release_primary("c", 99, "b").await.unwrap();
+        assert!(
+            a.lease_primary("c", 99, "a", "http://a", ttl)
+                .await
+                .unwrap(),
+            "released"
+        );
+    });
+}

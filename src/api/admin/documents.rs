@@ -39,19 +39,19 @@ impl QueryParams for BatchParams {
     const NAMES: &'static [&'static str] = &["recompute_links", "missing_ok"];
 }
 
-/// On a shard's primary that another primary fenced, why it takes no writes: checked under
-/// the index's write lock, before anything is committed.
+/// Why this node takes no writes, if it does not ([`AppState::takes_writes`]: a replica
+/// following a store, a primary another one fenced or whose lease ran out): checked under the
+/// index's write lock, before anything is committed.
 fn fenced(state: &AppState) -> Result<(), ApiError> {
-    match state.primary.as_ref().and_then(|p| p.fenced()) {
-        Some(why) => Err(ApiError::unavailable("no_writes", why)),
-        None => Ok(()),
-    }
+    state.takes_writes().map_err(|why| {
+        ApiError::unavailable("no_writes", format!("this leaf takes no writes: {why}"))
+    })
 }
 
 /// On a shard's primary, publishes the committed write before it is acknowledged
 /// (`crate::cluster::primary`): the generation holding it, or why it is not acknowledged.
 async fn publish(state: &Arc<AppState>) -> Result<Option<u64>, ApiError> {
-    let Some(primary) = &state.primary else {
+    let Some(primary) = state.primary.load_full() else {
         return Ok(None);
     };
     primary
