@@ -32,15 +32,19 @@ enum Fault {
     TruncateBlob,
     /// The replica's disk (a small tmpfs) filled by another file, then freed.
     FullDiskReplica,
+    /// Both leaves of each shard candidates for the primary through the metastore
+    /// (`--elect-primary`, gossip): the primary of a shard killed; the other takes over.
+    KillElectedPrimary,
 }
 
-const FAULTS: [Fault; 6] = [
+const FAULTS: [Fault; 7] = [
     Fault::KillReplica,
     Fault::StopReplica,
     Fault::KillPrimary,
     Fault::StopPrimary,
     Fault::TruncateBlob,
     Fault::FullDiskReplica,
+    Fault::KillElectedPrimary,
 ];
 
 /// One leaf's process and how to start it again at the same address.
@@ -48,12 +52,13 @@ struct Leaf {
     server: Option<Server>,
     data: PathBuf,
     addr: String,
-    primary: bool,
+    /// `--primary`, `--elect-primary` with its gossip and metastore flags, or nothing.
+    role: Vec<String>,
     shard: u32,
 }
 
 impl Leaf {
-    fn start(data: &Path, store: &str, shard: u32, primary: bool, addr: &str) -> Leaf {
+    fn start(data: &Path, store: &str, shard: u32, role: &[String], addr: &str) -> Leaf {
         let shard_arg = shard.to_string();
         let mut args = vec![
             "--addr",
@@ -69,16 +74,14 @@ impl Leaf {
             "--poll-ms",
             "100",
         ];
-        if primary {
-            args.push("--primary");
-        }
+        args.extend(role.iter().map(String::as_str));
         let server = start_serve(&args, Some(TOKEN), &[]);
         let addr = server.base.trim_start_matches("http://").to_string();
         Leaf {
             server: Some(server),
             data: data.to_path_buf(),
             addr,
-            primary,
+            role: role.to_vec(),
             shard,
         }
     }
@@ -92,7 +95,7 @@ impl Leaf {
     }
 
     fn restart(&mut self, store: &str) {
-        let again = Leaf::start(&self.data, store, self.shard, self.primary, &self.addr);
+        let again = Leaf::start(&self.data, store, self.shard, &self.role, &self.addr);
         *self = again;
     }
 }
@@ -125,26 +128,105 @@ fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
     ingest_into("jsonl", &input, &data, Some(SHARDS));
     let store = dir.path().join("store").to_str().unwrap().to_string();
     let mut leaves: Vec<Leaf> = Vec::new();
-    for s in 0..SHARDS {
-        let p = data.join(format!("shards/{s}"));
-        leaves.push(Leaf::start(&p, &store, s, true, "127.0.0.1:0"));
-        let r = match disk {
-            Some(fs) if s == 0 => fs.path().join(format!("replica-{seed}")),
-            _ => dir.path().join(format!("replica{s}")),
-        };
-        leaves.push(Leaf::start(&r, &store, s, false, "127.0.0.1:0"));
-    }
+    let elected = fault == Fault::KillElectedPrimary;
     let mut args = vec!["--role".to_string(), "root".to_string()];
-    for s in 0..SHARDS as usize {
-        args.push("--shard".into());
-        args.push(format!(
-            "{},{}",
-            leaves[2 * s].base(),
-            leaves[2 * s + 1].base()
-        ));
+    if elected {
+        // Every leaf a candidate, from the store; the root finds them by gossip.
+        let metastore = fresh_database(dir.path());
+        rankd_ok([
+            "publish",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--store",
+            &store,
+            "--metastore",
+            &metastore,
+            "--collection",
+            "history",
+        ]);
+        let port = |k: u64| 27_400 + (seed % 40) * 6 + k;
+        let seeds = format!("127.0.0.1:{}", port(0));
+        for s in 0..SHARDS {
+            for k in 0..2 {
+                let role: Vec<String> = [
+                    "--elect-primary",
+                    "--collection",
+                    "history",
+                    "--metastore",
+                    &metastore,
+                    "--seed",
+                    &seeds,
+                    "--gossip",
+                    &format!("127.0.0.1:{}", port(1 + 2 * u64::from(s) + k)),
+                    "--node-id",
+                    &format!("leaf-{s}-{k}"),
+                ]
+                .map(String::from)
+                .to_vec();
+                let d = dir.path().join(format!("candidate{s}-{k}"));
+                leaves.push(Leaf::start(&d, &store, s, &role, "127.0.0.1:0"));
+            }
+        }
+        args.extend(
+            [
+                "--collection",
+                "history",
+                "--gossip",
+                &format!("127.0.0.1:{}", port(0)),
+                "--seed",
+                &seeds,
+                "--metastore",
+                &metastore,
+            ]
+            .map(String::from),
+        );
+    } else {
+        for s in 0..SHARDS {
+            let p = data.join(format!("shards/{s}"));
+            leaves.push(Leaf::start(
+                &p,
+                &store,
+                s,
+                &["--primary".into()],
+                "127.0.0.1:0",
+            ));
+            let r = match disk {
+                Some(fs) if s == 0 => fs.path().join(format!("replica-{seed}")),
+                _ => dir.path().join(format!("replica{s}")),
+            };
+            leaves.push(Leaf::start(&r, &store, s, &[], "127.0.0.1:0"));
+        }
+        for s in 0..SHARDS as usize {
+            args.push("--shard".into());
+            args.push(format!(
+                "{},{}",
+                leaves[2 * s].base(),
+                leaves[2 * s + 1].base()
+            ));
+        }
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let root = start_serve(&args, Some(TOKEN), &[]);
+    if elected {
+        // Until every shard has its primary and the root sees it.
+        let started = Instant::now();
+        while !(0..SHARDS as usize).all(|s| {
+            (0..2).any(|k| {
+                let i = get(
+                    &format!("{}/cluster/v1/info", leaves[2 * s + k].base()),
+                    Some(CLUSTER_KEY),
+                );
+                i.body["primary"] == true
+            })
+        }) || get(&format!("{}/readyz", root.base), None).status != 200
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "no primaries elected"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let history = Arc::new(Mutex::new(History::new()));
@@ -177,11 +259,26 @@ fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
     };
     let victim = match fault {
         Fault::KillReplica | Fault::StopReplica => 2 * shard + 1,
+        // Whichever of the two holds the lease.
+        Fault::KillElectedPrimary => (2 * shard..2 * shard + 2)
+            .find(|&i| {
+                let a = get(
+                    &format!("{}/cluster/v1/info", leaves[i].base()),
+                    Some(CLUSTER_KEY),
+                );
+                a.body["primary"] == true
+            })
+            .expect("an elected primary"),
         _ => 2 * shard,
     };
-    let down_for = Duration::from_millis(700 + rng.below(800) as u64);
+    let mut down_for = Duration::from_millis(700 + rng.below(800) as u64);
+    if fault == Fault::KillElectedPrimary && seed % 2 == 1 {
+        // Past the 3 s lease: the other candidate takes over (on even seeds the killed one
+        // returns first and takes its own lease again).
+        down_for += Duration::from_secs(3);
+    }
     match fault {
-        Fault::KillReplica | Fault::KillPrimary => {
+        Fault::KillReplica | Fault::KillPrimary | Fault::KillElectedPrimary => {
             kill9(&mut leaves[victim].server.as_mut().unwrap().child);
             std::thread::sleep(down_for);
             leaves[victim].restart(&store);
@@ -225,6 +322,16 @@ fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
     let what = format!("{fault:?} seed {seed}");
     let converged = converged(&pairs, healed, &what);
     let (acknowledged, failed) = check(&history.lock().unwrap(), &pairs, &root.base, &what);
+    if fault == Fault::KillElectedPrimary && seed % 2 == 1 {
+        let info = get(
+            &format!("{}/cluster/v1/info", leaves[victim ^ 1].base()),
+            Some(CLUSTER_KEY),
+        );
+        assert_eq!(
+            info.body["primary"], true,
+            "{what}: the other candidate did not take over"
+        );
+    }
     drop(root);
     drop(leaves);
     if let Some(fs) = disk {
