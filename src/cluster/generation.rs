@@ -394,11 +394,25 @@ pub struct Published {
     pub record: Option<Manifest>,
 }
 
+/// Uploads `full` as the blob of `file`, checking that what it read has the checksum the
+/// manifest gives it: a file replaced between listing and upload (the embedding job writes
+/// its vectors whenever it likes) would otherwise be stored under another file's checksum, a
+/// blob every replica would refuse.
 async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<()> {
     let key = blob_key(store, &file.sha256);
+    let changed = || {
+        anyhow!(
+            "{} changed while publishing (its checksum is no longer the one listed); publish \
+             again",
+            full.display()
+        )
+    };
     if file.size <= MULTIPART_ABOVE {
         let bytes =
             std::fs::read(full).with_context(|| format!("cannot read {}", full.display()))?;
+        if format!("{:x}", Sha256::digest(&bytes)) != file.sha256 {
+            return Err(changed());
+        }
         store
             .inner
             .put(&key, PutPayload::from(bytes))
@@ -415,13 +429,20 @@ async fn upload(store: &Store, full: &Path, file: &FileEntry) -> anyhow::Result<
     let mut f =
         std::fs::File::open(full).with_context(|| format!("cannot read {}", full.display()))?;
     let mut buf = vec![0u8; 8 << 20];
+    let mut hasher = Sha256::new();
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
             break;
         }
+        hasher.update(&buf[..n]);
         writer.wait_for_capacity(4).await?;
         writer.write(&buf[..n]);
+    }
+    if format!("{:x}", hasher.finalize()) != file.sha256 {
+        // Not completed, so no blob is created under the wrong checksum.
+        let _ = writer.abort().await;
+        return Err(changed());
     }
     writer
         .finish()
@@ -1092,6 +1113,30 @@ mod vector_tests {
                 ..Default::default()
             }));
         (model, dir)
+    }
+
+    /// A file whose content changed after it was listed is not uploaded under its listed
+    /// checksum, in one put or in parts.
+    #[tokio::test]
+    async fn a_file_changed_after_listing_is_not_uploaded_under_its_old_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let store_dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&format!("file://{}", store_dir.path().display())).unwrap();
+        for size in [1000usize, (MULTIPART_ABOVE + 1) as usize] {
+            let path = dir.path().join("vectors.bin");
+            std::fs::write(&path, vec![1u8; size]).unwrap();
+            let (sha256, size) = sha256_file(&path).unwrap();
+            let listed = FileEntry {
+                path: "vectors.bin".into(),
+                sha256,
+                size,
+            };
+            std::fs::write(&path, vec![2u8; size as usize]).unwrap();
+            let e = upload(&store, &path, &listed).await.unwrap_err();
+            assert!(e.to_string().contains("changed while publishing"), "{e:#}");
+            let head = store.inner.head(&blob_key(&store, &listed.sha256)).await;
+            assert!(head.is_err(), "a blob under the old checksum: {head:?}");
+        }
     }
 
     #[tokio::test]

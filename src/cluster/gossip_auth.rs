@@ -17,26 +17,16 @@ use chitchat::ChitchatId;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::membership::NodeKeys;
-
 /// The gossiped key holding a member's tag (hex).
 pub const AUTH: &str = "rankd.auth";
 
-fn mac(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys) -> Hmac<Sha256> {
+/// `claims`: what the node says about itself that the tag covers, in a fixed order
+/// (`super::membership::NodeKeys::claims`: role, URL, collection, shard, shard count).
+fn mac(key: &[u8; 32], id: &ChitchatId, claims: &[String]) -> Hmac<Sha256> {
     let mut m = <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-    let shard = keys.shard.map(|s| s.to_string()).unwrap_or_default();
-    let shards = keys.shards.map(|s| s.to_string()).unwrap_or_default();
     let generation = id.generation_id.to_string();
-    for part in [
-        "rankd/gossip-member/v1",
-        &*id.node_id,
-        generation.as_str(),
-        keys.role.as_str(),
-        keys.api_url.as_str(),
-        keys.collection.as_str(),
-        shard.as_str(),
-        shards.as_str(),
-    ] {
+    let head = ["rankd/gossip-member/v1", &*id.node_id, generation.as_str()];
+    for part in head.into_iter().chain(claims.iter().map(String::as_str)) {
         // Length-prefixed, so no two different members write the same bytes.
         m.update(&(part.len() as u64).to_le_bytes());
         m.update(part.as_bytes());
@@ -45,15 +35,15 @@ fn mac(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys) -> Hmac<Sha256> {
 }
 
 /// The tag of what node `id` says about itself (hex).
-pub fn tag(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys) -> String {
-    crate::text::config::hex(&mac(key, id, keys).finalize().into_bytes())
+pub fn tag(key: &[u8; 32], id: &ChitchatId, claims: &[String]) -> String {
+    crate::text::config::hex(&mac(key, id, claims).finalize().into_bytes())
 }
 
 /// Whether `claimed` is the tag of what node `id` says about itself (compared in constant
 /// time).
-pub fn verify(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys, claimed: &str) -> bool {
+pub fn verify(key: &[u8; 32], id: &ChitchatId, claims: &[String], claimed: &str) -> bool {
     use subtle::ConstantTimeEq;
-    tag(key, id, keys)
+    tag(key, id, claims)
         .as_bytes()
         .ct_eq(claimed.as_bytes())
         .into()
@@ -63,42 +53,31 @@ pub fn verify(key: &[u8; 32], id: &ChitchatId, keys: &NodeKeys, claimed: &str) -
 mod tests {
     use super::*;
 
-    fn leaf(url: &str) -> NodeKeys {
-        NodeKeys {
-            role: "leaf".into(),
-            api_url: url.into(),
-            collection: "main".into(),
-            shard: Some(1),
-            shards: Some(3),
-            generation: None,
-            ready: true,
-        }
+    fn claims(url: &str, shard: u32) -> Vec<String> {
+        ["leaf", url, "main", &shard.to_string(), "3"]
+            .map(String::from)
+            .to_vec()
     }
 
     #[test]
     fn a_member_verifies_with_its_key_and_its_own_claims_only() {
         let (key, other) = ([7u8; 32], [8u8; 32]);
-        let id = ChitchatId::new("leaf-1".to_string(), 42, "127.0.0.1:7000".parse().unwrap());
-        let keys = leaf("http://10.0.0.1:8080");
-        let t = tag(&key, &id, &keys);
-        assert!(verify(&key, &id, &keys, &t));
-        assert!(!verify(&other, &id, &keys, &t), "another key");
-        assert!(
-            !verify(&key, &id, &leaf("http://10.6.6.6:8080"), &t),
-            "a URL moved"
-        );
-        let restarted =
-            ChitchatId::new("leaf-1".to_string(), 43, "127.0.0.1:7000".parse().unwrap());
-        assert!(!verify(&key, &restarted, &keys, &t), "another generation");
-        let mut shard = keys.clone();
-        shard.shard = Some(2);
+        let addr = "127.0.0.1:7000".parse().unwrap();
+        let id = ChitchatId::new("leaf-1".to_string(), 42, addr);
+        let mine = claims("http://10.0.0.1:8080", 1);
+        let t = tag(&key, &id, &mine);
+        assert!(verify(&key, &id, &mine, &t));
+        assert!(!verify(&other, &id, &mine, &t), "another key");
+        let moved = claims("http://10.6.6.6:8080", 1);
+        assert!(!verify(&key, &id, &moved, &t), "a URL moved");
+        let restarted = ChitchatId::new("leaf-1".to_string(), 43, addr);
+        assert!(!verify(&key, &restarted, &mine, &t), "another generation");
+        let shard = claims("http://10.0.0.1:8080", 2);
         assert!(!verify(&key, &id, &shard, &t), "another shard");
-        assert!(!verify(&key, &id, &keys, "zz"), "not hex");
-        assert!(!verify(&key, &id, &keys, ""), "empty");
-        // Readiness and generation are outside the tag.
-        let mut ready = keys.clone();
-        ready.ready = false;
-        ready.generation = Some(9);
-        assert!(verify(&key, &id, &ready, &t));
+        assert!(!verify(&key, &id, &mine, "zz"), "not hex");
+        assert!(!verify(&key, &id, &mine, ""), "empty");
+        // Two claims joined differently are different claims.
+        let split = ["leafh", "ttp://10.0.0.1:8080", "main", "1", "3"].map(String::from);
+        assert!(!verify(&key, &id, &split, &t), "a boundary moved");
     }
 }

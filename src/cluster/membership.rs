@@ -83,6 +83,19 @@ impl NodeKeys {
         kv
     }
 
+    /// What the node says about itself that its tag covers (`super::gossip_auth`): role,
+    /// URL, collection, shard and shard count; not readiness or generation, which change.
+    fn claims(&self) -> Vec<String> {
+        let number = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
+        vec![
+            self.role.clone(),
+            self.api_url.clone(),
+            self.collection.clone(),
+            number(self.shard),
+            number(self.shards),
+        ]
+    }
+
     /// The keys of a node's gossiped state; `None` for a node that does not speak rankd's keys
     /// (yet: its first key-values may arrive after its heartbeat).
     pub fn of_state(state: &NodeState) -> Option<NodeKeys> {
@@ -128,7 +141,7 @@ impl ClusterView {
                 let keys = NodeKeys::of_state(state)?;
                 if let Some(key) = key {
                     let tag = state.get(super::gossip_auth::AUTH).unwrap_or("");
-                    if !super::gossip_auth::verify(key, id, &keys, tag) {
+                    if !super::gossip_auth::verify(key, id, &keys.claims(), tag) {
                         ignored += 1;
                         return None;
                     }
@@ -282,7 +295,7 @@ impl Membership {
         };
         let mut key_values = keys.key_values();
         if let Some(key) = &config.key {
-            let tag = super::gossip_auth::tag(key, &chitchat_config.chitchat_id, keys);
+            let tag = super::gossip_auth::tag(key, &chitchat_config.chitchat_id, &keys.claims());
             key_values.push((super::gossip_auth::AUTH.to_string(), tag));
         }
         let handle = spawn_chitchat(chitchat_config, key_values, &UdpTransport)
@@ -364,6 +377,18 @@ mod tests {
         }
     }
 
+    fn root_keys() -> NodeKeys {
+        NodeKeys {
+            role: "root".into(),
+            api_url: "http://127.0.0.1:1".into(),
+            collection: "c".into(),
+            shard: None,
+            shards: None,
+            generation: None,
+            ready: true,
+        }
+    }
+
     fn config(i: u16, seed: u16) -> MembershipConfig {
         let addr: SocketAddr = format!("127.0.0.1:{}", 27_100 + i).parse().unwrap();
         let mut c = MembershipConfig::new(
@@ -393,15 +418,7 @@ mod tests {
     /// spreads, a stopped node is declared dead by chitchat's detector (the time printed).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn join_change_and_death_reach_the_view() {
-        let root_keys = NodeKeys {
-            role: "root".into(),
-            api_url: "http://127.0.0.1:1".into(),
-            collection: "c".into(),
-            shard: None,
-            shards: None,
-            generation: None,
-            ready: true,
-        };
+        let root_keys = root_keys();
         let root = Membership::start(config(0, 0), &root_keys).await.unwrap();
         let mut view = root.view();
         let a = Membership::start(config(1, 0), &leaf(0, 9001))
@@ -460,15 +477,7 @@ mod tests {
             c.key = key;
             (c, leaf(shard, port))
         };
-        let root_keys = NodeKeys {
-            role: "root".into(),
-            api_url: "http://127.0.0.1:1".into(),
-            collection: "c".into(),
-            shard: None,
-            shards: None,
-            generation: None,
-            ready: true,
-        };
+        let root_keys = root_keys();
         let mut rc = config(10, 10);
         rc.key = key;
         let root = Membership::start(rc, &root_keys).await.unwrap();

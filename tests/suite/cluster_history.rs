@@ -59,23 +59,8 @@ struct Leaf {
 
 impl Leaf {
     fn start(data: &Path, store: &str, shard: u32, role: &[String], addr: &str) -> Leaf {
-        let shard_arg = shard.to_string();
-        let mut args = vec![
-            "--addr",
-            addr,
-            "--role",
-            "leaf",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            &shard_arg,
-            "--poll-ms",
-            "100",
-        ];
-        args.extend(role.iter().map(String::as_str));
-        let server = start_serve(&args, Some(TOKEN), &[]);
+        let flags: Vec<&str> = role.iter().map(String::as_str).collect();
+        let server = store_leaf(data, store, shard, &flags, addr);
         let addr = server.base.trim_start_matches("http://").to_string();
         Leaf {
             server: Some(server),

@@ -13,50 +13,14 @@ use crate::util::*;
 use rankd::cluster::routing::shard_of;
 use serde_json::Value;
 
-const TOKEN: &str = "primary-admin-token";
-
 /// The shard's primary over `data`, publishing to `store`.
 fn primary(data: &Path, store: &str, shard: u32) -> Server {
-    let shard = shard.to_string();
-    start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            &shard,
-            "--primary",
-        ],
-        Some(TOKEN),
-        &[],
-    )
+    store_leaf(data, store, shard, &["--primary"], "127.0.0.1:0")
 }
 
-/// A replica of `shard` following `store` into `data`, looking every 50 ms (at `addr`, or
-/// a free port).
+/// A replica of `shard` following `store` into `data`, at `addr` (or a free port).
 fn replica_at(data: &Path, store: &str, shard: u32, addr: &str) -> Server {
-    let shard = shard.to_string();
-    start_serve(
-        &[
-            "--addr",
-            addr,
-            "--role",
-            "leaf",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--store",
-            store,
-            "--shard-id",
-            &shard,
-            "--poll-ms",
-            "50",
-        ],
-        Some(TOKEN),
-        &[],
-    )
+    store_leaf(data, store, shard, &[], addr)
 }
 
 fn replica(data: &Path, store: &str, shard: u32) -> Server {

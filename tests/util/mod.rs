@@ -275,6 +275,30 @@ pub fn start_serve(args: &[&str], token: Option<&str>, env: &[(&str, &str)]) -> 
     }
 }
 
+/// `rankd serve --role leaf` of shard `shard` on the object store `store` at `addr`
+/// (`127.0.0.1:0`: a free port) with the admin token [`TOKEN`], looking for new generations
+/// every 50 ms; `role` adds `--primary`, `--elect-primary` and its flags, or nothing (a
+/// replica following the store).
+pub fn store_leaf(data: &Path, store: &str, shard: u32, role: &[&str], addr: &str) -> Server {
+    let shard = shard.to_string();
+    let mut args = vec![
+        "--addr",
+        addr,
+        "--role",
+        "leaf",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--store",
+        store,
+        "--shard-id",
+        &shard,
+        "--poll-ms",
+        "50",
+    ];
+    args.extend(role);
+    start_serve(&args, Some(TOKEN), &[])
+}
+
 /// A leaf (`rankd serve --role leaf`) for each of the three shards of the sharded data
 /// directory `sharded`.
 pub fn start_leaves(sharded: &Path) -> Vec<Server> {
