@@ -934,7 +934,8 @@ fn writes_through_a_cut_and_a_slow_link_keep_every_acknowledged_write() {
         writer_thread.join().unwrap();
         let what = format!("link {fault}, seed {seed}");
         let took = converged(&pairs, healed, &what);
-        let (acknowledged, failed) = check(&history.lock().unwrap(), &pairs, &root.base, &what);
+        let (acknowledged, failed) =
+            check(&history.lock().unwrap(), &pairs, &root.base, seed, &what);
         eprintln!(
             "history, link to shard 1's primary {fault}: {acknowledged} acknowledged writes \
              held, {failed} failed (indeterminate), replicas equal {took:?} after the heal"

@@ -44,6 +44,35 @@ pub struct Election {
     pub poll: Duration,
 }
 
+/// A follower of the store, stopped between generations ([`generation::follow_until`]).
+struct Follower {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Follower {
+    fn start<E>(store: &Store, shard: u32, engine: &Arc<E>, poll: Duration) -> Follower
+    where
+        E: AsRef<Engine> + Send + Sync + 'static,
+    {
+        let (stop, until) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(generation::follow_until(
+            store.clone(),
+            shard,
+            engine.clone(),
+            poll,
+            until,
+        ));
+        Follower { stop, task }
+    }
+
+    /// Stops it once the generation it may be switching to is in place.
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
+
 /// Runs `election` for the leaf serving `engine` until the process ends: following `store`
 /// while another leaf holds the lease, the primary in `slot` while this one does. `api_url`
 /// is recorded with the lease (who holds it, for operators).
@@ -65,32 +94,17 @@ pub async fn run<E>(
         ttl,
         poll,
     } = election;
-    let follow = || {
-        tokio::spawn(generation::follow(
-            store.clone(),
-            shard,
-            engine.clone(),
-            poll,
-        ))
-    };
-    let mut follower = Some(follow());
+    let mut follower = Some(Follower::start(&store, shard, &engine, poll));
     let mut metastore: Option<Metastore> = None;
     let mut last_error = String::new();
     let every = ttl / 3;
+    // Each metastore call within half a round, so a slow one leaves time for the next.
+    let patience = every / 2;
     loop {
         let asked = Instant::now();
-        let held = async {
-            if metastore.is_none() {
-                metastore = Some(Metastore::connect(&metastore_url, every).await?);
-            }
-            let m = metastore.as_ref().expect("connected above");
-            tokio::time::timeout(
-                every,
-                m.lease_primary(&collection, shard, &node_id, &api_url, ttl),
-            )
-            .await
-            .map_err(|_| anyhow::anyhow!("no answer within {} ms", every.as_millis()))?
-        }
+        let held = lease(&mut metastore, &metastore_url, patience, |m| {
+            m.lease_primary(&collection, shard, &node_id, &api_url, ttl)
+        })
         .await;
         let held = match held {
             Ok(held) => {
@@ -105,32 +119,42 @@ pub async fn run<E>(
                     );
                     last_error = message;
                 }
-                metastore = None;
                 false
             }
         };
         // Writes stop a third of the lease before another leaf may take it.
         let until = asked + ttl * 2 / 3;
-        match (held, slot.load_full()) {
-            (true, Some(primary)) if primary.fenced().is_none() => primary.extend_lease(until),
+        let current = slot.load_full();
+        match (held, current) {
+            // Renewed; also a lease that ran out here while nobody took it elsewhere: this
+            // leaf holds it again, and the store still fences it if another wrote meanwhile.
+            (true, Some(primary)) if !primary.fenced_by_publisher() => primary.extend_lease(until),
             (true, Some(_)) => {
-                // Fenced by another publisher although it holds the lease: give it up and
-                // follow; the next round may take it again.
-                let _writing = engine.writes().lock().await;
-                slot.store(None);
-                follower = Some(follow());
-                if let Some(m) = &metastore {
-                    let _ = m.release_primary(&collection, shard, &node_id).await;
-                }
+                // Another publisher won although this leaf holds the lease: give it up and
+                // follow; a later round may take it again.
+                demote(&slot, &store, shard, &engine, &mut follower, poll).await;
+                let (c, n) = (collection.as_str(), node_id.as_str());
+                let _ = lease(&mut metastore, &metastore_url, patience, |m| async move {
+                    m.release_primary(c, shard, n).await.map(|()| true)
+                })
+                .await;
             }
             (true, None) => {
-                let _writing = engine.writes().lock().await;
+                let writing = engine.writes().lock().await;
                 if let Some(f) = follower.take() {
-                    f.abort();
-                    let _ = f.await;
+                    f.stop().await;
                 }
-                match Primary::promote(store.clone(), shard, shards, &engine, poll, until).await {
-                    Ok(p) => {
+                let promoted =
+                    Primary::promote(store.clone(), shard, shards, &engine, poll, until).await;
+                // Promoting may have taken a while (a download): renew before writing.
+                let renewed_at = Instant::now();
+                let renewed = lease(&mut metastore, &metastore_url, patience, |m| {
+                    m.lease_primary(&collection, shard, &node_id, &api_url, ttl)
+                })
+                .await;
+                match (promoted, renewed) {
+                    (Ok(p), Ok(true)) => {
+                        p.extend_lease(renewed_at + ttl * 2 / 3);
                         tracing::warn!(
                             "shard {shard}: this leaf ({node_id}) is the primary now, from \
                              generation {}",
@@ -138,23 +162,76 @@ pub async fn run<E>(
                         );
                         slot.store(Some(Arc::new(p)));
                     }
-                    Err(e) => {
-                        tracing::error!("shard {shard}: cannot become the primary: {e:#}");
-                        follower = Some(follow());
-                        if let Some(m) = &metastore {
-                            let _ = m.release_primary(&collection, shard, &node_id).await;
+                    (promoted, _) => {
+                        if let Err(e) = promoted {
+                            tracing::error!("shard {shard}: cannot become the primary: {e:#}");
                         }
+                        follower = Some(Follower::start(&store, shard, &engine, poll));
                     }
                 }
+                drop(writing);
             }
             (false, Some(primary)) if primary.fenced().is_some() => {
-                let _writing = engine.writes().lock().await;
                 tracing::warn!("shard {shard}: this leaf is no longer the primary; following");
-                slot.store(None);
-                follower = Some(follow());
+                demote(&slot, &store, shard, &engine, &mut follower, poll).await;
             }
             (false, _) => {}
         }
         tokio::time::sleep(every.saturating_sub(asked.elapsed())).await;
+    }
+}
+
+/// One metastore call within `patience`, connecting first when not connected (a failed call
+/// drops the connection, to connect anew next time).
+async fn lease<'m, F, Fut>(
+    metastore: &'m mut Option<Metastore>,
+    url: &str,
+    patience: Duration,
+    call: F,
+) -> anyhow::Result<bool>
+where
+    F: FnOnce(&'m Metastore) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    if metastore.is_none() {
+        *metastore = Some(Metastore::connect(url, patience).await?);
+    }
+    let m: &'m Metastore = metastore.as_ref().expect("connected above");
+    match tokio::time::timeout(patience, call(m)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(anyhow::anyhow!(
+            "no answer within {} ms",
+            patience.as_millis()
+        )),
+    }
+}
+
+/// This leaf stops being the primary: under the index's write lock, the slot is emptied,
+/// the directory brought back to the store's generation when it holds anything the store
+/// does not ([`generation::resync`]), and following starts again.
+async fn demote<E>(
+    slot: &ArcSwapOption<Primary>,
+    store: &Store,
+    shard: u32,
+    engine: &Arc<E>,
+    follower: &mut Option<Follower>,
+    poll: Duration,
+) where
+    E: AsRef<Engine> + Writes + Send + Sync + 'static,
+{
+    let _writing = engine.writes().lock().await;
+    slot.store(None);
+    match generation::resync(store, shard, engine).await {
+        Ok(true) => tracing::warn!(
+            "shard {shard}: dropped what this leaf held beyond the store's generation"
+        ),
+        Ok(false) => {}
+        Err(e) => tracing::error!(
+            "shard {shard}: cannot bring this leaf back to the store's generation: {e:#}; \
+             following from what it holds"
+        ),
+    }
+    if follower.is_none() {
+        *follower = Some(Follower::start(store, shard, engine, poll));
     }
 }

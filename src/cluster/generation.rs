@@ -589,24 +589,29 @@ pub async fn publish_after(
     match created {
         Ok(_) => {}
         Err(object_store::Error::AlreadyExists { .. }) => {
-            return Err(AnotherPublisher {
-                shard,
-                generation,
-                url: store.url.clone(),
+            // Ours already, when an earlier attempt's put went through but its answer was
+            // lost (a retried put, a timeout): the same files make the same generation.
+            let existing = manifest(store, shard, generation).await?;
+            if existing.files != m.files {
+                return Err(AnotherPublisher {
+                    shard,
+                    generation,
+                    url: store.url.clone(),
+                }
+                .into());
             }
-            .into())
         }
         Err(e) => return Err(anyhow!(e).context(format!("cannot write {key} to {}", store.url))),
     }
-    // The manifest is the commit; CURRENT only spares readers the roll-forward.
-    store
-        .inner
-        .put(
-            &current_key(store, shard),
-            PutPayload::from(serde_json::to_vec(&Current { generation })?),
-        )
-        .await
-        .with_context(|| format!("generation {generation} is published, but CURRENT of shard {shard} could not be advanced"))?;
+    // The manifest is the commit; CURRENT only spares readers the roll-forward, so failing
+    // to advance it loses nothing.
+    let current = PutPayload::from(serde_json::to_vec(&Current { generation })?);
+    if let Err(e) = store.inner.put(&current_key(store, shard), current).await {
+        tracing::warn!(
+            "generation {generation} of shard {shard} is published, but CURRENT could not be \
+             advanced (readers roll forward past it): {e}"
+        );
+    }
     Ok(Published {
         shard,
         generation,
@@ -989,12 +994,69 @@ pub async fn bootstrap(store: &Store, dir: &Path, shard: u32) -> anyhow::Result<
     }
 }
 
+/// Brings a leaf that stops being its shard's primary back to the store: when its directory
+/// holds anything its generation record does not (a commit whose publishing failed, vectors
+/// written since), the store's newest generation is laid out again trusting no local
+/// checksum (files are hashed), and switched to, so the leaf serves what the store holds and
+/// nothing unacknowledged. The caller holds the index's write lock. Whether it switched.
+pub async fn resync<E>(
+    store: &Store,
+    shard: u32,
+    engine: &std::sync::Arc<E>,
+) -> anyhow::Result<bool>
+where
+    E: AsRef<crate::search::Engine> + Send + Sync + 'static,
+{
+    let dir = engine.as_ref().as_ref().index.dir.clone();
+    let Some(newest) = latest(store, shard).await? else {
+        return Ok(false);
+    };
+    let held = local_generation(&dir)?;
+    if let Some(h) = &held {
+        // Whole (the store's newest, or behind it, which following takes from here).
+        if local_files(&dir, Some(h)).is_ok_and(|(files, _)| files == h.files) {
+            return Ok(false);
+        }
+    }
+    let m = manifest(store, shard, newest).await?;
+    let record = dir.join(LOCAL_RECORD);
+    if record.exists() {
+        std::fs::remove_file(&record)
+            .with_context(|| format!("cannot remove {}", record.display()))?;
+    }
+    let prepared = prepare(store, &dir, m).await?;
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || {
+        engine
+            .as_ref()
+            .as_ref()
+            .switch_generation(newest, || prepared.commit())
+    })
+    .await??;
+    Ok(true)
+}
+
 /// Keeps a serving replica of `shard` on the newest generation in `store`, checking every
 /// `interval`. A refused generation is retried after 15 intervals (a blob repaired or uploaded
 /// late heals; a corrupt one is not fetched again at every look); store errors
 /// are logged once per distinct message and the replica goes on serving what it has.
 pub async fn follow<E>(store: Store, shard: u32, engine: std::sync::Arc<E>, interval: Duration)
 where
+    E: AsRef<crate::search::Engine> + Send + Sync + 'static,
+{
+    let (_never, stop) = tokio::sync::watch::channel(false);
+    follow_until(store, shard, engine, interval, stop).await
+}
+
+/// [`follow`] until `stop` turns true; it is looked at between generations only, so a
+/// generation being switched to is switched to whole before this returns.
+pub async fn follow_until<E>(
+    store: Store,
+    shard: u32,
+    engine: std::sync::Arc<E>,
+    interval: Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) where
     E: AsRef<crate::search::Engine> + Send + Sync + 'static,
 {
     let dir = engine.as_ref().as_ref().index.dir.clone();
@@ -1004,7 +1066,13 @@ where
     let mut refused: Option<(u64, Instant)> = None;
     let mut last_error = String::new();
     loop {
-        tokio::time::sleep(interval).await;
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = stop.changed() => {}
+        }
+        if *stop.borrow() {
+            return;
+        }
         let held = engine.as_ref().as_ref().store_generation();
         let manifest = match newer(&store, held, shard).await {
             Ok(Some(m)) => m,

@@ -406,8 +406,9 @@ impl Metastore {
         Ok(taken == 1)
     }
 
-    /// Gives up `node_id`'s lease on the primary of `shard`, if it holds it (a node stopping
-    /// lets another take over at once instead of after the lease's expiry).
+    /// Gives up `node_id`'s lease on the primary of `shard`, if it holds it, so another node
+    /// may take it at once instead of after the lease's expiry (a primary that another
+    /// publisher fenced gives its lease up this way).
     pub async fn release_primary(
         &self,
         collection: &str,

@@ -174,6 +174,11 @@ impl Primary {
         }
     }
 
+    /// Another primary published first: this one must not write again.
+    pub fn fenced_by_publisher(&self) -> bool {
+        self.fenced.locked().is_some()
+    }
+
     /// Why this leaf takes no writes any more: another primary published first, or its lease
     /// ran out (the metastore was not reached to renew it).
     pub fn fenced(&self) -> Option<String> {
@@ -201,23 +206,42 @@ impl Primary {
     /// so generations follow the commits' order. The generation that holds the write.
     /// Fenced: the engine is handed to a follower of the store, which replaces the
     /// unpublished commit with the other primary's generations.
-    pub async fn publish<E>(&self, engine: std::sync::Arc<E>) -> Result<u64, PublishError>
+    pub async fn publish<E>(
+        self: &std::sync::Arc<Self>,
+        engine: std::sync::Arc<E>,
+    ) -> Result<u64, PublishError>
     where
         E: AsRef<Engine> + Send + Sync + 'static,
     {
         let was_fenced = self.fenced().is_some();
-        let outcome = self.publish_dir().await;
+        // On a task of its own, so that a request dropped mid-way (its client gone, the
+        // root's timeout) cannot stop it between creating the generation and recording it:
+        // the next write would then publish from a stale generation and be fenced by its own.
+        let me = self.clone();
+        let outcome = tokio::spawn(async move { me.publish_dir().await })
+            .await
+            .unwrap_or_else(|e| {
+                Err(PublishError::Failed(anyhow::anyhow!(
+                    "publishing stopped: {e}"
+                )))
+            });
         match &outcome {
             Ok(g) => engine.as_ref().as_ref().set_store_generation(*g),
             // Once; an elected primary is followed again by its election (`super::election`).
             Err(PublishError::Fenced(_)) if was_fenced || self.lease_until.locked().is_some() => {}
             Err(PublishError::Fenced(_)) => {
-                tokio::spawn(generation::follow(
-                    self.store.clone(),
-                    self.shard,
-                    engine,
-                    self.interval,
-                ));
+                // Drop the unpublished commit (the store's generation laid out again), then
+                // follow the winner. Writes are refused from now on, before they commit.
+                let (store, shard, interval) = (self.store.clone(), self.shard, self.interval);
+                tokio::spawn(async move {
+                    if let Err(e) = generation::resync(&store, shard, &engine).await {
+                        tracing::error!(
+                            "shard {shard}: cannot bring this leaf back to the store's \
+                             generation: {e:#}"
+                        );
+                    }
+                    generation::follow(store, shard, engine, interval).await
+                });
             }
             Err(PublishError::Failed(_)) => {}
         }

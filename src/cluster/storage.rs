@@ -61,8 +61,11 @@ impl Store {
             let path = std::path::PathBuf::from(url.strip_prefix("file://").unwrap_or(url));
             std::fs::create_dir_all(&path)
                 .with_context(|| format!("cannot create the store directory {}", path.display()))?;
+            // Synced before each put returns: a primary acknowledges a write once its
+            // generation is in the store, so the store must hold it across a crash.
             let fs = object_store::local::LocalFileSystem::new_with_prefix(&path)
-                .with_context(|| format!("cannot use {} as a store", path.display()))?;
+                .with_context(|| format!("cannot use {} as a store", path.display()))?
+                .with_fsync(true);
             (Arc::new(fs), String::new())
         };
         Ok(Store {

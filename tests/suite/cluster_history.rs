@@ -306,7 +306,7 @@ fn run(fault: Fault, seed: u64, disk: Option<&Tmpfs>) -> Run {
         .collect();
     let what = format!("{fault:?} seed {seed}");
     let converged = converged(&pairs, healed, &what);
-    let (acknowledged, failed) = check(&history.lock().unwrap(), &pairs, &root.base, &what);
+    let (acknowledged, failed) = check(&history.lock().unwrap(), &pairs, &root.base, seed, &what);
     if fault == Fault::KillElectedPrimary && seed % 2 == 1 {
         let info = get(
             &format!("{}/cluster/v1/info", leaves[victim ^ 1].base()),

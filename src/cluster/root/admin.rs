@@ -349,15 +349,20 @@ impl Root {
             }
         });
         let infos = futures_util::future::join_all(asked).await;
-        let primaries: Vec<Arc<Replica>> = replicas
+        // One primary only, even when two say they are (one was fenced and has not noticed
+        // yet, or an operator started two): the one holding the newest generation. Writing
+        // both would make the second fail against the first's generation.
+        let primary = replicas
             .iter()
             .zip(&infos)
-            .filter(|(_, i)| matches!(i, Ok(info) if info.primary))
-            .map(|(r, _)| r.clone())
-            .collect();
-        if !primaries.is_empty() {
+            .filter_map(|(r, i)| match i {
+                Ok(info) if info.primary => Some((info.store_generation, r)),
+                _ => None,
+            })
+            .max_by_key(|(generation, _)| *generation);
+        if let Some((_, r)) = primary {
             return Ok(Writers {
-                replicas: primaries,
+                replicas: vec![r.clone()],
                 primary: true,
             });
         }
