@@ -855,7 +855,23 @@ pub(crate) fn explain_first_phase(
         .weight(tantivy::query::EnableScoring::enabled_from_statistics_provider(stats, searcher))?;
     addresses
         .iter()
-        .map(|a| Ok(weight.explain(searcher.segment_reader(a.segment_ord), a.doc_id)?))
+        .enumerate()
+        .map(|(i, a)| {
+            match weight.explain(searcher.segment_reader(a.segment_ord), a.doc_id) {
+                Ok(e) => Ok(e),
+                // A document the query does not match has no score to explain: a caller's
+                // mistake (a leaf's `hits` call naming it), not the server's; the fuzzer
+                // found it answered 500.
+                Err(tantivy::TantivyError::InvalidArgument(why)) => Err(SearchError::Param {
+                    field: "docs",
+                    message: format!(
+                        "document {i} cannot be explained: {why}; only documents the query \
+                         matches are"
+                    ),
+                }),
+                Err(e) => Err(e.into()),
+            }
+        })
         .collect()
 }
 
