@@ -181,8 +181,8 @@ pub async fn run<E>(
     }
 }
 
-/// One metastore call within `patience`, connecting first when not connected (a failed call
-/// drops the connection, to connect anew next time).
+/// One metastore call within `patience`, connecting first when not connected (the pool
+/// reconnects by itself after a failure).
 async fn lease<'m, F, Fut>(
     metastore: &'m mut Option<Metastore>,
     url: &str,
