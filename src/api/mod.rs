@@ -107,7 +107,7 @@ impl AppState {
         primary: Option<Arc<crate::cluster::primary::Primary>>,
         follows_store: bool,
     ) -> AppState {
-        self.shard = primary.as_ref().map(|p| (p.shard(), p.shards())).or(shard);
+        self.shard = shard;
         self.primary.store(primary);
         self.follows_store = follows_store;
         self

@@ -1024,16 +1024,31 @@ where
         std::fs::remove_file(&record)
             .with_context(|| format!("cannot remove {}", record.display()))?;
     }
-    let prepared = prepare(store, &dir, m).await?;
+    switch_to(store, engine, m).await?;
+    Ok(true)
+}
+
+/// Lays out `manifest`'s generation beside the index ([`prepare`]) and switches the engine
+/// to it (`Engine::switch_generation`, on the blocking pool).
+pub(crate) async fn switch_to<E>(
+    store: &Store,
+    engine: &std::sync::Arc<E>,
+    manifest: Manifest,
+) -> anyhow::Result<Applied>
+where
+    E: AsRef<crate::search::Engine> + Send + Sync + 'static,
+{
+    let generation = manifest.generation;
+    let dir = engine.as_ref().as_ref().index.dir.clone();
+    let prepared = prepare(store, &dir, manifest).await?;
     let engine = engine.clone();
     tokio::task::spawn_blocking(move || {
         engine
             .as_ref()
             .as_ref()
-            .switch_generation(newest, || prepared.commit())
+            .switch_generation(generation, || prepared.commit())
     })
-    .await??;
-    Ok(true)
+    .await?
 }
 
 /// Keeps a serving replica of `shard` on the newest generation in `store`, checking every

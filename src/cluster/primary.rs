@@ -142,16 +142,7 @@ impl Primary {
         let dir = engine.as_ref().as_ref().index.dir.clone();
         let held = engine.as_ref().as_ref().store_generation();
         if let Some(m) = generation::newer(&store, held, shard).await? {
-            let g = m.generation;
-            let prepared = generation::prepare(&store, &dir, m).await?;
-            let engine = engine.clone();
-            tokio::task::spawn_blocking(move || {
-                engine
-                    .as_ref()
-                    .as_ref()
-                    .switch_generation(g, || prepared.commit())
-            })
-            .await??;
+            generation::switch_to(&store, engine, m).await?;
         }
         let newest = generation::local_generation(&dir)?;
         Ok(Primary {
