@@ -29,6 +29,7 @@ mod suite {
     mod cluster_history;
     mod cluster_loopback;
     mod cluster_metastore;
+    mod cluster_models;
     mod cluster_primary;
     mod cluster_trust;
     mod crash;

@@ -40,7 +40,8 @@ pub(crate) async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Lo
     for path in model::model_files(data_dir)? {
         match Reranker::load(&path) {
             Ok(model) => {
-                db.register_model(&record(&model, &path, Vec::new()))
+                db.registry()
+                    .register(&ModelRecord::of(&model, &path, Vec::new()), None)
                     .await?
             }
             Err(e) => tracing::warn!("skipping {}: {e}", path.display()),
@@ -49,14 +50,14 @@ pub(crate) async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Lo
     // The request goes only once the registry has it: a start-up that dies in between
     // applies it at the next start.
     if let Some(id) = model::activation_request_id(data_dir)? {
-        if let Activation::NotFound = db.activate_model(&id, "command line").await? {
+        if let Activation::NotFound = db.registry().activate(&id, "command line").await? {
             tracing::warn!(
                 "the command line asked to activate model {id}, which is not registered"
             );
         }
         model::clear_activation_request(data_dir)?;
     }
-    let Some(m) = db.active_model().await? else {
+    let Some(m) = db.registry().active_model().await? else {
         return Ok(Loaded {
             model: None,
             error: None,
@@ -76,20 +77,6 @@ pub(crate) async fn sync_and_load(db: &Db, data_dir: &Path) -> anyhow::Result<Lo
             )),
         },
     })
-}
-
-/// The registry row of a model file.
-pub fn record(model: &Reranker, path: &Path, log: Vec<crate::rerank::EpochLog>) -> ModelRecord {
-    ModelRecord {
-        id: model.id().to_string(),
-        file_path: path.display().to_string(),
-        objective: objective_name(model),
-        model_kind: model.kind().into(),
-        metrics: json!({"metrics": model.training.metrics, "log": log}),
-        created_at: crate::db::now_ms(),
-        parent: model.parent.clone(),
-        status: "inactive".into(),
-    }
 }
 
 /// Registers the activation guard's comparison and the queries it held out with a model.
@@ -151,13 +138,6 @@ pub(crate) fn guard_queries(
         classes.insert(crate::training::clicks::CLICKS.into(), clicked);
     }
     classes
-}
-
-fn objective_name(model: &Reranker) -> String {
-    serde_json::to_value(model.training.objective.kind())
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// The formats `POST /admin/models` takes.

@@ -328,9 +328,9 @@ pub fn run(
         engine.model().as_deref(),
     )?;
     ctx.log(&serde_json::to_string(&comparison)?);
-    let mut record = super::models::record(model, &path, outcome.log.clone());
+    let mut record = crate::db::models::ModelRecord::of(model, &path, outcome.log.clone());
     super::models::attach_guard(&mut record, &comparison, &sets.held_out);
-    tokio::runtime::Handle::current().block_on(db.register_model(&record))?;
+    tokio::runtime::Handle::current().block_on(db.registry().register(&record, None))?;
     ctx.progress(1.0, "done");
     Ok(Trained {
         model: model.id().to_string(),

@@ -2,7 +2,7 @@
 //! the public OpenAPI document: only a root calls them) and a root's public `/search`.
 //! Handlers are thin: the work is `crate::cluster::{leaf, root}`'s.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +20,6 @@ use super::search::{observe, SearchParams};
 use super::AppState;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::root::transport::LocalShard;
-use crate::cluster::root::Root;
 use crate::cluster::wire::*;
 use crate::search::SearchResponse;
 use crate::secret::Trust;
@@ -170,19 +169,7 @@ async fn hits(
     inline(leaf, move |e, p| leaf::hits(e, p, &call)).await
 }
 
-/// A root's state.
-pub(crate) struct RootState {
-    pub root: Arc<Root>,
-    pub ready: AtomicBool,
-    /// The admin token checked on the root's admin routes (`None`: they answer 503). It
-    /// stays on the root: the writes go on to the leaves with the cluster key.
-    pub token: Option<crate::admin::auth::AdminToken>,
-    /// The root's impression log and `POST /events`, as a single node's: the answers users
-    /// see and click are the root's.
-    pub events: crate::events::EventStore,
-    /// Wrong admin tokens per address, as on a single node (`crate::admin::auth`).
-    pub auth_failures: crate::admin::auth::FailureThrottle,
-}
+pub(crate) use super::root_state::RootState;
 
 /// A root's routes: `/search` with the single node's parameters and answers (and its
 /// impressions logged), `POST /events`, `/doc`, `/similar` (501), the admin writes,
@@ -195,6 +182,22 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
     let admin = Router::new()
         .route("/admin/documents", post(root_documents))
         .route("/admin/documents/delete", post(root_delete))
+        .route(
+            "/admin/models",
+            get(super::cluster_models::list).post(super::cluster_models::upload),
+        )
+        .route(
+            "/admin/models/rollback",
+            post(super::cluster_models::rollback),
+        )
+        .route(
+            "/admin/models/{id}/activate",
+            post(super::cluster_models::activate),
+        )
+        .route(
+            "/admin/models/{id}",
+            axum::routing::delete(super::cluster_models::delete),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             root_require_token,
@@ -260,6 +263,9 @@ pub(crate) fn root_openapi() -> utoipa::openapi::OpenApi {
                            writes it routes to them"
         ),
         paths(root_search, root_events, root_doc, root_similar, root_documents, root_delete,
+              super::cluster_models::list, super::cluster_models::upload,
+              super::cluster_models::activate, super::cluster_models::rollback,
+              super::cluster_models::delete,
               root_ready, super::livez, super::openapi_json, super::telemetry::metrics),
         modifiers(&BearerAuth),
         tags(

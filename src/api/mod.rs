@@ -6,12 +6,14 @@
 
 pub mod admin;
 pub mod cluster;
+mod cluster_models;
 mod error;
 mod events;
 mod guard;
 mod listen;
 mod pages;
 mod params;
+mod root_state;
 mod search;
 mod search_pool;
 mod shares;

@@ -14,6 +14,7 @@ use crate::admin::auth::AdminToken;
 use crate::admin::Ops;
 use crate::api::cluster::RootState;
 use crate::api::{self, AppState};
+use crate::cluster::models::CollectionModels;
 use crate::cluster::node::{self, ClusterOptions, Following, GossipRoot, LeafGossip};
 use crate::cluster::primary::Primary;
 use crate::cluster::root::{RootOptions, StatsMode};
@@ -252,14 +253,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 )
                 .into());
             }
-            return serve_root_gossip(config, cluster, model, options, root_threads);
+            return serve_root_gossip(config, cluster, model, args.model, options, root_threads);
         }
         let shards = args
             .shards
             .iter()
             .map(|s| s.split(',').map(|u| u.trim().to_string()).collect())
             .collect();
-        return serve_root(config, shards, model, options, root_threads);
+        return serve_root(
+            config,
+            shards,
+            (model, args.model),
+            &cluster.collection,
+            options,
+            root_threads,
+        );
     }
     if !args.shards.is_empty() || args.model.is_some() {
         return Err(Invalid("--shard and --model apply to --role root".into()).into());
@@ -464,6 +472,7 @@ fn serve_root_gossip(
     config: Config,
     cluster: ClusterOptions,
     model: Option<crate::search::ActiveModel>,
+    model_path: Option<PathBuf>,
     options: RootOptions,
     threads: Option<u16>,
 ) -> anyhow::Result<()> {
@@ -473,15 +482,23 @@ fn serve_root_gossip(
     let runtime = runtime(threads)?;
     runtime.block_on(async move {
         let api_url = format!("{}://{}", config.scheme(), config.addr);
+        let flag = model.as_ref().map(|m| m.reranker.clone());
         let node = GossipRoot::start(&cluster, &config.data_dir, api_url, model, options).await?;
+        let events = root_events(&config).await?;
+        let models = Arc::new(match &cluster.metastore {
+            Some(url) => CollectionModels::in_metastore(&cluster.collection, url),
+            None => CollectionModels::local(&cluster.collection, events.db.clone()),
+        });
+        let following = follow_models(&models, &node.root, flag.as_ref(), &model_path).await;
         let state = Arc::new(RootState {
             root: node.root.clone(),
             ready: AtomicBool::new(false),
             token: config.admin_token.as_deref().map(AdminToken::new),
-            events: root_events(&config).await?,
+            events,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,
             ),
+            models,
         });
         let (shards, collection) = (node.shards, &cluster.collection);
         let scheme = config.scheme();
@@ -493,6 +510,7 @@ fn serve_root_gossip(
                 )
             })
             .await;
+        following.abort();
         node.shutdown().await;
         result
     })
@@ -502,7 +520,8 @@ fn serve_root_gossip(
 fn serve_root(
     config: Config,
     shards: Vec<Vec<String>>,
-    model: Option<crate::search::ActiveModel>,
+    (model, model_path): (Option<crate::search::ActiveModel>, Option<PathBuf>),
+    collection: &str,
     options: RootOptions,
     threads: Option<u16>,
 ) -> anyhow::Result<()> {
@@ -515,22 +534,56 @@ fn serve_root(
         .map_err(|e| Invalid(format!("--tls-cert/--tls-key: {e:#}")))?;
     let runtime = runtime(threads)?;
     runtime.block_on(async move {
-        let root = crate::cluster::root::Root::connect_http(shards, model, options).await?;
+        let flag = model.as_ref().map(|m| m.reranker.clone());
+        let root =
+            Arc::new(crate::cluster::root::Root::connect_http(shards, model, options).await?);
+        let events = root_events(&config).await?;
+        let models = Arc::new(CollectionModels::local(collection, events.db.clone()));
+        let following = follow_models(&models, &root, flag.as_ref(), &model_path).await;
         let state = Arc::new(RootState {
-            root: Arc::new(root),
+            root,
             ready: AtomicBool::new(false),
             token: config.admin_token.as_deref().map(AdminToken::new),
-            events: root_events(&config).await?,
+            events,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,
             ),
+            models,
         });
         let scheme = config.scheme();
-        crate::api::cluster::serve_root(state, config.addr, &config.limits, tls, |bound| {
-            eprintln!("rankd root is serving {n} shards on {scheme}://{bound}/")
-        })
-        .await
+        let result =
+            crate::api::cluster::serve_root(state, config.addr, &config.limits, tls, |bound| {
+                eprintln!("rankd root is serving {n} shards on {scheme}://{bound}/")
+            })
+            .await;
+        following.abort();
+        result
     })
+}
+
+/// Registers the `--model` flag's model in the collection's registry (activated when the
+/// collection has none), serves the registry's active model, and follows it. A registry that
+/// cannot be read at start is followed in the background meanwhile: the root serves the flag's
+/// model, or none, until it can.
+async fn follow_models(
+    models: &Arc<CollectionModels>,
+    root: &Arc<crate::cluster::root::Root>,
+    flag: Option<&crate::rerank::Reranker>,
+    path: &Option<PathBuf>,
+) -> tokio::task::JoinHandle<()> {
+    let from = path.as_ref().map(|p| p.display().to_string());
+    let flag = flag.zip(from.as_deref());
+    match models.start(root, flag).await {
+        Ok(()) => match root.model() {
+            Some(m) => eprintln!("reranking with the collection's active model {}", m.id()),
+            None => eprintln!("the collection has no active model: first-phase results"),
+        },
+        Err(e) => eprintln!(
+            "warning: cannot read the collection's model registry ({e:#}); following it in the \
+             background"
+        ),
+    }
+    models.spawn_follow(root.clone())
 }
 
 /// Serves `index` with `config` until SIGTERM or Ctrl-C. First removes what a crashed writer

@@ -200,6 +200,11 @@ impl Metastore {
         })
     }
 
+    /// The database, for the tables other modules keep in it (`super::models`).
+    pub fn into_db(self) -> Db {
+        self.db
+    }
+
     /// The URL, password hidden.
     pub fn url(&self) -> &str {
         &self.url

@@ -22,6 +22,7 @@ pub mod gossip_auth;
 pub mod leaf;
 pub mod membership;
 pub mod metastore;
+pub mod models;
 pub mod node;
 pub mod placement;
 pub mod primary;

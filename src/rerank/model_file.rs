@@ -356,12 +356,18 @@ impl Reranker {
         count.0
     }
 
+    /// The model file's bytes, as [`Self::save`] writes them.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("a model always serialises")
+    }
+
     /// Writes the model atomically (temp file + fsync + rename).
     pub fn save(&self, path: &Path) -> Result<(), RerankError> {
-        let json = serde_json::to_vec_pretty(self).expect("a model always serialises");
-        crate::text::index::write_atomic(path, &json).map_err(|e| RerankError::Write {
-            path: path.to_path_buf(),
-            message: format!("{e:#}"),
+        crate::text::index::write_atomic(path, &self.to_file_bytes()).map_err(|e| {
+            RerankError::Write {
+                path: path.to_path_buf(),
+                message: format!("{e:#}"),
+            }
         })
     }
 

@@ -251,7 +251,14 @@ async fn load_candidate(
     state: &AppState,
     id: &str,
 ) -> Result<Result<ActiveModel, String>, ApiError> {
-    let Some(record) = state.ops.db.model(id).await.map_err(ApiError::internal)? else {
+    let Some(record) = state
+        .ops
+        .db
+        .registry()
+        .model(id)
+        .await
+        .map_err(ApiError::internal)?
+    else {
         return Ok(Err(format!("no model with id {id:?} is registered")));
     };
     let path = std::path::PathBuf::from(&record.file_path);

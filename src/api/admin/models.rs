@@ -53,7 +53,13 @@ pub(crate) struct ModelList {
     security(("bearer" = []))
 )]
 pub async fn list(State(state): State<Arc<AppState>>) -> Result<Json<ModelList>, ApiError> {
-    let models = state.ops.db.models().await.map_err(ApiError::internal)?;
+    let models = state
+        .ops
+        .db
+        .registry()
+        .models()
+        .await
+        .map_err(ApiError::internal)?;
     let active = models
         .iter()
         .find(|m| m.status == "active")
@@ -77,6 +83,7 @@ async fn swap_in(state: &AppState, id: &str, loaded: Option<ActiveModel>) -> Res
             let record = state
                 .ops
                 .db
+                .registry()
                 .model(id)
                 .await
                 .map_err(ApiError::internal)?
@@ -133,6 +140,7 @@ pub async fn activate(
 ) -> Result<Response, ApiError> {
     let db = &state.ops.db;
     let record = db
+        .registry()
         .model(&id)
         .await
         .map_err(ApiError::internal)?
@@ -197,6 +205,7 @@ pub(super) async fn activate_id(
     let current = state
         .ops
         .db
+        .registry()
         .active_model()
         .await
         .map_err(ApiError::internal)?;
@@ -210,7 +219,7 @@ pub(super) async fn activate_id(
         return Ok(Json(json!({"active": id, "previous": id})));
     }
     swap_in(state, id, loaded).await?;
-    match state.ops.db.activate_model(id, "admin").await {
+    match state.ops.db.registry().activate(id, "admin").await {
         Ok(Activation::Activated { previous }) => {
             Ok(Json(json!({"active": id, "previous": previous})))
         }
@@ -239,6 +248,7 @@ pub async fn rollback(
     let target = state
         .ops
         .db
+        .registry()
         .rollback_target()
         .await
         .map_err(ApiError::internal)?;
@@ -282,7 +292,8 @@ pub async fn delete(
     match state
         .ops
         .db
-        .delete_model(&id)
+        .registry()
+        .delete(&id)
         .await
         .map_err(ApiError::internal)?
     {
@@ -305,7 +316,7 @@ pub async fn delete(
 #[into_params(parameter_in = Query)]
 pub(crate) struct UploadParams {
     /// rankd, xgboost, lightgbm or ranklib (default: detected from the body)
-    format: Option<UploadFormat>,
+    pub(crate) format: Option<UploadFormat>,
 }
 
 impl QueryParams for UploadParams {
@@ -350,6 +361,7 @@ pub async fn upload(
     if state
         .ops
         .db
+        .registry()
         .model(&id)
         .await
         .map_err(ApiError::internal)?
@@ -366,11 +378,12 @@ pub async fn upload(
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::internal)?;
-    let record = crate::admin::models::record(&model, &path, Vec::new());
+    let record = ModelRecord::of(&model, &path, Vec::new());
     state
         .ops
         .db
-        .register_model(&record)
+        .registry()
+        .register(&record, None)
         .await
         .map_err(ApiError::internal)?;
     Ok((

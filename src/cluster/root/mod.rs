@@ -488,6 +488,11 @@ impl Root {
         self.model.load_full()
     }
 
+    /// Swaps the reranker: searches in flight finish with the one they started with.
+    pub fn set_model(&self, model: Option<Arc<ActiveModel>>) {
+        self.model.store(model);
+    }
+
     pub fn num_shards(&self) -> usize {
         self.num_shards
     }
