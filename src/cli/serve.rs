@@ -65,7 +65,9 @@ pub struct ServeArgs {
     /// rendezvous order only.
     #[arg(long, default_value_t = RootOptions::default().adaptive_replicas, action = clap::ArgAction::Set)]
     pub adaptive_replicas: bool,
-    /// With `--role root`: the reranker's model file (as `rankd train` writes it).
+    /// With `--role root`: a reranker's model file (as `rankd train` writes it), registered
+    /// in the collection's model registry and activated when the collection has no active
+    /// model (then `/admin/models` decides).
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Join the cluster's gossip (chitchat over UDP) at this address: a leaf announces its
