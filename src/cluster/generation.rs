@@ -42,7 +42,7 @@
 //! way): rankd's scorers read postings synchronously and expect local memory-mapped latency;
 //! copying the immutable files once per replica keeps the query path unchanged.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -330,29 +330,31 @@ pub struct Verified {
     pub damaged: Vec<String>,
 }
 
-/// Reads back every blob of every shard's newest generation in `store` and compares it with
-/// its manifest (size and SHA-256): what `rankd store verify` reports. The shards are those
-/// shard 0's newest manifest counts; a shard without a generation is an error. `progress` is
-/// called after each blob.
-pub async fn verify(store: &Store, progress: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Verified>> {
+/// Every shard's newest manifest in `store`: the shards are those shard 0's newest manifest
+/// counts; a shard without a generation is an error.
+async fn newest_manifests(store: &Store) -> anyhow::Result<Vec<Manifest>> {
     let Some(first) = latest(store, 0).await? else {
         bail!("the store {} has no generation of shard 0", store.url);
     };
-    let mut newest = Some(manifest(store, 0, first).await?);
-    let shards = newest.as_ref().map_or(0, |m| m.shards);
-    let mut out = Vec::with_capacity(shards as usize);
-    for shard in 0..shards {
-        // Shard 0's manifest is the one read above.
-        let m = match newest.take() {
-            Some(m) => m,
-            None => {
-                let Some(generation) = latest(store, shard).await? else {
-                    bail!("the store {} has no generation of shard {shard}", store.url);
-                };
-                manifest(store, shard, generation).await?
-            }
+    let first = manifest(store, 0, first).await?;
+    let mut out = Vec::with_capacity(first.shards as usize);
+    let shards = first.shards;
+    out.push(first);
+    for shard in 1..shards {
+        let Some(generation) = latest(store, shard).await? else {
+            bail!("the store {} has no generation of shard {shard}", store.url);
         };
-        let generation = m.generation;
+        out.push(manifest(store, shard, generation).await?);
+    }
+    Ok(out)
+}
+
+/// Reads back every blob of every shard's newest generation in `store` and compares it with
+/// its manifest (size and SHA-256): what `rankd store verify` reports. `progress` is called
+/// after each blob.
+pub async fn verify(store: &Store, progress: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Verified>> {
+    let mut out = Vec::new();
+    for m in newest_manifests(store).await? {
         let mut damaged = Vec::new();
         for file in &m.files {
             if let Some(problem) = blob_problem(store, file, Check::Contents).await? {
@@ -361,14 +363,89 @@ pub async fn verify(store: &Store, progress: &(dyn Fn() + Sync)) -> anyhow::Resu
             progress();
         }
         out.push(Verified {
-            shard,
-            generation,
+            shard: m.shard,
+            generation: m.generation,
             files: m.files.len(),
             bytes: m.bytes(),
             damaged,
         });
     }
     Ok(out)
+}
+
+/// One shard's newest generation after [`repair`].
+#[derive(Debug, Clone, Serialize)]
+pub struct Repaired {
+    pub shard: u32,
+    pub generation: u64,
+    pub files: usize,
+    /// Each blob found lost or damaged and uploaded again: `path: problem, from FILE`.
+    pub repaired: Vec<String>,
+    /// Each lost or damaged blob no directory held a copy of: `path: problem`.
+    pub unrepaired: Vec<String>,
+}
+
+/// Checks every blob of every shard's newest generation as [`verify`] does and uploads each
+/// lost or damaged one again from a copy found in `from`: directories of any shard's replicas
+/// or writer (a replica following the store holds its generation's files), searched at the
+/// manifest's path first, then anywhere below for a file of the same size. A copy is used only
+/// when its SHA-256 is the manifest's, so any directory is safe to name; blobs are addressed
+/// by content, so a copy from another shard or generation is as good. What no directory holds
+/// is reported, not guessed.
+pub async fn repair(
+    store: &Store,
+    from: &[PathBuf],
+    progress: &(dyn Fn() + Sync),
+) -> anyhow::Result<Vec<Repaired>> {
+    let mut by_size: Option<HashMap<u64, Vec<PathBuf>>> = None;
+    let mut out = Vec::new();
+    for m in newest_manifests(store).await? {
+        let (mut repaired, mut unrepaired) = (Vec::new(), Vec::new());
+        for file in &m.files {
+            let problem = blob_problem(store, file, Check::Contents).await?;
+            progress();
+            let Some(problem) = problem else { continue };
+            let is_copy = |path: &PathBuf| matches!(sha256_file(path), Ok((sha, size)) if sha == file.sha256 && size == file.size);
+            let mut copy = from.iter().map(|d| d.join(&file.path)).find(is_copy);
+            if copy.is_none() {
+                let same_size = by_size.get_or_insert_with(|| files_by_size(from));
+                copy = same_size
+                    .get(&file.size)
+                    .and_then(|paths| paths.iter().find(|p| is_copy(p)).cloned());
+            }
+            match copy {
+                Some(path) => {
+                    upload(store, &path, file).await?;
+                    repaired.push(format!("{}: {problem}, from {}", file.path, path.display()));
+                }
+                None => unrepaired.push(format!("{}: {problem}", file.path)),
+            }
+        }
+        out.push(Repaired {
+            shard: m.shard,
+            generation: m.generation,
+            files: m.files.len(),
+            repaired,
+            unrepaired,
+        });
+    }
+    Ok(out)
+}
+
+/// Every regular file below `dirs`, by size.
+fn files_by_size(dirs: &[PathBuf]) -> HashMap<u64, Vec<PathBuf>> {
+    let mut out: HashMap<u64, Vec<PathBuf>> = HashMap::new();
+    for entry in dirs
+        .iter()
+        .flat_map(|d| walkdir::WalkDir::new(d).into_iter().filter_map(Result::ok))
+    {
+        if let Ok(meta) = entry.metadata() {
+            if meta.is_file() {
+                out.entry(meta.len()).or_default().push(entry.into_path());
+            }
+        }
+    }
+    out
 }
 
 /// What publishing one shard did.

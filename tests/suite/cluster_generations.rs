@@ -816,3 +816,86 @@ fn store_verify_names_a_damaged_blob_and_publish_verify_repairs_it() {
     let out = verify();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// `rankd store repair` uploads lost and damaged blobs again from copies in the `--from`
+/// directories, found at the manifest's path or anywhere below by size and checksum; a file
+/// at the right path with other content is not used, and what no directory holds is named
+/// with exit 1, the store left as it was.
+#[test]
+fn store_repair_takes_copies_from_replicas_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = ingest(dir.path(), DOCS);
+    let store = dir.path().join("store");
+    let store_arg = store.to_str().unwrap();
+    rankd_ok([
+        "publish",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--store",
+        store_arg,
+    ]);
+    let blob_of = |file: &std::path::Path| {
+        let sha = format!(
+            "{:x}",
+            <sha2::Sha256 as sha2::Digest>::digest(std::fs::read(file).unwrap())
+        );
+        walkdir::WalkDir::new(&store)
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.file_name().to_string_lossy() == sha)
+            .unwrap()
+            .into_path()
+    };
+    // index.toml's blob damaged in place; the largest other file's blob lost.
+    let toml_blob = blob_of(&data.join("index.toml"));
+    let mut bytes = std::fs::read(&toml_blob).unwrap();
+    bytes[0] ^= 0x20;
+    std::fs::write(&toml_blob, &bytes).unwrap();
+    let largest = walkdir::WalkDir::new(&data)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.file_name() != "index.toml")
+        .max_by_key(|e| e.metadata().unwrap().len())
+        .unwrap()
+        .into_path();
+    let relative = largest.strip_prefix(&data).unwrap().to_path_buf();
+    std::fs::remove_file(blob_of(&largest)).unwrap();
+    let repair = |from: &[&std::path::Path]| {
+        let mut args = vec!["store", "repair", "--store", store_arg, "--json"];
+        for d in from {
+            args.extend(["--from", d.to_str().unwrap()]);
+        }
+        rankd(&args)
+    };
+    // A directory with index.toml at its path but other content, and the lost file nowhere.
+    let wrong = dir.path().join("wrong");
+    std::fs::create_dir_all(&wrong).unwrap();
+    std::fs::write(wrong.join("index.toml"), &bytes).unwrap();
+    let out = repair(&[&wrong]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["repaired"], 0, "{report}");
+    assert_eq!(report["unrepaired"], 2, "{report}");
+    assert!(
+        stderr(&out).contains("still lost or damaged"),
+        "{}",
+        stderr(&out)
+    );
+    let out = rankd(&["store", "verify", "--store", store_arg, "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    // A replica's directory holds the lost file at its path; index.toml is found elsewhere
+    // under another name, by its size and checksum.
+    let replica = dir.path().join("replica");
+    std::fs::create_dir_all(replica.join(relative.parent().unwrap())).unwrap();
+    std::fs::copy(&largest, replica.join(&relative)).unwrap();
+    let stash = dir.path().join("stash/deep");
+    std::fs::create_dir_all(&stash).unwrap();
+    std::fs::copy(data.join("index.toml"), stash.join("renamed.bin")).unwrap();
+    let out = repair(&[&wrong, &replica, &dir.path().join("stash")]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["repaired"], 2, "{report}");
+    assert_eq!(report["unrepaired"], 0, "{report}");
+    let out = rankd(&["store", "verify", "--store", store_arg, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
