@@ -272,20 +272,55 @@ pub fn compute_and_store_sharded(
         .collect::<anyhow::Result<Vec<_>>>()?;
     let searchers: Vec<Searcher> = shards.iter().map(|i| i.reader.searcher()).collect();
     let parts: Vec<(&TextIndex, &Searcher)> = shards.iter().zip(&searchers).collect();
-    let (csr, keys, stats, owners) = link_graph(&parts)?;
-    let options = with_trusted(&keys, options, trusted)?;
     let never = std::sync::atomic::AtomicBool::new(false);
-    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, &never)?;
-    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); shards.len()];
+    let (scores, stats, parts) = compute_parts(
+        link_documents(&parts)?,
+        shards.len(),
+        options,
+        trusted,
+        progress,
+        &never,
+    )?;
+    for ((index, generation), part) in shards.iter().zip(&generations).zip(&parts) {
+        store(index, generation, part)?;
+    }
+    Ok((scores, stats))
+}
+
+/// Every score over the documents of `parts` parts of a collection (each document with the
+/// part it belongs to, sorted by id: [`link_documents`], or the shards' answers to a root's
+/// graph job), and each part's share ([`LinkScores::part`]), in part order.
+pub fn compute_parts(
+    docs: Vec<(Document, usize)>,
+    parts: usize,
+    options: &LinkScoreOptions,
+    trusted: Option<&[String]>,
+    progress: &mut dyn FnMut(graph::scores::Progress),
+    cancel: &std::sync::atomic::AtomicBool,
+) -> anyhow::Result<(LinkScores, graph::build::BuildStats, Vec<LinkScores>)> {
+    let (csr, keys, stats, owners) = link_graph_of(&docs)?;
+    let options = with_trusted(&keys, options, trusted)?;
+    let scores = graph::compute_link_scores_cancellable(&csr, keys, &options, progress, cancel)?;
+    let mut nodes: Vec<Vec<u32>> = vec![Vec::new(); parts];
     for (node, owner) in owners.iter().enumerate() {
         if let Some(owner) = owner {
             nodes[*owner].push(node as u32);
         }
     }
-    for ((index, generation), nodes) in shards.iter().zip(&generations).zip(&nodes) {
-        store(index, generation, &scores.part(nodes)?)?;
-    }
-    Ok((scores, stats))
+    let parts = nodes
+        .iter()
+        .map(|n| scores.part(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((scores, stats, parts))
+}
+
+/// Every live document's id, URL and out-links in `searcher` (a point-in-time view of
+/// `index`), sorted by id: what a leaf gives a root's graph job.
+pub fn link_docs(index: &TextIndex, searcher: &Searcher) -> anyhow::Result<Vec<Document>> {
+    Ok(link_documents(&[(index, searcher)])?
+        .into_iter()
+        .map(|(d, _)| d)
+        .collect())
 }
 
 /// Builds the link graph of `index`, computes every score and stores them atomically.
@@ -371,7 +406,19 @@ fn link_graph(
     graph::build::BuildStats,
     Vec<Option<usize>>,
 )> {
-    let docs = link_documents(parts)?;
+    link_graph_of(&link_documents(parts)?)
+}
+
+/// [`link_graph`] of documents already read, each with its part, sorted by id.
+#[allow(clippy::type_complexity)]
+fn link_graph_of(
+    docs: &[(Document, usize)],
+) -> anyhow::Result<(
+    Csr,
+    Vec<String>,
+    graph::build::BuildStats,
+    Vec<Option<usize>>,
+)> {
     let lg = graph::build_link_graph(
         docs.iter().map(|(d, _)| DocLinks::from(d)),
         &BuildOptions::default(),

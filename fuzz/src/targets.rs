@@ -42,7 +42,16 @@ pub fn admin_bodies(data: &[u8]) {
     server().send("POST", path, content_type, body.to_vec());
 }
 
-const CALLS: [&str; 6] = ["stats", "table", "query", "features", "feedback", "hits"];
+const CALLS: [&str; 8] = [
+    "stats",
+    "table",
+    "query",
+    "features",
+    "feedback",
+    "hits",
+    "link_docs",
+    "links",
+];
 
 /// The generation the leaf's current searcher has (its index never changes here).
 fn pinned() -> u64 {

@@ -23,6 +23,7 @@ use crate::cluster::root::transport::LocalShard;
 use crate::cluster::wire::*;
 use crate::search::SearchResponse;
 use crate::secret::Trust;
+use crate::sync::Recover;
 
 impl From<LeafError> for ApiError {
     fn from(e: LeafError) -> Self {
@@ -30,7 +31,9 @@ impl From<LeafError> for ApiError {
             LeafError::Protocol(_) => ApiError::bad_request("protocol", e.to_string()),
             LeafError::NoSuchDoc(_) => ApiError::bad_request("docs", e.to_string()),
             LeafError::Field { field, .. } => ApiError::bad_request(field, e.to_string()),
-            LeafError::GenerationGone(_) => ApiError::conflict(e.to_string()),
+            LeafError::GenerationGone(_) | LeafError::Changed { .. } => {
+                ApiError::conflict(e.to_string())
+            }
             LeafError::Search(e) => e.into(),
         }
     }
@@ -51,11 +54,13 @@ pub(crate) fn leaf_routes<S: Clone + Send + Sync + 'static>(state: Arc<AppState>
             "/cluster/v1/documents/delete",
             post(super::admin::documents::delete),
         )
+        .route("/cluster/v1/links", post(store_links))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             writable,
         ))
         .route("/cluster/v1/info", get(info))
+        .route("/cluster/v1/link_docs", post(link_docs))
         .with_state(state.clone());
     Router::new()
         .route("/cluster/v1/stats", post(stats))
@@ -109,6 +114,51 @@ async fn inline<R: Send + 'static>(
     f(leaf.engine(), leaf.pins())
         .map(Json)
         .map_err(ApiError::from)
+}
+
+/// The shard's documents for a root's graph job, from the view of the index that its
+/// generation names (both taken under the index's write lock, as a single node's graph job
+/// takes them); read on the blocking pool.
+async fn link_docs(
+    State(state): State<Arc<AppState>>,
+    Json(call): Json<LinkDocsCall>,
+) -> Result<Json<LinkDocsReply>, ApiError> {
+    let (searcher, generation) = {
+        let _writing = state.ops.index_writes.lock().await;
+        let generation =
+            crate::links::generation_key(&state.engine.index).map_err(ApiError::internal)?;
+        (state.engine.index.reader.searcher(), generation)
+    };
+    let engine = state.clone();
+    let reply = tokio::task::spawn_blocking(move || {
+        leaf::link_docs(&engine.engine, &searcher, generation, &call)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(Json(reply))
+}
+
+/// Stores and serves the shard's part of the collection's link scores from a root's graph
+/// job, under the index's write lock (no batch commits between the generation check and the
+/// store); a primary publishes them as its next generation before answering.
+async fn store_links(
+    State(state): State<Arc<AppState>>,
+    commitment: Option<axum::Extension<super::guard::Commitment>>,
+    Json(call): Json<LinksCall>,
+) -> Result<Json<LinksReply>, ApiError> {
+    let writing = state.ops.index_writes.lock().await;
+    state.takes_writes().map_err(|why| {
+        ApiError::unavailable("no_writes", format!("this leaf takes no writes: {why}"))
+    })?;
+    super::guard::begin_write(commitment)?;
+    let engine = state.clone();
+    let nodes = tokio::task::spawn_blocking(move || leaf::store_links(&engine.engine, call))
+        .await
+        .map_err(ApiError::internal)??;
+    state.ops.link_freshness.locked().computed();
+    let generation = super::admin::documents::publish(&state).await?;
+    drop(writing);
+    Ok(Json(LinksReply { nodes, generation }))
 }
 
 async fn info(State(state): State<Arc<AppState>>) -> Json<InfoResponse> {
@@ -182,6 +232,7 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
     let admin = Router::new()
         .route("/admin/documents", post(root_documents))
         .route("/admin/documents/delete", post(root_delete))
+        .route("/admin/graph", post(root_graph))
         .route(
             "/admin/models",
             get(super::cluster_models::list).post(super::cluster_models::upload),
@@ -263,6 +314,7 @@ pub(crate) fn root_openapi() -> utoipa::openapi::OpenApi {
                            writes it routes to them"
         ),
         paths(root_search, root_events, root_doc, root_similar, root_documents, root_delete,
+              root_graph,
               super::cluster_models::list, super::cluster_models::upload,
               super::cluster_models::activate, super::cluster_models::rollback,
               super::cluster_models::delete,
@@ -334,6 +386,44 @@ async fn root_require_token(
 ) -> Response {
     super::admin::auth::require_admin(&state.auth_failures, state.token.as_ref(), request, next)
         .await
+}
+
+/// `POST /admin/graph` on a root: optional TrustRank seeds.
+#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RootGraphRequest {
+    /// TrustRank seeds by document id (default: the top inverse-PageRank candidates)
+    seeds: Option<Vec<String>>,
+}
+
+/// Recomputes the collection's link scores (SPEC §2) from every shard's documents and
+/// stores each shard's part on the replicas that take its writes (a primary publishes it);
+/// answers when every shard has stored it. The scores equal the single index's.
+#[utoipa::path(
+    post, path = "/admin/graph", tag = "admin",
+    request_body(content = Option<RootGraphRequest>, content_type = "application/json",
+                 description = "`{\"seeds\":[\"doc-1\",..]}`, optional"),
+    responses(
+        (status = 200, description = "what was computed and where each shard's part is stored", body = crate::cluster::root::graph::GraphReport),
+        (status = 400, description = "a seed that is no document of the collection, or a malformed body"),
+        (status = 401, description = "missing or wrong admin token"),
+        (status = 503, description = "a shard could not send its documents (nothing stored) or store its part (the message names what was stored where)"),
+    ),
+    security(("bearer" = []))
+)]
+async fn root_graph(
+    State(state): State<Arc<RootState>>,
+    commitment: Option<axum::Extension<super::guard::Commitment>>,
+    raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Json<crate::cluster::root::graph::GraphReport>, ApiError> {
+    let body = super::admin::body::bytes(raw)?;
+    let request: RootGraphRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RootGraphRequest::default()
+    } else {
+        super::admin::body::json(&body)?
+    };
+    super::guard::begin_write(commitment)?;
+    Ok(Json(state.root.recompute_links(request.seeds).await?))
 }
 
 /// The parameters of a write through a root.

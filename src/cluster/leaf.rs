@@ -39,6 +39,13 @@ pub enum LeafError {
         field: &'static str,
         message: String,
     },
+    /// The shard committed since the documents a graph job read: its scores would describe
+    /// another index.
+    #[error(
+        "this shard is at index generation {now}, not {read} whose documents the scores were \
+         computed from; run the graph job again"
+    )]
+    Changed { read: String, now: String },
     #[error(transparent)]
     Search(SearchError),
 }
@@ -223,6 +230,59 @@ fn checked_text(text: &str) -> Result<(), LeafError> {
         });
     }
     Ok(())
+}
+
+/// The shard's documents as its link graph reads them (id, URL, out-links; sorted by id),
+/// from `searcher`, the view of index generation `generation`: for a root's graph job.
+pub fn link_docs(
+    engine: &Engine,
+    searcher: &Searcher,
+    generation: String,
+    call: &LinkDocsCall,
+) -> Result<LinkDocsReply, LeafError> {
+    check(call.protocol)?;
+    let docs = crate::links::link_docs(&engine.index, searcher)
+        .map_err(|e| LeafError::Search(SearchError::Internal(e)))?
+        .into_iter()
+        .map(|d| LinkDoc {
+            id: d.id,
+            url: d.url,
+            links: d.links,
+        })
+        .collect();
+    Ok(LinkDocsReply { generation, docs })
+}
+
+/// Stores the shard's part of the collection's link scores and serves them, if the shard is
+/// still at the index generation they were computed from (the caller holds the index's write
+/// lock, so it stays there). The scores are checked as a stored file is: written through the
+/// sidecar's checks, then loaded as at start-up. The entries stored.
+pub fn store_links(engine: &Engine, call: LinksCall) -> Result<usize, LeafError> {
+    check(call.protocol)?;
+    let internal = |e: anyhow::Error| LeafError::Search(SearchError::Internal(e));
+    let now = crate::links::generation_key(&engine.index).map_err(internal)?;
+    if now != call.generation {
+        return Err(LeafError::Changed {
+            read: call.generation,
+            now,
+        });
+    }
+    if call.scores.part.is_none() {
+        return Err(LeafError::Field {
+            field: "scores",
+            message: "a shard's link scores are its part of the collection's".into(),
+        });
+    }
+    crate::links::store(&engine.index, &now, &call.scores).map_err(|e| LeafError::Field {
+        field: "scores",
+        message: format!("{e:#}"),
+    })?;
+    let data = crate::links::load(&engine.index)
+        .map_err(internal)?
+        .ok_or_else(|| internal(anyhow::anyhow!("the link scores just stored are gone")))?;
+    let nodes = data.scores.n();
+    engine.set_links(Some(Arc::new(data)));
+    Ok(nodes)
 }
 
 pub fn info(engine: &Engine) -> InfoResponse {

@@ -336,3 +336,49 @@ pub struct WireHit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<WireExplain>,
 }
+
+/// `POST /cluster/v1/link_docs`: every live document's id, URL and out-links, for a root's
+/// graph job over the collection (`crate::cluster::root::graph`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkDocsCall {
+    pub protocol: u32,
+}
+
+/// The shard's documents as the graph reads them, sorted by id, and the index generation
+/// they were read from ([`crate::links::generation_key`]): the scores computed from them are
+/// stored only while the shard is still at that generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkDocsReply {
+    pub generation: String,
+    pub docs: Vec<LinkDoc>,
+}
+
+/// One document's part in the link graph.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkDoc {
+    pub id: String,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub links: Vec<String>,
+}
+
+/// `POST /cluster/v1/links`: the shard's part of the collection's link scores
+/// ([`crate::graph::LinkScores::part`]), computed from the documents of index generation
+/// `generation`; stored and served by the leaf only if it is still at that generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinksCall {
+    pub protocol: u32,
+    pub generation: String,
+    pub scores: crate::graph::LinkScores,
+}
+
+/// What storing a shard's link scores did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinksReply {
+    /// Entries of the part stored.
+    pub nodes: usize,
+    /// On a primary, the store generation published with them.
+    #[serde(default)]
+    pub generation: Option<u64>,
+}

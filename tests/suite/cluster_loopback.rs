@@ -203,10 +203,10 @@ fn a_root_over_three_leaves_answers_as_the_single_index() {
 /// A linked collection: link scores computed by `rankd graph` over the sharded directory
 /// equal the single index's, so the PageRank boost and a reranker reading link and window
 /// features rank through the root exactly as on the single node.
-#[test]
-fn links_boost_and_link_features_through_the_root() {
-    let dir = tempfile::tempdir().unwrap();
-    let words = [
+/// 300 generated documents over 16 words, each linking to 1–6 others (some to pages that are
+/// no document), and the words.
+fn linked_docs() -> ([&'static str; 16], Vec<String>) {
+    let words: [&'static str; 16] = [
         "shock",
         "wave",
         "boundary",
@@ -247,6 +247,13 @@ fn links_boost_and_link_features_through_the_root() {
             .to_string(),
         );
     }
+    (words, lines)
+}
+
+#[test]
+fn links_boost_and_link_features_through_the_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let (words, lines) = linked_docs();
     let input = dir.path().join("docs.jsonl");
     std::fs::write(&input, lines.join("\n")).unwrap();
     let single = dir.path().join("single");
@@ -388,4 +395,100 @@ fn links_boost_and_link_features_through_the_root() {
     );
     let rm3_scores = search(&one.base, "k=10", "shock wave");
     assert_eq!(rm3_scores["reranker"], rm3_id.as_str());
+}
+
+/// The graph job through a root (issue 31, deliverable 6): each shard's leaf stores the part
+/// `rankd graph` stores over the collection's directory, bit for bit, and serves it at once
+/// (a PageRank-boosted search through the root equals the single index's); a TrustRank seed
+/// that is no document is refused with nothing stored.
+#[test]
+fn a_graph_job_through_the_root_stores_what_rankd_graph_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, lines) = linked_docs();
+    let input = dir.path().join("docs.jsonl");
+    std::fs::write(&input, lines.join("\n")).unwrap();
+    let (single, oracle, served) = (
+        dir.path().join("single"),
+        dir.path().join("oracle"),
+        dir.path().join("served"),
+    );
+    for (data, shards) in [(&single, None), (&oracle, Some(3)), (&served, Some(3))] {
+        ingest_into("jsonl", &input, data, shards);
+    }
+    for data in [&single, &oracle] {
+        rankd_ok(["graph", "--json", "--data-dir", data.to_str().unwrap()]);
+    }
+    let db = fresh_database(dir.path());
+    let one = start(&single, &db, Some(TOKEN));
+    let leaves: Vec<Server> = (0..3)
+        .map(|s| {
+            let data = served.join(format!("shards/{s}"));
+            let args = ["--role", "leaf", "--data-dir", data.to_str().unwrap()];
+            start_serve(&args, Some(TOKEN), &[])
+        })
+        .collect();
+    let mut args = vec!["--role", "root"];
+    for leaf in &leaves {
+        args.extend(["--shard", leaf.base.as_str()]);
+    }
+    let root = start_serve(&args, Some(TOKEN), &[]);
+    let graph = |body: &str| post_json(&format!("{}/admin/graph", root.base), Some(TOKEN), body);
+    let refused = graph(r#"{"seeds":["p1","no-such-page"]}"#);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body.to_string().contains("no-such-page"),
+        "{}",
+        refused.body
+    );
+    for s in 0..3 {
+        assert!(!served.join(format!("shards/{s}/link_scores.json")).exists());
+    }
+    // Before the job the leaves serve no link scores.
+    let scores_of = |base: &str, id: &str| {
+        let a = get(&format!("{base}/doc/{id}"), None);
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body["link_scores"].clone()
+    };
+    assert_eq!(scores_of(&root.base, "p4"), Value::Null);
+    let boosted = |base: &str, q: &str| {
+        let p = "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=&rerank=false";
+        let url = format!(
+            "{base}/search?{p}&q={}",
+            percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+        );
+        let a = get(&url, None);
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body["hits"].clone()
+    };
+    let queries = ["shock wave", "boundary layer", "mach"];
+    let done = graph("");
+    assert_eq!(done.status, 200, "{}", done.body);
+    let shards = done.body["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 3, "{}", done.body);
+    for (s, shard) in shards.iter().enumerate() {
+        assert_eq!(
+            shard["written_on"].as_array().unwrap().len(),
+            1,
+            "{}",
+            done.body
+        );
+        let open = |d: &Path| {
+            let index = rankd::text::TextIndex::open(&d.join(format!("shards/{s}")), None).unwrap();
+            rankd::links::load(&index).unwrap().unwrap().scores
+        };
+        let (want, got) = (open(&oracle), open(&served));
+        assert_eq!(shard["nodes"], want.n(), "{}", done.body);
+        assert!(
+            want == got,
+            "shard {s}: the stored part differs from rankd graph's"
+        );
+    }
+    for id in ["p4", "p34", "p299"] {
+        let want = scores_of(&one.base, id);
+        assert_ne!(want, Value::Null);
+        assert_eq!(want, scores_of(&root.base, id), "{id}");
+    }
+    for q in queries {
+        assert_eq!(boosted(&one.base, q), boosted(&root.base, q), "{q:?}");
+    }
 }

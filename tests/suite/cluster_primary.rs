@@ -123,6 +123,9 @@ fn writes_go_to_the_primary_and_replicas_follow_it() {
         "/doc/{id}",
         "/admin/documents",
         "/admin/documents/delete",
+        "/admin/graph",
+        "/admin/models",
+        "/admin/models/{id}/activate",
         "/readyz",
     ] {
         assert!(paths.contains_key(p), "{p} missing: {:?}", paths.keys());
@@ -210,6 +213,34 @@ fn writes_go_to_the_primary_and_replicas_follow_it() {
     // wait_for above the replicas a shard has: refused before anything is written.
     let a = write(&root.base, "?wait_for=3", &ids, "qqzebra");
     assert_error(&a, 400, Some("wait_for"), "has 2 replicas");
+
+    // The graph job through the root: each primary stores and publishes its shard's part,
+    // and the replicas serve it once they follow that generation.
+    let scores =
+        |base: &str, id: &str| get(&format!("{base}/doc/{id}"), None).body["link_scores"].clone();
+    assert_eq!(scores(&r0, "w-0"), Value::Null);
+    let g = post_json(&format!("{}/admin/graph", root.base), Some(TOKEN), "");
+    assert_eq!(g.status, 200, "{}", g.body);
+    for (s, part) in g.body["shards"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            part["written_on"],
+            serde_json::json!([primaries[s].base]),
+            "{}",
+            g.body
+        );
+        assert!(part["generation"].as_u64().is_some(), "{}", g.body);
+    }
+    for id in &ids[..4] {
+        let s = shard_of(id, 2) as usize;
+        let on_primary = scores(&primaries[s].base, id);
+        assert_ne!(on_primary, Value::Null, "{id}");
+        let r = replicas[s].as_ref().unwrap().base.clone();
+        within(
+            Duration::from_secs(5),
+            "a replica serves the link scores",
+            || scores(&r, id) == on_primary,
+        );
+    }
 
     // Shard 1's primary dies: shard 0 is written, and the error says exactly that.
     let mut primaries = primaries;

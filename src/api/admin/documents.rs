@@ -50,7 +50,7 @@ fn fenced(state: &AppState) -> Result<(), ApiError> {
 
 /// On a shard's primary, publishes the committed write before it is acknowledged
 /// (`crate::cluster::primary`): the generation holding it, or why it is not acknowledged.
-async fn publish(state: &Arc<AppState>) -> Result<Option<u64>, ApiError> {
+pub(crate) async fn publish(state: &Arc<AppState>) -> Result<Option<u64>, ApiError> {
     let Some(primary) = state.primary.load_full() else {
         return Ok(None);
     };

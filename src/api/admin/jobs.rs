@@ -187,7 +187,7 @@ pub async fn cancel(
     post, path = "/graph", tag = "admin",
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
-        (status = 409, description = "a graph job is already queued or running, or the server is a leaf of a sharded collection (its link scores come from `rankd graph` over every shard)"),
+        (status = 409, description = "a graph job is already queued or running, or the server is a leaf of a sharded collection (its link scores come from a root's `POST /admin/graph` or `rankd graph` over every shard)"),
         (status = 401, description = "missing or wrong admin token"),
     ),
     security(("bearer" = []))
@@ -209,8 +209,8 @@ pub async fn start_graph_job(state: &Arc<AppState>) -> Result<i64, CreateError> 
     if state.leaf.is_some() {
         return Err(CreateError::Refused(
             "this server is a leaf of a sharded collection: its link scores are its part of \
-             the whole collection's graph; run `rankd graph --data-dir COLLECTION` over every \
-             shard, then publish or restart the leaves"
+             the whole collection's graph; run `POST /admin/graph` on a root, or `rankd graph \
+             --data-dir COLLECTION` over every shard, then publish or restart the leaves"
                 .into(),
         ));
     }

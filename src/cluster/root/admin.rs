@@ -63,10 +63,10 @@ pub struct ShardWrite {
 }
 
 /// A shard's replicas that take its writes, as asked at the time of a write.
-struct Writers {
-    replicas: Vec<Arc<Replica>>,
+pub(super) struct Writers {
+    pub replicas: Vec<Arc<Replica>>,
     /// They are primaries: the shard's other replicas follow the store.
-    primary: bool,
+    pub primary: bool,
 }
 
 /// The characters a document id keeps escaped in a `/doc/{*id}` path (`/` stays: the route
@@ -332,7 +332,7 @@ impl Root {
     /// The replicas of `shard` that take its writes, asked now (`info`): its primaries when
     /// one answers as such; else, when none of its replicas follows a store, every replica,
     /// each of which must answer and take writes.
-    async fn writers(&self, shard: usize) -> Result<Writers, String> {
+    pub(super) async fn writers(&self, shard: usize) -> Result<Writers, String> {
         let shards = self.shards.load_full();
         let replicas = &shards[shard];
         if replicas.is_empty() {

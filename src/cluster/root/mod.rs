@@ -47,6 +47,7 @@
 //! [`admin`] (documents and writes fanned out to replicas).
 
 pub mod admin;
+pub mod graph;
 pub mod http;
 pub mod replicas;
 pub mod tables;
