@@ -5,8 +5,8 @@
 //! answers within a measured time, and the leaf is used again once the link heals, without
 //! restarting the root.
 //!
-//! The topology, built and removed by the test (it needs root and `ip`/`tc`; it fails, never
-//! skips, when it cannot build them):
+//! The topology, built and removed by the test (it needs root, `ip`/`tc` and `nft`; it fails,
+//! never skips, when it cannot build them):
 //!
 //! ```text
 //!  host namespace (127.0.0.1)               | namespace rankd-netns-PID-K
@@ -32,6 +32,9 @@
 //! - **slow link**: a `tbf` rate limit on a link of MTU 256, so every call waits for its bytes
 //!   to trickle through: at 4 kbit/s each call takes longer than the root's leaf timeout, at
 //!   2 Mbit/s some tens of milliseconds more than on a healthy link, within the timeout.
+//!
+//! - **packet loss** (the writes' history test): nftables in the namespace drops 30 % of the
+//!   packets each way at random (`numgen random`), as `netem loss 30%` would.
 //!
 //! Measured numbers are printed with `eprintln!` (`cargo test --test cluster_netns --
 //! --nocapture`). The two tests take a lock so that their timings do not disturb each other.
@@ -108,8 +111,9 @@ fn find_tool(tool: &str) -> PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| {
             panic!(
-                "`{tool}` (iproute2) is not installed: this test builds network namespaces \
-                 and needs root with iproute2; it does not skip"
+                "`{tool}` is not installed: this test builds network namespaces and needs \
+                 root with iproute2 and nftables (Debian: `apt-get install iproute2 \
+                 nftables`); it does not skip"
             )
         })
 }
@@ -175,12 +179,46 @@ impl Netns {
         self.shape(&format!("tbf rate {rate} burst 300 limit 100000"));
     }
 
-    /// Restores the link.
+    /// Drops `percent` % of the packets crossing the link, each way, at random: nftables'
+    /// `numgen random` on the namespace's end (the kernel lacks netem's `loss`, and has
+    /// nftables built in). TCP sees what lossy links give it: retransmissions, a call that
+    /// takes a second or more now and then, and sometimes none at all.
+    fn lose(&self, percent: u32) {
+        let nft = format!("netns exec {} {} ", self.name, find_tool("nft").display());
+        run("ip", &format!("{nft} add table inet rankd_loss"));
+        for (chain, hook, on) in [("in", "input", "iifname"), ("out", "output", "oifname")] {
+            run(
+                "ip",
+                &format!(
+                    "{nft} add chain inet rankd_loss {chain} {{ type filter hook {hook} \
+                     priority 0 ; }}"
+                ),
+            );
+            run(
+                "ip",
+                &format!(
+                    "{nft} add rule inet rankd_loss {chain} {on} {} numgen random mod 100 < \
+                     {percent} drop",
+                    self.ns_if
+                ),
+            );
+        }
+    }
+
+    /// Restores the link (from a cut, a narrowing or losses).
     fn heal(&self) {
-        run("tc", &format!("qdisc del dev {} root", self.host_if));
-        run(
+        try_run("tc", &format!("qdisc del dev {} root", self.host_if));
+        try_run(
             "tc",
             &format!("-n {} qdisc del dev {} root", self.name, self.ns_if),
+        );
+        try_run(
+            "ip",
+            &format!(
+                "netns exec {} {} delete table inet rankd_loss",
+                self.name,
+                find_tool("nft").display()
+            ),
         );
     }
 
@@ -835,7 +873,8 @@ fn a_slow_link_under_load() {
 /// acknowledged (`util::history`). The link to shard 1's primary is cut, then healed; then
 /// narrowed to 4 kbit/s (every call outlasts the leaf timeout), then healed. After each: no
 /// acknowledged write lost, none served twice, and the replicas serve their primaries'
-/// generation within 5 s of the heal.
+/// generation within 5 s of the heal. Then 30 % of its packets are dropped each way, then
+/// none.
 #[test]
 fn writes_through_a_cut_and_a_slow_link_keep_every_acknowledged_write() {
     use util::history::*;
@@ -910,7 +949,13 @@ fn writes_through_a_cut_and_a_slow_link_keep_every_acknowledged_write() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let runs = (1..=seeds).flat_map(|s| [(2 * s - 1, "cut"), (2 * s, "4 kbit/s")]);
+    let runs = (1..=seeds).flat_map(|s| {
+        [
+            (3 * s - 2, "cut"),
+            (3 * s - 1, "4 kbit/s"),
+            (3 * s, "30% loss"),
+        ]
+    });
     let mut worst = Duration::ZERO;
     let (mut all_acknowledged, mut all_failed) = (0, 0);
     for (seed, fault) in runs {
@@ -924,7 +969,8 @@ fn writes_through_a_cut_and_a_slow_link_keep_every_acknowledged_write() {
         std::thread::sleep(Duration::from_millis(400 + rng.below(600) as u64));
         match fault {
             "cut" => net.cut(),
-            _ => net.narrow("4kbit"),
+            "4 kbit/s" => net.narrow("4kbit"),
+            _ => net.lose(30),
         }
         std::thread::sleep(Duration::from_millis(1200 + rng.below(1200) as u64));
         net.heal();

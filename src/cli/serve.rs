@@ -284,12 +284,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (following, primary) = match (args.store, cluster.shard_id) {
         (Some(url), Some(shard)) if args.primary => (
             None,
-            Some(Arc::new(Primary::start(
-                &url,
-                shard,
-                &config.data_dir,
-                poll,
-            )?)),
+            Some(Arc::new({
+                let primary = Primary::start(&url, shard, &config.data_dir, poll)?;
+                match &cluster.metastore {
+                    Some(m) => primary.recording(Arc::new(crate::cluster::primary::Recorder::new(
+                        m,
+                        &cluster.collection,
+                    ))),
+                    None => primary,
+                }
+            })),
         ),
         (Some(url), Some(shard)) => (
             Some(Following::start(&url, shard, &config.data_dir, poll)?),

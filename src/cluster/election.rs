@@ -160,7 +160,8 @@ pub async fn run<E>(
                              generation {}",
                             engine.as_ref().as_ref().store_generation().unwrap_or(0)
                         );
-                        slot.store(Some(Arc::new(p)));
+                        let recorder = super::primary::Recorder::new(&metastore_url, &collection);
+                        slot.store(Some(Arc::new(p.recording(Arc::new(recorder)))));
                     }
                     (promoted, _) => {
                         if let Err(e) = promoted {

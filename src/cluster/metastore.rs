@@ -375,6 +375,55 @@ impl Metastore {
         Ok(Publish::Won)
     }
 
+    /// Records generation `generation` of `shard` (its manifest at `manifest_key`), which a
+    /// primary published: the store's create-if-absent put decided it already, so this only
+    /// moves the shard's current generation forward to it, never back (records that arrive
+    /// out of order leave the newest). False when the metastore does not know the shard yet
+    /// (its leaves have not registered the collection).
+    pub async fn record_generation(
+        &self,
+        collection: &str,
+        shard: u32,
+        generation: u64,
+        manifest_key: &str,
+    ) -> anyhow::Result<bool> {
+        let mut tx = self.db.begin_write().await?;
+        let known =
+            sqlx::query("SELECT 1 FROM cluster_shards WHERE collection = $1 AND shard = $2")
+                .bind(collection)
+                .bind(i64::from(shard))
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+        if !known {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO cluster_generations \
+             (collection, shard, generation, manifest_key, published_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (collection, shard, generation) DO NOTHING",
+        )
+        .bind(collection)
+        .bind(i64::from(shard))
+        .bind(generation as i64)
+        .bind(manifest_key)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE cluster_shards SET current_generation = $1 WHERE collection = $2 \
+             AND shard = $3 AND COALESCE(current_generation, 0) < $1",
+        )
+        .bind(generation as i64)
+        .bind(collection)
+        .bind(i64::from(shard))
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Takes or renews, for `node_id` (reached at `api_url`), the lease on the primary of
     /// `shard` of `collection` until `ttl` from now: true when the node holds it after the
     /// call (it held it already, nobody did, or the last holder's lease had expired). One

@@ -52,6 +52,62 @@ pub struct Primary {
     /// Until when its lease on the shard's primary lets it write, when it was elected through
     /// the metastore (`super::election`); `None`: the operator's choice, no lease.
     lease_until: Mutex<Option<Instant>>,
+    /// Where it records the generations it publishes, if anywhere.
+    recorder: Option<std::sync::Arc<Recorder>>,
+}
+
+/// Records a primary's generations in the cluster metastore (`--metastore`), so that what
+/// exists is read in one place, as `rankd publish --metastore` records its own. In the
+/// background and best-effort: the store's put is the commit, the record only follows it
+/// ([`super::metastore::Metastore::record_generation`] moves forward only, so records
+/// arriving out of order are harmless); a failure is logged and counted
+/// (`rankd_metastore_errors_total{operation="record_generation"}`) and the next generation's
+/// record catches up.
+pub struct Recorder {
+    url: String,
+    collection: String,
+    metastore: tokio::sync::Mutex<Option<super::metastore::Metastore>>,
+}
+
+impl Recorder {
+    pub fn new(url: &str, collection: &str) -> Recorder {
+        Recorder {
+            url: url.to_string(),
+            collection: collection.to_string(),
+            metastore: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    async fn record(&self, shard: u32, generation: u64, manifest_key: &str) {
+        let mut held = self.metastore.lock().await;
+        let outcome = async {
+            if held.is_none() {
+                *held = Some(
+                    super::metastore::Metastore::connect(&self.url, Duration::from_secs(5)).await?,
+                );
+            }
+            let m = held.as_ref().expect("connected above");
+            m.record_generation(&self.collection, shard, generation, manifest_key)
+                .await
+        }
+        .await;
+        match outcome {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                "shard {shard}: generation {generation} not recorded: the metastore does not \
+                 know shard {shard} of {:?} yet",
+                self.collection
+            ),
+            Err(e) => {
+                *held = None;
+                crate::metrics::count_metastore_error("record_generation");
+                tracing::warn!(
+                    "shard {shard}: cannot record generation {generation} in the metastore: \
+                     {e:#}"
+                );
+            }
+        }
+    }
 }
 
 /// Why a committed write was not acknowledged.
@@ -106,6 +162,7 @@ impl Primary {
                 newest: tokio::sync::Mutex::new(newest),
                 fenced: Mutex::new(None),
                 lease_until: Mutex::new(None),
+                recorder: None,
             };
             let g = primary.publish_dir().await.map_err(|e| match e {
                 PublishError::Fenced(why) => anyhow::anyhow!(why),
@@ -154,7 +211,14 @@ impl Primary {
             newest: tokio::sync::Mutex::new(newest),
             fenced: Mutex::new(None),
             lease_until: Mutex::new(Some(lease_until)),
+            recorder: None,
         })
+    }
+
+    /// The primary, recording each generation it publishes with `recorder`.
+    pub fn recording(mut self, recorder: std::sync::Arc<Recorder>) -> Primary {
+        self.recorder = Some(recorder);
+        self
     }
 
     /// Its lease was renewed: it may write until `until`.
@@ -285,6 +349,10 @@ impl Primary {
             let g = record.generation;
             *newest = Some(record);
             crate::metrics::set_generation(self.shard, g, published.bytes_uploaded);
+            if let Some(recorder) = &self.recorder {
+                let (recorder, shard, key) = (recorder.clone(), self.shard, published.manifest);
+                tokio::spawn(async move { recorder.record(shard, g, &key).await });
+            }
             return Ok(g);
         }
         Err(PublishError::Failed(last.unwrap_or_else(|| {

@@ -507,4 +507,23 @@ fn a_dead_primary_is_replaced_through_the_metastore() {
     }
     assert_eq!(info(&back)["primary"], false);
     assert_eq!(primary_of(&leaves), Some(other));
+    // The elected primaries recorded their generations in the metastore: its current one is
+    // the store's newest, which the returned leaf serves.
+    let served = info(&back)["store_generation"].as_u64().unwrap();
+    let start = Instant::now();
+    loop {
+        let recorded = column(
+            &metastore,
+            "SELECT CAST(current_generation AS TEXT) FROM cluster_shards \
+             WHERE collection = 'elect' AND shard = 0",
+        );
+        if recorded == [served.to_string()] {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "the metastore records {recorded:?}, the store is at {served}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
