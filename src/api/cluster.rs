@@ -21,7 +21,7 @@ use super::AppState;
 use crate::cluster::leaf::{self, LeafError, Pins};
 use crate::cluster::root::transport::LocalShard;
 use crate::cluster::wire::*;
-use crate::search::SearchResponse;
+use crate::search::{SearchError, SearchResponse};
 use crate::secret::Trust;
 use crate::sync::Recover;
 
@@ -33,6 +33,14 @@ impl From<LeafError> for ApiError {
             LeafError::Field { field, .. } => ApiError::bad_request(field, e.to_string()),
             LeafError::GenerationGone(_) | LeafError::Changed { .. } => {
                 ApiError::conflict(e.to_string())
+            }
+            // The search's own fault (a parameter this shard cannot take, such as a boost by
+            // link scores it lacks): marked, so that the root answers 400 too instead of
+            // counting this replica as failed (`crate::cluster::root::http`).
+            LeafError::Search(e @ (SearchError::Param { .. } | SearchError::Query(_))) => {
+                let mut error = ApiError::from(e);
+                error.code = crate::cluster::wire::BAD_SEARCH;
+                error
             }
             LeafError::Search(e) => e.into(),
         }

@@ -25,6 +25,11 @@ use crate::text::IndexConfig;
 /// explanations; 5: the first phase filters by language, and collapse keys carry it).
 pub const PROTOCOL: u32 = 5;
 
+/// The error code of a leaf's 400 that is the search's own fault (a parameter the shard
+/// cannot take), not the call's: the root answers it as a 400 of its own, where any other
+/// failed call counts against the replica.
+pub const BAD_SEARCH: &str = "bad_search";
+
 /// A document of a pinned searcher: segment ordinal and document id within it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DocRef {

@@ -450,6 +450,15 @@ fn a_graph_job_through_the_root_stores_what_rankd_graph_stores() {
         a.body["link_scores"].clone()
     };
     assert_eq!(scores_of(&root.base, "p4"), Value::Null);
+    // A boost by link scores the shards lack is the search's fault, a 400 naming `boost` as
+    // on a single index without them, and no replica is blamed: the next searches answer.
+    let p = "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=&rerank=false";
+    for _ in 0..3 {
+        let a = get(&format!("{}/search?{p}&q=mach", root.base), None);
+        assert_error(&a, 400, Some("boost"), "no link scores");
+    }
+    let plain = get(&format!("{}/search?q=mach&k=5", root.base), None);
+    assert_eq!(plain.status, 200, "{}", plain.body);
     let boosted = |base: &str, q: &str| {
         let p = "k=30&boost=pagerank&boost_weight=0.7&window=40&fields=&rerank=false";
         let url = format!(

@@ -152,6 +152,45 @@ pub fn success(reply: Reply) -> Result<Bytes, String> {
     }
 }
 
+/// A leaf's 400 that is the search's own fault ([`crate::cluster::wire::BAD_SEARCH`]): the
+/// search fails with it as a single index's would, and the replica is not blamed.
+fn bad_search(reply: &Reply) -> Option<SearchError> {
+    if reply.status != hyper::StatusCode::BAD_REQUEST {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).ok()?;
+    let error = body.get("error")?;
+    if error.get("code")?.as_str()? != crate::cluster::wire::BAD_SEARCH {
+        return None;
+    }
+    Some(SearchError::Param {
+        field: static_field(error.get("field")?.as_str()?),
+        message: error.get("message")?.as_str()?.to_string(),
+    })
+}
+
+/// The `&'static str` a [`SearchError::Param`] names its field with, for a field name a leaf
+/// sent: leaves name fields from the fixed set of search parameters, so each distinct name is
+/// kept once; past [`MAX_FIELD_NAMES`] (a leaf sending names of its own), `search`.
+fn static_field(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = crate::sync::Recover::locked(NAMES.get_or_init(Default::default));
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    if names.len() >= MAX_FIELD_NAMES || name.len() > 64 {
+        return "search";
+    }
+    let kept: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.insert(kept);
+    kept
+}
+
+/// The most distinct field names [`static_field`] keeps.
+const MAX_FIELD_NAMES: usize = 128;
+
 /// One leaf serving shard `shard`, reached at `base` (`http://host:port`).
 pub(crate) struct HttpShard {
     http: Http,
@@ -202,9 +241,11 @@ impl HttpShard {
             sent,
             received,
         );
-        reply
-            .and_then(success)
-            .map_err(|reason| CallFailure::Replica(format!("{url}: {reason}")))
+        let reply = reply.map_err(|reason| CallFailure::Replica(format!("{url}: {reason}")))?;
+        if let Some(e) = bad_search(&reply) {
+            return Err(CallFailure::Search(e));
+        }
+        success(reply).map_err(|reason| CallFailure::Replica(format!("{url}: {reason}")))
     }
 
     /// Posts `body` to `/cluster/v1/{call}` and decodes the JSON answer.
