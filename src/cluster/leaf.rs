@@ -73,12 +73,22 @@ impl From<tantivy::TantivyError> for LeafError {
     }
 }
 
-/// The searchers a leaf keeps for searches in flight.
+/// The searchers a leaf keeps for searches in flight. A pinned generation is a searcher and
+/// the link scores served with it: a graph job's scores (`store_links`, a single node's job)
+/// replace the link scores under the same searcher, and make a new generation, so a search
+/// never mixes two sets of scores and no search after the swap reads the old ones.
 pub struct Pins {
     /// Distinguishes this process's generations from an earlier process's (tantivy counts
-    /// searcher generations from 0 in every process).
+    /// searcher generations from 0 in every process): the top 24 bits of a generation.
     incarnation: u64,
-    recent: Mutex<VecDeque<Pinned>>,
+    recent: Mutex<Recent>,
+}
+
+#[derive(Default)]
+struct Recent {
+    pins: VecDeque<Pinned>,
+    /// Link-score swaps seen under one searcher: bits 32–39 of a generation.
+    swaps: u64,
 }
 
 /// A kept searcher and the link scores of its generation.
@@ -94,7 +104,7 @@ pub struct Pinned {
 impl Default for Pins {
     fn default() -> Self {
         Pins {
-            incarnation: u64::from(rand::random::<u32>()) << 32,
+            incarnation: u64::from(rand::random::<u32>() & 0xff_ffff) << 40,
             recent: Mutex::default(),
         }
     }
@@ -104,27 +114,44 @@ impl Pins {
     /// How many searchers are kept: a search lasts milliseconds, commits seconds apart.
     const KEEP: usize = 4;
 
-    fn generation(&self, searcher: &Searcher) -> u64 {
-        self.incarnation | (searcher.generation().generation_id() & 0xffff_ffff)
+    fn generation(&self, searcher: &Searcher, swaps: u64) -> u64 {
+        self.incarnation
+            | ((swaps & 0xff) << 32)
+            | (searcher.generation().generation_id() & 0xffff_ffff)
     }
 
-    /// The current searcher, kept, with its generation.
+    /// The current searcher with the current link scores, kept, with its generation.
     pub fn current(&self, engine: &Engine) -> Pinned {
         let (searcher, links) = engine.snapshot();
-        let generation = self.generation(&searcher);
         let mut recent = self.recent.locked();
-        if let Some(kept) = recent.iter().find(|p| p.generation == generation) {
-            return kept.clone();
+        let same_links = |p: &Pinned| match (&p.links, &links) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        };
+        let id = searcher.generation().generation_id();
+        let mut swapped = false;
+        for kept in recent.pins.iter().rev() {
+            if kept.searcher.generation().generation_id() == id {
+                if same_links(kept) {
+                    return kept.clone();
+                }
+                swapped = true;
+                break;
+            }
+        }
+        if swapped {
+            recent.swaps += 1;
         }
         let pinned = Pinned {
-            generation,
+            generation: self.generation(&searcher, recent.swaps),
             searcher,
             links,
             table: Arc::default(),
         };
-        recent.push_back(pinned.clone());
-        if recent.len() > Self::KEEP {
-            recent.pop_front();
+        recent.pins.push_back(pinned.clone());
+        if recent.pins.len() > Self::KEEP {
+            recent.pins.pop_front();
         }
         pinned
     }
@@ -147,6 +174,7 @@ impl Pins {
         }
         let recent = self.recent.locked();
         recent
+            .pins
             .iter()
             .find(|p| p.generation == generation)
             .cloned()
