@@ -17,8 +17,10 @@ use serde_json::{json, Value};
 const LEAF_TOKEN: &str = "leaf-admin-token-0123456789";
 
 /// Every route a leaf serves to its root, with a body it would accept.
-const ROUTES: [(&str, &str); 9] = [
+const ROUTES: [(&str, &str); 11] = [
     ("GET", "info"),
+    ("POST", "link_docs"),
+    ("POST", "links"),
     ("POST", "stats"),
     ("POST", "table"),
     ("POST", "query"),
