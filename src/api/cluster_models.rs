@@ -17,10 +17,8 @@ use super::error::ApiError;
 use super::guard::{begin_write, Commitment};
 use super::params::Query;
 use super::root_state::RootState;
-use crate::admin::models::read_upload;
 use crate::cluster::models::ModelError;
 use crate::db::models::ModelRecord;
-use crate::error::Invalid;
 
 impl From<ModelError> for ApiError {
     fn from(e: ModelError) -> Self {
@@ -79,18 +77,7 @@ pub(crate) async fn upload(
     Query(params): Query<UploadParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let raw = super::admin::body::bytes(raw)?;
-    if raw.is_empty() {
-        return Err(ApiError::bad_request(
-            "body",
-            "the body is empty: send the model file",
-        ));
-    }
-    let format = params.format;
-    let model = tokio::task::spawn_blocking(move || read_upload(&raw, format))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|Invalid(m)| ApiError::bad_request("body", m))?;
+    let model = super::admin::models::uploaded(raw, params.format).await?;
     begin_write(commitment)?;
     let record = state.models.register(&model, "upload").await?;
     Ok((

@@ -151,6 +151,30 @@ pub enum Publish {
     Lost { current: Option<u64> },
 }
 
+/// Records a published generation in `cluster_generations` (once: a second record of the
+/// same generation is a no-op).
+async fn insert_generation(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    collection: &str,
+    shard: u32,
+    generation: u64,
+    manifest_key: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO cluster_generations \
+         (collection, shard, generation, manifest_key, published_at) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (collection, shard, generation) DO NOTHING",
+    )
+    .bind(collection)
+    .bind(i64::from(shard))
+    .bind(generation as i64)
+    .bind(manifest_key)
+    .bind(now_ms())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// A connection to the metastore.
 #[derive(Clone)]
 pub struct Metastore {
@@ -359,18 +383,7 @@ impl Metastore {
                 current: current.map(|g| g as u64),
             });
         }
-        sqlx::query(
-            "INSERT INTO cluster_generations \
-             (collection, shard, generation, manifest_key, published_at) \
-             VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind(collection)
-        .bind(i64::from(shard))
-        .bind(generation as i64)
-        .bind(manifest_key)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
+        insert_generation(&mut tx, collection, shard, generation, manifest_key).await?;
         tx.commit().await?;
         Ok(Publish::Won)
     }
@@ -399,18 +412,7 @@ impl Metastore {
             tx.rollback().await?;
             return Ok(false);
         }
-        sqlx::query(
-            "INSERT INTO cluster_generations \
-             (collection, shard, generation, manifest_key, published_at) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (collection, shard, generation) DO NOTHING",
-        )
-        .bind(collection)
-        .bind(i64::from(shard))
-        .bind(generation as i64)
-        .bind(manifest_key)
-        .bind(now_ms())
-        .execute(&mut *tx)
-        .await?;
+        insert_generation(&mut tx, collection, shard, generation, manifest_key).await?;
         sqlx::query(
             "UPDATE cluster_shards SET current_generation = $1 WHERE collection = $2 \
              AND shard = $3 AND COALESCE(current_generation, 0) < $1",

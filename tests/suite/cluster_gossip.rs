@@ -15,31 +15,9 @@ use std::time::{Duration, Instant};
 use crate::util::*;
 use serde_json::Value;
 
-fn gossip(port: u16) -> String {
-    format!("127.0.0.1:{port}")
-}
-
-/// A leaf of shard `shard` serving `data`, gossiping on `port`, joining through `seeds`.
+/// A leaf of Cranfield's shard `shard` (see [`gossip_leaf`]).
 fn leaf(data: &Path, shard: u32, port: u16, seeds: &str, metastore: Option<&str>) -> Server {
-    let (shard, gossip) = (shard.to_string(), gossip(port));
-    let mut args = vec![
-        "--role",
-        "leaf",
-        "--data-dir",
-        data.to_str().unwrap(),
-        "--collection",
-        "cranfield",
-        "--shard-id",
-        &shard,
-        "--gossip",
-        &gossip,
-        "--seed",
-        seeds,
-    ];
-    if let Some(m) = metastore {
-        args.extend(["--metastore", m]);
-    }
-    start_serve(&args, None, &[])
+    gossip_leaf(data, "cranfield", shard, port, seeds, metastore)
 }
 
 /// `rankd serve ARGS` and every line it printed before its address (`Err`: it exited, with

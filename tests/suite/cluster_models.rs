@@ -15,34 +15,6 @@ use serde_json::Value;
 
 const TOKEN: &str = "models-test-token";
 
-fn gossip(port: u16) -> String {
-    format!("127.0.0.1:{port}")
-}
-
-fn leaf(data: &Path, shard: u32, port: u16, seeds: &str, metastore: &str) -> Server {
-    let (shard, gossip) = (shard.to_string(), gossip(port));
-    start_serve(
-        &[
-            "--role",
-            "leaf",
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--collection",
-            "cranfield",
-            "--shard-id",
-            &shard,
-            "--gossip",
-            &gossip,
-            "--seed",
-            seeds,
-            "--metastore",
-            metastore,
-        ],
-        None,
-        &[],
-    )
-}
-
 fn root(port: u16, seeds: &str, data: &Path, metastore: &str, more: &[&str]) -> Server {
     let gossip = gossip(port);
     let mut args = vec![
@@ -121,7 +93,14 @@ fn every_root_serves_the_collections_active_model() {
     let _leaves: Vec<Server> = (0..3)
         .map(|s| {
             let data = sharded.join(format!("shards/{s}"));
-            leaf(&data, s, 27_282 + s as u16, &seeds, &metastore)
+            gossip_leaf(
+                &data,
+                "cranfield",
+                s,
+                27_282 + s as u16,
+                &seeds,
+                Some(&metastore),
+            )
         })
         .collect();
     // Root A registers and activates its --model (the collection has none); B serves it too.

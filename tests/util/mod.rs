@@ -971,3 +971,39 @@ impl Drop for Tmpfs {
         let _ = Command::new("umount").arg(self.dir.path()).status();
     }
 }
+
+/// A gossip address on loopback.
+pub fn gossip(port: u16) -> String {
+    format!("127.0.0.1:{port}")
+}
+
+/// A leaf of shard `shard` of `collection` serving `data`, gossiping on `port`, joining
+/// through `seeds`, registering in `metastore` if given.
+pub fn gossip_leaf(
+    data: &Path,
+    collection: &str,
+    shard: u32,
+    port: u16,
+    seeds: &str,
+    metastore: Option<&str>,
+) -> Server {
+    let (shard, gossip) = (shard.to_string(), gossip(port));
+    let mut args = vec![
+        "--role",
+        "leaf",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--collection",
+        collection,
+        "--shard-id",
+        &shard,
+        "--gossip",
+        &gossip,
+        "--seed",
+        seeds,
+    ];
+    if let Some(m) = metastore {
+        args.extend(["--metastore", m]);
+    }
+    start_serve(&args, None, &[])
+}

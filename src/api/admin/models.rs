@@ -310,6 +310,25 @@ pub async fn delete(
     }
 }
 
+/// The model an upload's body holds, checked and bound to the feature set
+/// ([`read_upload`], on the blocking pool): a 400 naming `body` when it is none.
+pub(crate) async fn uploaded(
+    raw: Result<Bytes, BytesRejection>,
+    format: Option<UploadFormat>,
+) -> Result<crate::rerank::Reranker, ApiError> {
+    let raw = body::bytes(raw)?;
+    if raw.is_empty() {
+        return Err(ApiError::bad_request(
+            "body",
+            "the body is empty: send the model file",
+        ));
+    }
+    tokio::task::spawn_blocking(move || read_upload(&raw, format))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|Invalid(m)| ApiError::bad_request("body", m))
+}
+
 /// `POST /admin/models`' parameters.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -346,17 +365,7 @@ pub async fn upload(
     Query(params): Query<UploadParams>,
     raw: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let raw = body::bytes(raw)?;
-    if raw.is_empty() {
-        return Err(ApiError::bad_request(
-            "body",
-            "the body is empty: send the model file",
-        ));
-    }
-    let model = tokio::task::spawn_blocking(move || read_upload(&raw, params.format))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(|Invalid(m)| ApiError::bad_request("body", m))?;
+    let model = uploaded(raw, params.format).await?;
     let id = model.id().to_string();
     if state
         .ops
