@@ -240,7 +240,10 @@ pub(crate) fn root_router(state: Arc<RootState>, limits: &crate::config::Limits)
     let admin = Router::new()
         .route("/admin/documents", post(root_documents))
         .route("/admin/documents/delete", post(root_delete))
-        .route("/admin/graph", post(root_graph))
+        .route("/admin/graph", post(super::cluster_jobs::graph))
+        .route("/admin/jobs", get(super::cluster_jobs::list))
+        .route("/admin/jobs/{id}", get(super::cluster_jobs::get))
+        .route("/admin/jobs/{id}/cancel", post(super::cluster_jobs::cancel))
         .route(
             "/admin/models",
             get(super::cluster_models::list).post(super::cluster_models::upload),
@@ -322,7 +325,8 @@ pub(crate) fn root_openapi() -> utoipa::openapi::OpenApi {
                            writes it routes to them"
         ),
         paths(root_search, root_events, root_doc, root_similar, root_documents, root_delete,
-              root_graph,
+              super::cluster_jobs::graph, super::cluster_jobs::list, super::cluster_jobs::get,
+              super::cluster_jobs::cancel,
               super::cluster_models::list, super::cluster_models::upload,
               super::cluster_models::activate, super::cluster_models::rollback,
               super::cluster_models::delete,
@@ -394,44 +398,6 @@ async fn root_require_token(
 ) -> Response {
     super::admin::auth::require_admin(&state.auth_failures, state.token.as_ref(), request, next)
         .await
-}
-
-/// `POST /admin/graph` on a root: optional TrustRank seeds.
-#[derive(Debug, Default, serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RootGraphRequest {
-    /// TrustRank seeds by document id (default: the top inverse-PageRank candidates)
-    seeds: Option<Vec<String>>,
-}
-
-/// Recomputes the collection's link scores (SPEC §2) from every shard's documents and
-/// stores each shard's part on the replicas that take its writes (a primary publishes it);
-/// answers when every shard has stored it. The scores equal the single index's.
-#[utoipa::path(
-    post, path = "/admin/graph", tag = "admin",
-    request_body(content = Option<RootGraphRequest>, content_type = "application/json",
-                 description = "`{\"seeds\":[\"doc-1\",..]}`, optional"),
-    responses(
-        (status = 200, description = "what was computed and where each shard's part is stored", body = crate::cluster::root::graph::GraphReport),
-        (status = 400, description = "a seed that is no document of the collection, or a malformed body"),
-        (status = 401, description = "missing or wrong admin token"),
-        (status = 503, description = "a shard could not send its documents (nothing stored) or store its part (the message names what was stored where)"),
-    ),
-    security(("bearer" = []))
-)]
-async fn root_graph(
-    State(state): State<Arc<RootState>>,
-    commitment: Option<axum::Extension<super::guard::Commitment>>,
-    raw: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
-) -> Result<Json<crate::cluster::root::graph::GraphReport>, ApiError> {
-    let body = super::admin::body::bytes(raw)?;
-    let request: RootGraphRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        RootGraphRequest::default()
-    } else {
-        super::admin::body::json(&body)?
-    };
-    super::guard::begin_write(commitment)?;
-    Ok(Json(state.root.recompute_links(request.seeds).await?))
 }
 
 /// The parameters of a write through a root.

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod cluster;
+mod cluster_jobs;
 mod cluster_models;
 mod error;
 mod events;

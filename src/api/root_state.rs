@@ -20,4 +20,6 @@ pub(crate) struct RootState {
     pub auth_failures: crate::admin::auth::FailureThrottle,
     /// The collection's model registry, which this root follows.
     pub models: Arc<crate::cluster::models::CollectionModels>,
+    /// The root's jobs (the graph job over the shards), recorded in its database.
+    pub jobs: Arc<crate::admin::jobs::JobRunner>,
 }

@@ -500,6 +500,7 @@ fn serve_root_gossip(
             root: node.root.clone(),
             ready: AtomicBool::new(false),
             token: config.admin_token.as_deref().map(AdminToken::new),
+            jobs: crate::admin::jobs::JobRunner::new(events.db.clone()),
             events,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,
@@ -550,6 +551,7 @@ fn serve_root(
             root,
             ready: AtomicBool::new(false),
             token: config.admin_token.as_deref().map(AdminToken::new),
+            jobs: crate::admin::jobs::JobRunner::new(events.db.clone()),
             events,
             auth_failures: crate::admin::auth::FailureThrottle::new(
                 config.limits.admin_auth_failures_per_minute,

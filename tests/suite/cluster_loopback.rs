@@ -470,23 +470,22 @@ fn a_graph_job_through_the_root_stores_what_rankd_graph_stores() {
         a.body["hits"].clone()
     };
     let queries = ["shock wave", "boundary layer", "mach"];
-    let done = graph("");
-    assert_eq!(done.status, 200, "{}", done.body);
-    let shards = done.body["shards"].as_array().unwrap();
-    assert_eq!(shards.len(), 3, "{}", done.body);
+    let started = graph("");
+    assert_eq!(started.status, 202, "{}", started.body);
+    let job = wait_for_job_with(&root.base, TOKEN, started.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    assert_eq!(job["progress"], 1.0, "{job}");
+    let done = &job["result"];
+    let shards = done["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 3, "{done}");
     for (s, shard) in shards.iter().enumerate() {
-        assert_eq!(
-            shard["written_on"].as_array().unwrap().len(),
-            1,
-            "{}",
-            done.body
-        );
+        assert_eq!(shard["written_on"].as_array().unwrap().len(), 1, "{done}");
         let open = |d: &Path| {
             let index = rankd::text::TextIndex::open(&d.join(format!("shards/{s}")), None).unwrap();
             rankd::links::load(&index).unwrap().unwrap().scores
         };
         let (want, got) = (open(&oracle), open(&served));
-        assert_eq!(shard["nodes"], want.n(), "{}", done.body);
+        assert_eq!(shard["nodes"], want.n(), "{done}");
         assert!(
             want == got,
             "shard {s}: the stored part differs from rankd graph's"

@@ -124,6 +124,7 @@ fn writes_go_to_the_primary_and_replicas_follow_it() {
         "/admin/documents",
         "/admin/documents/delete",
         "/admin/graph",
+        "/admin/jobs/{id}",
         "/admin/models",
         "/admin/models/{id}/activate",
         "/readyz",
@@ -220,15 +221,21 @@ fn writes_go_to_the_primary_and_replicas_follow_it() {
         |base: &str, id: &str| get(&format!("{base}/doc/{id}"), None).body["link_scores"].clone();
     assert_eq!(scores(&r0, "w-0"), Value::Null);
     let g = post_json(&format!("{}/admin/graph", root.base), Some(TOKEN), "");
-    assert_eq!(g.status, 200, "{}", g.body);
-    for (s, part) in g.body["shards"].as_array().unwrap().iter().enumerate() {
+    assert_eq!(g.status, 202, "{}", g.body);
+    let job = wait_for_job(&root.base, g.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    for (s, part) in job["result"]["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
         assert_eq!(
             part["written_on"],
             serde_json::json!([primaries[s].base]),
-            "{}",
-            g.body
+            "{job}"
         );
-        assert!(part["generation"].as_u64().is_some(), "{}", g.body);
+        assert!(part["generation"].as_u64().is_some(), "{job}");
     }
     for id in &ids[..4] {
         let s = shard_of(id, 2) as usize;

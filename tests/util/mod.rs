@@ -597,8 +597,13 @@ pub fn assert_error(a: &Answer, status: u16, field: Option<&str>, says: &str) {
 
 /// Polls job `id` until it has finished; returns it.
 pub fn wait_for_job(base: &str, id: i64) -> Value {
+    wait_for_job_with(base, TOKEN, id)
+}
+
+/// [`wait_for_job`] with the admin token `token`.
+pub fn wait_for_job_with(base: &str, token: &str, id: i64) -> Value {
     for _ in 0..600 {
-        let a = get(&format!("{base}/admin/jobs/{id}"), Some(TOKEN));
+        let a = get(&format!("{base}/admin/jobs/{id}"), Some(token));
         assert_eq!(a.status, 200, "{}", a.body);
         let status = a.body["status"].as_str().unwrap().to_string();
         if !["queued", "running"].contains(&status.as_str()) {

@@ -73,6 +73,11 @@ pub async fn list(
     State(state): State<Arc<AppState>>,
     Query(p): Query<JobsParams>,
 ) -> Result<Json<JobList>, ApiError> {
+    list_in(&state.ops.db, p).await
+}
+
+/// `GET /admin/jobs` over the jobs of `db` (a node's, or a root's).
+pub(crate) async fn list_in(db: &crate::db::Db, p: JobsParams) -> Result<Json<JobList>, ApiError> {
     let (limit, offset) = body::page(p.limit, p.offset)?;
     let kind = p
         .kind
@@ -88,9 +93,7 @@ pub async fn list(
                 .map_err(|e| ApiError::bad_request("status", e))
         })
         .transpose()?;
-    let (jobs, total) = state
-        .ops
-        .db
+    let (jobs, total) = db
         .jobs(kind, status, limit, offset)
         .await
         .map_err(ApiError::internal)?;
@@ -116,8 +119,12 @@ pub async fn get(
     State(state): State<Arc<AppState>>,
     Path(raw): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let id = job_id(&raw)?;
-    let db = &state.ops.db;
+    get_in(&state.ops.db, &raw).await
+}
+
+/// `GET /admin/jobs/{id}` over the jobs of `db`.
+pub(crate) async fn get_in(db: &crate::db::Db, raw: &str) -> Result<Json<Value>, ApiError> {
+    let id = job_id(raw)?;
     let Some(job) = db.job(id).await.map_err(ApiError::internal)? else {
         return Err(ApiError::not_found(format!("no job with id {id}")));
     };
@@ -153,15 +160,18 @@ pub async fn cancel(
     commitment: Option<Extension<Commitment>>,
     Path(raw): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let id = job_id(&raw)?;
+    cancel_in(&state.ops.jobs, commitment, &raw).await
+}
+
+/// `POST /admin/jobs/{id}/cancel` through `jobs` (a node's runner, or a root's).
+pub(crate) async fn cancel_in(
+    jobs: &crate::admin::jobs::JobRunner,
+    commitment: Option<Extension<Commitment>>,
+    raw: &str,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = job_id(raw)?;
     begin_write(commitment)?;
-    match state
-        .ops
-        .jobs
-        .cancel(id)
-        .await
-        .map_err(ApiError::internal)?
-    {
+    match jobs.cancel(id).await.map_err(ApiError::internal)? {
         CancelOutcome::Cancelled => Ok((
             StatusCode::OK,
             Json(json!({"id": id, "status": "cancelled"})),

@@ -66,16 +66,23 @@ impl Root {
     /// Computes the collection's link scores from its shards' documents and stores each
     /// shard's part on the replicas that take its writes. `trusted`: TrustRank seeds by
     /// document id (`None`: the top inverse-PageRank candidates, as on a single node).
-    pub async fn recompute_links(
+    ///
+    /// Runs on a blocking thread (a job's), calling the shards through `runtime`; `progress`
+    /// hears each step, and `cancel` stops the job between algorithms
+    /// ([`crate::graph::GraphError::Cancelled`]) before anything is stored.
+    pub fn recompute_links(
         &self,
+        runtime: &tokio::runtime::Handle,
         trusted: Option<Vec<String>>,
-    ) -> Result<GraphReport, SearchError> {
+        progress: &mut dyn FnMut(crate::graph::scores::Progress),
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> anyhow::Result<GraphReport> {
         let start = Instant::now();
         let shards = self.num_shards;
         // 1. Every writer's documents.
         let reads = (0..shards).map(|shard| self.shard_link_docs(shard));
         let mut read = Vec::with_capacity(shards);
-        for (shard, outcome) in join_all(reads).await.into_iter().enumerate() {
+        for (shard, outcome) in runtime.block_on(join_all(reads)).into_iter().enumerate() {
             read.push(outcome.map_err(|e| {
                 SearchError::Unavailable(format!("shard {shard}: {e}; nothing was stored"))
             })?);
@@ -88,7 +95,8 @@ impl Root {
                     "shard {shard}: replicas {} and {name} hold different documents; finish \
                      the writes to the shard, then run the graph job again; nothing was stored",
                     first.0
-                )));
+                ))
+                .into());
             }
             docs.extend(first.1.docs.iter().map(|d| {
                 (
@@ -103,28 +111,16 @@ impl Root {
             }));
         }
         docs.sort_by(|a, b| a.0.id.cmp(&b.0.id));
-        // 2. The scores, on the blocking pool.
+        // 2. The scores, on this thread.
         let seeds = trusted.as_ref().map(Vec::len);
-        let (scores, stats, parts) = tokio::task::spawn_blocking(move || {
-            let never = std::sync::atomic::AtomicBool::new(false);
-            crate::links::compute_parts(
-                docs,
-                shards,
-                &LinkScoreOptions::default(),
-                trusted.as_deref(),
-                &mut |_| {},
-                &never,
-            )
-        })
-        .await
-        .map_err(|e| SearchError::Internal(e.into()))?
-        .map_err(|e| match e.downcast::<crate::error::Invalid>() {
-            Ok(invalid) => SearchError::Param {
-                field: "seeds",
-                message: invalid.0,
-            },
-            Err(e) => SearchError::Internal(e),
-        })?;
+        let (scores, stats, parts) = crate::links::compute_parts(
+            docs,
+            shards,
+            &LinkScoreOptions::default(),
+            trusted.as_deref(),
+            progress,
+            cancel,
+        )?;
         // 3. Each shard's part, to each writer that read it.
         let stores =
             read.iter()
@@ -154,7 +150,7 @@ impl Root {
                         generation,
                     })
                 });
-        let outcomes = join_all(stores).await;
+        let outcomes = runtime.block_on(join_all(stores));
         let mut report = GraphReport {
             nodes: scores.n(),
             edges: stats.edges,
@@ -175,7 +171,8 @@ impl Root {
                 "{}; the scores were stored on shards {stored:?}; running the graph job again \
                  is safe",
                 failed.join("; ")
-            )));
+            ))
+            .into());
         }
         report.seconds = start.elapsed().as_secs_f64();
         Ok(report)
