@@ -164,7 +164,8 @@ pub fn estimate_propensities(
 /// 0 without a session.
 pub fn estimate_noise_floor(sessions: &[RowSession], propensity: &[f64]) -> f64 {
     // (qid, row) → rank → (impressions, clicks).
-    let mut pairs: BTreeMap<(&str, usize), BTreeMap<usize, (u64, u64)>> = BTreeMap::new();
+    type ByRank = BTreeMap<usize, (u64, u64)>;
+    let mut pairs: BTreeMap<(&str, usize), ByRank> = BTreeMap::new();
     for s in sessions {
         for (k, &row) in s.shown.iter().enumerate() {
             let e = pairs
