@@ -12,13 +12,19 @@ On the LightGBM LETOR example, all with the default LETOR trees:
    `ε⁻ + (ε⁺ − ε⁻)(2^y − 1)/15` (SPEC §11) — what IPS click training converges to with
    unlimited sessions; with ε⁻ = 0.1 (the protocol's) and ε⁻ = 0;
 4. the same with other weights than the click probability: √p, one per grade step
-   (10, 40, 60, 80, 100 clicks for grades 0..4), and binary (relevant 100, not 10);
+   (10, 40, 60, 80, 100 clicks for grades 0..4), and binary (relevant 100, not 10); and with
+   the affine (noise-floor) correction applied with the true floor: each of the 100
+   impressions contributes c − ε⁻, i.e. round(100·p) − 10 clicks at ε⁻ = 0.1 — the bound of
+   what `--noise-floor estimate` can give (`--only-affine` runs just that row, plain IPS,
+   ε⁻ = 0 and full information, each over the trainer's seeds, on `--fold lightgbm` or
+   `resplit`, the split of bench/clicks_semi_synthetic.py);
 5. *relabelled from the click model*: PBM fitted (`rankd click-model`) to 10⁵ simulated
    sessions (η = 1, seeds 1..5), each pair's attractiveness γ̂ turned into a grade
    (`min(4, ⌊5γ̂⌋)`, or 4·γ̂ scaled to the query's range), and the graded trees trained on those
    labels — one group per query, as the full-information model trains.
 
     python3 bench/clicks_ceiling.py --rankd target/release/rankd
+    python3 bench/clicks_ceiling.py --rankd target/release/rankd --only-affine --fold resplit
 """
 import argparse
 import json
@@ -81,18 +87,51 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rankd", required=True)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--fold", default="lightgbm", choices=["lightgbm", "resplit"],
+                    help="the example's own split, or bench/clicks_semi_synthetic.py's resplit")
+    ap.add_argument("--only-affine", action="store_true",
+                    help="only full information, plain IPS, eps- 0 and the affine correction's "
+                         "ceiling, each over the trainer's seeds 1..--seeds")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp()
+    global TRAIN, TEST
+    sys.path.insert(0, os.path.dirname(__file__))
+    from clicks_semi_synthetic import folds
+    TRAIN, TEST = next((tr, te) for f, tr, te in folds(tmp) if f == args.fold)
     full = ndcg(args.rankd, TRAIN)
     print(f"full information (graded labels): {full:.4f}")
+    p = lambda y, eps: eps + (1 - eps) * (2 ** y - 1) / 15
+    affine = lambda y: round(100 * p(y, 0.1)) - 10
+    if args.only_affine:
+        # The trees move by ±0.02 NDCG@10 with any small change of the weights (rounding, a
+        # common factor), so each row is the mean over the trainer's seeds 1..--seeds, and the
+        # share is of the full-information model's mean over the same seeds.
+        seeds = [str(s) for s in range(1, args.seeds + 1)]
+        fulls = [ndcg(args.rankd, TRAIN, ["--seed", sd]) for sd in seeds]
+        print(f"full information, trainer seeds 1..{args.seeds}: {statistics.mean(fulls):.4f} ± "
+              f"{statistics.stdev(fulls):.4f}")
+        for name, clicks_of in [
+            ("click probability, eps- 0.1 (the protocol)", lambda y: round(100 * p(y, 0.1))),
+            ("click probability, eps- 0", lambda y: round(100 * p(y, 0.0))),
+            ("eps- 0.1, affine correction with the true floor", affine),
+        ]:
+            s = os.path.join(tmp, "oracle.jsonl")
+            write_oracle(s, clicks_of)
+            r = [ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none", "--seed", sd])
+                 for sd in seeds]
+            print(f"IPS construction at infinite data, {name}: {statistics.mean(r):.4f} ± "
+                  f"{statistics.stdev(r):.4f} ({statistics.mean(r) / statistics.mean(fulls):.3f}); "
+                  f"seeds {' '.join(f'{x:.4f}' for x in r)}", flush=True)
+        shutil.rmtree(tmp)
+        return
     binary = os.path.join(tmp, "binary.train")
     write_labels(binary, lambda q, d, y: int(y > 0))
     print(f"binary labels (grade >= 1): {ndcg(args.rankd, binary):.4f}")
 
-    p = lambda y, eps: eps + (1 - eps) * (2 ** y - 1) / 15
     oracles = [
         ("click probability, eps- 0.1 (the protocol)", lambda y: round(100 * p(y, 0.1))),
         ("click probability, eps- 0", lambda y: round(100 * p(y, 0.0))),
+        ("eps- 0.1, affine correction with the true floor (c - 0.1 per impression)", affine),
         ("sqrt of the click probability", lambda y: round(100 * math.sqrt(p(y, 0.1)))),
         ("one step per grade", lambda y: [10, 40, 60, 80, 100][y]),
         ("binary (relevant 100, not 10)", lambda y: 100 if y > 0 else 10),
@@ -100,7 +139,7 @@ def main():
     for name, clicks_of in oracles:
         s = os.path.join(tmp, "oracle.jsonl")
         write_oracle(s, clicks_of)
-        r = ndcg(args.rankd, TRAIN, ["--train-clicks", s])
+        r = ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none"])
         print(f"IPS construction at infinite data, weights = {name}: {r:.4f} ({r / full:.3f})",
               flush=True)
 

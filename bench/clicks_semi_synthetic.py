@@ -72,16 +72,27 @@ def main():
     ap.add_argument("--no-pairwise", action="store_true",
                     help="leave out unbiased LambdaMART (--debias pairwise)")
     ap.add_argument("--folds", default="lightgbm,resplit")
+    ap.add_argument("--noise-floors", default="none",
+                    help="IPS columns per --noise-floor (none: plain IPS; estimate: the affine "
+                         "correction with the floor estimated from the sessions), compared in "
+                         "the same run; the estimated floor is printed against the truth, 0.1")
     ap.add_argument("--objective", default=None,
                     help="the objective IPS and naive train (default: eval-letor's, stable AP "
                          "trees); pairwise always trains lambda-ndcg trees")
     args = ap.parse_args()
-    models = args.propensity_models.split(",")
+    floors = args.noise_floors.split(",")
+    # One IPS column set per (propensity model, noise floor); plain names when only one floor.
+    models = [(m, f) for m in args.propensity_models.split(",") for f in floors]
+    name = lambda mf: mf[0] if len(floors) == 1 else f"{mf[0]}, noise floor {mf[1]}"
     tmp = tempfile.mkdtemp()
-    ips_cols = " | ".join(f"IPS ({m}) | IPS ({m}) / full | propensities ({m}, rank 1..5)" for m in models)
+    ips_cols = " | ".join(f"IPS ({name(m)}) | IPS ({name(m)}) / full | propensities ({name(m)}, rank 1..5)"
+                          + (" | estimated noise floor (truth 0.1)" if m[1] == "estimate" else "")
+                          for m in models)
     pw_cols = "" if args.no_pairwise else " pairwise | pairwise / full | t⁺ (rank 1..5) | (t⁺)³ (rank 1..5) |"
     print(f"| fold | η | sessions | full information | {ips_cols} |{pw_cols} naive | truth (rank 1..5) |")
-    print("|---|---|---|---|" + "---|---|---|" * len(models) + ("" if args.no_pairwise else "---|---|---|---|")
+    print("|---|---|---|---|" + "".join("---|---|---|" + ("---|" if m[1] == "estimate" else "")
+                                        for m in models)
+          + ("" if args.no_pairwise else "---|---|---|---|")
           + "---|---|")
     for fold, train, test in folds(tmp):
         if fold not in args.folds.split(","):
@@ -91,6 +102,7 @@ def main():
             for n in args.sessions.split(","):
                 ips = {m: [] for m in models}
                 props = {m: [] for m in models}
+                floor = {m: [] for m in models}
                 naive, pairwise, t_plus = [], [], []
                 for seed in range(1, args.seeds + 1):
                     s = os.path.join(tmp, f"{fold}-{eta}-{n}-{seed}.jsonl")
@@ -100,9 +112,11 @@ def main():
                             "--train-clicks", s, "--json"]
                     chosen = ["--objective", args.objective] if args.objective else []
                     for model in models:
-                        r = run(base + chosen + ["--debias", "ips", "--propensity-model", model])
+                        r = run(base + chosen + ["--debias", "ips", "--propensity-model", model[0],
+                                                 "--noise-floor", model[1]])
                         ips[model].append(r["test"]["ndcg@10"])
                         props[model].append(r["propensities"])
+                        floor[model].append(r.get("noise_floor"))
                     naive.append(run(base + chosen + ["--debias", "none"])["test"]["ndcg@10"])
                     if not args.no_pairwise:
                         r = run(base + ["--debias", "pairwise"])
@@ -115,7 +129,8 @@ def main():
                 for model in models:
                     mean_props = [statistics.mean(p[k] for p in props[model]) for k in range(5)]
                     cols.append(f"{m(ips[model])} | {statistics.mean(ips[model]) / full:.3f} | "
-                                f"{' '.join(f'{p:.3f}' for p in mean_props)}")
+                                f"{' '.join(f'{p:.3f}' for p in mean_props)}"
+                                + (f" | {m(floor[model])}" if model[1] == "estimate" else ""))
                 if not args.no_pairwise:
                     mean_t = [statistics.mean(t[k] for t in t_plus) for k in range(5)]
                     cols.append(f"{m(pairwise)} | {statistics.mean(pairwise) / full:.3f} | "

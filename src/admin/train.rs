@@ -31,7 +31,8 @@ use crate::training::{guard, index_sets, JudgedQuery, SetOptions, Sources, Train
 /// it), `force` (activate it even when the guard refuses; logged), `source` (what to learn
 /// from: `"judgments"`, the default, `"clicks"`, or both as `["judgments", "clicks"]`), and
 /// with clicks `debias` (`"ips"`, the default, `"pairwise"`, unbiased LambdaMART, which trains
-/// `model: "gbdt"` on the logged lists, or `"none"`) and `propensity_clip`.
+/// `model: "gbdt"` on the logged lists, or `"none"`), `noise_floor` (`"estimate"` or
+/// `"none"`, with ips) and `propensity_clip`.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct TrainParams(pub serde_json::Map<String, Value>);
@@ -66,6 +67,20 @@ impl TrainParams {
                             return Err((
                                 field.clone(),
                                 "debias must be \"ips\", \"pairwise\" or \"none\"".into(),
+                            ))
+                        }
+                    };
+                    click_fields.push(field.clone());
+                    continue;
+                }
+                "noise_floor" => {
+                    clicks.noise_floor = match value.as_str() {
+                        Some("estimate") => crate::user_clicks::ips::NoiseFloor::Estimate,
+                        Some("none") => crate::user_clicks::ips::NoiseFloor::None,
+                        _ => {
+                            return Err((
+                                field.clone(),
+                                "noise_floor must be \"estimate\" or \"none\"".into(),
                             ))
                         }
                     };
@@ -369,11 +384,28 @@ mod tests {
             propensity_clip: 0.1,
             ..ClickOptions::default()
         });
+        let floor = |f| {
+            Some(ClickOptions {
+                noise_floor: f,
+                ..ClickOptions::default()
+            })
+        };
+        use crate::user_clicks::ips::NoiseFloor;
         for (body, judgments, expected) in [
             (serde_json::json!({}), true, None),
             (serde_json::json!({"source": "clicks"}), false, clicks),
             (serde_json::json!({"source": ["judgments"]}), true, None),
             (both, true, with_clip),
+            (
+                serde_json::json!({"source": "clicks", "noise_floor": "none"}),
+                false,
+                floor(NoiseFloor::None),
+            ),
+            (
+                serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
+                false,
+                floor(NoiseFloor::Estimate),
+            ),
         ] {
             let got = source(body.clone()).unwrap();
             assert_eq!((got.judgments, got.clicks), (judgments, expected), "{body}");
@@ -382,6 +414,8 @@ mod tests {
             serde_json::json!({"source": ["clicks", "clicks"]}),
             serde_json::json!({"source": 1}),
             serde_json::json!({"propensity_clip": 0.5}),
+            serde_json::json!({"noise_floor": "estimate"}),
+            serde_json::json!({"source": "clicks", "noise_floor": 0.1}),
         ] {
             assert!(source(body.clone()).is_err(), "{body}");
         }

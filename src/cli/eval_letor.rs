@@ -19,8 +19,8 @@ use crate::rerank::{
 };
 use crate::training::{ModelChoice, TrainSettings};
 use crate::user_clicks::ips::{
-    click_set, estimate_propensities, Debias, PropensityModel, DEFAULT_PROPENSITY_CLIP,
-    PROPENSITY_ITERATIONS,
+    click_set, estimate_noise_floor, estimate_propensities, Debias, NoiseFloor, PropensityModel,
+    DEFAULT_NOISE_FLOOR, DEFAULT_PROPENSITY_CLIP, PROPENSITY_ITERATIONS,
 };
 use crate::user_clicks::sessions;
 
@@ -58,6 +58,12 @@ pub struct EvalLetorArgs {
     /// With --train-clicks: the smallest propensity a click is divided by.
     #[arg(long, default_value_t = DEFAULT_PROPENSITY_CLIP, requires = "train_clicks")]
     pub propensity_clip: f64,
+    /// With --train-clicks and --debias ips: `estimate` subtracts the click-noise floor (the
+    /// click rate of an examined irrelevant document), estimated from the sessions, from every
+    /// impression: the affine correction (docs/EVALUATION.md, "The noise floor"); `none` is
+    /// plain IPS.
+    #[arg(long, value_enum, default_value_t = DEFAULT_NOISE_FLOOR, requires = "train_clicks")]
+    pub noise_floor: NoiseFloor,
     /// Evaluate these scores (one number per line, one line per test row) instead of training.
     #[arg(long, conflicts_with = "train")]
     pub scores: Option<PathBuf>,
@@ -187,6 +193,8 @@ fn from_clicks(
         )?,
         Debias::Pairwise | Debias::None => Vec::new(),
     };
+    let floor = (args.debias == Debias::Ips && args.noise_floor == NoiseFloor::Estimate)
+        .then(|| estimate_noise_floor(&logged, &propensities));
     let settings = &settings
         .clone()
         .for_click_debias(args.debias, args.learn.objective.is_some())?;
@@ -196,8 +204,16 @@ fn from_clicks(
     } else {
         (all_train, None)
     };
-    let build =
-        |part, debias| click_set(part, &logged, debias, &propensities, args.propensity_clip);
+    let build = |part, debias| {
+        click_set(
+            part,
+            &logged,
+            debias,
+            &propensities,
+            args.propensity_clip,
+            floor.unwrap_or(0.0),
+        )
+    };
     let train = build(&train_part, args.debias)?;
     // Validation reads labels: unbiased LambdaMART's are validated on the clicked documents'
     // groups, unweighted.
@@ -213,18 +229,23 @@ fn from_clicks(
     let parts = || std::iter::once(&train).chain(valid.as_ref());
     let clicks: usize = parts().map(|p| p.clicks).sum();
     let clipped: usize = parts().map(|p| p.clipped).sum();
+    let below_floor: usize = parts().map(|p| p.below_floor).sum();
     if !args.json {
         let shown: Vec<String> = propensities.iter().map(|p| format!("{p:.3}")).collect();
         eprintln!(
             "{} sessions, {clicks} clicks ({clipped} below the propensity clip) → {} training \
-             groups; propensities by rank (relative to rank 1): {}",
+             groups; propensities by rank (relative to rank 1): {}{}",
             parts().map(|p| p.sessions).sum::<usize>(),
             train.set.queries.len(),
             if shown.is_empty() {
                 "not used".into()
             } else {
                 shown.join(" ")
-            }
+            },
+            floor.map_or(String::new(), |f| format!(
+                "; noise floor {f:.4} subtracted per impression ({below_floor} clicked \
+                 documents at or below it left out)"
+            ))
         );
     }
     let mut config = settings.config(path.display().to_string(), MetricConvention::Letor);
@@ -246,6 +267,8 @@ fn from_clicks(
             propensity_model: (args.debias == Debias::Ips).then_some(args.propensity_model),
             propensities: &propensities,
             propensity_clip: args.propensity_clip,
+            noise_floor: floor,
+            below_floor,
             position_bias: outcome.position_bias.as_ref(),
             clicks,
             clipped,
@@ -269,6 +292,11 @@ struct FromClicks<'a> {
     /// Estimated examination probability per rank, relative to rank 1 (empty without IPS).
     propensities: &'a [f64],
     propensity_clip: f64,
+    /// With `--noise-floor estimate`: the click-noise floor estimated from the sessions and
+    /// subtracted from every impression (null without it).
+    noise_floor: Option<f64>,
+    /// Clicked documents left out because the floor explains all their clicks.
+    below_floor: usize,
     /// With pairwise debiasing: the position biases of clicks and non-clicks learned with
     /// the trees, by rank, relative to rank 1.
     position_bias: Option<&'a PositionBias>,

@@ -54,6 +54,11 @@ pub struct TrainArgs {
     /// With --clicks: the smallest propensity a click is divided by.
     #[arg(long, default_value_t = crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP, requires = "clicks")]
     pub propensity_clip: f64,
+    /// With --clicks and --debias ips: `estimate` subtracts the click-noise floor, estimated
+    /// from the logged pages, from every impression (the affine correction); `none` is plain
+    /// IPS.
+    #[arg(long, value_enum, default_value_t = crate::user_clicks::ips::DEFAULT_NOISE_FLOOR, requires = "clicks")]
+    pub noise_floor: crate::user_clicks::ips::NoiseFloor,
     /// The database for `--from-db` and `--clicks` (default: `RANKD_DATABASE_URL`,
     /// `DATABASE_URL`, else the SQLite file in the data directory).
     #[arg(long, requires = "database")]
@@ -412,6 +417,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         let options = crate::training::clicks::ClickOptions {
             debias: args.debias,
             propensity_clip: args.propensity_clip,
+            noise_floor: args.noise_floor,
         };
         Some((
             Box::new(args.data.server_config(args.database_url.clone())?),

@@ -41,7 +41,8 @@ use crate::rerank::gbdt::train::unbiased::ClickLists;
 use crate::search::Engine;
 use crate::text::ModelKind;
 use crate::user_clicks::ips::{
-    click_set, estimate_propensities, ClickSet, Debias, PropensityModel, PROPENSITY_ITERATIONS,
+    click_set, estimate_noise_floor, estimate_propensities, ClickSet, Debias, NoiseFloor,
+    PropensityModel, PROPENSITY_ITERATIONS,
 };
 use crate::user_clicks::sessions::RowSession;
 
@@ -123,6 +124,9 @@ pub struct ClickOptions {
     pub debias: Debias,
     /// The smallest propensity a click is divided by.
     pub propensity_clip: f64,
+    /// With IPS: whether the click-noise floor, estimated from the pages, is subtracted from
+    /// every impression (the affine correction, `crate::user_clicks::ips`).
+    pub noise_floor: NoiseFloor,
 }
 
 impl Default for ClickOptions {
@@ -130,6 +134,7 @@ impl Default for ClickOptions {
         ClickOptions {
             debias: Debias::Ips,
             propensity_clip: crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP,
+            noise_floor: crate::user_clicks::ips::DEFAULT_NOISE_FLOOR,
         }
     }
 }
@@ -145,6 +150,11 @@ pub struct ClickStats {
     pub clicks_outside_window: usize,
     /// Clicks whose rank's propensity was below the clip.
     pub clipped: usize,
+    /// With the noise floor: its estimate (on the scale of clicks over propensities, relative
+    /// to rank 1), subtracted from every impression; and the clicked documents left out because
+    /// it explains all their clicks.
+    pub noise_floor: Option<f64>,
+    pub below_floor: usize,
     /// (Query, document) pairs shown at two ranks or more: what lets the click model separate
     /// examination from attraction (none: the propensities are not identified).
     pub pairs_at_several_ranks: usize,
@@ -224,6 +234,8 @@ pub fn click_sets(
         }
         Debias::Pairwise | Debias::None => Vec::new(),
     };
+    let floor = (options.debias == Debias::Ips && options.noise_floor == NoiseFloor::Estimate)
+        .then(|| estimate_noise_floor(&sessions, &propensities));
     let build = |set, debias| {
         click_set(
             set,
@@ -231,6 +243,7 @@ pub fn click_sets(
             debias,
             &propensities,
             options.propensity_clip,
+            floor.unwrap_or(0.0),
         )
     };
     // Validation reads labels: unbiased LambdaMART's are validated on the clicked documents'
@@ -254,6 +267,8 @@ pub fn click_sets(
         clicks: parts().map(|p: &ClickSet| p.clicks).sum::<usize>() + cut,
         clicks_outside_window: cut,
         clipped: parts().map(|p| p.clipped).sum(),
+        noise_floor: floor,
+        below_floor: parts().map(|p| p.below_floor).sum(),
         pairs_at_several_ranks: pairs_at_several_ranks(&sessions),
         debias: options.debias,
         propensities,

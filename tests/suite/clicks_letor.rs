@@ -7,6 +7,10 @@ use serde_json::Value;
 use crate::util::{numbers, rankd, rankd_ok, shared_data, stderr};
 
 fn eval(train: &str, test: &str, sessions: &str, debias: &str) -> Value {
+    eval_with(train, test, sessions, debias, "none")
+}
+
+fn eval_with(train: &str, test: &str, sessions: &str, debias: &str, noise_floor: &str) -> Value {
     let o = rankd_ok([
         "eval-letor",
         "--train",
@@ -17,6 +21,8 @@ fn eval(train: &str, test: &str, sessions: &str, debias: &str) -> Value {
         sessions,
         "--debias",
         debias,
+        "--noise-floor",
+        noise_floor,
         "--trees",
         "40",
         "--json",
@@ -65,6 +71,18 @@ fn ips_beats_naive_click_training_and_recovers_the_position_bias() {
         naive["test"]["ndcg@10"].as_f64().unwrap(),
     );
     assert!(a > b + 0.03, "IPS NDCG@10 {a} vs naive {b}");
+
+    // The affine correction estimates the protocol's click noise (ε⁻ = 0.1) from the same
+    // sessions and leaves out the clicked documents it explains entirely.
+    assert!(ips["noise_floor"].is_null(), "{ips}");
+    let affine = eval_with(train, test, sessions, "ips", "estimate");
+    let floor = affine["noise_floor"].as_f64().unwrap();
+    assert!((floor - 0.1).abs() < 0.02, "noise floor {floor}");
+    let (left_out, groups) = (
+        affine["below_floor"].as_u64().unwrap(),
+        affine["train_groups"].as_u64().unwrap(),
+    );
+    assert!(left_out > 0 && groups > 0, "{left_out} {groups}");
 }
 
 #[test]

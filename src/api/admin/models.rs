@@ -411,7 +411,7 @@ pub async fn upload(
 /// the model is registered inactive when the job succeeds.
 #[utoipa::path(
     post, path = "/train", tag = "admin",
-    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; first_phase (the model whose window is reranked); source (\"judgments\", the default, \"clicks\", or [\"judgments\", \"clicks\"]) and, with clicks, debias (ips|none) and propensity_clip. The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
+    request_body(content = String, description = "JSON object of training settings, each optional (defaults: those of `rankd train` on judgments): model (linear|mlp|gbdt), objective, lr, epochs, batch, seed, tau, hidden, patience, …; for gbdt trees, leaves, tree_lr, min_data_in_leaf, max_depth, lambda_l2, row_fraction, feature_fraction, early_stopping_rounds, …; first_phase (the model whose window is reranked); source (\"judgments\", the default, \"clicks\", or [\"judgments\", \"clicks\"]) and, with clicks, debias (ips|pairwise|none), noise_floor (estimate|none, with ips) and propensity_clip. The names are those of the `rankd train` flags with underscores", content_type = "application/json"),
     responses(
         (status = 202, description = "`{\"job\":ID}`: follow it at /admin/jobs/{id}"),
         (status = 400, description = "bad parameter (named), or no judged query (`judgments`) or clicked query (`source`) to train on"),
