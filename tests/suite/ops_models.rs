@@ -616,6 +616,20 @@ fn train_on_the_servers_click_log() {
     );
     assert_eq!(a.body["guard"]["classes"][0]["queries"], held, "{}", a.body);
 
+    // The noise floor estimated from the server's own sessions and subtracted.
+    let a = post_json(
+        &format!("{b}/admin/train"),
+        t,
+        r#"{"source":"clicks","model":"linear","epochs":5,"noise_floor":"estimate"}"#,
+    );
+    assert_eq!(a.status, 202, "{}", a.body);
+    let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let clicks = &job["result"]["data"]["clicks"];
+    let floor = clicks["noise_floor"].as_f64().unwrap_or(-1.0);
+    assert!((0.0..1.0).contains(&floor), "{clicks}");
+    assert!(clicks["below_floor"].is_u64(), "{clicks}");
+
     // Both sources: the stored judgments train beside the clicks.
     let a = post_json(&format!("{b}/admin/judgments"), t, &topic_judgments());
     assert_eq!(a.status, 200, "{}", a.body);
