@@ -301,6 +301,18 @@ pub fn store_links(engine: &Engine, call: LinksCall) -> Result<usize, LeafError>
             message: "a shard's link scores are its part of the collection's".into(),
         });
     }
+    // At this generation the part has an entry per live document (a part of another shard,
+    // or of another state of this one, would not).
+    let docs = engine.index.num_docs();
+    if call.scores.n() as u64 != docs {
+        return Err(LeafError::Field {
+            field: "scores",
+            message: format!(
+                "the part holds {} entries; this shard has {docs} documents",
+                call.scores.n()
+            ),
+        });
+    }
     crate::links::store(&engine.index, &now, &call.scores).map_err(|e| LeafError::Field {
         field: "scores",
         message: format!("{e:#}"),

@@ -340,15 +340,30 @@ impl CollectionModels {
     }
 
     /// Follows the registry every [`FOLLOW_EVERY`] until the task is dropped; failures to
-    /// reach it are logged and counted, and the served model stays.
+    /// reach it are counted, logged when their message changes (not every second while the
+    /// database is down), and the served model stays.
     pub fn spawn_follow(self: &Arc<Self>, root: Arc<Root>) -> tokio::task::JoinHandle<()> {
         let models = self.clone();
         tokio::spawn(async move {
+            let mut last_error = String::new();
             loop {
                 tokio::time::sleep(FOLLOW_EVERY).await;
-                if let Err(e) = models.sync(&root).await {
-                    crate::metrics::count_metastore_error("model");
-                    tracing::warn!("cannot follow the collection's active model: {e:#}");
+                match models.sync(&root).await {
+                    Ok(_) if !last_error.is_empty() => {
+                        tracing::info!("following the collection's active model again");
+                        last_error.clear();
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        crate::metrics::count_metastore_error("model");
+                        let message = format!("{e:#}");
+                        if message != last_error {
+                            tracing::warn!(
+                                "cannot follow the collection's active model: {message}"
+                            );
+                            last_error = message;
+                        }
+                    }
                 }
             }
         })

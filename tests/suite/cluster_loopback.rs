@@ -491,6 +491,28 @@ fn a_graph_job_through_the_root_stores_what_rankd_graph_stores() {
             "shard {s}: the stored part differs from rankd graph's"
         );
     }
+    // A leaf refuses another shard's part, at its own generation.
+    let docs = post_json(
+        &format!("{}/cluster/v1/link_docs", leaves[0].base),
+        Some(CLUSTER_KEY),
+        &format!(r#"{{"protocol":{}}}"#, rankd::cluster::wire::PROTOCOL),
+    );
+    assert_eq!(docs.status, 200, "{}", docs.body);
+    let other = {
+        let index = rankd::text::TextIndex::open(&oracle.join("shards/1"), None).unwrap();
+        rankd::links::load(&index).unwrap().unwrap().scores
+    };
+    let call = serde_json::json!({
+        "protocol": rankd::cluster::wire::PROTOCOL,
+        "generation": docs.body["generation"],
+        "scores": other,
+    });
+    let refused = post_json(
+        &format!("{}/cluster/v1/links", leaves[0].base),
+        Some(CLUSTER_KEY),
+        &call.to_string(),
+    );
+    assert_error(&refused, 400, Some("scores"), "documents");
     for id in ["p4", "p34", "p299"] {
         let want = scores_of(&one.base, id);
         assert_ne!(want, Value::Null);
