@@ -479,6 +479,17 @@ mod tests {
     /// Sessions of the semi-synthetic protocol over 40 queries of 10 rows, grades 0..4 in
     /// equal shares, click noise `eps_minus`.
     fn protocol_sessions(eps_minus: f64, sessions: usize) -> (RankSet, Vec<RowSession>) {
+        let protocol = Protocol {
+            sessions,
+            eps_minus,
+            ..Protocol::default()
+        };
+        simulated(&protocol)
+    }
+
+    /// `protocol`'s sessions over 40 queries of 10 rows, grades 0..4 in equal shares, logged
+    /// by a fixed ranking.
+    fn simulated(protocol: &Protocol) -> (RankSet, Vec<RowSession>) {
         let n = 40;
         let labels: Vec<i32> = (0..n * 10).map(|i| ((i * 7 + i / 10) % 5) as i32).collect();
         let groups = (0..n).map(|q| QueryGroup::new(format!("q{q}"), q * 10..q * 10 + 10));
@@ -491,12 +502,7 @@ mod tests {
         )
         .unwrap();
         let scores: Vec<f32> = (0..n * 10).map(|i| ((i * 13) % 10) as f32).collect();
-        let protocol = Protocol {
-            sessions,
-            eps_minus,
-            ..Protocol::default()
-        };
-        let sessions = simulate(&protocol, &set, &scores).unwrap();
+        let sessions = simulate(protocol, &set, &scores).unwrap();
         (set, sessions)
     }
 
@@ -536,24 +542,12 @@ mod tests {
     /// The protocol's position bias is recovered from its own sessions, swaps included.
     #[test]
     fn propensities_estimated_from_swapped_sessions_match_the_truth() {
-        let n = 40;
-        let labels: Vec<i32> = (0..n * 10).map(|i| ((i * 7 + i / 10) % 5) as i32).collect();
-        let groups = (0..n).map(|q| QueryGroup::new(format!("q{q}"), q * 10..q * 10 + 10));
-        let set = RankSet::new(
-            vec!["f1".into()],
-            vec![0.0; n * 10],
-            labels,
-            groups.collect(),
-            None,
-        )
-        .unwrap();
-        let scores: Vec<f32> = (0..n * 10).map(|i| ((i * 13) % 10) as f32).collect();
         let protocol = Protocol {
             sessions: 60_000,
             swap_share: 0.2,
             ..Protocol::default()
         };
-        let sessions = simulate(&protocol, &set, &scores).unwrap();
+        let (set, sessions) = simulated(&protocol);
         let got =
             estimate_propensities(&sessions, &set, PropensityModel::Pbm, PROPENSITY_ITERATIONS)
                 .unwrap();
