@@ -283,8 +283,8 @@ pub fn link_docs(
 
 /// Stores the shard's part of the collection's link scores and serves them, if the shard is
 /// still at the index generation they were computed from (the caller holds the index's write
-/// lock, so it stays there). The scores are checked as a stored file is: written through the
-/// sidecar's checks, then loaded as at start-up. The entries stored.
+/// lock, so it stays there), as a single node's graph job stores and serves its own. The
+/// entries stored.
 pub fn store_links(engine: &Engine, call: LinksCall) -> Result<usize, LeafError> {
     check(call.protocol)?;
     let internal = |e: anyhow::Error| LeafError::Search(SearchError::Internal(e));
@@ -313,13 +313,14 @@ pub fn store_links(engine: &Engine, call: LinksCall) -> Result<usize, LeafError>
             ),
         });
     }
-    crate::links::store(&engine.index, &now, &call.scores).map_err(|e| LeafError::Field {
+    let refused = |e: anyhow::Error| LeafError::Field {
         field: "scores",
         message: format!("{e:#}"),
-    })?;
-    let data = crate::links::load(&engine.index)
-        .map_err(internal)?
-        .ok_or_else(|| internal(anyhow::anyhow!("the link scores just stored are gone")))?;
+    };
+    // Checked as a stored file is: the sidecar's writer refuses what its reader would
+    // (lengths, finite values), before the serving form is built from them.
+    crate::links::store(&engine.index, &now, &call.scores).map_err(refused)?;
+    let data = LinkData::new(call.scores).map_err(internal)?;
     let nodes = data.scores.n();
     engine.set_links(Some(Arc::new(data)));
     Ok(nodes)

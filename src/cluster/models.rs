@@ -272,7 +272,7 @@ impl CollectionModels {
     /// another (or none when none is active). Returns the id served after the round.
     pub async fn sync(&self, root: &Root) -> anyhow::Result<Option<String>> {
         let registry = self.registry().await.map_err(anyhow::Error::from)?;
-        let active = registry.active_model().await?.map(|m| m.id);
+        let active = registry.active_id().await?;
         let served = root.model().map(|m| m.id().to_string());
         if active == served {
             *self.load_error.locked() = None;

@@ -288,6 +288,21 @@ impl<'a> Registry<'a> {
             .transpose()
     }
 
+    /// The active model's id alone (what a root reads every second to follow its
+    /// collection, without the metrics and training log of [`Registry::active_model`]).
+    pub async fn active_id(&self) -> Result<Option<String>, sqlx::Error> {
+        let sql = self.sql(
+            "SELECT id FROM {m} WHERE status = 'active'{c}",
+            "collection",
+            1,
+        );
+        self.scoped(sqlx::query(&sql))
+            .fetch_optional(&self.db.pool)
+            .await?
+            .map(|r| r.try_get("id"))
+            .transpose()
+    }
+
     /// Makes `id` the one active model and records the activation, in one transaction.
     pub async fn activate(&self, id: &str, by: &str) -> Result<Activation, sqlx::Error> {
         let mut tx = self.db.begin_write().await?;
@@ -354,7 +369,7 @@ impl<'a> Registry<'a> {
     /// The model to roll back to: the most recently activated model other than the active
     /// one that still exists.
     pub async fn rollback_target(&self) -> Result<Option<String>, sqlx::Error> {
-        let active = self.active_model().await?.map(|m| m.id);
+        let active = self.active_id().await?;
         let sql = self.sql(
             "SELECT a.model_id AS model_id FROM {a} a JOIN {m} m ON m.id = a.model_id \
              WHERE m.status <> 'deleted'{c} ORDER BY a.activated_at DESC, a.id DESC",
@@ -465,6 +480,8 @@ mod tests {
         );
         assert_eq!(a.activate("m3", "t").await.unwrap(), Activation::NotFound);
         assert_eq!(a.active_model().await.unwrap().unwrap().id, "m2");
+        assert_eq!(a.active_id().await.unwrap().as_deref(), Some("m2"));
+        assert_eq!(node.active_id().await.unwrap(), None);
         assert_eq!(b.active_model().await.unwrap().unwrap().id, "m3");
         assert_eq!(node.active_model().await.unwrap(), None);
         assert_eq!(a.rollback_target().await.unwrap().as_deref(), Some("m1"));
