@@ -154,6 +154,16 @@ pub fn estimate_propensities(
     Ok(theta.iter().map(|t| t / first).collect())
 }
 
+/// The propensity of 0-based rank `k`: ranks beyond the estimate take its last value, and
+/// none estimated is 1.
+fn at_rank(propensity: &[f64], k: usize) -> f64 {
+    propensity
+        .get(k)
+        .or(propensity.last())
+        .copied()
+        .unwrap_or(1.0)
+}
+
 /// The click-noise floor `ε̂⁻` of `sessions`, on the scale of `c/θ̂` (`propensity` relative to
 /// rank 1, as [`estimate_propensities`] gives it; ranks beyond it take its last value): the
 /// [`NOISE_FLOOR_QUANTILE`] of the attractiveness distribution over the shown (query,
@@ -191,13 +201,7 @@ pub fn estimate_noise_floor(sessions: &[RowSession], propensity: &[f64]) -> f64 
     let grid: Vec<f64> = (0..FLOOR_GRID)
         .map(|j| (j as f64 + 0.5) / FLOOR_GRID as f64)
         .collect();
-    let theta = |k: usize| {
-        propensity
-            .get(k)
-            .or(propensity.last())
-            .copied()
-            .unwrap_or(1.0)
-    };
+    let theta = |k: usize| at_rank(propensity, k);
     // Each kept profile's likelihood on the grid, scaled to a maximum of 1, and its count.
     let mut likelihood: Vec<(Vec<f64>, f64)> = Vec::new();
     for (profile, &count) in profiles.iter().step_by(stride) {
@@ -303,13 +307,7 @@ pub fn click_set(
     } else {
         0.0
     };
-    let rank_propensity = |k: usize| {
-        propensity
-            .get(k)
-            .or(propensity.last())
-            .copied()
-            .unwrap_or(1.0)
-    };
+    let rank_propensity = |k: usize| at_rank(propensity, k);
     let (mut clicks, mut clipped, mut used) = (0, 0, 0);
     for s in sessions {
         let Some(&qi) = by_qid.get(s.qid.as_str()) else {
