@@ -317,20 +317,18 @@ impl CollectionModels {
         let registry = self.registry().await.map_err(anyhow::Error::from)?;
         if let Some((model, from)) = model {
             let id = model.id().to_string();
-            if registry.model(&id).await?.is_none() {
-                let record = ModelRecord::of(model, std::path::Path::new(from), Vec::new());
-                registry
-                    .register(&record, Some(&model.to_file_bytes()))
-                    .await?;
+            match self.register(model, from).await {
+                // Registered now, or by an earlier start.
+                Ok(_) | Err(ModelError::Conflict(_)) => {}
+                Err(e) => return Err(e.into()),
             }
-            match registry.active_model().await? {
+            match registry.active_id().await? {
                 None => {
                     registry.activate(&id, "command line").await?;
                 }
-                Some(active) if active.id != id => eprintln!(
-                    "warning: the collection's active model is {}; --model {from} ({id}) is \
-                     registered, not activated (POST /admin/models/{id}/activate activates it)",
-                    active.id
+                Some(active) if active != id => eprintln!(
+                    "warning: the collection's active model is {active}; --model {from} ({id}) \
+                     is registered, not activated (POST /admin/models/{id}/activate activates it)"
                 ),
                 Some(_) => {}
             }
