@@ -88,8 +88,8 @@ impl Root {
             })?);
         }
         let mut docs = Vec::new();
-        for (shard, (_, replies)) in read.iter().enumerate() {
-            let (first, rest) = replies.split_first().expect("a shard has a writer");
+        for (shard, (_, replies)) in read.iter_mut().enumerate() {
+            let (first, rest) = replies.split_first_mut().expect("a shard has a writer");
             if let Some((name, _)) = rest.iter().find(|(_, r)| r.docs != first.1.docs) {
                 return Err(SearchError::Unavailable(format!(
                     "shard {shard}: replicas {} and {name} hold different documents; finish \
@@ -98,16 +98,15 @@ impl Root {
                 ))
                 .into());
             }
-            docs.extend(first.1.docs.iter().map(|d| {
-                (
-                    Document {
-                        id: d.id.clone(),
-                        url: d.url.clone(),
-                        links: d.links.clone(),
-                        ..Default::default()
-                    },
-                    shard,
-                )
+            // Only the replies' generations are read after this: the documents move.
+            docs.extend(std::mem::take(&mut first.1.docs).into_iter().map(|d| {
+                let document = Document {
+                    id: d.id,
+                    url: d.url,
+                    links: d.links,
+                    ..Default::default()
+                };
+                (document, shard)
             }));
         }
         docs.sort_by(|a, b| a.0.id.cmp(&b.0.id));
