@@ -19,7 +19,7 @@ pub enum StoreCommand {
     /// SHA-256; exit 1 naming every lost or damaged one.
     Verify(VerifyArgs),
     /// Check as `verify` does, and upload each lost or damaged blob again from a copy in the
-    /// `--from` directories (any shard's replicas or writer: a copy is used only when its
+    /// `--from` directories (default: `--data-dir`) (any shard's replicas or writer: a copy is used only when its
     /// SHA-256 is the manifest's); exit 1 naming what no directory held.
     Repair(RepairArgs),
 }
@@ -30,9 +30,13 @@ pub struct RepairArgs {
     #[arg(long, env = "RANKD_STORE")]
     pub store: String,
     /// A directory to take copies from (a replica's or writer's data directory, or a
-    /// collection's); repeat for more.
-    #[arg(long = "from", required = true)]
+    /// collection's); repeat for more. Default: `--data-dir`.
+    #[arg(long = "from")]
     pub from: Vec<std::path::PathBuf>,
+    /// The data directory copies are taken from when no `--from` is given (this host's
+    /// replica, writer or collection).
+    #[arg(long, env = "RANKD_DATA_DIR", default_value = "./data")]
+    pub data_dir: std::path::PathBuf,
     /// Print a JSON report instead of text (and no progress bar).
     #[arg(long)]
     pub json: bool,
@@ -100,11 +104,17 @@ fn verify(args: VerifyArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn repair(args: RepairArgs) -> anyhow::Result<()> {
+fn repair(mut args: RepairArgs) -> anyhow::Result<()> {
+    let flag = if args.from.is_empty() {
+        args.from.push(args.data_dir.clone());
+        "--data-dir"
+    } else {
+        "--from"
+    };
     for dir in &args.from {
         if !dir.is_dir() {
             return Err(crate::error::Invalid(format!(
-                "--from {}: not a directory",
+                "{flag} {}: not a directory",
                 dir.display()
             ))
             .into());

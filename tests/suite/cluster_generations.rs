@@ -898,4 +898,18 @@ fn store_repair_takes_copies_from_replicas_directories() {
     assert_eq!(report["unrepaired"], 0, "{report}");
     let out = rankd(&["store", "verify", "--store", store_arg, "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // Without --from, the copies come from --data-dir (here the writer's index).
+    std::fs::remove_file(blob_of(&largest)).unwrap();
+    let out = rankd(&[
+        "store",
+        "repair",
+        "--store",
+        store_arg,
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["repaired"], 1, "{report}");
 }
