@@ -462,24 +462,39 @@ pub fn query(engine: &Engine, pins: &Pins, call: &QueryCall) -> Result<QueryRepl
         let links = pinned.links.as_deref()?;
         e.map(|u| links.scores.global(u))
     });
-    let mut shown = match call.fetch {
-        Some(returns) => engine
-            .hit_fields(searcher, &stats, &query, returns, &addresses)?
-            .into_iter()
-            .map(|h| Some(wire_hit(h, None)))
-            .collect(),
-        None => vec![None; hits.len()],
-    }
-    .into_iter();
-    let keys: Vec<Option<CollapseKeys>> = match call.collapse {
-        true => {
+    let keys: Vec<Option<CollapseKeys>> = match call.collapse.is_empty() {
+        false => {
             let columns = engine.index.doc_columns(searcher)?;
             hits.iter()
-                .map(|h| Some(columns.collapse_keys(h.candidate.address)))
+                .map(|h| {
+                    let keys = columns.collapse_keys(h.candidate.address);
+                    Some(crate::search::collapse::keys_read(keys, &call.collapse))
+                })
                 .collect()
         }
-        false => vec![None; hits.len()],
+        true => vec![None; hits.len()],
     };
+    let mut shown: Vec<Option<WireHit>> = vec![None; hits.len()];
+    if let Some(returns) = call.fetch {
+        let rows: Vec<usize> = match call.fetch_first {
+            None => (0..hits.len()).collect(),
+            Some(n) if call.collapse.is_empty() => (0..hits.len().min(n)).collect(),
+            Some(n) => {
+                let keys: Vec<CollapseKeys> = keys.iter().map(|k| k.unwrap_or_default()).collect();
+                crate::search::collapse::collapse(&keys, &call.collapse, &[])
+                    .into_iter()
+                    .map(|(row, _)| row)
+                    .take(n)
+                    .collect()
+            }
+        };
+        let at: Vec<DocAddress> = rows.iter().map(|&r| addresses[r]).collect();
+        let fields = engine.hit_fields(searcher, &stats, &query, returns, &at)?;
+        for (row, h) in rows.into_iter().zip(fields) {
+            shown[row] = Some(wire_hit(h, None));
+        }
+    }
+    let mut shown = shown.into_iter();
     Ok(QueryReply {
         protocol: PROTOCOL,
         current,

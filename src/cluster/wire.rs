@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::links::NodeScores;
+use crate::search::collapse::CollapseKey;
 use crate::search::Returns;
 use crate::text::columns::CollapseKeys;
 use crate::text::stats::{GlobalStats, StatsRequest};
@@ -22,8 +23,9 @@ use crate::text::IndexConfig;
 /// The version of these messages (2: link scores split by shard, so candidates carry their
 /// graph node and feature replies their documents' out-links within the window; 3: the
 /// first phase may ask for the candidates' collapse keys, and the hits for their
-/// explanations; 5: the first phase filters by language, and collapse keys carry it).
-pub const PROTOCOL: u32 = 5;
+/// explanations; 5: the first phase filters by language, and collapse keys carry it; 6: the
+/// first phase names the keys it collapses by, and candidates carry only those).
+pub const PROTOCOL: u32 = 6;
 
 /// The error code of a leaf's 400 that is the search's own fault (a parameter the shard
 /// cannot take), not the call's: the root answers it as a 400 of its own, where any other
@@ -129,13 +131,20 @@ pub struct QueryCall {
     /// The PageRank boost's λ: each candidate then carries what the boost adds to it.
     #[serde(default)]
     pub boost: Option<f32>,
-    /// Each candidate carries its collapse keys (the root collapses the merged window).
+    /// Each candidate carries its keys of these kinds (the root collapses the merged window
+    /// by them; `crate::search::collapse::keys_read`); empty: no keys.
     #[serde(default)]
-    pub collapse: bool,
+    pub collapse: Vec<CollapseKey>,
     /// Each candidate carries these fields of what the page shows of it (a short
     /// first-phase page: the root then needs no hits round).
     #[serde(default)]
     pub fetch: Option<Returns>,
+    /// With `fetch`: only the first this many candidates carry the fields, counting those
+    /// the shard's own collapse by `collapse` keeps (`None`: every candidate). A collapsed
+    /// page is a collapse of the merged window, so its hits are almost always among each
+    /// shard's first kept ones; the root asks the shards for any that are not.
+    #[serde(default)]
+    pub fetch_first: Option<usize>,
     /// `sort=`: the shard's top in this sort's order (a `crate::search::SortMode` name),
     /// keyed at `now` with the ratings of `stats`.
     #[serde(default)]

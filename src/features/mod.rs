@@ -222,11 +222,8 @@ pub fn candidate_ids(
     searcher: &Searcher,
     candidates: &[Candidate],
 ) -> tantivy::Result<Vec<String>> {
-    let columns = DocColumns::new(searcher)?;
-    candidates
-        .iter()
-        .map(|c| Ok(columns.head(c.address)?.id))
-        .collect()
+    let addresses: Vec<tantivy::DocAddress> = candidates.iter().map(|c| c.address).collect();
+    DocColumns::new(searcher)?.ids(&addresses)
 }
 
 /// Features read from fast-field columns: URL shape (computed at indexing) and SPEC §1.8's

@@ -26,7 +26,7 @@ use crate::text::columns::CollapseKeys;
 use crate::text::simhash;
 
 /// What hits are grouped by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CollapseKey {
     /// The page key (URL rewritten by `collapse.page_rules`).
@@ -181,6 +181,21 @@ pub fn collapse(keys: &[CollapseKeys], by: &[CollapseKey], prefer: &[u64]) -> Ve
     kept
 }
 
+/// What [`collapse`] reads of `keys` when it collapses `by`: the other keys blanked, and the
+/// language only with the page key (it picks a page's version). A shard sends its
+/// candidates' keys so ([`crate::cluster::wire::QueryCall::collapse`]): the window's keys
+/// are most of the bytes a collapsed first phase moves.
+pub fn keys_read(keys: CollapseKeys, by: &[CollapseKey]) -> CollapseKeys {
+    let has = |key| by.contains(&key);
+    CollapseKeys {
+        simhash: keys.simhash.filter(|_| has(CollapseKey::NearDuplicate)),
+        page: keys.page.filter(|_| has(CollapseKey::Page)),
+        site: keys.site.filter(|_| has(CollapseKey::Site)),
+        group: keys.group.filter(|_| has(CollapseKey::Group)),
+        lang: keys.lang.filter(|_| has(CollapseKey::Page)),
+    }
+}
+
 /// A hit's exact key of kind `key` (near-duplicates have none: they are compared by distance).
 fn value_of(k: &CollapseKeys, key: CollapseKey) -> Option<u64> {
     match key {
@@ -280,6 +295,58 @@ mod tests {
                 .collect();
             for by in by_sets {
                 assert_eq!(collapse(&list, by, &[]), brute_force(&list, by), "{by:?}");
+            }
+        }
+    }
+
+    /// A shard sends only the keys a collapse reads (`keys_read`): the same hits are kept,
+    /// with the same counts and the same preferred versions, for every set of keys.
+    #[test]
+    fn the_keys_a_collapse_reads_are_all_it_needs() {
+        let mut state = 5u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state >> 11
+        };
+        let mut sets: Vec<Vec<CollapseKey>> = Vec::new();
+        for mask in 1..16u32 {
+            sets.push(
+                CollapseKey::ALL
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(_, k)| k)
+                    .collect(),
+            );
+        }
+        for _ in 0..30 {
+            let list: Vec<CollapseKeys> = (0..150)
+                .map(|_| CollapseKeys {
+                    simhash: (next() % 10 != 0).then(|| (next() % 4) << 40 | 1 << (next() % 64)),
+                    page: (next() % 3 != 0).then(|| next() % 30),
+                    site: (next() % 2 == 0).then(|| next() % 5),
+                    group: (next() % 4 == 0).then(|| next() % 7),
+                    lang: (next() % 4 != 0).then(|| next() % 3),
+                })
+                .collect();
+            for by in &sets {
+                let read: Vec<CollapseKeys> = list.iter().map(|&k| keys_read(k, by)).collect();
+                for prefer in [&[][..], &[1], &[2, 0]] {
+                    assert_eq!(
+                        collapse(&read, by, prefer),
+                        collapse(&list, by, prefer),
+                        "{by:?}"
+                    );
+                }
+                // What is not read is not sent: the page key alone sends no other key.
+                assert_eq!(
+                    read.iter()
+                        .all(|k| k.simhash.is_none() && k.site.is_none() && k.group.is_none()),
+                    by.as_slice() == [CollapseKey::Page],
+                    "{by:?}"
+                );
             }
         }
     }

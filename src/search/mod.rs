@@ -811,14 +811,13 @@ impl ShardHit {
         columns: &crate::text::columns::DocColumns,
         top: Vec<Candidate>,
     ) -> tantivy::Result<Vec<ShardHit>> {
-        top.into_iter()
-            .map(|candidate| {
-                Ok(ShardHit {
-                    id: columns.head(candidate.address)?.id,
-                    candidate,
-                })
-            })
-            .collect()
+        let addresses: Vec<DocAddress> = top.iter().map(|c| c.address).collect();
+        let ids = columns.ids(&addresses)?;
+        Ok(top
+            .into_iter()
+            .zip(ids)
+            .map(|(candidate, id)| ShardHit { id, candidate })
+            .collect())
     }
 }
 

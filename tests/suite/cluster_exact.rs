@@ -370,7 +370,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         limit: 10,
         stats: stats.stats,
         boost: None,
-        collapse: false,
+        collapse: Vec::new(),
         fetch: None,
         sort: None,
         now: None,

@@ -16,7 +16,11 @@
 //! 3. **features** (reranking only): each shard's rows of its documents of the merged
 //!    window, with their ranks in it; the root assembles the matrix, scores it with the
 //!    active model once and re-sorts as the single index does (score, then first-phase rank);
-//! 4. **hits**: what the page shows, from the shards holding its documents.
+//! 4. **hits**: what the page shows, from the shards holding its documents. A short
+//!    first-phase page (`FETCH_WITH_QUERY`), collapsed or not, comes with the query round
+//!    instead: each shard sends the fields of its first page-end candidates (those its own
+//!    collapse keeps, when the search collapses), and this round asks only for page hits a
+//!    shard did not send.
 //!
 //! Link scores are those of the whole collection's graph (each shard holds its documents'
 //! part); the window features are computed here on the whole window's subgraph, from the
@@ -72,6 +76,7 @@ use transport::{CallFailure, ShardClient};
 use super::wire::*;
 use crate::features::prf::{FeedbackDoc, Rm3Query};
 use crate::features::{FeatureMatrix, Prf, FEATURE_SET_VERSION};
+use crate::search::collapse::CollapseKey;
 use crate::search::SearchError;
 use crate::search::{
     ActiveModel, BoostExplanation, Explanation, FusionInputRank, FusionReport, Hit, PhaseTimes,
@@ -168,10 +173,12 @@ struct Plan {
     /// frequencies for the language model), the body's for snippets, everything for the
     /// reranker's features.
     stats: StatsRequest,
-    /// Whether the window is collapsed: the first phase then asks for the collapse keys.
-    collapse: bool,
+    /// The keys the window is collapsed by: the first phase then asks for them.
+    collapse: Vec<CollapseKey>,
     /// A short first-phase page fetched with the first phase (no hits round).
     fetch: Option<Returns>,
+    /// With `fetch`: how many of each shard's (kept) candidates carry the fields.
+    fetch_first: Option<usize>,
     /// `sort=`: the order of the first phase.
     sort: Option<SortMode>,
     /// The search's clock (Unix seconds), the same for every try and every shard.
@@ -188,6 +195,17 @@ struct Plan {
 /// candidates, saving the hits round: each shard then reads the fields of up to this many
 /// documents, of which the page keeps k in all.
 const FETCH_WITH_QUERY: usize = 20;
+
+/// How many of its first kept candidates each of `shards` shards sends the fields of, for a
+/// collapsed page ending at `page_end`: the shards are hash partitions, so a page's hits
+/// spread over them about evenly, and one shard holds more than half again its share
+/// (`1.5 · page_end / shards`, plus one) in few searches (2 % per shard for a page of 10 on
+/// 3 shards, 3 % on 5, by the binomial law); those ask for the rest in a hits round. Every
+/// shard sending all `page_end` would cost each of them the fields of hits the page never
+/// shows.
+fn fetch_first(page_end: usize, shards: usize) -> usize {
+    page_end.min((3 * page_end).div_ceil(2 * shards.max(1)) + 1)
+}
 
 /// The merged first phase of one try, with what the later rounds need.
 struct FirstPhase {
@@ -652,8 +670,9 @@ impl Root {
             limit: window,
             skip: 0,
             stats: StatsRequest::for_query(&self.config, &query)?,
-            collapse: false,
+            collapse: Vec::new(),
             fetch: None,
+            fetch_first: None,
             sort: None,
             now: crate::features::social::unix_now(),
             query,
@@ -747,13 +766,19 @@ impl Root {
             _ => None,
         };
         let r = q.returns;
+        // A collapsed page is fetched with the first phase too: each shard sends the fields of
+        // its first page-end hits that its own collapse keeps ([`QueryCall::fetch_first`]).
+        let page_end = match q.collapse.is_empty() {
+            true => limit,
+            false => q.offset + q.k,
+        };
         let fetch = (q.ranking == Ranking::FirstPhase
-            && q.collapse.is_empty()
             && q.fusion.is_none()
             && !q.explain
-            && limit <= FETCH_WITH_QUERY
+            && page_end <= FETCH_WITH_QUERY
             && (r.url || r.title || r.snippet))
             .then_some(r);
+        let fetch_first = (!q.collapse.is_empty()).then(|| fetch_first(page_end, self.num_shards));
         let default_hybrid = q.model.is_none()
             && q.fusion.is_none()
             && !q.dense
@@ -761,8 +786,9 @@ impl Root {
         Ok(Plan {
             kind,
             default_hybrid,
-            collapse: !q.collapse.is_empty(),
+            collapse: q.collapse.clone(),
             fetch,
+            fetch_first,
             sort,
             now: q.now.unwrap_or_else(crate::features::social::unix_now),
             query,
@@ -867,8 +893,9 @@ impl Root {
                         },
                         stats: stats_ref.clone(),
                         boost,
-                        collapse: plan.collapse,
+                        collapse: plan.collapse.clone(),
                         fetch: plan.fetch,
+                        fetch_first: plan.fetch_first,
                         sort: plan.sort.map(|m| m.name().to_string()),
                         now: Some(plan.now),
                         lang: q.lang.clone(),
@@ -1377,23 +1404,51 @@ impl Root {
                 .map(|(i, x)| hit(i, x, None))
                 .collect());
         }
-        if first.fetched {
-            return ranked
-                .iter()
-                .enumerate()
-                .map(|(i, x)| {
-                    let h = &window[x.row];
-                    let shown = h.shown.clone().ok_or_else(|| CallError::Replica {
-                        target: h.target,
-                        reason: format!("sent no fields of {}", h.hit.id),
-                    })?;
-                    Ok(hit(i, x, Some(shown)))
-                })
-                .collect();
+        // The fields the first phase brought; the rest from the shards that hold them (all of
+        // them when the first phase brought none).
+        let mut shown: Vec<Option<WireHit>> = ranked
+            .iter()
+            .map(|x| match first.fetched {
+                true => window[x.row].shown.clone(),
+                false => None,
+            })
+            .collect();
+        let missing: Vec<usize> = (0..ranked.len()).filter(|&i| shown[i].is_none()).collect();
+        if !missing.is_empty() {
+            let fetched = self
+                .hits_round(
+                    q,
+                    first,
+                    targets,
+                    &missing.iter().map(|&i| &ranked[i]).collect::<Vec<_>>(),
+                )
+                .await?;
+            for (i, s) in missing.into_iter().zip(fetched) {
+                shown[i] = Some(s);
+            }
         }
+        Ok(ranked
+            .iter()
+            .zip(shown)
+            .enumerate()
+            .map(|(i, (x, s))| hit(i, x, s))
+            .collect())
+    }
+
+    /// The hits round: what the page shows of the `rows` of the merged window, from the
+    /// shards that hold them, in the order of `rows`.
+    async fn hits_round(
+        &self,
+        q: &SearchQuery,
+        first: &FirstPhase,
+        targets: &[Target],
+        ranked: &[&Ranked],
+    ) -> Result<Vec<WireHit>, CallError> {
+        let window = &first.window;
+        let returns = q.returns;
         let owner: Vec<usize> = ranked.iter().map(|r| window[r.row].target).collect();
         let timeout = self.options.leaf_timeout;
-        let shown: Vec<WireHit> = scatter(
+        scatter(
             &owner,
             |t, rows| {
                 let call = HitsCall {
@@ -1421,13 +1476,7 @@ impl Root {
             },
             |reply: HitsReply| Ok(reply.hits),
         )
-        .await?;
-        Ok(ranked
-            .iter()
-            .zip(shown)
-            .enumerate()
-            .map(|(i, (x, s))| hit(i, x, Some(s)))
-            .collect())
+        .await
     }
 }
 

@@ -30,6 +30,10 @@ struct Fake {
     delay: Mutex<Duration>,
     before_query: Mutex<Option<Hook>>,
     calls: AtomicUsize,
+    /// Its `hits` calls.
+    hits_calls: AtomicUsize,
+    /// Its first-phase replies lose the page fields of every other candidate that has them.
+    drop_fields: AtomicBool,
 }
 
 impl Fake {
@@ -40,6 +44,8 @@ impl Fake {
             delay: Mutex::new(Duration::ZERO),
             before_query: Mutex::new(None),
             calls: AtomicUsize::new(0),
+            hits_calls: AtomicUsize::new(0),
+            drop_fields: AtomicBool::new(false),
         })
     }
 
@@ -83,7 +89,18 @@ impl ShardClient for Fake {
         if let Some(hook) = hook {
             hook(&self.inner);
         }
-        self.inner.query(call).await
+        let mut reply = self.inner.query(call).await?;
+        if self.drop_fields.load(Ordering::SeqCst) {
+            for c in reply
+                .hits
+                .iter_mut()
+                .filter(|c| c.shown.is_some())
+                .step_by(2)
+            {
+                c.shown = None;
+            }
+        }
+        Ok(reply)
     }
     async fn features(&self, call: &FeaturesCall) -> Result<FeaturesReply, CallFailure> {
         self.enter().await?;
@@ -95,6 +112,7 @@ impl ShardClient for Fake {
     }
     async fn hits(&self, call: &HitsCall) -> Result<HitsReply, CallFailure> {
         self.enter().await?;
+        self.hits_calls.fetch_add(1, Ordering::SeqCst);
         self.inner.hits(call).await
     }
 }
@@ -204,6 +222,46 @@ fn ids(r: &crate::search::SearchResponse) -> Vec<(String, u32)> {
         .iter()
         .map(|h| (h.id.clone(), h.score.to_bits()))
         .collect()
+}
+
+/// A collapsed first page comes with the first phase: each shard sends the fields of its
+/// first hits that its own collapse keeps, so the search needs no hits round. Where a
+/// shard's reply lacks a page hit's fields, the root asks for those alone, and the page is
+/// the same.
+#[tokio::test]
+async fn a_collapsed_page_comes_with_the_first_phase_and_missing_fields_are_fetched() {
+    let c = cluster(1);
+    let root = c.root(options()).await;
+    let mut q = SearchQuery::new("boundary layer heat", 10);
+    q.collapse = vec![crate::search::collapse::CollapseKey::Page];
+    q.returns = crate::search::Returns::ALL;
+    let page = |r: &crate::search::SearchResponse| {
+        r.hits
+            .iter()
+            .map(|h| {
+                let shown = (h.title.clone(), h.url.clone(), h.snippet.clone());
+                (h.id.clone(), h.score.to_bits(), h.collapsed, shown)
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = page(&c.single.search(&q).unwrap());
+    assert_eq!(want.len(), 10);
+    assert!(want
+        .iter()
+        .all(|h| h.3 .2.as_ref().is_some_and(|s| !s.is_empty())));
+    let hits_calls = || {
+        c.replicas
+            .iter()
+            .map(|r| r[0].0.hits_calls.load(Ordering::SeqCst))
+            .sum::<usize>()
+    };
+    assert_eq!(page(&root.search(&q).await.unwrap()), want);
+    assert_eq!(hits_calls(), 0, "the page came with the first phase");
+    for r in &c.replicas {
+        r[0].0.drop_fields.store(true, Ordering::SeqCst);
+    }
+    assert_eq!(page(&root.search(&q).await.unwrap()), want);
+    assert!(hits_calls() > 0, "the missing fields were asked for");
 }
 
 #[tokio::test]
@@ -687,4 +745,26 @@ async fn dense_and_hybrid_through_the_root_equal_the_single_index() {
     let sharded = root.search(&q).await.unwrap();
     assert_eq!(sharded.model, "bm25f");
     assert_eq!(ids(&sharded), ids(&c.single.search(&q).unwrap()));
+}
+
+/// Each shard's share of a collapsed page's fields (`fetch_first`): the whole page on one
+/// shard; on several, enough that a page's hits, spread over hash partitions, exceed it on
+/// a shard in few searches (the binomial tail, exact).
+#[test]
+fn each_shard_sends_the_fields_of_a_little_over_its_share_of_the_page() {
+    assert_eq!(super::fetch_first(10, 1), 10);
+    assert_eq!(super::fetch_first(10, 2), 9);
+    assert_eq!(super::fetch_first(10, 3), 6);
+    assert_eq!(super::fetch_first(1, 3), 1);
+    assert_eq!(super::fetch_first(20, 0), 20);
+    for (page, shards) in [(10usize, 2usize), (10, 3), (20, 3), (10, 5)] {
+        let m = super::fetch_first(page, shards);
+        let p = 1.0 / shards as f64;
+        let choose =
+            |n: usize, k: usize| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+        let beyond: f64 = (m + 1..=page)
+            .map(|k| choose(page, k) * p.powi(k as i32) * (1.0 - p).powi((page - k) as i32))
+            .sum();
+        assert!(beyond < 0.035, "page {page}, {shards} shards: {beyond}");
+    }
 }
