@@ -372,6 +372,7 @@ fn statistics_missing_from_the_shipped_table_are_an_error_not_a_fallback() {
         boost: None,
         collapse: Vec::new(),
         fetch: None,
+        fetch_first: None,
         sort: None,
         now: None,
         lang: None,
