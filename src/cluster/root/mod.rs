@@ -10,9 +10,12 @@
 //! 1. **statistics**: each shard's part of what the query's models and features read; the
 //!    root sums them (`crate::text::stats`), and each shard names the searcher it pinned
 //!    (or, with [`StatsMode::Table`], the sum of the shards' tables, [`tables`]);
-//! 2. **query**: each shard's top `window` with the summed statistics, merged by score and
-//!    id (`merge`; with `sort=`, by the sort's key first, computed at the search's clock with
-//!    the collection's mean rating);
+//! 2. **query**: each shard's top with the summed statistics, merged by score and id
+//!    (`merge`; with `sort=`, by the sort's key first, computed at the search's clock with the
+//!    collection's mean rating) into the top `window`. A lexical list is asked a little over
+//!    the shard's share of the window deep (`shard_depth`), and a shard whose whole list lands
+//!    in the merged window is asked again for all of it (`to_refill`), so the window is the
+//!    single index's;
 //! 3. **features** (reranking only): each shard's rows of its documents of the merged
 //!    window, with their ranks in it; the root assembles the matrix, scores it with the
 //!    active model once and re-sorts as the single index does (score, then first-phase rank);
@@ -207,6 +210,39 @@ fn fetch_first(page_end: usize, shards: usize) -> usize {
     page_end.min((3 * page_end).div_ceil(2 * shards.max(1)) + 1)
 }
 
+/// The chance, per shard and search, that a shard's short list ([`shard_depth`]) may miss a
+/// document of the merged top and the shard is asked again for its whole top.
+const REFILL_RISK: f64 = 1e-3;
+
+/// How deep each of `shards` shards lists a lexical first phase whose merged top is `depth`
+/// deep: the smallest `k` with `P(X > k) ≤ REFILL_RISK` for `X ~ Binomial(depth, 1/shards)`,
+/// the number of the merged top's documents on one shard when documents are hashed to shards
+/// independently of the query. A shard whose whole short list lands in the merged top may hold
+/// more of it, and is asked again for all `depth` (the refill, [`Root::first_phase`]), so the
+/// top stays exactly the single index's whatever the law says; it only sets how rare the
+/// second call is. Short lists save each shard the ids, keys and encoding of candidates the
+/// merge drops, and let its top-k pruning start from a higher threshold: for the default
+/// collapse window of 100 over 3 shards, 48 per shard instead of 100.
+fn shard_depth(depth: usize, shards: usize) -> usize {
+    if shards <= 1 || depth == 0 {
+        return depth;
+    }
+    let p = 1.0 / shards as f64;
+    let n = depth as f64;
+    // P(X = i) for i = 0, 1, ..., accumulated until the upper tail is within the risk.
+    let mut pmf = (1.0 - p).powf(n);
+    let mut below = pmf;
+    for k in 0..depth {
+        if 1.0 - below <= REFILL_RISK {
+            return k;
+        }
+        let i = k as f64;
+        pmf *= (n - i) / (i + 1.0) * p / (1.0 - p);
+        below += pmf;
+    }
+    depth
+}
+
 /// The merged first phase of one try, with what the later rounds need.
 struct FirstPhase {
     kind: ModelKind,
@@ -277,20 +313,52 @@ impl MergedHit {
 fn merge(lists: Vec<Vec<MergedHit>>, limit: usize) -> Vec<MergedHit> {
     let mut all: Vec<MergedHit> = lists.into_iter().flatten().collect();
     let key = |h: &MergedHit| {
-        h.hit
-            .candidate
-            .sort_key
-            .flatten()
-            .unwrap_or(f64::NEG_INFINITY)
+        let c = &h.hit.candidate;
+        (c.sort_key.flatten(), c.score)
     };
-    all.sort_by(|a, b| {
-        key(b)
-            .total_cmp(&key(a))
-            .then_with(|| b.hit.candidate.score.total_cmp(&a.hit.candidate.score))
-            .then_with(|| a.hit.id.cmp(&b.hit.id))
-    });
+    all.sort_by(|a, b| canonical(key(a), &a.hit.id, key(b), &b.hit.id));
     all.truncate(limit);
     all
+}
+
+/// The canonical order of two candidates (their sort key, if any, and first-phase score, then
+/// their ids): the order `merge` sorts by.
+fn canonical(
+    (a_key, a_score): (Option<f64>, f32),
+    a_id: &str,
+    (b_key, b_score): (Option<f64>, f32),
+    b_id: &str,
+) -> std::cmp::Ordering {
+    let key = |k: Option<f64>| k.unwrap_or(f64::NEG_INFINITY);
+    key(b_key)
+        .total_cmp(&key(a_key))
+        .then_with(|| b_score.total_cmp(&a_score))
+        .then_with(|| a_id.cmp(b_id))
+}
+
+/// The shards of `replies` (one input's, `sent` deep each) to ask again for their top `depth`:
+/// those whose whole list is within the merged top `depth`, and which may have more of it.
+fn to_refill(replies: &[QueryReply], sent: usize, depth: usize) -> Vec<usize> {
+    if sent >= depth {
+        return Vec::new();
+    }
+    let key = |c: &WireCandidate| {
+        let sort_key = c.sort_key.map(f64::from_bits).filter(|k| k.is_finite());
+        (sort_key, f32::from_bits(c.score))
+    };
+    let mut all: Vec<(usize, &WireCandidate)> = replies
+        .iter()
+        .enumerate()
+        .flat_map(|(t, r)| r.hits.iter().map(move |c| (t, c)))
+        .collect();
+    all.sort_by(|(_, a), (_, b)| canonical(key(a), &a.id, key(b), &b.id));
+    let mut in_top = vec![0; replies.len()];
+    for &(t, _) in all.iter().take(depth) {
+        in_top[t] += 1;
+    }
+    (0..replies.len())
+        .filter(|&t| replies[t].hits.len() >= sent && in_top[t] == replies[t].hits.len())
+        .collect()
 }
 
 /// A window row as the second phase orders it.
@@ -875,43 +943,77 @@ impl Root {
         let (stats_ref, generations_ref, all_ref) = (&stats, &generations, &all);
         let optional = default_hybrid.is_some();
         let timeout = self.options.leaf_timeout;
+        // How deep each input's merged list goes, and each shard's list of it: a lexical
+        // list is short ([`shard_depth`]); the dense one is a nearest-neighbour search,
+        // whose top-k is not a prefix of a deeper one's, so it goes the whole depth.
+        let wanted: Vec<(usize, usize)> = kinds
+            .iter()
+            .map(|&kind| {
+                // The lexical list is the first phase itself if the default hybrid falls back
+                // to it: as deep as the window.
+                let want = match (optional, kind) {
+                    (true, Retriever::Text(_)) => depth.max(plan.limit),
+                    _ => depth,
+                };
+                match kind {
+                    Retriever::Text(_) => (want, shard_depth(want, targets.len())),
+                    Retriever::Dense => (want, want),
+                }
+            })
+            .collect();
+        let call = |t: usize, kind: Retriever, limit: usize| {
+            let call = QueryCall {
+                protocol: PROTOCOL,
+                generation: generations_ref[t],
+                text: q.text.clone(),
+                model: kind.to_string(),
+                field: q.field.clone(),
+                limit,
+                stats: stats_ref.clone(),
+                boost,
+                collapse: plan.collapse.clone(),
+                fetch: plan.fetch,
+                fetch_first: plan.fetch_first,
+                sort: plan.sort.map(|m| m.name().to_string()),
+                now: Some(plan.now),
+                lang: q.lang.clone(),
+                dense_optional: optional,
+            };
+            async move {
+                let started = std::time::Instant::now();
+                let reply = within(t, timeout, targets[t].1.client.query(&call)).await;
+                if reply.is_ok() {
+                    targets[t].1.observe_latency(started.elapsed());
+                }
+                reply
+            }
+        };
         // Every input's call to every shard at once.
-        let mut per_input: Vec<Vec<QueryReply>> =
-            futures_util::future::try_join_all(kinds.iter().map(|&kind| {
-                fan_out(all_ref, move |t| {
-                    let call = QueryCall {
-                        protocol: PROTOCOL,
-                        generation: generations_ref[t],
-                        text: q.text.clone(),
-                        model: kind.to_string(),
-                        field: q.field.clone(),
-                        // The lexical list is the first phase itself if the default hybrid
-                        // falls back to it: as deep as the window.
-                        limit: match (optional, kind) {
-                            (true, Retriever::Text(_)) => depth.max(plan.limit),
-                            _ => depth,
-                        },
-                        stats: stats_ref.clone(),
-                        boost,
-                        collapse: plan.collapse.clone(),
-                        fetch: plan.fetch,
-                        fetch_first: plan.fetch_first,
-                        sort: plan.sort.map(|m| m.name().to_string()),
-                        now: Some(plan.now),
-                        lang: q.lang.clone(),
-                        dense_optional: optional,
-                    };
-                    async move {
-                        let started = std::time::Instant::now();
-                        let reply = within(t, timeout, targets[t].1.client.query(&call)).await;
-                        if reply.is_ok() {
-                            targets[t].1.observe_latency(started.elapsed());
-                        }
-                        reply
-                    }
-                })
-            }))
-            .await?;
+        let mut per_input: Vec<Vec<QueryReply>> = futures_util::future::try_join_all(
+            kinds
+                .iter()
+                .zip(&wanted)
+                .map(|(&kind, &(_, sent))| fan_out(all_ref, move |t| call(t, kind, sent))),
+        )
+        .await?;
+        // The shards whose short list may miss some of the merged top, asked for all of it.
+        let refills: Vec<(usize, usize)> = per_input
+            .iter()
+            .zip(&wanted)
+            .enumerate()
+            .flat_map(|(i, (replies, &(want, sent)))| {
+                to_refill(replies, sent, want)
+                    .into_iter()
+                    .map(move |t| (i, t))
+            })
+            .collect();
+        let refilled = futures_util::future::try_join_all(
+            refills.iter().map(|&(i, t)| call(t, kinds[i], wanted[i].0)),
+        )
+        .await?;
+        for (&(i, t), reply) in refills.iter().zip(refilled) {
+            per_input[i][t] = reply;
+        }
         if default_hybrid.is_some() {
             // Hybrid only when every shard's vectors can give the reranker its similarity
             // (`Engine::dense_serves` on one index); else the lexical list alone.

@@ -34,6 +34,8 @@ struct Fake {
     hits_calls: AtomicUsize,
     /// Its first-phase replies lose the page fields of every other candidate that has them.
     drop_fields: AtomicBool,
+    /// The `limit` of each of its `query` calls.
+    query_limits: Mutex<Vec<usize>>,
 }
 
 impl Fake {
@@ -46,6 +48,7 @@ impl Fake {
             calls: AtomicUsize::new(0),
             hits_calls: AtomicUsize::new(0),
             drop_fields: AtomicBool::new(false),
+            query_limits: Mutex::new(Vec::new()),
         })
     }
 
@@ -85,6 +88,7 @@ impl ShardClient for Fake {
     }
     async fn query(&self, call: &QueryCall) -> Result<QueryReply, CallFailure> {
         self.enter().await?;
+        self.query_limits.lock().unwrap().push(call.limit);
         let hook = self.before_query.lock().unwrap().take();
         if let Some(hook) = hook {
             hook(&self.inner);
@@ -148,10 +152,10 @@ fn engine(docs: Vec<Document>) -> (tempfile::TempDir, Arc<Engine>) {
     (dir, Arc::new(Engine::new(index)))
 }
 
-fn shard_docs(shard: u32) -> Vec<Document> {
-    docs()
-        .into_iter()
+fn shard_docs(docs: &[Document], shard: u32) -> Vec<Document> {
+    docs.iter()
         .filter(|d| shard_of(&d.id, SHARDS) == shard)
+        .cloned()
         .collect()
 }
 
@@ -164,14 +168,18 @@ struct Cluster {
 }
 
 fn cluster(replicas: usize) -> Cluster {
+    cluster_of(docs(), replicas)
+}
+
+fn cluster_of(docs: Vec<Document>, replicas: usize) -> Cluster {
     let mut dirs = Vec::new();
-    let (dir, single) = engine(docs());
+    let (dir, single) = engine(docs.clone());
     dirs.push(dir);
     let replicas = (0..SHARDS)
         .map(|s| {
             (0..replicas)
                 .map(|r| {
-                    let (dir, e) = engine(shard_docs(s));
+                    let (dir, e) = engine(shard_docs(&docs, s));
                     dirs.push(dir);
                     (Fake::new(e.clone(), &format!("shard {s} replica {r}")), e)
                 })
@@ -609,7 +617,7 @@ async fn a_generation_gone_mid_search_moves_the_search_to_another_replica() {
 /// saw, whatever was committed or merged since.
 #[tokio::test]
 async fn statistics_of_a_pinned_generation_ignore_later_commits() {
-    let (_dir, engine) = engine(shard_docs(0));
+    let (_dir, engine) = engine(shard_docs(&docs(), 0));
     let shard = LocalShard::new(engine.clone(), "shard 0");
     let request = crate::text::stats::StatsRequest::for_fields(
         &IndexConfig::default(),
@@ -767,4 +775,133 @@ fn each_shard_sends_the_fields_of_a_little_over_its_share_of_the_page() {
             .sum();
         assert!(beyond < 0.035, "page {page}, {shards} shards: {beyond}");
     }
+}
+
+/// How deep each shard's lexical list goes (`shard_depth`): the smallest depth that one
+/// shard's share of a merged top exceeds with a chance of at most `REFILL_RISK`, by the
+/// binomial law summed term by term here; the whole top on one shard.
+#[test]
+fn each_shard_lists_a_little_over_its_share_of_the_merged_top() {
+    use super::{shard_depth, REFILL_RISK};
+    let choose = |n: usize, k: usize| (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+    let beyond = |depth: usize, shards: usize, k: usize| -> f64 {
+        let p = 1.0 / shards as f64;
+        (k + 1..=depth)
+            .map(|j| choose(depth, j) * p.powi(j as i32) * (1.0 - p).powi((depth - j) as i32))
+            .sum()
+    };
+    for depth in [1usize, 2, 5, 10, 20, 50, 100, 200, 500] {
+        assert_eq!(shard_depth(depth, 1), depth);
+        for shards in [2usize, 3, 5, 8] {
+            let k = shard_depth(depth, shards);
+            assert!(k <= depth, "{depth} over {shards}: {k}");
+            assert!(
+                beyond(depth, shards, k) <= REFILL_RISK,
+                "{depth} over {shards}: {k}"
+            );
+            if k > 0 {
+                assert!(
+                    beyond(depth, shards, k - 1) > REFILL_RISK,
+                    "{depth} over {shards}: {k} is not the least"
+                );
+            }
+        }
+    }
+    // The default collapse window over three shards, and a page of ten.
+    assert_eq!(shard_depth(100, 3), 48);
+    assert_eq!(shard_depth(10, 3), 8);
+    assert_eq!(shard_depth(0, 3), 0);
+}
+
+/// The refill: a shard whose whole short list lands in the merged top is asked again for all
+/// of it, and only that shard; the page is the single index's, collapsed or not.
+#[tokio::test]
+async fn a_shard_holding_most_of_the_top_is_asked_again_for_all_of_it() {
+    // Only shard 0's documents have the query's rarest term: they fill the top.
+    let docs: Vec<Document> = docs()
+        .into_iter()
+        .map(|mut d| {
+            if shard_of(&d.id, SHARDS) == 0 {
+                d.body.push_str(" zeta");
+            }
+            d
+        })
+        .collect();
+    let on_0 = shard_docs(&docs, 0).len();
+    assert!(on_0 >= 30, "{on_0} documents on shard 0");
+    let c = cluster_of(docs, 1);
+    let root = c.root(options()).await;
+    let limits = |s: usize| std::mem::take(&mut *c.replicas[s][0].0.query_limits.lock().unwrap());
+    let mut q = SearchQuery::new("zeta measurements", 20);
+    let want = single(&c, &q);
+    assert_eq!(want.len(), 20);
+    assert_eq!(ids(&root.search(&q).await.unwrap()), want);
+    let short = super::shard_depth(20, 2);
+    assert!(short < 20);
+    assert_eq!(limits(0), [short, 20], "shard 0 asked again");
+    assert_eq!(limits(1), [short], "shard 1 not");
+    // Spread evenly (the documents without the extra term), nobody is asked twice.
+    let even = cluster(1);
+    let even_root = even.root(options()).await;
+    let q_even = SearchQuery::new("measurements", 20);
+    assert_eq!(
+        ids(&even_root.search(&q_even).await.unwrap()),
+        single(&even, &q_even)
+    );
+    let asked = |s: usize| even.replicas[s][0].0.query_limits.lock().unwrap().clone();
+    assert_eq!((asked(0), asked(1)), (vec![short], vec![short]));
+    // Collapsed: the window is what is listed short, and the page is still the single index's.
+    q.collapse = vec![crate::search::collapse::CollapseKey::Page];
+    q.k = 10;
+    q.collapse_window = 20;
+    let window = q.collapse_window;
+    assert_eq!(ids(&root.search(&q).await.unwrap()), single(&c, &q));
+    let short = super::shard_depth(window, 2);
+    assert_eq!(limits(0), [short, window]);
+    assert_eq!(limits(1), [short]);
+}
+
+/// Which shards `to_refill` asks again, by hand: those whose whole list (as long as was
+/// asked) is within the merged top; none when the lists were asked as deep as the top.
+#[test]
+fn only_a_short_list_wholly_within_the_merged_top_is_refilled() {
+    let reply = |hits: &[(&str, f32)]| QueryReply {
+        protocol: PROTOCOL,
+        current: 0,
+        total_hits: hits.len(),
+        no_terms: false,
+        hits: hits
+            .iter()
+            .map(|&(id, score)| WireCandidate {
+                doc: DocRef { segment: 0, doc: 0 },
+                id: id.into(),
+                score: score.to_bits(),
+                sort_key: None,
+                boost: None,
+                node: None,
+                keys: None,
+                shown: None,
+            })
+            .collect(),
+        sortable: false,
+        vectors: None,
+    };
+    let a = reply(&[("a1", 9.0), ("a2", 8.0)]);
+    let b = reply(&[("b1", 7.0), ("b2", 1.0)]);
+    let c = reply(&[("c1", 2.0)]);
+    let replies = [a, b, c];
+    // Top 3: a1 a2 b1: a's whole list is in it.
+    assert_eq!(super::to_refill(&replies, 2, 3), [0]);
+    // Top 4 adds c1: c's list is whole but shorter than asked, so c has no more.
+    assert_eq!(super::to_refill(&replies, 2, 4), [0]);
+    // Top 5: b's too.
+    assert_eq!(super::to_refill(&replies, 2, 5), [0, 1]);
+    // Lists as deep as the top are never refilled.
+    assert!(super::to_refill(&replies, 3, 3).is_empty());
+    // A tie on score is broken by id, as the merge breaks it.
+    let tied = [
+        reply(&[("x", 5.0), ("z", 4.0)]),
+        reply(&[("y", 5.0), ("w", 3.0)]),
+    ];
+    assert_eq!(super::to_refill(&tied, 2, 3), [0]);
 }
