@@ -60,22 +60,32 @@ bytes() {
   curl -s "http://$1/metrics" |
     awk '/^rankd_cluster_bytes_total/ && !/call="table"/ { s += $2 } END { printf "%d", s }'
 }
+# CPU seconds (user + system) a process has used, in clock ticks.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 for r in $(seq "$ROUNDS"); do
   for who in single root root-table; do
+    # The processes a search of this kind runs on: the single node, or a root and the leaves.
     case "$who" in
-      single) addr=127.0.0.1:18080 ;;
-      root) addr=127.0.0.1:18090 ;;
-      *) addr=127.0.0.1:18091 ;;
+      single) addr=127.0.0.1:18080; procs="${PIDS[0]}" ;;
+      root) addr=127.0.0.1:18090; procs="${PIDS[-2]} ${PIDS[*]:1:3}" ;;
+      *) addr=127.0.0.1:18091; procs="${PIDS[-1]} ${PIDS[*]:1:3}" ;;
     esac
     before=$(bytes "$addr")
+    cpu0=$(for p in $procs; do ticks "$p"; done | paste -sd,)
     line=$("$ROOT_DIR/bench/http_search.sh" "$addr" "$DURATION" "${CONNS:-4}" "$EXTRA" 2>/dev/null | grep '^json ')
+    cpu1=$(for p in $procs; do ticks "$p"; done | paste -sd,)
     after=$(bytes "$addr")
     python3 -c '
-import json, sys
-r = json.loads(sys.argv[1][5:]); who, rnd, b0, b1 = sys.argv[2:]
+import json, os, sys
+r = json.loads(sys.argv[1][5:]); who, rnd, b0, b1, c0, c1 = sys.argv[2:]
 per = (int(b1) - int(b0)) / r["requests"] if who != "single" else 0
+# CPU ms per search of each process: the single node, or the root then leaves 0, 1, 2.
+hz = os.sysconf("SC_CLK_TCK")
+cpu = [round((int(b) - int(a)) * 1000 / hz / r["requests"], 3)
+       for a, b in zip(c0.split(","), c1.split(","))]
 print(json.dumps({"round": int(rnd), "who": who, "rps": r["rps"], "p50_ms": r["p50_ms"],
                   "p99_ms": r["p99_ms"], "errors": r["non2xx"] + sum(r["socket_errors"].values()),
-                  "leaf_bytes_per_query": round(per)}))' "$line" "$who" "$r" "$before" "$after"
+                  "leaf_bytes_per_query": round(per), "cpu_ms_per_query": cpu}))' \
+      "$line" "$who" "$r" "$before" "$after" "$cpu0" "$cpu1"
   done
 done
