@@ -175,6 +175,19 @@ impl TrainParams {
             (None, None) => {}
         }
         if let Some(options) = &source.clicks {
+            use crate::user_clicks::ips::{ClickLabels, Debias, NoiseFloor};
+            // Refused here rather than when the job builds the groups (`click_set`).
+            if options.debias == Debias::Ips
+                && options.labels == ClickLabels::Graded
+                && options.noise_floor == NoiseFloor::Estimate
+            {
+                return Err((
+                    "noise_floor".into(),
+                    "noise_floor estimate applies to click_labels \"binary\": graded labels \
+                     are ordered by their click rates, which a floor does not reorder"
+                        .into(),
+                ));
+            }
             // Unbiased LambdaMART trains lambda-ndcg trees, graded click labels objectives
             // that read only their order; anything else is refused here, naming the field that
             // chose it.
@@ -435,9 +448,13 @@ mod tests {
                 floor(NoiseFloor::None),
             ),
             (
-                serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
+                serde_json::json!({"source": "clicks", "noise_floor": "estimate", "click_labels": "binary"}),
                 false,
-                floor(NoiseFloor::Estimate),
+                Some(ClickOptions {
+                    noise_floor: NoiseFloor::Estimate,
+                    labels: ClickLabels::Binary,
+                    ..ClickOptions::default()
+                }),
             ),
             (
                 serde_json::json!({"source": "clicks", "click_labels": "binary"}),
@@ -462,6 +479,7 @@ mod tests {
             serde_json::json!({"click_labels": "graded"}),
             serde_json::json!({"source": "clicks", "click_labels": "linear"}),
             serde_json::json!({"source": "clicks", "objective": "lambda-ndcg", "model": "gbdt"}),
+            serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
         ] {
             assert!(source(body.clone()).is_err(), "{body}");
         }
