@@ -55,8 +55,8 @@ pub struct EvalLetorArgs {
     /// With --train-clicks and --debias ips or none: `graded` trains one group per query, each
     /// row it showed labelled with its estimated click rate given examination (the objectives
     /// that read only the labels' order: stable AP, graded, by default); `binary` one group
-    /// per clicked document, weighted by its clicks over their propensities
-    /// (docs/EVALUATION.md, "Learning from clicks: graded labels").
+    /// per clicked document, weighted by its clicks over their propensities. Graded measured
+    /// better (docs/EVALUATION.md, "Graded click labels").
     #[arg(long, value_enum, default_value_t = DEFAULT_CLICK_LABELS, requires = "train_clicks")]
     pub click_labels: ClickLabels,
     /// With --train-clicks: the click model whose examination probabilities are the
