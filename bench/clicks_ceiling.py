@@ -17,7 +17,9 @@ On the LightGBM LETOR example, all with the default LETOR trees:
    impressions contributes c − ε⁻, i.e. round(100·p) − 10 clicks at ε⁻ = 0.1 — the bound of
    what `--noise-floor estimate` can give (`--only-affine` runs just that row, plain IPS,
    ε⁻ = 0 and full information, each over the trainer's seeds, on `--fold lightgbm` or
-   `resplit`, the split of bench/clicks_semi_synthetic.py);
+   `resplit`, the split of bench/clicks_semi_synthetic.py); `--only-affine` also trains the
+   graded construction (`--click-labels graded`: one group per query, each row labelled with
+   its click rate) on the ε⁻ = 0.1 sessions;
 5. *relabelled from the click model*: PBM fitted (`rankd click-model`) to 10⁵ simulated
    sessions (η = 1, seeds 1..5), each pair's attractiveness γ̂ turned into a grade
    (`min(4, ⌊5γ̂⌋)`, or 4·γ̂ scaled to the query's range), and the graded trees trained on those
@@ -110,14 +112,18 @@ def main():
         fulls = [ndcg(args.rankd, TRAIN, ["--seed", sd]) for sd in seeds]
         print(f"full information, trainer seeds 1..{args.seeds}: {statistics.mean(fulls):.4f} ± "
               f"{statistics.stdev(fulls):.4f}")
-        for name, clicks_of in [
-            ("click probability, eps- 0.1 (the protocol)", lambda y: round(100 * p(y, 0.1))),
-            ("click probability, eps- 0", lambda y: round(100 * p(y, 0.0))),
-            ("eps- 0.1, affine correction with the true floor", affine),
+        for name, clicks_of, labels in [
+            ("click probability, eps- 0.1 (the protocol)", lambda y: round(100 * p(y, 0.1)),
+             "binary"),
+            ("click probability, eps- 0", lambda y: round(100 * p(y, 0.0)), "binary"),
+            ("eps- 0.1, affine correction with the true floor", affine, "binary"),
+            ("click probability, eps- 0.1, graded labels", lambda y: round(100 * p(y, 0.1)),
+             "graded"),
         ]:
             s = os.path.join(tmp, "oracle.jsonl")
             write_oracle(s, clicks_of)
-            r = [ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none", "--seed", sd])
+            r = [ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none",
+                                          "--click-labels", labels, "--seed", sd])
                  for sd in seeds]
             print(f"IPS construction at infinite data, {name}: {statistics.mean(r):.4f} ± "
                   f"{statistics.stdev(r):.4f} ({statistics.mean(r) / statistics.mean(fulls):.3f}); "
@@ -139,7 +145,8 @@ def main():
     for name, clicks_of in oracles:
         s = os.path.join(tmp, "oracle.jsonl")
         write_oracle(s, clicks_of)
-        r = ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none"])
+        r = ndcg(args.rankd, TRAIN, ["--train-clicks", s, "--noise-floor", "none",
+                                     "--click-labels", "binary"])
         print(f"IPS construction at infinite data, weights = {name}: {r:.4f} ({r / full:.3f})",
               flush=True)
 

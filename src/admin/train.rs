@@ -31,8 +31,10 @@ use crate::training::{guard, index_sets, JudgedQuery, SetOptions, Sources, Train
 /// it), `force` (activate it even when the guard refuses; logged), `source` (what to learn
 /// from: `"judgments"`, the default, `"clicks"`, or both as `["judgments", "clicks"]`), and
 /// with clicks `debias` (`"ips"`, the default, `"pairwise"`, unbiased LambdaMART, which trains
-/// `model: "gbdt"` on the logged lists, or `"none"`), `noise_floor` (`"estimate"` or
-/// `"none"`, with ips) and `propensity_clip`.
+/// `model: "gbdt"` on the logged lists, or `"none"`), `click_labels` (`"graded"`: one group
+/// per query, click rates as labels, or `"binary"`: one group per clicked document; with ips
+/// or none), `noise_floor` (`"estimate"` or `"none"`, with ips and binary labels) and
+/// `propensity_clip`.
 #[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(transparent)]
 pub struct TrainParams(pub serde_json::Map<String, Value>);
@@ -67,6 +69,20 @@ impl TrainParams {
                             return Err((
                                 field.clone(),
                                 "debias must be \"ips\", \"pairwise\" or \"none\"".into(),
+                            ))
+                        }
+                    };
+                    click_fields.push(field.clone());
+                    continue;
+                }
+                "click_labels" => {
+                    clicks.labels = match value.as_str() {
+                        Some("graded") => crate::user_clicks::ips::ClickLabels::Graded,
+                        Some("binary") => crate::user_clicks::ips::ClickLabels::Binary,
+                        _ => {
+                            return Err((
+                                field.clone(),
+                                "click_labels must be \"graded\" or \"binary\"".into(),
                             ))
                         }
                     };
@@ -159,10 +175,34 @@ impl TrainParams {
             (None, None) => {}
         }
         if let Some(options) = &source.clicks {
-            // Unbiased LambdaMART trains lambda-ndcg trees; anything else is refused here.
+            use crate::user_clicks::ips::{ClickLabels, Debias, NoiseFloor};
+            // Refused here rather than when the job builds the groups (`click_set`).
+            if options.debias == Debias::Ips
+                && options.labels == ClickLabels::Graded
+                && options.noise_floor == NoiseFloor::Estimate
+            {
+                return Err((
+                    "noise_floor".into(),
+                    "noise_floor estimate applies to click_labels \"binary\": graded labels \
+                     are ordered by their click rates, which a floor does not reorder"
+                        .into(),
+                ));
+            }
+            // Unbiased LambdaMART trains lambda-ndcg trees, graded click labels objectives
+            // that read only their order; anything else is refused here, naming the field that
+            // chose it.
+            let field = if options.debias == crate::user_clicks::ips::Debias::Pairwise {
+                "debias"
+            } else {
+                "click_labels"
+            };
             settings = settings
-                .for_click_debias(options.debias, self.0.contains_key("objective"))
-                .map_err(|crate::error::Invalid(m)| ("debias".to_string(), m))?;
+                .for_clicks(
+                    options.debias,
+                    options.labels,
+                    self.0.contains_key("objective"),
+                )
+                .map_err(|crate::error::Invalid(m)| (field.to_string(), m))?;
         }
         Ok(TrainRequest {
             settings,
@@ -390,7 +430,13 @@ mod tests {
                 ..ClickOptions::default()
             })
         };
-        use crate::user_clicks::ips::NoiseFloor;
+        let labels = |l| {
+            Some(ClickOptions {
+                labels: l,
+                ..ClickOptions::default()
+            })
+        };
+        use crate::user_clicks::ips::{ClickLabels, NoiseFloor};
         for (body, judgments, expected) in [
             (serde_json::json!({}), true, None),
             (serde_json::json!({"source": "clicks"}), false, clicks),
@@ -402,9 +448,23 @@ mod tests {
                 floor(NoiseFloor::None),
             ),
             (
-                serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
+                serde_json::json!({"source": "clicks", "noise_floor": "estimate", "click_labels": "binary"}),
                 false,
-                floor(NoiseFloor::Estimate),
+                Some(ClickOptions {
+                    noise_floor: NoiseFloor::Estimate,
+                    labels: ClickLabels::Binary,
+                    ..ClickOptions::default()
+                }),
+            ),
+            (
+                serde_json::json!({"source": "clicks", "click_labels": "binary"}),
+                false,
+                labels(ClickLabels::Binary),
+            ),
+            (
+                serde_json::json!({"source": "clicks", "click_labels": "graded"}),
+                false,
+                labels(ClickLabels::Graded),
             ),
         ] {
             let got = source(body.clone()).unwrap();
@@ -416,6 +476,10 @@ mod tests {
             serde_json::json!({"propensity_clip": 0.5}),
             serde_json::json!({"noise_floor": "estimate"}),
             serde_json::json!({"source": "clicks", "noise_floor": 0.1}),
+            serde_json::json!({"click_labels": "graded"}),
+            serde_json::json!({"source": "clicks", "click_labels": "linear"}),
+            serde_json::json!({"source": "clicks", "objective": "lambda-ndcg", "model": "gbdt"}),
+            serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
         ] {
             assert!(source(body.clone()).is_err(), "{body}");
         }

@@ -19,8 +19,9 @@ use crate::rerank::{
 };
 use crate::training::{ModelChoice, TrainSettings};
 use crate::user_clicks::ips::{
-    click_set, estimate_noise_floor, estimate_propensities, Debias, NoiseFloor, PropensityModel,
-    DEFAULT_NOISE_FLOOR, DEFAULT_PROPENSITY_CLIP, PROPENSITY_ITERATIONS,
+    click_set, estimate_noise_floor, estimate_propensities, ClickLabels, Debias, NoiseFloor,
+    PropensityModel, DEFAULT_CLICK_LABELS, DEFAULT_NOISE_FLOOR, DEFAULT_PROPENSITY_CLIP,
+    PROPENSITY_ITERATIONS,
 };
 use crate::user_clicks::sessions;
 
@@ -51,6 +52,13 @@ pub struct EvalLetorArgs {
     /// they are (the naive baseline).
     #[arg(long, value_enum, default_value_t = Debias::Ips, requires = "train_clicks")]
     pub debias: Debias,
+    /// With --train-clicks and --debias ips or none: `graded` trains one group per query, each
+    /// row it showed labelled with its estimated click rate given examination (the objectives
+    /// that read only the labels' order: stable AP, graded, by default); `binary` one group
+    /// per clicked document, weighted by its clicks over their propensities. Graded measured
+    /// better (docs/EVALUATION.md, "Graded click labels").
+    #[arg(long, value_enum, default_value_t = DEFAULT_CLICK_LABELS, requires = "train_clicks")]
+    pub click_labels: ClickLabels,
     /// With --train-clicks: the click model whose examination probabilities are the
     /// propensities (pbm measured best: docs/EVALUATION.md, "Learning from clicks").
     #[arg(long, value_enum, default_value_t = PropensityModel::Pbm, requires = "train_clicks")]
@@ -195,9 +203,11 @@ fn from_clicks(
     };
     let floor = (args.debias == Debias::Ips && args.noise_floor == NoiseFloor::Estimate)
         .then(|| estimate_noise_floor(&logged, &propensities));
-    let settings = &settings
-        .clone()
-        .for_click_debias(args.debias, args.learn.objective.is_some())?;
+    let settings = &settings.clone().for_clicks(
+        args.debias,
+        args.click_labels,
+        args.learn.objective.is_some(),
+    )?;
     let (train_part, valid_part) = if settings.holds_out_validation() {
         let (t, v) = all_train.split_validation(settings.valid_fraction, settings.seed)?;
         (t, Some(v))
@@ -209,6 +219,7 @@ fn from_clicks(
             part,
             &logged,
             debias,
+            args.click_labels,
             &propensities,
             args.propensity_clip,
             floor.unwrap_or(0.0),
@@ -264,6 +275,7 @@ fn from_clicks(
         FromClicks {
             sessions: path,
             debias: args.debias,
+            click_labels: (args.debias != Debias::Pairwise).then_some(args.click_labels),
             propensity_model: (args.debias == Debias::Ips).then_some(args.propensity_model),
             propensities: &propensities,
             propensity_clip: args.propensity_clip,
@@ -287,6 +299,9 @@ fn from_clicks(
 struct FromClicks<'a> {
     sessions: &'a Path,
     debias: Debias,
+    /// How the clicks became groups (null with pairwise debiasing, which learns from the
+    /// logged lists).
+    click_labels: Option<ClickLabels>,
     /// The click model the propensities come from (none without IPS).
     propensity_model: Option<PropensityModel>,
     /// Estimated examination probability per rank, relative to rank 1 (empty without IPS).

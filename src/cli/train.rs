@@ -51,6 +51,13 @@ pub struct TrainArgs {
     /// once (biased towards what was ranked high).
     #[arg(long, value_enum, default_value_t = crate::user_clicks::ips::Debias::Ips, requires = "clicks")]
     pub debias: crate::user_clicks::ips::Debias,
+    /// With --clicks and --debias ips or none: `graded` trains one group per logged query,
+    /// each document its pages showed labelled with its estimated click rate given
+    /// examination (objectives that read only the labels' order: stable AP, made graded);
+    /// `binary` one group per clicked document, weighted by its clicks over their
+    /// propensities.
+    #[arg(long, value_enum, default_value_t = crate::user_clicks::ips::DEFAULT_CLICK_LABELS, requires = "clicks")]
+    pub click_labels: crate::user_clicks::ips::ClickLabels,
     /// With --clicks: the smallest propensity a click is divided by.
     #[arg(long, default_value_t = crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP, requires = "clicks")]
     pub propensity_clip: f64,
@@ -416,6 +423,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let clicks = if args.clicks {
         let options = crate::training::clicks::ClickOptions {
             debias: args.debias,
+            labels: args.click_labels,
             propensity_clip: args.propensity_clip,
             noise_floor: args.noise_floor,
         };
@@ -462,9 +470,14 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     };
     let mut settings = args.learn.apply(preset)?;
     if args.clicks {
-        // Unbiased LambdaMART trains lambda-ndcg trees: anything else is refused here, before
-        // the windows are computed.
-        settings = settings.for_click_debias(args.debias, args.learn.objective.is_some())?;
+        // Unbiased LambdaMART trains lambda-ndcg trees, graded click labels objectives that
+        // read only their order: anything else is refused here, before the windows are
+        // computed.
+        settings = settings.for_clicks(
+            args.debias,
+            args.click_labels,
+            args.learn.objective.is_some(),
+        )?;
     }
     let Loaded {
         train,

@@ -41,8 +41,8 @@ use crate::rerank::gbdt::train::unbiased::ClickLists;
 use crate::search::Engine;
 use crate::text::ModelKind;
 use crate::user_clicks::ips::{
-    click_set, estimate_noise_floor, estimate_propensities, ClickSet, Debias, NoiseFloor,
-    PropensityModel, PROPENSITY_ITERATIONS,
+    click_set, estimate_noise_floor, estimate_propensities, ClickLabels, ClickSet, Debias,
+    NoiseFloor, PropensityModel, PROPENSITY_ITERATIONS,
 };
 use crate::user_clicks::sessions::RowSession;
 
@@ -122,6 +122,9 @@ pub fn click_queries(pages: Vec<ClickedPage>) -> Vec<ClickQuery> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ClickOptions {
     pub debias: Debias,
+    /// Graded groups (one per query, click rates as labels) or binary ones (one per clicked
+    /// document); unbiased LambdaMART learns from the logged lists either way.
+    pub labels: ClickLabels,
     /// The smallest propensity a click is divided by.
     pub propensity_clip: f64,
     /// With IPS: whether the click-noise floor, estimated from the pages, is subtracted from
@@ -133,6 +136,7 @@ impl Default for ClickOptions {
     fn default() -> Self {
         ClickOptions {
             debias: Debias::Ips,
+            labels: crate::user_clicks::ips::DEFAULT_CLICK_LABELS,
             propensity_clip: crate::user_clicks::ips::DEFAULT_PROPENSITY_CLIP,
             noise_floor: crate::user_clicks::ips::DEFAULT_NOISE_FLOOR,
         }
@@ -159,11 +163,13 @@ pub struct ClickStats {
     /// examination from attraction (none: the propensities are not identified).
     pub pairs_at_several_ranks: usize,
     pub debias: Debias,
+    /// How the clicks became groups (null with pairwise debiasing).
+    pub click_labels: Option<ClickLabels>,
     /// Examination probability by rank relative to rank 1 (index 0: rank 1); empty without
     /// debiasing.
     pub propensities: Vec<f64>,
-    /// Training groups (one per clicked document of a query) in the training and validation
-    /// parts.
+    /// Training groups (one per query with a click with graded labels, one per clicked
+    /// document with binary ones) in the training and validation parts.
     pub train_groups: usize,
     pub valid_groups: usize,
 }
@@ -241,6 +247,7 @@ pub fn click_sets(
             set,
             &sessions,
             debias,
+            options.labels,
             &propensities,
             options.propensity_clip,
             floor.unwrap_or(0.0),
@@ -271,6 +278,7 @@ pub fn click_sets(
         below_floor: parts().map(|p| p.below_floor).sum(),
         pairs_at_several_ranks: pairs_at_several_ranks(&sessions),
         debias: options.debias,
+        click_labels: (options.debias != Debias::Pairwise).then_some(options.labels),
         propensities,
         train_groups: train.set.queries.len(),
         valid_groups: valid.as_ref().map_or(0, |v| v.set.queries.len()),

@@ -248,16 +248,38 @@ impl TrainSettings {
         Ok(())
     }
 
-    /// The settings for training from clicks debiased by `debias`: unbiased LambdaMART
-    /// ([`crate::user_clicks::ips::Debias::Pairwise`]) trains LambdaMART trees, so its
-    /// objective becomes lambda-ndcg unless `objective_chosen`; another chosen objective, or a
-    /// network, is an error naming the choice.
-    pub fn for_click_debias(
+    /// The settings for training from clicks debiased by `debias` into `labels`: unbiased
+    /// LambdaMART ([`crate::user_clicks::ips::Debias::Pairwise`]) trains LambdaMART trees, so
+    /// its objective becomes lambda-ndcg unless `objective_chosen` (and `labels` does not
+    /// apply); another chosen objective, or a network, is an error naming the choice. Graded
+    /// click labels ([`crate::user_clicks::ips::ClickLabels::Graded`], click rates in
+    /// thousandths) train only the objectives that read nothing of a label but its order —
+    /// the AP objectives, made graded (the mean over every level), and RankNet; LambdaMART's
+    /// gains `2^y − 1`, a relevance threshold and the hinges would read them as grades, and
+    /// are an error naming the objective.
+    pub fn for_clicks(
         mut self,
         debias: crate::user_clicks::ips::Debias,
+        labels: crate::user_clicks::ips::ClickLabels,
         objective_chosen: bool,
     ) -> Result<Self, Invalid> {
         if debias != crate::user_clicks::ips::Debias::Pairwise {
+            if labels == crate::user_clicks::ips::ClickLabels::Graded {
+                match self.objective {
+                    ObjectiveKind::StableAp | ObjectiveKind::SmoothAp | ObjectiveKind::Soprc => {
+                        self.graded = true
+                    }
+                    ObjectiveKind::Ranknet => {}
+                    other => {
+                        return Err(Invalid(format!(
+                            "click labels graded (click rates) train objectives that read only \
+                             the order of the labels (stable-ap, smooth-ap, soprc, ranknet), \
+                             not {}: train with click labels binary",
+                            crate::rerank::objective::ObjectiveName::Kind(other).as_str()
+                        )))
+                    }
+                }
+            }
             return Ok(self);
         }
         if self.model != ModelChoice::Gbdt {
@@ -370,28 +392,98 @@ mod tests {
     /// chosen, and a network or another chosen objective is refused naming it.
     #[test]
     fn pairwise_debias_trains_lambda_ndcg_trees_or_says_why_not() {
-        use crate::user_clicks::ips::Debias;
+        use crate::user_clicks::ips::{ClickLabels, Debias};
         let trees = TrainSettings {
             model: ModelChoice::Gbdt,
             ..TrainSettings::on_index()
         };
         let s = trees
             .clone()
-            .for_click_debias(Debias::Pairwise, false)
+            .for_clicks(Debias::Pairwise, ClickLabels::Graded, false)
             .unwrap();
         assert_eq!(s.objective, ObjectiveKind::LambdaNdcg);
         let e = trees
             .clone()
-            .for_click_debias(Debias::Pairwise, true)
+            .for_clicks(Debias::Pairwise, ClickLabels::Binary, true)
             .unwrap_err();
         assert!(e.0.contains("lambda-ndcg, not stable-ap"), "{}", e.0);
         let e = TrainSettings::on_index()
-            .for_click_debias(Debias::Pairwise, false)
+            .for_clicks(Debias::Pairwise, ClickLabels::Graded, false)
             .unwrap_err();
         assert!(e.0.contains("trains trees, not model linear"), "{}", e.0);
-        // IPS and naive leave the settings as they are.
-        let ips = TrainSettings::on_index().for_click_debias(Debias::Ips, false);
-        assert_eq!(ips.unwrap(), TrainSettings::on_index());
+        // IPS and naive with binary labels leave the settings as they are.
+        for debias in [Debias::Ips, Debias::None] {
+            let s = TrainSettings::on_index().for_clicks(debias, ClickLabels::Binary, false);
+            assert_eq!(s.unwrap(), TrainSettings::on_index());
+        }
+    }
+
+    /// Graded click labels make the AP objectives graded, leave RankNet as it is, and refuse
+    /// the objectives that read labels as gains or against a threshold, naming them.
+    #[test]
+    fn graded_click_labels_train_order_only_objectives() {
+        use crate::user_clicks::ips::{ClickLabels, Debias};
+        let index = TrainSettings::on_index();
+        assert!(!index.graded);
+        let s = index
+            .clone()
+            .for_clicks(Debias::Ips, ClickLabels::Graded, false)
+            .unwrap();
+        assert_eq!(
+            s,
+            TrainSettings {
+                graded: true,
+                ..TrainSettings::on_index()
+            }
+        );
+        for objective in [ObjectiveKind::SmoothAp, ObjectiveKind::Soprc] {
+            let s = TrainSettings {
+                objective,
+                ..TrainSettings::on_index()
+            };
+            assert!(
+                s.for_clicks(Debias::None, ClickLabels::Graded, true)
+                    .unwrap()
+                    .graded
+            );
+        }
+        let ranknet = TrainSettings {
+            objective: ObjectiveKind::Ranknet,
+            ..TrainSettings::on_index()
+        };
+        assert_eq!(
+            ranknet
+                .clone()
+                .for_clicks(Debias::Ips, ClickLabels::Graded, true)
+                .unwrap(),
+            ranknet
+        );
+        for (objective, name) in [
+            (ObjectiveKind::LambdaNdcg, "lambda-ndcg"),
+            (ObjectiveKind::LambdaAp, "lambda-ap"),
+            (ObjectiveKind::ApHingeQs, "ap-hinge-qs"),
+            (ObjectiveKind::NdcgHingeQs, "ndcg-hinge-qs"),
+        ] {
+            let s = TrainSettings {
+                objective,
+                ..TrainSettings::letor()
+            };
+            let e = s
+                .clone()
+                .for_clicks(Debias::Ips, ClickLabels::Graded, true)
+                .unwrap_err();
+            assert!(
+                e.0.contains(&format!("not {name}: train with click labels binary")),
+                "{}",
+                e.0
+            );
+            assert_eq!(
+                s.clone()
+                    .for_clicks(Debias::Ips, ClickLabels::Binary, true)
+                    .unwrap(),
+                s
+            );
+        }
     }
 
     #[test]

@@ -6,11 +6,19 @@ use serde_json::Value;
 
 use crate::util::{numbers, rankd, rankd_ok, shared_data, stderr};
 
+/// `--train-clicks` with the default click labels (graded) and no noise floor.
 fn eval(train: &str, test: &str, sessions: &str, debias: &str) -> Value {
-    eval_with(train, test, sessions, debias, "none")
+    eval_with(train, test, sessions, debias, "graded", "none")
 }
 
-fn eval_with(train: &str, test: &str, sessions: &str, debias: &str, noise_floor: &str) -> Value {
+fn eval_with(
+    train: &str,
+    test: &str,
+    sessions: &str,
+    debias: &str,
+    click_labels: &str,
+    noise_floor: &str,
+) -> Value {
     let o = rankd_ok([
         "eval-letor",
         "--train",
@@ -21,6 +29,8 @@ fn eval_with(train: &str, test: &str, sessions: &str, debias: &str, noise_floor:
         sessions,
         "--debias",
         debias,
+        "--click-labels",
+        click_labels,
         "--noise-floor",
         noise_floor,
         "--trees",
@@ -71,11 +81,17 @@ fn ips_beats_naive_click_training_and_recovers_the_position_bias() {
         naive["test"]["ndcg@10"].as_f64().unwrap(),
     );
     assert!(a > b + 0.03, "IPS NDCG@10 {a} vs naive {b}");
+    // Graded labels: one group per query with a click (the training file has 201 queries).
+    assert_eq!(ips["click_labels"], "graded", "{ips}");
+    let groups = ips["train_groups"].as_u64().unwrap();
+    assert!((100..=201).contains(&groups), "{groups} groups");
 
-    // The affine correction estimates the protocol's click noise (ε⁻ = 0.1) from the same
-    // sessions and leaves out the clicked documents it explains entirely.
+    // The affine correction (binary groups, one per clicked document) estimates the protocol's
+    // click noise (ε⁻ = 0.1) from the same sessions and leaves out the clicked documents it
+    // explains entirely.
     assert!(ips["noise_floor"].is_null(), "{ips}");
-    let affine = eval_with(train, test, sessions, "ips", "estimate");
+    let affine = eval_with(train, test, sessions, "ips", "binary", "estimate");
+    assert_eq!(affine["click_labels"], "binary", "{affine}");
     let floor = affine["noise_floor"].as_f64().unwrap();
     assert!((floor - 0.1).abs() < 0.02, "noise floor {floor}");
     let (left_out, groups) = (

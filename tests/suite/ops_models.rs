@@ -507,6 +507,21 @@ fn train_on_the_servers_click_log() {
             "propensity_clip",
             "(0, 1]",
         ),
+        (
+            r#"{"source":"clicks","click_labels":"linear"}"#,
+            "click_labels",
+            "graded",
+        ),
+        (
+            r#"{"source":"clicks","objective":"lambda-ndcg","model":"gbdt"}"#,
+            "click_labels",
+            "not lambda-ndcg",
+        ),
+        (
+            r#"{"source":"clicks","noise_floor":"estimate"}"#,
+            "noise_floor",
+            "click_labels \"binary\"",
+        ),
     ] {
         assert_error(
             &post_json(&format!("{b}/admin/train"), t, body),
@@ -578,6 +593,7 @@ fn train_on_the_servers_click_log() {
     let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
     assert_eq!(job["status"], "succeeded", "{job}");
     let data = &job["result"]["data"];
+    assert_eq!(data["clicks"]["click_labels"], "graded", "{data}");
     // A fifth of the clicked queries is the guard's; the rest, and the pages without a
     // click, train.
     let held = clicked.len() / 5;
@@ -620,7 +636,7 @@ fn train_on_the_servers_click_log() {
     let a = post_json(
         &format!("{b}/admin/train"),
         t,
-        r#"{"source":"clicks","model":"linear","epochs":5,"noise_floor":"estimate"}"#,
+        r#"{"source":"clicks","model":"linear","epochs":5,"noise_floor":"estimate","click_labels":"binary"}"#,
     );
     assert_eq!(a.status, 202, "{}", a.body);
     let job = wait_for_job(b, a.body["job"].as_i64().unwrap());
