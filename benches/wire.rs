@@ -6,6 +6,10 @@
 //! `cargo bench --bench wire -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Messages, as a root over three shards sends and receives them per shard:
+//! - `query_reply/default48`: the default search's reply (a shard's short list of the collapse
+//!   window, 48 candidates with the page key and language, the first 6 with their fields);
+//!   `default48-arrays` is the same with each candidate encoded as an array of its fields (a
+//!   tuple struct) instead of a map, to measure what the field names cost;
 //! - `query_reply/100`: a rerank window's candidates (100, ids as the Rust docs' paths, graph
 //!   nodes);
 //! - `query_reply/fetch10`: a default page's 10 candidates with their title, URL and snippet
@@ -188,7 +192,90 @@ fn message<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
     group.finish();
 }
 
+/// The default search's reply per shard today: 48 candidates with the page key and language,
+/// the first 6 with their fields, graph nodes.
+fn default_reply() -> QueryReply {
+    let mut r = query_reply(48, false);
+    for (i, c) in r.hits.iter_mut().enumerate() {
+        c.keys = Some(rankd::text::columns::CollapseKeys {
+            page: Some(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(i as u64 + 1)),
+            lang: Some(0x656e),
+            ..Default::default()
+        });
+        if i < 6 {
+            c.shown = candidate(i, true).shown;
+        }
+    }
+    r
+}
+
+/// The same reply with each candidate as an array of its fields (a tuple struct).
+#[derive(Debug, PartialEq, Serialize, serde::Deserialize)]
+struct ArrayReply {
+    protocol: u32,
+    current: u64,
+    total_hits: usize,
+    no_terms: bool,
+    sortable: bool,
+    hits: Vec<ArrayCandidate>,
+}
+
+type Keys5 = (
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+    Option<u64>,
+);
+
+#[derive(Debug, PartialEq, Serialize, serde::Deserialize)]
+struct ArrayCandidate(
+    u32,
+    u32,
+    String,
+    u32,
+    Option<u64>,
+    Option<u32>,
+    Option<u32>,
+    Option<Keys5>,
+    Option<WireHit>,
+);
+
+fn as_arrays(r: QueryReply) -> ArrayReply {
+    ArrayReply {
+        protocol: r.protocol,
+        current: r.current,
+        total_hits: r.total_hits,
+        no_terms: r.no_terms,
+        sortable: r.sortable,
+        hits: r
+            .hits
+            .into_iter()
+            .map(|c| {
+                let keys = c.keys.map(|k| (k.simhash, k.page, k.site, k.group, k.lang));
+                ArrayCandidate(
+                    c.doc.segment,
+                    c.doc.doc,
+                    c.id,
+                    c.score,
+                    c.sort_key,
+                    c.boost,
+                    c.node,
+                    keys,
+                    c.shown,
+                )
+            })
+            .collect(),
+    }
+}
+
 fn wire(c: &mut Criterion) {
+    message(c, "query_reply/default48", &default_reply());
+    message(
+        c,
+        "query_reply/default48-arrays",
+        &as_arrays(default_reply()),
+    );
     message(c, "query_reply/100", &query_reply(100, false));
     message(c, "query_reply/fetch10", &query_reply(10, true));
     message(c, "query_call", &query_call());
