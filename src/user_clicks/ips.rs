@@ -493,6 +493,15 @@ mod tests {
     use super::super::sessions::test_session as session;
     use super::*;
 
+    /// Each training group of a click set: its query id, weight and rows.
+    fn groups(c: &ClickSet) -> Vec<(&str, f64, std::ops::Range<usize>)> {
+        c.set
+            .queries
+            .iter()
+            .map(|q| (q.qid.as_str(), q.weight, q.rows.clone()))
+            .collect()
+    }
+
     fn set() -> RankSet {
         RankSet::new(
             vec!["f1".into(), "f2".into()],
@@ -524,12 +533,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((c.clicks, c.clipped, c.sessions), (3, 1, 3));
-        let groups: Vec<(&str, f64, std::ops::Range<usize>)> = c
-            .set
-            .queries
-            .iter()
-            .map(|q| (q.qid.as_str(), q.weight, q.rows.clone()))
-            .collect();
+        let groups = groups(&c);
         // Row 0: 1/0.5 + 1/1; row 1: clipped at 1/0.01.
         assert_eq!(groups, [("a#0", 3.0, 0..3), ("a#1", 100.0, 3..6)]);
         assert_eq!(c.set.labels, [1, 0, 0, 0, 1, 0]);
@@ -578,12 +582,7 @@ mod tests {
         };
         let c = graded(Debias::Ips, &propensity);
         assert_eq!((c.clicks, c.clipped, c.sessions), (4, 1, 5));
-        let groups: Vec<(&str, f64, std::ops::Range<usize>)> = c
-            .set
-            .queries
-            .iter()
-            .map(|q| (q.qid.as_str(), q.weight, q.rows.clone()))
-            .collect();
+        let groups = groups(&c);
         assert_eq!(groups, [("a", 1.0, 0..3), ("b", 1.0, 3..5)]);
         // a (2 sessions): row 0 (1/0.5 + 1/1)/2 = 1.5; row 1 clipped, (1/0.01)/2 = 50; row 2
         // never clicked. b (3 sessions): row 0 (1/0.5)/3 = 0.6667, rounded; row 1 0.
