@@ -24,6 +24,24 @@ use crate::text::ModelKind;
 use crate::training::clicks::{ClickOptions, ClickQuery};
 use crate::training::{guard, index_sets, JudgedQuery, SetOptions, Sources, TrainSettings};
 
+/// `value` as one of `T`'s values (those of the `rankd train` flag of the same name), or a
+/// 400's field and message listing them: `debias must be "ips", "pairwise" or "none"`.
+fn choice<T: clap::ValueEnum>(field: &str, value: &Value) -> Result<T, (String, String)> {
+    if let Some(t) = value.as_str().and_then(|s| T::from_str(s, false).ok()) {
+        return Ok(t);
+    }
+    let names: Vec<String> = T::value_variants()
+        .iter()
+        .filter_map(|v| v.to_possible_value())
+        .map(|p| format!("\"{}\"", p.get_name()))
+        .collect();
+    let list = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.concat(),
+    };
+    Err((field.to_string(), format!("{field} must be {list}")))
+}
+
 /// What `POST /admin/train` accepts: a JSON object of [`TrainSettings`] fields (absent ones
 /// take the defaults of training on the index, [`TrainSettings::on_index`], as `rankd train`
 /// on judgments; `model: "gbdt"` trains trees), `first_phase`, the first-phase model whose
@@ -60,46 +78,12 @@ impl TrainParams {
                     source = TrainSource::parse(value).map_err(|m| (field.clone(), m))?;
                     continue;
                 }
-                "debias" => {
-                    clicks.debias = match value.as_str() {
-                        Some("ips") => crate::user_clicks::ips::Debias::Ips,
-                        Some("pairwise") => crate::user_clicks::ips::Debias::Pairwise,
-                        Some("none") => crate::user_clicks::ips::Debias::None,
-                        _ => {
-                            return Err((
-                                field.clone(),
-                                "debias must be \"ips\", \"pairwise\" or \"none\"".into(),
-                            ))
-                        }
-                    };
-                    click_fields.push(field.clone());
-                    continue;
-                }
-                "click_labels" => {
-                    clicks.labels = match value.as_str() {
-                        Some("graded") => crate::user_clicks::ips::ClickLabels::Graded,
-                        Some("binary") => crate::user_clicks::ips::ClickLabels::Binary,
-                        _ => {
-                            return Err((
-                                field.clone(),
-                                "click_labels must be \"graded\" or \"binary\"".into(),
-                            ))
-                        }
-                    };
-                    click_fields.push(field.clone());
-                    continue;
-                }
-                "noise_floor" => {
-                    clicks.noise_floor = match value.as_str() {
-                        Some("estimate") => crate::user_clicks::ips::NoiseFloor::Estimate,
-                        Some("none") => crate::user_clicks::ips::NoiseFloor::None,
-                        _ => {
-                            return Err((
-                                field.clone(),
-                                "noise_floor must be \"estimate\" or \"none\"".into(),
-                            ))
-                        }
-                    };
+                "debias" | "click_labels" | "noise_floor" => {
+                    match field.as_str() {
+                        "debias" => clicks.debias = choice(field, value)?,
+                        "click_labels" => clicks.labels = choice(field, value)?,
+                        _ => clicks.noise_floor = choice(field, value)?,
+                    }
                     click_fields.push(field.clone());
                     continue;
                 }
@@ -482,6 +466,29 @@ mod tests {
             serde_json::json!({"source": "clicks", "noise_floor": "estimate"}),
         ] {
             assert!(source(body.clone()).is_err(), "{body}");
+        }
+        // A value out of a choice names the field and every value it takes.
+        for (body, field, message) in [
+            (
+                serde_json::json!({"source": "clicks", "debias": "ipw"}),
+                "debias",
+                "debias must be \"ips\", \"pairwise\" or \"none\"",
+            ),
+            (
+                serde_json::json!({"source": "clicks", "click_labels": "linear"}),
+                "click_labels",
+                "click_labels must be \"graded\" or \"binary\"",
+            ),
+            (
+                serde_json::json!({"source": "clicks", "noise_floor": 0.1}),
+                "noise_floor",
+                "noise_floor must be \"estimate\" or \"none\"",
+            ),
+        ] {
+            let Err(e) = source(body.clone()) else {
+                panic!("{body} accepted")
+            };
+            assert_eq!(e, (field.to_string(), message.to_string()), "{body}");
         }
     }
 

@@ -125,15 +125,6 @@ pub enum ClickLabels {
     Binary,
 }
 
-impl ClickLabels {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ClickLabels::Graded => "graded",
-            ClickLabels::Binary => "binary",
-        }
-    }
-}
-
 /// What `--train-clicks`, `rankd train --clicks` and `POST /admin/train` build unless told:
 /// graded, which measured better than binary groups on the semi-synthetic test (0.960 against
 /// 0.931 of the full-information model at 10⁵ sessions; docs/EVALUATION.md, "Graded click

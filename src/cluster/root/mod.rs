@@ -351,9 +351,16 @@ fn to_refill(replies: &[QueryReply], sent: usize, depth: usize) -> Vec<usize> {
         .enumerate()
         .flat_map(|(t, r)| r.hits.iter().map(move |c| (t, c)))
         .collect();
-    all.sort_by(|(_, a), (_, b)| canonical(key(a), &a.id, key(b), &b.id));
+    // Which candidates are in the top `depth`, not their order (the merge sorts them later):
+    // a selection, linear in the candidates.
+    if all.len() > depth {
+        all.select_nth_unstable_by(depth - 1, |(_, a), (_, b)| {
+            canonical(key(a), &a.id, key(b), &b.id)
+        });
+        all.truncate(depth);
+    }
     let mut in_top = vec![0; replies.len()];
-    for &(t, _) in all.iter().take(depth) {
+    for &(t, _) in &all {
         in_top[t] += 1;
     }
     (0..replies.len())
